@@ -1,0 +1,82 @@
+"""What SGLang does to its arguments at start-up that matters for drift, applied as notes.
+
+- NEXTN is upper-cased and mapped to EAGLE (speculative_hook.py): NEXTN vs EAGLE is a spelling.
+- With topk == 1, draft tokens are forced to steps + 1.
+- Speculative steps/topk/draft left unset are picked by model architecture (runtime).
+- 0.5.23: an EAGLE-family algorithm without --max-running-requests caps it at 48.
+Known start-up crashes are Issues so an operator hears about them before a restart.
+"""
+from __future__ import annotations
+
+from ...model import EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
+from ..versions import version_key
+
+EAGLE_FAMILY = {"EAGLE", "EAGLE3", "NEXTN", "MTP"}
+
+
+def _explicit(config: EngineConfig, key: str) -> FlagValue | None:
+    value = config.flags.get(key)
+    return value if value is not None and value.source == EXPLICIT else None
+
+
+def _int(value) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def apply_rewrites(config: EngineConfig) -> None:
+    flags = config.flags
+    algo_value = flags.get("speculative_algorithm")
+    algorithm = None
+    if algo_value is not None and isinstance(algo_value.value, str) and algo_value.value:
+        algorithm = algo_value.value.upper()
+        if algorithm == "NEXTN":
+            algo_value.note = "NEXTN is read as EAGLE by SGLang"
+            config.notes.append("--speculative-algorithm NEXTN is read as EAGLE (same algorithm, MTP heads)")
+            algorithm = "EAGLE"
+        algo_value.value = algorithm
+    if algorithm is None:
+        return
+    at_least_0512 = version_key(config.version) >= version_key("0.5.12")
+    steps = _explicit(config, "speculative_num_steps")
+    topk = _explicit(config, "speculative_eagle_topk")
+    draft = _explicit(config, "speculative_num_draft_tokens")
+    if algorithm in EAGLE_FAMILY:
+        if draft is not None and steps is None:
+            config.issues.append(Issue(
+                "startup-crash", "--speculative-num-draft-tokens without --speculative-num-steps: SGLang fails an "
+                "assert at start-up" + ("" if at_least_0512 else " (seen on 0.5.12 and later)"),
+                key="speculative_num_steps", flag="--speculative-num-steps",
+                severity="error" if at_least_0512 else "warning"))
+        if steps is not None and topk is None and at_least_0512:
+            config.issues.append(Issue(
+                "startup-crash", "--speculative-num-steps without --speculative-eagle-topk: SGLang "
+                f"{config.version} raises TypeError at start-up", key="speculative_eagle_topk",
+                flag="--speculative-eagle-topk", severity="error"))
+    steps_n, topk_n = _int(steps.value) if steps else None, _int(topk.value) if topk else None
+    if steps_n is not None and topk_n == 1:
+        forced = steps_n + 1
+        if draft is None:
+            flags["speculative_num_draft_tokens"] = FlagValue(
+                forced, RUNTIME, flag="--speculative-num-draft-tokens",
+                note="forced to steps + 1 because topk is 1")
+        elif _int(draft.value) != forced:
+            draft.note = f"SGLang forces {forced} (steps + 1) because topk is 1"
+            config.notes.append(f"--speculative-num-draft-tokens {draft.value} is overridden to {forced} "
+                                "(steps + 1) because --speculative-eagle-topk is 1")
+            draft.value = forced
+    mrr = flags.get("max_running_requests")
+    if (algorithm in EAGLE_FAMILY and mrr is not None and mrr.source != EXPLICIT
+            and version_key(config.version) >= version_key("0.5.23")):
+        flags["max_running_requests"] = FlagValue(48, RUNTIME, flag=mrr.flag,
+                                                  note="48 when EAGLE-family speculative decoding is on and "
+                                                       "the flag is unset (SGLang 0.5.23)")
+    mamba = flags.get("mamba_scheduler_strategy") or flags.get("mamba_radix_cache_strategy")
+    overlap_off = flags.get("disable_overlap_schedule")
+    if (mamba is not None and mamba.source == EXPLICIT and mamba.value == "no_buffer"
+            and not (overlap_off is not None and overlap_off.value is True)):
+        config.issues.append(Issue("startup-crash", f"{mamba.flag} no_buffer without --disable-overlap-schedule "
+                                   "fails an assert at start-up", key="disable_overlap_schedule",
+                                   flag="--disable-overlap-schedule", severity="error"))

@@ -1,0 +1,92 @@
+"""Typed records passed between pipeline stages (collect -> parse -> model -> diff -> report).
+
+Every stage takes and returns these dataclasses, never raw dicts, so a stage can be read alone.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Where a typed value came from.
+EXPLICIT = "explicit"  # written in the unit's command line
+DEFAULT = "default"  # the engine's constant default for that release
+RUNTIME = "runtime"  # a default the engine computes at start-up (GPU memory, model config)
+
+
+@dataclass
+class RawUnit:
+    """What a collector brings back for one host and unit. Collectors never parse it."""
+
+    host: str
+    unit: str
+    text: str | None = None  # `systemctl cat` output, or fragment + drop-ins with '# /path' headers
+    source: str = "file"  # "systemctl cat" | "disk" | "file"
+    paths: list[str] = field(default_factory=list)  # fragment then drop-ins, in systemd's order
+    status: str = "ok"  # ok | fallback | unreachable | auth failed | host key refused | timeout | unit not found | error
+    error: str | None = None
+    loaded_exec_start: str | None = None  # `systemctl show -p ExecStart` (what systemd has loaded)
+    need_daemon_reload: bool | None = None
+    main_pid: int | None = None
+    active_state: str | None = None
+    running_argv: list[str] | None = None  # /proc/MAINPID/cmdline of the engine process
+    engine_version: str | None = None  # `python -c 'import sglang; print(sglang.__version__)'`
+    gpus: list[dict] | None = None  # [{index, name, memory_total}]
+    measured: dict[str, float] = field(default_factory=dict)  # from the journal: accept_length, throughput
+    environment_files: dict[str, str] = field(default_factory=dict)  # EnvironmentFile= path -> content
+    collected_at: str | None = None
+
+
+@dataclass
+class FlagValue:
+    """One engine setting, keyed elsewhere by its ServerArgs field name."""
+
+    value: Any
+    source: str  # EXPLICIT | DEFAULT | RUNTIME
+    flag: str | None = None  # the spelling used on the command line (explicit), else the primary option
+    note: str | None = None  # e.g. "NEXTN is read as EAGLE", "draft tokens forced to steps + 1"
+
+
+@dataclass
+class Issue:
+    """Something the parser or model noticed: unknown flag, start-up crash, deprecated flag..."""
+
+    kind: str  # unknown-flag | removed-flag | ambiguous-flag | deprecated-flag | startup-crash | bad-value | systemd-refuses | note
+    message: str
+    key: str | None = None
+    flag: str | None = None
+    releases: list[str] = field(default_factory=list)  # releases that accept the flag
+    severity: str = "warning"  # info | warning | error
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v not in (None, [])}
+
+
+@dataclass
+class Launcher:
+    """How the engine is started inside the ExecStart command."""
+
+    engine: str  # "sglang"
+    entry: str  # "python -m sglang.launch_server" | "sglang serve"
+    interpreter: str | None  # /root/ml-env/bin/python3, or None for a bare `sglang` script
+    wrappers: list[str]  # outermost first: ["numactl", "bash -c", "docker run"]
+    engine_argv: list[str]  # the engine's own arguments (after the entry point)
+    image: str | None = None  # docker image, when wrapped in `docker run`
+    venv: str | None = None  # directory of the virtualenv/conda env, when recognisable
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+@dataclass
+class EngineConfig:
+    """Engine argv read against one release's flag catalog."""
+
+    engine: str
+    version: str  # catalog release used
+    version_reason: str  # why that release was chosen
+    flags: dict[str, FlagValue]  # field -> value, explicit and defaults
+    issues: list[Issue] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def explicit(self) -> dict[str, FlagValue]:
+        return {k: v for k, v in self.flags.items() if v.source == EXPLICIT}
