@@ -249,7 +249,7 @@ def choose_version(argvs: list[list[str]]) -> tuple[str, str]:
     clean = [v for v in versions if scores[v] == 0]
     which = "every flag" if len(argvs) == 1 else "both units' flags"
     if clean:
-        return clean[-1], f"newest shipped catalog under which {which} parse"
+        return clean[-1], f"newest shipped catalog under which {which} parse{'s' if len(argvs) == 1 else ''}"
     best = min(reversed(versions), key=lambda v: scores[v])  # min keeps the first: newest wins ties
     return best, (f"no shipped release accepts {which}; {best} accepts the most "
                   f"({scores[best]} flag problem{'s' if scores[best] != 1 else ''})")

@@ -1,0 +1,151 @@
+"""Named known-good snapshots (baselines/NAME.yaml) with what was measured on them.
+
+A baseline is meant to be reviewed in git: host by name (never an address), the unit as read, the
+typed flags, and metrics such as `throughput: 70`. It is never overwritten without --force.
+"""
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import BaselineError, InputError
+from .model import RawUnit
+from .snapshot import (SNAPSHOT_SCHEMA, Snapshot, build_snapshot, now_utc, snapshot_from_dict,
+                       snapshot_to_dict)
+from .store import dump_yaml, read_yaml, write_new
+
+BASELINE_SCHEMA = "driftwatch.baseline/v1"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+@dataclass
+class Baseline:
+    name: str
+    snapshot: Snapshot
+    metrics: dict[str, float] = field(default_factory=dict)
+    note: str | None = None
+    saved_by: str | None = None
+    saved_at: str | None = None
+    path: str | None = None
+
+    @property
+    def host(self) -> str | None:
+        return self.snapshot.host
+
+    @property
+    def unit(self) -> str | None:
+        return self.snapshot.unit
+
+
+def baselines_dir(option: str | None = None) -> Path:
+    return Path(option or os.environ.get("DRIFTWATCH_BASELINES") or "baselines")
+
+
+def list_baselines(directory: Path) -> list[str]:
+    if not directory.is_dir():
+        return []
+    return sorted(p.stem for p in directory.glob("*.yaml") if not p.name.startswith("."))
+
+
+def parse_metrics(pairs: tuple[str, ...] | list[str], option: str = "--metric") -> dict[str, float]:
+    """['throughput=70', 'accept_length=3.1'] -> {'throughput': 70.0, ...}; bad pairs are InputErrors."""
+    metrics: dict[str, float] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or not re.match(r"^[a-z][a-z0-9_]*$", key):
+            raise InputError(f"{option} {pair!r}: expected KEY=NUMBER, e.g. throughput=70")
+        try:
+            metrics[key] = float(value)
+        except ValueError:
+            raise InputError(f"{option} {pair!r}: {value!r} is not a number") from None
+    return metrics
+
+
+def baseline_to_dict(baseline: Baseline) -> dict:
+    return {
+        "schema": BASELINE_SCHEMA,
+        "name": baseline.name,
+        "host": baseline.host,
+        "unit": baseline.unit,
+        "metrics": dict(baseline.metrics),
+        "note": baseline.note,
+        "saved_by": baseline.saved_by,
+        "saved_at": baseline.saved_at,
+        "snapshot": snapshot_to_dict(baseline.snapshot),
+    }
+
+
+def save_baseline(directory: Path, name: str, snapshot: Snapshot, metrics: dict[str, float],
+                  note: str | None, force: bool) -> Path:
+    if not NAME_RE.match(name):
+        raise InputError(f"baseline name {name!r}: use letters, digits, '.', '_' and '-' only")
+    user = getpass.getuser() if hasattr(os, "getuid") else "unknown"
+    baseline = Baseline(name=name, snapshot=snapshot, metrics=metrics, note=note,
+                        saved_by=f"{user}@{socket.gethostname()}", saved_at=now_utc())
+    path = directory / f"{name}.yaml"
+    header = (f"# driftwatch baseline {name!r}: a known-good unit and what was measured on it.\n"
+              "# Review changes to this file like code. Regenerate with `driftwatch baseline save --force`.\n")
+    write_new(path, header + dump_yaml(baseline_to_dict(baseline)), force=force)
+    return path
+
+
+def baseline_from_dict(data, origin: str, engine_version: str | None = None) -> Baseline:
+    if not isinstance(data, dict):
+        raise BaselineError(f"{origin}: not a driftwatch baseline (expected a mapping with schema {BASELINE_SCHEMA})")
+    schema = data.get("schema")
+    if schema == SNAPSHOT_SCHEMA:  # a snapshot used directly as an ad-hoc baseline
+        snap = snapshot_from_dict(data, origin, engine_version)
+        return Baseline(name=Path(origin).stem, snapshot=snap, path=origin)
+    if schema != BASELINE_SCHEMA:
+        if isinstance(schema, str) and schema.startswith("driftwatch.baseline/"):
+            raise BaselineError(f"{origin}: baseline schema {schema} is newer than this driftwatch understands "
+                                f"({BASELINE_SCHEMA}); upgrade driftwatch")
+        raise BaselineError(f"{origin}: not a driftwatch baseline (expected schema {BASELINE_SCHEMA})")
+    metrics = data.get("metrics") or {}
+    if not isinstance(metrics, dict) or not all(isinstance(v, (int, float)) for v in metrics.values()):
+        raise BaselineError(f"{origin}: 'metrics' must map names to numbers")
+    snap = snapshot_from_dict(data.get("snapshot"), origin, engine_version)
+    return Baseline(name=str(data.get("name") or Path(origin).stem), snapshot=snap,
+                    metrics={k: float(v) for k, v in metrics.items()}, note=data.get("note"),
+                    saved_by=data.get("saved_by"), saved_at=data.get("saved_at"), path=origin)
+
+
+def load_baseline(spec: str, directory: Path, engine_version: str | None = None,
+                  unit_reader=None) -> Baseline:
+    """--baseline NAME | PATH.yaml | UNIT_FILE. Unknown names list the known ones."""
+    path = Path(spec)
+    looks_like_path = os.sep in spec or spec.endswith((".yaml", ".yml", ".service")) or path.exists()
+    if not looks_like_path:
+        candidate = directory / f"{spec}.yaml"
+        if not candidate.exists():
+            known = list_baselines(directory)
+            listing = ", ".join(known) if known else "none"
+            raise BaselineError(f"unknown baseline {spec!r} in {directory}/ (known: {listing})")
+        path = candidate
+    if not path.exists():
+        raise BaselineError(f"{path}: no such baseline file")
+    if path.suffix in (".yaml", ".yml"):
+        return baseline_from_dict(read_yaml(path, "baseline"), str(path), engine_version)
+    if unit_reader is None:
+        raise BaselineError(f"{path}: not a baseline YAML file")
+    snap = unit_reader(str(path))
+    return Baseline(name=path.name, snapshot=snap, path=str(path))
+
+
+def snapshot_from_unit_file(path: str, host: str | None = None, engine_version: str | None = None) -> Snapshot:
+    """Read a unit file on this machine (plain, or saved `systemctl cat` output) into a Snapshot."""
+    from .parse.readfile import read_text_file
+    text = read_text_file(path)
+    raw = RawUnit(host=host or "", unit="", text=text, source="file", paths=[])
+    snap = build_snapshot(raw, engine_version=engine_version, origin=path)
+    if not snap.paths:
+        snap.paths = [os.path.abspath(path)]
+    if not snap.unit:
+        snap.unit = Path(path).name
+    snap.host = host
+    return snap

@@ -1,0 +1,343 @@
+"""Command line: wires options to the pipeline stages; no logic of its own.
+
+Exit codes as diff(1): 0 no drift, 1 drift, 2 trouble. Every error is one line on stderr.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from . import __version__
+from .errors import EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, DriftwatchError, InputError
+
+
+def _ssh_options(func):
+    """Options shared by every command that may read live hosts."""
+    options = [
+        click.option("--known-hosts", type=click.Path(dir_okay=False), help="known_hosts file (default ~/.ssh/known_hosts)."),
+        click.option("--accept-new", is_flag=True, help="Trust and record unknown host keys (changed keys are still refused)."),
+        click.option("-i", "--identity", type=click.Path(dir_okay=False), help="SSH private key file."),
+        click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh_config file (default ~/.ssh/config)."),
+        click.option("--connect-timeout", type=float, default=10.0, show_default=True, help="Seconds to connect."),
+        click.option("--command-timeout", type=float, default=30.0, show_default=True, help="Seconds for the remote read."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _ssh_settings(kw: dict, parallel: int = 32):
+    from .sources import SSHSettings
+    return SSHSettings(known_hosts=kw.get("known_hosts"), accept_new=kw.get("accept_new", False),
+                       identity=kw.get("identity"), ssh_config=kw.get("ssh_config"),
+                       connect_timeout=kw.get("connect_timeout", 10.0),
+                       command_timeout=kw.get("command_timeout", 30.0), parallel=parallel)
+
+
+def _emit(text: str, output: str | None = None) -> None:
+    if output:
+        from .store import write_atomic
+        write_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="driftwatch")
+def cli():
+    """Find configuration drift in SGLang servers run as systemd units, and explain which
+    difference cost the throughput.
+
+    Exit codes: 0 no drift, 1 drift found, 2 trouble (bad input, unreadable host)."""
+
+
+# --------------------------------------------------------------------------- show
+@cli.command()
+@click.option("--unit-file", type=str, help="A unit file, or saved `systemctl cat` output.")
+@click.option("--host", help="Read the unit live from this host (user@host:port or an inventory name).")
+@click.option("--unit", help="Unit name on --host, e.g. sglang-qwen.service.")
+@click.option("--snapshot", "snapshot_file", help="A saved snapshot YAML.")
+@click.option("--engine-version", help="Read flags with this SGLang release's catalog.")
+@click.option("--all", "show_all", is_flag=True, help="Also list every default value.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--inventory", type=str, help="Inventory naming --host.")
+@_ssh_options
+def show(unit_file, host, unit, snapshot_file, engine_version, show_all, fmt, inventory, **ssh):
+    """What driftwatch read from one unit: argv, launcher, typed flags, findings."""
+    from .show import render_show
+    snap = _one_target(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, required=True)
+    click.echo(render_show(snap, fmt, show_all), nl=False)
+    sys.exit(EXIT_OK)
+
+
+def _one_target(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, required):
+    chosen = [x for x in (unit_file, snapshot_file, host) if x]
+    if len(chosen) > 1:
+        raise InputError("give one of --unit-file, --snapshot or --host/--unit")
+    if unit_file:
+        from .sources import snapshot_from_file
+        return snapshot_from_file(unit_file, host=None, engine_version=engine_version)
+    if snapshot_file:
+        from .sources import read_snapshot_file
+        return read_snapshot_file(snapshot_file, engine_version)
+    if host:
+        if not unit:
+            raise InputError("--host needs --unit (the systemd unit to read)")
+        from .sources import collect_one
+        return collect_one(host, unit, _ssh_settings(ssh), inventory, engine_version)
+    if unit:
+        raise InputError("--unit needs --host (or use --unit-file for a file on this machine)")
+    if required:
+        raise InputError("nothing to read: give --unit-file FILE, --snapshot FILE or --host HOST --unit UNIT")
+    return None
+
+
+# --------------------------------------------------------------------------- snapshot
+@cli.command()
+@click.argument("hosts", nargs=-1)
+@click.option("--inventory", type=str, help="Inventory file (driftwatch YAML, Ansible INI or YAML).")
+@click.option("--unit", help="Unit to read on each host (default: the inventory's units).")
+@click.option("--unit-file", "unit_files", multiple=True, help="Snapshot a local unit file instead of a host.")
+@click.option("--host-name", "host_name", help="Host name to record for --unit-file snapshots.")
+@click.option("--store", help="State directory [default: ~/.local/state/driftwatch].")
+@click.option("--engine-version", help="Read flags with this SGLang release's catalog.")
+@click.option("--concurrency", "--parallel", "parallel", type=click.IntRange(1, 1024), default=32, show_default=True,
+              help="Hosts read at once.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress line.")
+@_ssh_options
+def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_version, parallel, quiet, **ssh):
+    """Read units (local files or live hosts) and save one snapshot each in the store."""
+    from .sources import save_snapshot, snapshot_from_file
+    if not hosts and not inventory and not unit_files:
+        raise InputError("nothing to snapshot: give HOST..., --inventory FILE or --unit-file FILE")
+    trouble = False
+    for path in unit_files:
+        snap = snapshot_from_file(path, host=host_name, engine_version=engine_version)
+        saved = save_snapshot(snap, store)
+        click.echo(f"{snap.host or 'local'}\t{snap.unit}\tok\t{saved}")
+    if hosts or inventory:
+        trouble = _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh)
+    sys.exit(EXIT_TROUBLE if trouble else EXIT_OK)
+
+
+def _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh) -> bool:
+    from .collect.unitname import validate_unit_name
+    from .sources import collect_live, inventory_targets, raw_to_snapshot, save_snapshot
+    if hosts:
+        if not unit:
+            raise InputError("positional hosts need --unit")
+        targets = [(h, unit) for h in hosts]
+    else:
+        targets = inventory_targets(inventory, unit)
+    for _, u in targets:
+        validate_unit_name(u)
+    progress = None
+    if not quiet and sys.stderr.isatty():
+        def progress(done, total, raw):
+            click.echo(f"\r{done}/{total} {raw.host} {raw.status}\033[K", nl=(done == total), err=True)
+    raws = collect_live(targets, _ssh_settings(ssh, parallel), inventory, progress)
+    trouble = False
+    for raw in raws:
+        try:
+            snap = raw_to_snapshot(raw, engine_version)
+            saved = save_snapshot(snap, store)
+            click.echo(f"{raw.host}\t{raw.unit}\t{raw.status}\t{saved}")
+        except DriftwatchError as exc:
+            trouble = True
+            click.echo(f"{raw.host}\t{raw.unit}\t{raw.status if raw.status not in ('ok', 'fallback') else 'error'}"
+                       f"\t{exc}", err=False)
+            click.echo(f"driftwatch: {exc}", err=True)
+    return trouble
+
+
+# --------------------------------------------------------------------------- baseline
+@cli.group()
+def baseline():
+    """Save, list and show named known-good baselines (baselines/NAME.yaml)."""
+
+
+_baselines_dir_option = click.option("--baselines-dir", envvar="DRIFTWATCH_BASELINES",
+                                     help="Where named baselines live [default: ./baselines].")
+
+
+@baseline.command("save")
+@click.argument("name")
+@click.option("--from", "from_snapshot", help="A saved snapshot YAML.")
+@click.option("--unit-file", help="A unit file (or saved `systemctl cat` output).")
+@click.option("--host", help="Read the unit live from this host.")
+@click.option("--unit", help="Unit name on --host.")
+@click.option("--host-name", help="Host name to record (for --unit-file), e.g. ct129.")
+@click.option("--metric", "metrics", multiple=True, help="Measured figure, e.g. throughput=70 (repeatable).")
+@click.option("--note", help="Why this is known-good.")
+@click.option("--force", is_flag=True, help="Replace an existing baseline.")
+@click.option("--engine-version", help="SGLang release to record with the unit.")
+@click.option("--inventory", type=str)
+@_baselines_dir_option
+@_ssh_options
+def baseline_save(name, from_snapshot, unit_file, host, unit, host_name, metrics, note, force, engine_version,
+                  inventory, baselines_dir, **ssh):
+    """Save NAME from a snapshot, a unit file or a live host."""
+    from .baseline import baselines_dir as resolve_dir, parse_metrics, save_baseline
+    values = parse_metrics(metrics)
+    snap = _one_target(unit_file, host, unit, from_snapshot, None, inventory, ssh, required=True)
+    if host_name:
+        snap.host = host_name
+    if engine_version:
+        snap.engine_version = engine_version
+    path = save_baseline(resolve_dir(baselines_dir), name, snap, values, note, force)
+    click.echo(f"saved baseline {name} to {path}")
+    sys.exit(EXIT_OK)
+
+
+@baseline.command("list")
+@_baselines_dir_option
+def baseline_list(baselines_dir):
+    """Named baselines with their host, unit and metrics."""
+    from tabulate import tabulate
+    from .baseline import baselines_dir as resolve_dir, list_baselines
+    from .store import read_yaml
+    directory = resolve_dir(baselines_dir)
+    rows = []
+    for name in list_baselines(directory):
+        data = read_yaml(directory / f"{name}.yaml", "baseline") or {}
+        metrics = ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}"
+                            for k, v in (data.get("metrics") or {}).items())
+        rows.append([name, data.get("host") or "-", data.get("unit") or "-", metrics or "-", data.get("saved_at") or "-"])
+    if not rows:
+        click.echo(f"no baselines in {directory}/", err=True)
+    else:
+        click.echo(tabulate(rows, headers=["name", "host", "unit", "metrics", "saved"]))
+    sys.exit(EXIT_OK)
+
+
+@baseline.command("show")
+@click.argument("name")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_baselines_dir_option
+def baseline_show(name, fmt, baselines_dir):
+    """A baseline's metrics and typed flags."""
+    from .baseline import baselines_dir as resolve_dir, load_baseline
+    from .show import render_show
+    from .sources import snapshot_from_file
+    b = load_baseline(name, resolve_dir(baselines_dir), unit_reader=lambda p: snapshot_from_file(p, None, None))
+    if fmt == "json":
+        from .baseline import baseline_to_dict
+        click.echo(json.dumps(baseline_to_dict(b), indent=2, default=str))
+    else:
+        metrics = ", ".join(f"{k}={v:g}" for k, v in b.metrics.items()) or "none recorded"
+        click.echo(f"baseline {b.name}: metrics {metrics}; saved {b.saved_at or '-'} by {b.saved_by or '-'}")
+        if b.note:
+            click.echo(f"note: {b.note}")
+        click.echo(render_show(b.snapshot, "text", False), nl=False)
+    sys.exit(EXIT_OK)
+
+
+# --------------------------------------------------------------------------- compare
+@cli.command()
+@click.option("--baseline", "baseline_spec", required=True, help="Baseline NAME, a baseline YAML, or a unit file.")
+@click.option("--unit-file", help="Current unit file (or saved `systemctl cat` output).")
+@click.option("--host", help="Read the current unit live from this host.")
+@click.option("--unit", help="Unit on --host (default: the baseline's unit).")
+@click.option("--snapshot", "snapshot_file", help="A saved snapshot YAML as the current side.")
+@click.option("--baseline-metric", multiple=True, help="Override/add a baseline metric, e.g. throughput=70.")
+@click.option("--current-metric", multiple=True, help="A figure measured now, e.g. accept_length=1.75.")
+@click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency the prediction is for.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here (atomically).")
+@click.option("--rules", "rules_dir", type=str, help="Directory of extra/overriding rules/*.yaml.")
+@click.option("--ignore", "ignores", multiple=True, help="Rule id or key to ignore (repeatable; globs allowed).")
+@click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml when present].")
+@click.option("--engine-version", help="Read both sides with this SGLang release's catalog.")
+@click.option("--inventory", type=str)
+@_baselines_dir_option
+@_ssh_options
+def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric, current_metric, concurrency, fmt,
+            output, rules_dir, ignores, ignore_file, engine_version, inventory, baselines_dir, **ssh):
+    """Compare a unit with a known-good baseline and rank what cost throughput."""
+    from .baseline import baselines_dir as resolve_dir, load_baseline, parse_metrics
+    from .compare import compare as run_compare
+    from .ignore import from_cli, load_ignore_file
+    from .report import render_comparison
+    from .rulebook import load_rules
+    from .sources import snapshot_from_file
+    b_metrics = parse_metrics(baseline_metric, "--baseline-metric")
+    c_metrics = parse_metrics(current_metric, "--current-metric")
+    rules = load_rules(rules_dir)
+    ignore = from_cli(ignores) + load_ignore_file(ignore_file)
+    base = load_baseline(baseline_spec, resolve_dir(baselines_dir),
+                         unit_reader=lambda p: snapshot_from_file(p, None, None))
+    current = _one_target(unit_file, host, unit or (base.unit if host else None), snapshot_file, None, inventory,
+                          ssh, required=False)
+    if current is None:
+        if not base.host or not base.unit:
+            raise InputError(f"baseline {base.name} records no host/unit to read; give --unit-file, --snapshot "
+                             "or --host/--unit")
+        from .sources import collect_one
+        current = collect_one(base.host, base.unit, _ssh_settings(ssh), inventory)
+    result = run_compare(base, current, rules, ignore, concurrency, b_metrics, c_metrics, engine_version)
+    _emit(render_comparison(result, fmt), output)
+    sys.exit(EXIT_DRIFT if result.drift else EXIT_OK)
+
+
+# --------------------------------------------------------------------------- rules
+@cli.group()
+def rules():
+    """List and document the rules that classify differences."""
+
+
+@rules.command("list")
+@click.option("--rules", "rules_dir", type=str, help="Extra rules directory to merge.")
+def rules_list(rules_dir):
+    from tabulate import tabulate
+    from .rulebook import UNKNOWN_RULE, load_rules
+    rows = [[r.id, r.name, r.severity, r.dimension, r.model, ", ".join(r.keys)[:60]]
+            for r in load_rules(rules_dir) + [UNKNOWN_RULE]]
+    click.echo(tabulate(rows, headers=["id", "name", "severity", "dimension", "model", "keys"]))
+    sys.exit(EXIT_OK)
+
+
+@rules.command("show")
+@click.argument("rule_id")
+@click.option("--rules", "rules_dir", type=str, help="Extra rules directory to merge.")
+def rules_show(rule_id, rules_dir):
+    from .rulebook import get_rule, load_rules
+    r = get_rule(load_rules(rules_dir), rule_id)
+    click.echo(f"{r.id} {r.name}\n  severity:  {r.severity}\n  dimension: {r.dimension}\n  model:     {r.model}\n"
+               f"  keys:      {', '.join(r.keys)}\n  when:      {r.when}\n  from:      {r.origin}")
+    if r.reference:
+        click.echo(f"  reference: {r.reference}")
+    click.echo(f"\n{r.explanation}")
+    sys.exit(EXIT_OK)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: DriftwatchError -> one stderr line + its exit code; never a traceback."""
+    try:
+        rv = cli.main(args=argv, prog_name="driftwatch", standalone_mode=False)
+        sys.exit(rv if isinstance(rv, int) else EXIT_OK)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        click.echo(f"driftwatch: {exc.format_message()}", err=True)
+        sys.exit(EXIT_TROUBLE)
+    except click.exceptions.Abort:
+        click.echo("driftwatch: aborted", err=True)
+        sys.exit(EXIT_TROUBLE)
+    except DriftwatchError as exc:
+        click.echo(f"driftwatch: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("driftwatch: interrupted", err=True)
+        sys.exit(130)
+    except BrokenPipeError:
+        sys.exit(EXIT_TROUBLE)
+    except Exception as exc:  # noqa: BLE001 - last resort: one line, never a traceback
+        if os.environ.get("DRIFTWATCH_DEBUG"):
+            raise
+        click.echo(f"driftwatch: internal error: {type(exc).__name__}: {exc} "
+                   "(set DRIFTWATCH_DEBUG=1 for a traceback)", err=True)
+        sys.exit(EXIT_TROUBLE)

@@ -1,0 +1,378 @@
+"""The one remote round trip per host and unit: a POSIX ``sh`` script and the parser of its output.
+
+The script is sent on the standard input of ``/bin/sh -s`` (run with exec, no interactive shell, no
+dependence on rc files; whatever an rc file prints before the first section is ignored). It prints
+sections headed by ``\\n@@DW:<nonce>:<KIND>[ <arg>]\\n``; the nonce is random per call, so no file
+content can forge a header. Sections, in order:
+
+``CAT``/``CATRC``/``CATERR``  ``systemctl cat -- UNIT`` stdout, exit status, stderr (the
+                               "changed on disk" warning lives in stderr);
+``F <path>``                  on-disk fallback, only when ``systemctl cat`` failed: the first
+                               fragment found, then every ``*.conf`` of every drop-in directory
+                               systemd reads (selection and masking are done here, in Python, by
+                               ``local.select_unit_files``: identical to the local collector);
+``SHOW``                      ``systemctl show -p ExecStart -p NeedDaemonReload -p MainPID
+                               -p ActiveState -p LoadState -- UNIT``;
+``PROC <pid>``                ``/proc/PID/cmdline`` as hex (``od``), MainPID's or, without one,
+                               every process whose command line mentions sglang (at most 16);
+``INTERP``/``VERSION``/``VERSIONRC``  the unit's interpreter and ``importlib.metadata.version
+                               ("sglang")`` under it;
+``GPU``/``GPURC``             ``nvidia-smi --query-gpu=index,name,memory.total``;
+``JOURNAL``                   ``journalctl -u UNIT -n 500`` lines with ``accept len`` or
+                               ``gen throughput`` (the last 20);
+``ENV <path>``                ``EnvironmentFile=`` files named in the unit (first 64 KiB each);
+``END``                       the script finished (absent: the command timed out mid-way).
+
+Every optional step runs under ``timeout`` (when the host has it) so a hung ``nvidia-smi`` costs
+one step, not the host. The unit name is validated (``unitname.py``) and then shell-quoted; every
+other value substituted into the script is a fixed path derived from it, also quoted.
+"""
+from __future__ import annotations
+
+import posixpath
+import re
+import secrets
+import shlex
+from dataclasses import dataclass, field
+
+from driftwatch.collect.interface import (
+    ERROR, FALLBACK, OK, SOURCE_DISK, SOURCE_SYSTEMCTL, TIMEOUT, UNIT_NOT_FOUND,
+)
+from driftwatch.collect.local import (
+    MAX_UNIT_FILE_BYTES, SEARCH_PATH, candidate_dropin_dirs, candidate_fragments, render_unit_text,
+    select_unit_files,
+)
+from driftwatch.collect.unitname import validate_unit_name
+from driftwatch.model import RawUnit
+
+MAX_OUTPUT_BYTES = 32 << 20
+MAX_ENV_FILE_BYTES = 64 << 10
+MAX_PROCS = 16
+
+_SCRIPT = r"""
+U=@UNIT@
+N=@NONCE@
+GPU=@GPU@
+HINT=@HINT@
+STEP=@STEP@
+PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
+LC_ALL=C
+export PATH LC_ALL
+exec </dev/null 2>/dev/null
+T=
+if command -v timeout >/dev/null 2>&1; then T="timeout $STEP"; fi
+sec() { printf '\n@@DW:%s:%s\n' "$N" "$1"; }
+NL='
+'
+TMP=$(mktemp 2>/dev/null) || TMP=/dev/null
+trap 'if [ "$TMP" != /dev/null ]; then rm -f "$TMP"; fi' EXIT
+rc=127
+CAT=
+if command -v systemctl >/dev/null 2>&1; then
+  CAT=$($T systemctl --no-pager cat -- "$U" 2>"$TMP"; r=$?; echo x; exit $r)
+  rc=$?
+  CAT=${CAT%x}
+fi
+sec CAT; printf '%s' "$CAT"
+sec CATRC; echo "$rc"
+sec CATERR; head -c 65536 "$TMP"
+UNITTEXT=$CAT
+emit() {
+  case $1 in *"$NL"*) return;; esac
+  if [ -f "$1" ]; then
+    sec "F $1"
+    c=$(head -c @MAXFILE@ "$1"; echo x); c=${c%x}
+    printf '%s' "$c"
+    UNITTEXT="$UNITTEXT$NL$c"
+    return 0
+  elif [ -c "$1" ]; then
+    sec "F $1"
+    return 0
+  fi
+  return 1
+}
+if [ "$rc" != 0 ] || [ -z "$CAT" ]; then
+  UNITTEXT=
+  for f in @FRAGMENTS@; do
+    if emit "$f"; then break; fi
+  done
+  for d in @DROPINDIRS@; do
+    [ -d "$d" ] || continue
+    for f in "$d"/*.conf; do emit "$f"; done
+  done
+fi
+SHOW=
+if command -v systemctl >/dev/null 2>&1; then
+  SHOW=$($T systemctl --no-pager show -p ExecStart -p NeedDaemonReload -p MainPID -p ActiveState -p LoadState -- "$U")
+fi
+sec SHOW; printf '%s\n' "$SHOW"
+PID=$(printf '%s\n' "$SHOW" | sed -n 's/^MainPID=//p' | head -n 1)
+case "$PID" in ''|0|*[!0-9]*) PID= ;; esac
+ARGV0=
+if [ -n "$PID" ] && [ -r "/proc/$PID/cmdline" ]; then
+  sec "PROC $PID"; od -An -v -tx1 "/proc/$PID/cmdline"
+  ARGV0=$(tr '\000' '\n' <"/proc/$PID/cmdline" | head -n 1)
+else
+  n=0
+  for f in $(grep -l -a -e 'sglan[g]' /proc/[0-9]*/cmdline 2>/dev/null); do
+    p=${f#/proc/}; p=${p%/cmdline}
+    sec "PROC $p"; od -An -v -tx1 "$f"
+    n=$((n + 1)); if [ "$n" -ge @MAXPROCS@ ]; then break; fi
+  done
+fi
+PY=$HINT
+if [ -z "$PY" ]; then
+  PY=$(printf '%s\n' "$UNITTEXT" | sed -n 's/^[[:space:]]*ExecStart[[:space:]]*=[[:space:]]*[-@:+!]*//p' | sed '/^[[:space:]]*$/d' | tail -n 1 | awk '{print $1}' | tr -d "\"'")
+fi
+if [ -z "$PY" ]; then
+  PY=$(printf '%s\n' "$SHOW" | sed -n 's/^ExecStart={ path=\([^ ;]*\) .*/\1/p' | head -n 1)
+fi
+if [ -z "$PY" ]; then PY=$ARGV0; fi
+case "${PY##*/}" in
+  python*) ;;
+  sglang)
+    l=$(head -n 1 "$PY" 2>/dev/null)
+    case "$l" in '#!'*) PY=${l#??}; PY=${PY#"${PY%%[! ]*}"}; PY=${PY%% *} ;; *) PY= ;; esac
+    case "${PY##*/}" in python*) ;; *) PY= ;; esac ;;
+  *) PY= ;;
+esac
+case "$PY" in /*) [ -x "$PY" ] || PY= ;; '') ;; *) PY=$(command -v "$PY") || PY= ;; esac
+if [ -n "$PY" ]; then
+  sec INTERP; printf '%s\n' "$PY"
+  sec VERSION
+  $T "$PY" -c 'import importlib.metadata as m; print(m.version("sglang"))'
+  sec VERSIONRC; echo $?
+fi
+if [ "$GPU" = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
+  sec GPU; $T nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
+  sec GPURC; echo $?
+fi
+if command -v journalctl >/dev/null 2>&1; then
+  sec JOURNAL
+  $T journalctl -u "$U" -n 500 --no-pager -o cat | grep -a -e 'accept len' -e 'gen throughput' | tail -n 20
+fi
+printf '%s\n' "$UNITTEXT" | sed -n 's/^[[:space:]]*EnvironmentFile[[:space:]]*=[[:space:]]*-\{0,1\}//p' | tr -d "\"'" | sed 's/[[:space:]]*$//' | head -n 32 | while IFS= read -r e; do
+  case "$e" in /*) ;; *) continue ;; esac
+  case "$e" in *%*|*'$'*|*'*'*|*'?'*|*'['*) continue ;; esac
+  if [ -f "$e" ]; then sec "ENV $e"; head -c @MAXENV@ "$e"; fi
+done
+sec END
+"""
+
+
+@dataclass
+class RemoteCommand:
+    """The script for one unit plus what is needed to read its answer."""
+
+    unit: str
+    nonce: str
+    script: str
+    command: str = "/bin/sh -s"  # the exec request; the script goes on stdin
+
+
+def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = None,
+                  step_timeout: float = 10.0) -> RemoteCommand:
+    """Script collecting ``unit`` (validated here; InputError when systemd would refuse the name)."""
+    unit = validate_unit_name(unit)
+    nonce = secrets.token_hex(8)
+    q = shlex.quote
+    values = {
+        "@UNIT@": q(unit),
+        "@NONCE@": nonce,
+        "@GPU@": "1" if gpus else "0",
+        "@HINT@": q(interpreter or ""),
+        "@STEP@": str(max(1, int(round(step_timeout)))),
+        "@FRAGMENTS@": " ".join(q(p) for p in candidate_fragments(unit)),
+        "@DROPINDIRS@": " ".join(q(d) for d in candidate_dropin_dirs(unit)),
+        "@MAXFILE@": str(MAX_UNIT_FILE_BYTES),
+        "@MAXPROCS@": str(MAX_PROCS),
+        "@MAXENV@": str(MAX_ENV_FILE_BYTES),
+    }
+    script = _SCRIPT
+    for k, v in values.items():
+        script = script.replace(k, v)
+    return RemoteCommand(unit=unit, nonce=nonce, script=script.lstrip("\n"))
+
+
+@dataclass
+class Sections:
+    items: list[tuple[str, str, bytes]] = field(default_factory=list)  # (kind, arg, content)
+
+    def first(self, kind: str) -> bytes | None:
+        for k, _, c in self.items:
+            if k == kind:
+                return c
+        return None
+
+    def text(self, kind: str) -> str | None:
+        c = self.first(kind)
+        return None if c is None else c.decode("utf-8", "replace")
+
+    def all(self, kind: str) -> list[tuple[str, bytes]]:
+        return [(a, c) for k, a, c in self.items if k == kind]
+
+    @property
+    def complete(self) -> bool:
+        return self.first("END") is not None
+
+
+def split_sections(output: bytes, nonce: str) -> Sections:
+    marker = b"\n@@DW:" + nonce.encode() + b":"
+    chunks = output.split(marker)
+    out = Sections()
+    for chunk in chunks[1:]:  # chunks[0] is whatever came before the first header (rc-file noise)
+        head, sep, content = chunk.partition(b"\n")
+        if not sep:  # a header cut off mid-line by a timeout
+            continue
+        kind, _, arg = head.decode("utf-8", "replace").partition(" ")
+        out.items.append((kind, arg, content))
+    return out
+
+
+_HEADER = re.compile(r"^# (/\S.*)$")
+_ACCEPT = re.compile(r"accept len:\s*([0-9]+(?:\.[0-9]+)?)")
+_THROUGHPUT = re.compile(r"gen throughput \(token/s\):\s*([0-9]+(?:\.[0-9]+)?)")
+_VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!_-]*$")
+_CHANGED = "changed on disk"
+
+
+def cat_paths(text: str) -> list[str]:
+    """The ``# /path`` headers of ``systemctl cat`` output (first line, or after a blank line)."""
+    paths, prev_blank = [], True
+    for line in text.splitlines():
+        m = _HEADER.match(line)
+        if m and prev_blank:
+            paths.append(m.group(1))
+        prev_blank = not line.strip()
+    return paths
+
+
+def parse_show(text: str) -> dict[str, str]:
+    props = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.isalnum():
+            props[key] = value
+    return props
+
+
+def parse_cmdline_hex(hexdump: bytes) -> list[str] | None:
+    """``od -An -v -tx1`` of /proc/PID/cmdline -> argv (NUL-separated)."""
+    try:
+        raw = bytes.fromhex(hexdump.decode("ascii", "replace").replace("\n", " "))
+    except ValueError:
+        return None
+    if not raw:
+        return None  # kernel thread or zombie
+    argv = raw.split(b"\0")
+    if argv and argv[-1] == b"":
+        argv.pop()
+    return [a.decode("utf-8", "surrogateescape") for a in argv]
+
+
+def is_engine_argv(argv: list[str]) -> bool:
+    if any("sglang.launch_server" in a for a in argv):
+        return True
+    return any(posixpath.basename(a) == "sglang" and b == "serve" for a, b in zip(argv, argv[1:]))
+
+
+def parse_gpus(text: str) -> list[dict] | None:
+    gpus = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 3 or not parts[0].isdigit():
+            continue
+        gpus.append({"index": int(parts[0]), "name": parts[1], "memory_total": parts[2]})
+    return gpus or None
+
+
+def parse_journal(text: str) -> dict[str, float]:
+    measured: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _ACCEPT.search(line)
+        if m:
+            measured["accept_length"] = float(m.group(1))
+        m = _THROUGHPUT.search(line)
+        if m:
+            measured["throughput"] = float(m.group(1))
+    return measured
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value.strip()) if value is not None else None
+    except ValueError:
+        return None
+
+
+def parse_output(host: str, unit: str, nonce: str, output: bytes, timed_out: bool = False) -> RawUnit:
+    """Turn the script's output into a RawUnit. Missing optional sections stay None."""
+    s = split_sections(output, nonce)
+    raw = RawUnit(host=host, unit=unit)
+    cat = s.text("CAT")
+    cat_rc = _int(s.text("CATRC"))
+    cat_err = (s.text("CATERR") or "").strip()
+    cat_reason = _first_line(cat_err) or (f"exit status {cat_rc}" if cat_rc not in (None, 0) else None)
+    if cat_rc == 127 and not cat_err:
+        cat_reason = "systemctl not found"
+
+    if cat_rc == 0 and cat and cat.strip():
+        raw.text, raw.source, raw.status = cat, SOURCE_SYSTEMCTL, OK
+        raw.paths = cat_paths(cat)
+    else:
+        files = {a: c.decode("utf-8", "replace") for a, c in s.all("F")}
+        dirs: dict[str, list[str]] = {}
+        for p in files:
+            dirs.setdefault(posixpath.dirname(p), []).append(posixpath.basename(p))
+        paths = select_unit_files(unit, files.__contains__, lambda d: dirs.get(d, []))
+        if paths:
+            raw.text = render_unit_text((p, files[p]) for p in paths)
+            raw.paths, raw.source, raw.status = paths, SOURCE_DISK, FALLBACK
+            raw.error = f"systemctl cat failed ({cat_reason or 'no output'}); read from disk"
+        elif s.first("SHOW") is not None or s.complete:
+            raw.source, raw.status = SOURCE_DISK, UNIT_NOT_FOUND
+            raw.error = (f"{unit} not found: systemctl cat: {cat_reason or 'no output'}; "
+                         f"no unit file in {', '.join(SEARCH_PATH)}")
+        else:
+            raw.status = TIMEOUT if timed_out else ERROR
+            raw.error = ("command timed out before the unit was read" if timed_out
+                         else "remote command ended before the unit was read")
+            return raw
+
+    show = parse_show(s.text("SHOW") or "")
+    if show.get("ExecStart"):
+        raw.loaded_exec_start = show["ExecStart"]
+    if show.get("NeedDaemonReload") in ("yes", "no"):
+        raw.need_daemon_reload = show["NeedDaemonReload"] == "yes"
+    elif _CHANGED in cat_err:
+        raw.need_daemon_reload = True
+    pid = _int(show.get("MainPID"))
+    raw.main_pid = pid if pid else None
+    raw.active_state = show.get("ActiveState") or None
+
+    procs = []
+    for arg, content in s.all("PROC"):
+        p, argv = _int(arg), parse_cmdline_hex(content)
+        if p is not None and argv:
+            procs.append((p, argv))
+    if raw.main_pid is not None:
+        raw.running_argv = next((a for p, a in procs if p == raw.main_pid), None)
+    else:
+        engines = sorted((p, a) for p, a in procs if is_engine_argv(a))
+        raw.running_argv = engines[0][1] if engines else None
+
+    version = (s.text("VERSION") or "").strip()
+    if _int(s.text("VERSIONRC")) == 0 and _VERSION.match(version):
+        raw.engine_version = version
+    if _int(s.text("GPURC")) == 0:
+        raw.gpus = parse_gpus(s.text("GPU") or "")
+    raw.measured = parse_journal(s.text("JOURNAL") or "")
+    raw.environment_files = {a: c.decode("utf-8", "replace") for a, c in s.all("ENV")}
+    return raw
+
+
+def _first_line(text: str) -> str | None:
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return None

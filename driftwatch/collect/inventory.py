@@ -1,0 +1,463 @@
+"""Where hosts come from: ``user@host:port`` specs, driftwatch YAML, Ansible INI and Ansible YAML.
+
+driftwatch YAML::
+
+    defaults: {user: root, units: [sglang-qwen.service]}     # optional, applies to every host
+    groups:                                                   # optional
+      a6000: {hosts: [ct129, ct200], port: 22, units: [...]}
+    hosts:
+      ct129: {address: 10.1.230.172}   # address/user/port/units/identity, all optional
+      ct200:                           # no address: ~/.ssh/config or DNS resolves the name
+
+Precedence: host > group (later groups win) > defaults. Ansible inventories: ``ansible_host``
+(or ``ansible_ssh_host``), ``ansible_user``, ``ansible_port``, ``ansible_ssh_private_key_file``
+and a ``driftwatch_units`` variable (a list, or a comma-separated string), with Ansible's variable
+precedence (host > child group > parent group > all) and host ranges (``gpu[01:04]``). A file that
+cannot be used raises InputError naming the file and line.
+"""
+from __future__ import annotations
+
+import ast
+import os
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from driftwatch.errors import InputError
+
+
+@dataclass
+class HostTarget:
+    name: str
+    address: str | None = None
+    user: str | None = None
+    port: int | None = None
+    units: list[str] = field(default_factory=list)
+    identity: str | None = None
+
+
+_HOST_CHARS = re.compile(r"[A-Za-z0-9._%:\-]+\Z")  # names, IPv4, IPv6 (inside brackets), zone ids
+
+
+def _check_host(host: str, spec: str) -> str:
+    if not host or host.startswith("-") or not _HOST_CHARS.match(host):
+        raise InputError(f"invalid host {spec!r}: expected host, user@host, host:port or [v6addr]:port")
+    return host
+
+
+def _check_port(port: Any, where: str) -> int:
+    try:
+        value = int(str(port).strip())
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: port {port!r} is not a number") from None
+    if not 0 < value < 65536:
+        raise InputError(f"{where}: port {value} out of range 1-65535")
+    return value
+
+
+def parse_target(spec: str) -> HostTarget:
+    """``host``, ``user@host``, ``host:port``, ``user@host:port``, ``[::1]:2222``, ``::1``."""
+    original = spec
+    spec = spec.strip()
+    user = None
+    if "@" in spec:
+        user, spec = spec.rsplit("@", 1)
+        if not user or not re.match(r"[A-Za-z0-9._][A-Za-z0-9._-]*\$?\Z", user):
+            raise InputError(f"invalid host {original!r}: bad user name {user!r}")
+    port = None
+    if spec.startswith("["):
+        host, sep, rest = spec[1:].partition("]")
+        if not sep:
+            raise InputError(f"invalid host {original!r}: missing ']'")
+        if rest:
+            if not rest.startswith(":"):
+                raise InputError(f"invalid host {original!r}: expected ':port' after ']'")
+            port = _check_port(rest[1:], f"host {original!r}")
+    elif spec.count(":") == 1:
+        host, _, p = spec.partition(":")
+        port = _check_port(p, f"host {original!r}")
+    else:
+        host = spec  # a name, IPv4, or a bare IPv6 address (no port possible)
+    return HostTarget(name=_check_host(host, original), user=user, port=port)
+
+
+# ---------------------------------------------------------------------------------------------
+def load_inventory(path) -> list[HostTarget]:
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(8 << 20)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such inventory file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not an inventory file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if b"\0" in data:
+        raise InputError(f"{path}: binary file, not an inventory")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    if _looks_like_ini(path, text):
+        return _load_ini(path, text)
+    return _load_yaml(path, text)
+
+
+def _looks_like_ini(path: str, text: str) -> bool:
+    ext = os.path.splitext(path)[1].lower()
+    if ext in (".yaml", ".yml", ".json"):
+        return False
+    if ext in (".ini", ".cfg"):
+        return True
+    for line in text.splitlines():
+        s = line.strip()
+        if not s or s[0] in "#;":
+            continue
+        if s == "---":
+            return False
+        if re.match(r"\[[^\]\s]+\]\Z", s):
+            return True
+        return ":" not in s.split("=")[0] or bool(re.match(r"\S+\s+\w+=", s))
+    return False
+
+
+# --- YAML with line numbers ------------------------------------------------------------------
+class _Map(dict):
+    line = 0
+    key_lines: dict
+
+
+class _Seq(list):
+    line = 0
+
+
+def _yaml_load(path: str, text: str):
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    def construct_mapping(loader, node):
+        loader.flatten_mapping(node)
+        m = _Map()
+        m.line = node.start_mark.line + 1
+        m.key_lines = {}
+        for knode, vnode in node.value:
+            key = loader.construct_object(knode, deep=True)
+            try:
+                hash(key)
+            except TypeError:
+                raise InputError(f"{path}:{knode.start_mark.line + 1}: unusable mapping key") from None
+            m[key] = loader.construct_object(vnode, deep=True)
+            m.key_lines[key] = knode.start_mark.line + 1
+        return m
+
+    def construct_seq(loader, node):
+        s = _Seq(loader.construct_object(v, deep=True) for v in node.value)
+        s.line = node.start_mark.line + 1
+        return s
+
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
+    Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_seq)
+    try:
+        return yaml.load(text, Loader=Loader)  # noqa: S506 - SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = f":{mark.line + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InputError(f"{path}{line}: not valid YAML: {problem}") from None
+
+
+def _line(obj, key=None) -> int:
+    if isinstance(obj, _Map) and key is not None and key in obj.key_lines:
+        return obj.key_lines[key]
+    return getattr(obj, "line", 0)
+
+
+def _load_yaml(path: str, text: str) -> list[HostTarget]:
+    doc = _yaml_load(path, text)
+    if doc is None:
+        raise InputError(f"{path}: empty inventory")
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}:{_line(doc)}: an inventory is a mapping (hosts:, or Ansible groups)")
+    if set(doc) <= {"hosts", "defaults", "groups"} and "hosts" in doc:
+        return _load_driftwatch_yaml(path, doc)
+    return _load_ansible_yaml(path, doc)
+
+
+_DW_KEYS = {"address", "user", "port", "units", "identity"}
+
+
+def _units(value, where: str) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                value = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                raise InputError(f"{where}: units {value!r} is not a list") from None
+        else:
+            return [u.strip() for u in text.split(",") if u.strip()]
+    if not isinstance(value, list) or not all(isinstance(u, str) and u for u in value):
+        raise InputError(f"{where}: units must be a list of unit names")
+    return list(value)
+
+
+def _settings(path: str, mapping, what: str) -> dict:
+    if mapping is None:
+        return {}
+    if not isinstance(mapping, dict):
+        raise InputError(f"{path}:{_line(mapping)}: {what} must be a mapping")
+    out = {}
+    for key, value in mapping.items():
+        where = f"{path}:{_line(mapping, key)}"
+        if key not in _DW_KEYS:
+            raise InputError(f"{where}: unknown key {key!r} in {what} "
+                             f"(expected {', '.join(sorted(_DW_KEYS))})")
+        if key == "port":
+            out[key] = _check_port(value, where)
+        elif key == "units":
+            out[key] = _units(value, where)
+        elif value is not None:
+            if not isinstance(value, (str, int)) or isinstance(value, bool):
+                raise InputError(f"{where}: {key} must be a string")
+            out[key] = str(value)
+    return out
+
+
+def _load_driftwatch_yaml(path: str, doc: dict) -> list[HostTarget]:
+    defaults = _settings(path, doc.get("defaults"), "defaults")
+    hosts = doc.get("hosts")
+    if isinstance(hosts, list):
+        hosts_map = {}
+        for h in hosts:
+            if not isinstance(h, str):
+                raise InputError(f"{path}:{_line(hosts)}: hosts: list entries must be host names")
+            hosts_map[h] = None
+        hosts = hosts_map
+    if not isinstance(hosts, dict) or not hosts:
+        raise InputError(f"{path}:{_line(doc, 'hosts')}: hosts: must map host names to settings")
+    group_settings: dict[str, list[dict]] = {}
+    groups = doc.get("groups") or {}
+    if not isinstance(groups, dict):
+        raise InputError(f"{path}:{_line(doc, 'groups')}: groups: must be a mapping")
+    for gname, group in groups.items():
+        if not isinstance(group, dict):
+            raise InputError(f"{path}:{_line(groups, gname)}: group {gname!r} must be a mapping")
+        members = group.get("hosts") or []
+        if not isinstance(members, list):
+            raise InputError(f"{path}:{_line(group, 'hosts')}: group {gname!r}: hosts must be a list")
+        rest = _Map({k: v for k, v in group.items() if k != "hosts"})
+        rest.line, rest.key_lines = group.line, group.key_lines
+        settings = _settings(path, rest, f"group {gname!r}")
+        for member in members:
+            if member not in hosts:
+                raise InputError(f"{path}:{_line(members)}: group {gname!r} names unknown host {member!r}")
+            group_settings.setdefault(member, []).append(settings)
+    targets = []
+    for name, mapping in hosts.items():
+        if not isinstance(name, str):
+            raise InputError(f"{path}:{_line(hosts, name)}: host names must be strings")
+        merged = dict(defaults)
+        for s in group_settings.get(name, []):
+            merged.update(s)
+        merged.update(_settings(path, mapping, f"host {name!r}"))
+        targets.append(_target(path, _line(hosts, name), name, merged))
+    return targets
+
+
+def _target(path: str, line: int, name: str, s: dict) -> HostTarget:
+    where = f"{path}:{line}"
+    try:
+        _check_host(name, name)
+        if s.get("address"):
+            _check_host(s["address"].strip("[]"), s["address"])
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    return HostTarget(name=name, address=s.get("address") or None, user=s.get("user") or None,
+                      port=s.get("port"), units=list(s.get("units") or []), identity=s.get("identity"))
+
+
+# --- Ansible ---------------------------------------------------------------------------------
+_RANGE = re.compile(r"\[([0-9a-zA-Z]+):([0-9a-zA-Z]+)(?::([0-9]+))?\]")
+
+
+def expand_host_pattern(pattern: str, where: str) -> list[str]:
+    """Ansible host ranges: ``gpu[01:03]`` -> gpu01 gpu02 gpu03, ``n[a:c]``, ``h[0:10:5]``."""
+    m = _RANGE.search(pattern)
+    if not m:
+        return [pattern]
+    lo, hi, step = m.group(1), m.group(2), int(m.group(3) or 1)
+    head, tail = pattern[: m.start()], pattern[m.end():]
+    if lo.isdigit() and hi.isdigit():
+        width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
+        items = [str(i).zfill(width) for i in range(int(lo), int(hi) + 1, step)]
+    elif len(lo) == 1 and len(hi) == 1 and lo.isalpha() and hi.isalpha():
+        items = [chr(c) for c in range(ord(lo), ord(hi) + 1, step)]
+    else:
+        raise InputError(f"{where}: cannot expand host range {pattern!r}")
+    if not items:
+        raise InputError(f"{where}: empty host range {pattern!r}")
+    return [x for i in items for x in expand_host_pattern(head + i + tail, where)]
+
+
+class _AnsibleInventory:
+    def __init__(self, path: str):
+        self.path = path
+        self.hosts: dict[str, dict] = {}  # name -> host vars
+        self.host_lines: dict[str, int] = {}
+        self.host_groups: dict[str, list[str]] = {}
+        self.group_vars: dict[str, dict] = {}
+        self.children: dict[str, list[str]] = {}
+
+    def add_host(self, name: str, group: str, hvars: dict, line: int) -> None:
+        if name not in self.hosts:
+            self.hosts[name] = {}
+            self.host_lines[name] = line
+            self.host_groups[name] = []
+        self.hosts[name].update(hvars)
+        if group not in self.host_groups[name]:
+            self.host_groups[name].append(group)
+
+    def _ancestors(self, group: str, seen=None) -> list[str]:
+        """Groups from most generic to most specific for precedence (all first)."""
+        seen = seen if seen is not None else set()
+        parents = [p for p, kids in self.children.items() if group in kids]
+        order: list[str] = []
+        for p in parents:
+            if p in seen:
+                continue
+            seen.add(p)
+            for a in self._ancestors(p, seen) + [p]:
+                if a not in order:
+                    order.append(a)
+        return order
+
+    def targets(self) -> list[HostTarget]:
+        out = []
+        for name, hvars in self.hosts.items():
+            merged: dict = dict(self.group_vars.get("all", {}))
+            chain: list[str] = []
+            for g in self.host_groups[name]:
+                for a in self._ancestors(g) + [g]:
+                    if a not in chain and a != "all":
+                        chain.append(a)
+            for g in chain:
+                merged.update(self.group_vars.get(g, {}))
+            merged.update(hvars)
+            where = f"{self.path}:{self.host_lines[name]}"
+            address = merged.get("ansible_host", merged.get("ansible_ssh_host"))
+            user = merged.get("ansible_user", merged.get("ansible_ssh_user"))
+            port = merged.get("ansible_port", merged.get("ansible_ssh_port"))
+            identity = merged.get("ansible_ssh_private_key_file", merged.get("ansible_private_key_file"))
+            s = {
+                "address": str(address) if address not in (None, "") else None,
+                "user": str(user) if user not in (None, "") else None,
+                "port": _check_port(port, where) if port not in (None, "") else None,
+                "units": _units(merged.get("driftwatch_units"), where),
+                "identity": str(identity) if identity else None,
+            }
+            out.append(_target(self.path, self.host_lines[name], name, s))
+        return out
+
+
+def _ini_value(raw: str):
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return raw
+
+
+def _load_ini(path: str, text: str) -> list[HostTarget]:
+    inv = _AnsibleInventory(path)
+    section, kind = "ungrouped", "hosts"
+    for lineno, line in enumerate(text.splitlines(), 1):
+        s = line.strip()
+        if not s or s[0] in "#;":
+            continue
+        where = f"{path}:{lineno}"
+        m = re.match(r"\[([^\]:\s]+)(?::(vars|children))?\]\Z", s)
+        if m:
+            section, kind = m.group(1), m.group(2) or "hosts"
+            if kind == "vars":
+                inv.group_vars.setdefault(section, {})
+            elif kind == "children":
+                inv.children.setdefault(section, [])
+            continue
+        if s.startswith("["):
+            raise InputError(f"{where}: bad section header {s!r}")
+        try:
+            tokens = shlex.split(s, comments=True)
+        except ValueError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        if not tokens:
+            continue
+        if kind == "vars":
+            key, sep, value = s.partition("=")
+            if not sep or not key.strip():
+                raise InputError(f"{where}: expected key=value in [{section}:vars]")
+            inv.group_vars[section][key.strip()] = _ini_value(value.strip())
+        elif kind == "children":
+            inv.children[section].append(tokens[0])
+        else:
+            hvars = {}
+            for tok in tokens[1:]:
+                key, sep, value = tok.partition("=")
+                if not sep or not key:
+                    raise InputError(f"{where}: expected key=value after the host name, got {tok!r}")
+                hvars[key] = _ini_value(value)
+            hostpat = tokens[0]
+            if hostpat.count(":") == 1 and not hostpat.startswith("["):
+                hostpat, port = hostpat.split(":")
+                hvars.setdefault("ansible_port", port)
+            for name in expand_host_pattern(hostpat, where):
+                inv.add_host(name, section, hvars, lineno)
+    if not inv.hosts:
+        raise InputError(f"{path}: no hosts in inventory")
+    return inv.targets()
+
+
+def _load_ansible_yaml(path: str, doc: dict) -> list[HostTarget]:
+    inv = _AnsibleInventory(path)
+
+    def walk(gname: str, group, line: int) -> None:
+        if group is None:
+            return
+        if not isinstance(group, dict):
+            raise InputError(f"{path}:{line}: group {gname!r} must be a mapping (hosts/vars/children)")
+        unknown = set(group) - {"hosts", "vars", "children"}
+        if unknown:
+            key = sorted(unknown, key=str)[0]
+            raise InputError(f"{path}:{_line(group, key)}: unknown key {key!r} in group {gname!r} "
+                             f"(expected hosts, vars, children)")
+        gvars = group.get("vars") or {}
+        if not isinstance(gvars, dict):
+            raise InputError(f"{path}:{_line(group, 'vars')}: vars of {gname!r} must be a mapping")
+        inv.group_vars.setdefault(gname, {}).update(gvars)
+        hosts = group.get("hosts") or {}
+        if not isinstance(hosts, dict):
+            raise InputError(f"{path}:{_line(group, 'hosts')}: hosts of {gname!r} must be a mapping")
+        for hpat, hvars in hosts.items():
+            hline = _line(hosts, hpat)
+            if hvars is not None and not isinstance(hvars, dict):
+                raise InputError(f"{path}:{hline}: variables of host {hpat!r} must be a mapping")
+            for name in expand_host_pattern(str(hpat), f"{path}:{hline}"):
+                inv.add_host(name, gname, dict(hvars or {}), hline)
+        children = group.get("children") or {}
+        if not isinstance(children, dict):
+            raise InputError(f"{path}:{_line(group, 'children')}: children of {gname!r} must be a mapping")
+        for cname, child in children.items():
+            kids = inv.children.setdefault(gname, [])
+            if cname not in kids:
+                kids.append(cname)
+            walk(str(cname), child, _line(children, cname))
+
+    for gname, group in doc.items():
+        walk(str(gname), group, _line(doc, gname))
+    if not inv.hosts:
+        raise InputError(f"{path}: no hosts in inventory")
+    return inv.targets()

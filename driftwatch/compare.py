@@ -1,0 +1,209 @@
+"""Baseline + current snapshot -> a ranked Comparison: findings, estimates, predicted throughput.
+
+This is the one place that joins diff, rules and impact models; renderers only format its result.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .baseline import Baseline
+from .diff import Difference, EnginePair, diff_snapshots, read_pair
+from .ignore import IgnoreEntry
+from .impact import ImpactContext, combine, get_model
+from .model import RUNTIME
+from .rulebook import Rule, match_rule
+from .snapshot import Snapshot
+
+COMPARE_SCHEMA = "driftwatch.compare/v1"
+_SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
+# Ranking weight of a finding with no quantitative estimate, by severity (≈ |ln ratio| equivalents).
+_UNQUANTIFIED_WEIGHT = {"high": 0.15, "medium": 0.05, "low": 0.01, "info": 0.0}
+
+
+@dataclass
+class Finding:
+    difference: Difference
+    rule: Rule
+    throughput_ratio: float | None
+    confidence: str
+    dimension: str
+    detail: str
+    explanation: str
+    rank: int = 0
+    ignored_because: str | None = None
+
+    @property
+    def key(self) -> str:
+        return self.difference.key
+
+    def weight(self) -> float:
+        r = self.throughput_ratio
+        if r is not None and r > 0 and abs(math.log(r)) > 1e-9:
+            return abs(math.log(r))
+        return _UNQUANTIFIED_WEIGHT.get(self.rule.severity, 0.03) * (0.5 if r == 1.0 else 1.0)
+
+
+@dataclass
+class Comparison:
+    baseline: Baseline
+    current: Snapshot
+    pair: EnginePair
+    findings: list[Finding]
+    ignored: list[Finding]
+    concurrency: int
+    baseline_metrics: dict[str, float]
+    current_metrics: dict[str, float]
+    predicted_throughput_ratio: float | None
+    predicted_throughput: float | None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def drift(self) -> bool:
+        return bool(self.findings)
+
+
+def _side_values(config) -> tuple[dict[str, Any], set[str]]:
+    values = {k: v.value for k, v in config.flags.items()}
+    runtime = {k for k, v in config.flags.items() if v.source == RUNTIME and v.value is None}
+    return values, runtime
+
+
+def _format_value(value: Any, source: str | None) -> str:
+    if source == RUNTIME and value is None:
+        return "computed at start-up"
+    if value is None:
+        return "unset" if source in (None, "absent") else "default (none)"
+    if isinstance(value, bool):
+        text = "on" if value else "off"
+    else:
+        text = str(value)
+    return f"{text} (default)" if source == "default" else text
+
+
+def display_pair(diff: Difference) -> tuple[str, str]:
+    """How a difference's two sides read to a person; secrets never show."""
+    if diff.secret:
+        return ("(redacted)" if diff.baseline is not None else "unset",
+                "changed (redacted)" if diff.current is not None else "unset")
+    return _format_value(diff.baseline, diff.baseline_source), _format_value(diff.current, diff.current_source)
+
+
+class _SafeFormat(dict):
+    def __missing__(self, key):
+        return "{" + key + "}"
+
+
+def _explain(rule: Rule, diff: Difference, detail: str) -> str:
+    base, cur = display_pair(diff)
+    text = rule.explanation.format_map(_SafeFormat(
+        label=diff.label, key=diff.key, baseline=base, current=cur, detail=detail or "",
+        note=" ".join(diff.notes)))
+    return " ".join(text.split())
+
+
+def _startup_differences(baseline: EnginePair, current: Snapshot) -> list[Difference]:
+    """Current-side problems that stop the server, unless the baseline has the same problem."""
+    known = {(i.kind, i.flag) for i in baseline.baseline.issues}
+    diffs = []
+    for issue in baseline.current.issues:
+        if issue.severity != "error" or (issue.kind, issue.flag) in known:
+            continue
+        diffs.append(Difference(key="engine.startup", label=issue.flag or issue.kind, baseline="starts",
+                                current=issue.message, notes=[issue.kind]))
+    return diffs
+
+
+def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: list[IgnoreEntry] | None = None,
+            concurrency: int | None = None, baseline_metrics: dict[str, float] | None = None,
+            current_metrics: dict[str, float] | None = None, engine_version: str | None = None) -> Comparison:
+    pair = read_pair(baseline.snapshot, current, engine_version)
+    diffs = diff_snapshots(baseline.snapshot, current, pair) + _startup_differences(pair, current)
+    b_metrics = {**baseline.metrics, **(baseline_metrics or {})}
+    c_metrics = {**current.runtime.get("measured", {}), **(current_metrics or {})}
+    conc = concurrency or int(b_metrics.get("concurrency") or c_metrics.get("concurrency") or 1)
+    b_values, b_runtime = _side_values(pair.baseline)
+    c_values, c_runtime = _side_values(pair.current)
+    gpus = current.runtime.get("gpus")
+    ctx = ImpactContext(baseline=b_values, current=c_values, baseline_runtime=b_runtime, current_runtime=c_runtime,
+                        baseline_metrics=b_metrics, current_metrics=c_metrics, concurrency=max(1, conc),
+                        gpus=len(gpus) if isinstance(gpus, list) else None)
+    findings: list[Finding] = []
+    ignored: list[Finding] = []
+    for diff in diffs:
+        rule = match_rule(rules, diff.key, diff.kind)
+        estimate = get_model(rule.model)(diff.key, diff.baseline, diff.current, ctx, rule.params)
+        finding = Finding(difference=diff, rule=rule, throughput_ratio=estimate.throughput_ratio,
+                          confidence=estimate.confidence, dimension=estimate.dimension or rule.dimension,
+                          detail=estimate.detail, explanation=_explain(rule, diff, estimate.detail))
+        entry = next((e for e in ignore or [] if e.matches(rule.id, diff.key)), None)
+        if entry is not None:
+            finding.ignored_because = entry.reason
+            ignored.append(finding)
+        else:
+            findings.append(finding)
+    findings.sort(key=lambda f: (-f.weight(), _SEVERITY_ORDER.get(f.rule.severity, 9), f.key))
+    for rank, finding in enumerate(findings, start=1):
+        finding.rank = rank
+    if findings:
+        ratio = combine([f.throughput_ratio for f in findings])
+    else:
+        ratio = 1.0
+    throughput = b_metrics.get("throughput")
+    predicted = round(throughput * ratio, 1) if ratio is not None and throughput is not None else None
+    notes = list(dict.fromkeys(pair.baseline.notes + pair.current.notes))
+    if not pair.shared_version:
+        notes.append(f"baseline read as SGLang {pair.baseline.version}, current as {pair.current.version}")
+    return Comparison(baseline=baseline, current=current, pair=pair, findings=findings, ignored=ignored,
+                      concurrency=ctx.concurrency, baseline_metrics=b_metrics, current_metrics=c_metrics,
+                      predicted_throughput_ratio=None if ratio is None else round(ratio, 3),
+                      predicted_throughput=predicted, notes=notes)
+
+
+def _json_value(diff: Difference, side: str) -> Any:
+    if diff.secret:
+        value = diff.baseline if side == "baseline" else diff.current
+        if value is None:
+            return None
+        return "(redacted)" if side == "baseline" else "changed (redacted)"
+    return diff.baseline if side == "baseline" else diff.current
+
+
+def finding_to_dict(f: Finding) -> dict:
+    d = f.difference
+    out = {
+        "rank": f.rank, "key": d.key, "flag": d.label,
+        "baseline": _json_value(d, "baseline"), "current": _json_value(d, "current"),
+        "baseline_source": d.baseline_source, "current_source": d.current_source,
+        "rule": f.rule.id, "severity": f.rule.severity,
+        "impact": {"dimension": f.dimension,
+                   "throughput_ratio": None if f.throughput_ratio is None else round(f.throughput_ratio, 3),
+                   "confidence": f.confidence},
+        "explanation": f.explanation,
+    }
+    if d.details:
+        out["details"] = d.details
+    if f.ignored_because:
+        out["ignored_because"] = f.ignored_because
+    return out
+
+
+def comparison_to_dict(c: Comparison) -> dict:
+    """The driftwatch.compare/v1 document (design.md); scripts read it, so keep it stable."""
+    b = c.baseline
+    return {
+        "schema": COMPARE_SCHEMA,
+        "baseline": {"name": b.name, "host": b.host, "unit": b.unit, "metrics": dict(c.baseline_metrics),
+                     "engine_version": c.pair.baseline.version},
+        "target": {"host": c.current.host, "unit": c.current.unit, "source": c.current.source,
+                   "metrics": dict(c.current_metrics), "engine_version": c.pair.current.version,
+                   "engine_version_reason": c.pair.current.version_reason},
+        "concurrency": c.concurrency,
+        "drift": c.drift,
+        "predicted_throughput_ratio": c.predicted_throughput_ratio,
+        "predicted_throughput": c.predicted_throughput,
+        "findings": [finding_to_dict(f) for f in c.findings],
+        "ignored": [finding_to_dict(f) for f in c.ignored],
+        "notes": list(c.notes),
+    }

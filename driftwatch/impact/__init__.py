@@ -1,0 +1,71 @@
+"""Impact models: estimate the throughput effect of one configuration difference.
+
+A model is ``(key, baseline_value, current_value, ctx, params) -> Estimate``; ``throughput_ratio``
+is current ÷ baseline for that change alone, None when there is no sound model. Models are looked
+up by name (the names rules/*.yaml use). Assumptions and constants: MODELS.md.
+"""
+from __future__ import annotations
+
+import functools
+import math
+
+from ..errors import DriftwatchError
+from .base import ImpactContext, Estimate, Model, LOW
+from .capacity import kv_capacity
+from .combine import combine
+from .concurrency import concurrency_cap
+from .environment import environment
+from .expected_tokens import alpha_from_accept_length, expected_tokens, step_cost
+from .features import feature_toggle
+from .kernels import kernel_choice
+from .none import no_impact, unknown
+from .parallelism import parallelism
+from .speculative import speculative_steps, speculative_toggle
+from .versions import engine_version, interpreter_change, model_change
+
+__all__ = ["ImpactContext", "Estimate", "Model", "MODELS", "get_model", "combine",
+           "expected_tokens", "alpha_from_accept_length", "step_cost"]
+
+
+def _never_raises(name: str, fn: Model) -> Model:
+    """Odd values degrade to 'no estimate' instead of an exception; odd ratios are dropped."""
+
+    @functools.wraps(fn)
+    def wrapper(key, baseline_value, current_value, ctx, params=None):
+        try:
+            est = fn(key, baseline_value, current_value, ctx, params if isinstance(params, dict) else {})
+        except Exception as exc:  # noqa: BLE001 - a model must never break a comparison
+            return Estimate(None, LOW, f"model {name} could not use these values "
+                            f"({type(exc).__name__}: {exc}); impact unknown")
+        r = est.throughput_ratio
+        if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float))
+                              or not math.isfinite(r) or r <= 0):
+            return Estimate(None, LOW, f"model {name} gave no usable ratio; {est.detail}", est.dimension)
+        return est
+
+    wrapper.raw = fn  # the unwrapped model, for tests
+    return wrapper
+
+
+MODELS: dict[str, Model] = {name: _never_raises(name, fn) for name, fn in {
+    "speculative_steps": speculative_steps,
+    "speculative_toggle": speculative_toggle,
+    "concurrency_cap": concurrency_cap,
+    "kv_capacity": kv_capacity,
+    "parallelism": parallelism,
+    "kernel_choice": kernel_choice,
+    "feature_toggle": feature_toggle,
+    "model_change": model_change,
+    "interpreter_change": interpreter_change,
+    "engine_version": engine_version,
+    "environment": environment,
+    "no_impact": no_impact,
+    "unknown": unknown,
+}.items()}
+
+
+def get_model(name: str) -> Model:
+    try:
+        return MODELS[name]
+    except (KeyError, TypeError):
+        raise DriftwatchError(f"unknown impact model '{name}'") from None

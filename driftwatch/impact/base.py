@@ -1,0 +1,148 @@
+"""Shared types and defensive helpers for the impact models.
+
+Every model is a pure function ``(key, baseline_value, current_value, ctx, params) -> Estimate``.
+Models never raise on odd values: the helpers below turn anything unusable into ``None``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+RUNTIME = "runtime"  # value computed by SGLang at start-up (unknown to us)
+
+HIGH, MEDIUM, LOW = "high", "medium", "low"
+_CONF_ORDER = {LOW: 0, MEDIUM: 1, HIGH: 2}
+
+# Impact dimensions (design.md): single-stream, aggregate, capacity, stability, none.
+SINGLE, AGGREGATE, CAPACITY, STABILITY, NONE_DIM = "single-stream", "aggregate", "capacity", "stability", "none"
+
+
+@dataclass
+class ImpactContext:
+    baseline: dict[str, Any]
+    current: dict[str, Any]
+    baseline_runtime: set[str] = field(default_factory=set)
+    current_runtime: set[str] = field(default_factory=set)
+    baseline_metrics: dict[str, float] = field(default_factory=dict)
+    current_metrics: dict[str, float] = field(default_factory=dict)
+    concurrency: int = 1
+    gpus: int | None = None
+
+
+@dataclass
+class Estimate:
+    throughput_ratio: float | None  # current / baseline for this change alone; None = no sound model
+    confidence: str  # high | medium | low
+    detail: str  # one plain sentence with the numbers
+    dimension: str | None = None  # overrides the rule's dimension when set
+
+    def to_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+Model = Callable[[str, Any, Any, ImpactContext, dict], Estimate]
+
+
+def min_conf(*levels: str) -> str:
+    """The weakest of the given confidence levels."""
+    return min(levels, key=lambda c: _CONF_ORDER.get(c, 0))
+
+
+def as_int(value: Any) -> int | None:
+    """An int from an int, an integral float or a numeric string; None otherwise (bools too)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value == int(value) else None
+    if isinstance(value, str):
+        try:
+            f = float(value.strip())
+        except ValueError:
+            return None
+        return int(f) if math.isfinite(f) and f == int(f) else None
+    return None
+
+
+def as_float(value: Any) -> float | None:
+    """A finite float from a number or numeric string; None otherwise (bools too)."""
+    if isinstance(value, bool) or value is None:
+        return None
+    try:
+        f = float(value.strip() if isinstance(value, str) else value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None
+
+
+def as_bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if value is None:
+        return False
+    if isinstance(value, (int, float)):
+        return bool(value)
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in ("1", "true", "yes", "on"):
+            return True
+        if v in ("0", "false", "no", "off", ""):
+            return False
+    return None
+
+
+def is_runtime(value: Any, key: str | None = None, runtime_set: set[str] | None = None) -> bool:
+    return (isinstance(value, str) and value.strip().lower() == RUNTIME) or (
+        key is not None and bool(runtime_set) and key in runtime_set
+    )
+
+
+def side_value(ctx: ImpactContext, side: str, field_name: str, key: str, given: Any) -> Any:
+    """The value of ``field_name`` on one side: the model's argument when it is the key, else ctx."""
+    if field_name == key:
+        return given
+    values = (ctx.baseline if side == "baseline" else ctx.current) or {}
+    try:
+        return values.get(field_name)
+    except AttributeError:
+        return None
+
+
+def side_runtime(ctx: ImpactContext, side: str) -> set[str]:
+    s = ctx.baseline_runtime if side == "baseline" else ctx.current_runtime
+    return s if isinstance(s, set) else set(s or ())
+
+
+def side_metrics(ctx: ImpactContext, side: str) -> dict:
+    m = ctx.baseline_metrics if side == "baseline" else ctx.current_metrics
+    return m if isinstance(m, dict) else {}
+
+
+def concurrency_of(ctx: ImpactContext) -> int:
+    c = as_int(getattr(ctx, "concurrency", 1))
+    return c if c is not None and c >= 1 else 1
+
+
+def param(params: Any, name: str, default: float) -> float:
+    """A numeric parameter from a rule's params, falling back to the documented default."""
+    if isinstance(params, dict):
+        v = as_float(params.get(name))
+        if v is not None:
+            return v
+    return default
+
+
+def show(value: Any) -> str:
+    if is_runtime(value):
+        return "computed at start-up"
+    if value is None:
+        return "unset"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def unknown_estimate(detail: str, dimension: str | None = None) -> Estimate:
+    return Estimate(None, LOW, detail, dimension)

@@ -1,0 +1,28 @@
+"""Constants shared by the speculative-decoding and concurrency models.
+
+Every number here is documented, with its source or its calibration, in MODELS.md.
+"""
+
+# Per-token acceptance prior α for chain drafting (topk 1) when no accept length was measured.
+# EAGLE family (EAGLE, EAGLE3, NEXTN/MTP heads): DeepSeek-V3 report (arXiv 2412.19437, §5.4.3)
+# gives 85-90 % acceptance for the second MTP token; we take the low end. STANDALONE (a separate
+# small draft model) is lower. NGRAM acceptance depends on the workload: no prior.
+ALPHA_PRIOR = {"EAGLE": 0.85, "EAGLE3": 0.85, "STANDALONE": 0.70}
+
+# Cost of one draft pass, as a fraction of one target forward at batch 1 (memory-bound).
+# EAGLE/MTP heads are one decoder layer plus the LM head: calibrated 0.02 on the seeds.
+DRAFT_COST = {"EAGLE": 0.02, "EAGLE3": 0.02, "STANDALONE": 0.10, "NGRAM": 0.0}
+DEFAULT_DRAFT_COST = 0.02
+
+# Roofline knee: tokens per forward at which compute time equals the weight-load time.
+# A forward over n tokens costs ≈ 1 + n / KNEE_TOKENS (in weight-load units). Calibrated on
+# seed 004 (×1.18 at concurrency 64); ~ the bf16 ridge point of current GPUs (~250-300 FLOP/byte).
+KNEE_TOKENS = 256.0
+
+# Acceptance decay with draft position: α_i = α · DECAY^(i-1). 1.0 = no decay (the seeds show none).
+DECAY = 1.0
+
+# Architecture defaults SGLang picks when --speculative-num-steps/topk/draft are unset
+# (speculative_hook.py): Llama and Grok1 (5, 4, 8); everything else (3, 1, 4).
+ARCH_DEFAULTS_LLAMA = (5, 4, 8)
+ARCH_DEFAULTS_OTHER = (3, 1, 4)

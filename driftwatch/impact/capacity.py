@@ -1,0 +1,61 @@
+"""`kv_capacity`: mem_fraction_static, context_length, chunked_prefill_size, max_total_tokens,
+cuda_graph_max_bs. These change how many and how long requests fit, not one stream's decode speed,
+except CUDA-graph batch limits below the running batch (decode falls back to eager mode).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from .base import (CAPACITY, HIGH, LOW, MEDIUM, AGGREGATE, Estimate, ImpactContext, as_int, concurrency_of,
+                   is_runtime, param, show, side_runtime, unknown_estimate)
+
+# Concurrency from which a smaller KV pool may limit the running batch (below: few requests fit
+# in any pool that loads at all). A documented judgement, not a measurement.
+POOL_PRESSURE_CONCURRENCY = 8
+# Decode step without CUDA graphs vs with, for batches above cuda_graph_max_bs: launch overhead
+# of eager PyTorch at decode batch sizes; prior, low confidence.
+EAGER_DECODE_RATIO = 0.85
+
+GRAPH_KEYS = ("cuda_graph_max_bs", "cuda_graph_max_bs_decode")
+
+
+def _graph_limit(key, baseline_value, current_value, ctx, params) -> Estimate:
+    c = concurrency_of(ctx)
+    b_base = None if is_runtime(baseline_value, key, side_runtime(ctx, "baseline")) else as_int(baseline_value)
+    b_cur = None if is_runtime(current_value, key, side_runtime(ctx, "current")) else as_int(current_value)
+    if b_base is None or b_cur is None:
+        if c == 1:
+            return Estimate(1.0, MEDIUM, f"CUDA-graph batch limit {show(baseline_value)} → {show(current_value)}: "
+                            f"SGLang always captures batch 1, so one stream keeps its graphs")
+        return unknown_estimate(f"CUDA-graph batch limit {show(baseline_value)} → {show(current_value)}: "
+                                f"unknown whether batches of {c} still run with graphs")
+    covered_base, covered_cur = c <= b_base, c <= b_cur
+    if covered_base == covered_cur:
+        return Estimate(1.0, HIGH, f"CUDA graphs {'cover' if covered_cur else 'miss'} batch {c} on both sides "
+                        f"(limit {b_base} → {b_cur})")
+    pen = param(params, "eager_ratio", EAGER_DECODE_RATIO)
+    ratio = pen if covered_base else 1.0 / pen
+    return Estimate(ratio, LOW, f"CUDA-graph limit {b_base} → {b_cur} at batch {c}: decode "
+                    f"{'loses' if covered_base else 'gains'} CUDA graphs; eager decode prior ×{pen:g} ⇒ ×{ratio:.2f}",
+                    AGGREGATE)
+
+
+def kv_capacity(key: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
+                params: dict) -> Estimate:
+    if key in GRAPH_KEYS:
+        return _graph_limit(key, baseline_value, current_value, ctx, params)
+    c = concurrency_of(ctx)
+    change = f"{key} {show(baseline_value)} → {show(current_value)}"
+    extra = ""
+    if key == "context_length":
+        extra = "; requests longer than the smaller limit are rejected"
+    elif key == "chunked_prefill_size":
+        extra = "; long prompts are prefilled in different chunks (time to first token)"
+    threshold = int(param(params, "pool_pressure_concurrency", POOL_PRESSURE_CONCURRENCY))
+    if c < threshold:
+        return Estimate(1.0, HIGH if c == 1 else MEDIUM,
+                        f"{change} affects how many/how long requests fit, not one stream's speed "
+                        f"(concurrency {c}){extra}", CAPACITY)
+    return unknown_estimate(f"{change}: at concurrency {c} the KV pool may limit the running batch; the effect "
+                            f"shows in max_running_requests and token usage, not predictable from the flag{extra}",
+                            CAPACITY)

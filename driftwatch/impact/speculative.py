@@ -1,0 +1,264 @@
+"""Speculative decoding: number of draft steps (`speculative_steps`) and on/off/algorithm
+(`speculative_toggle`).
+
+Both read the whole speculative configuration of each side from the context (algorithm, steps,
+topk, draft tokens), so one estimate covers a steps change that drags topk/draft along. Throughput
+per stream ∝ E / cost (see expected_tokens.py); assumptions and calibration in MODELS.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import calibration as cal
+from .base import (AGGREGATE, HIGH, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, as_float, as_int,
+                   concurrency_of, is_runtime, min_conf, param, show, side_metrics, side_runtime,
+                   side_value, unknown_estimate)
+from .expected_tokens import alpha_from_accept_length, expected_tokens, step_cost
+
+ALGO, STEPS, TOPK, DRAFT = ("speculative_algorithm", "speculative_num_steps",
+                            "speculative_eagle_topk", "speculative_num_draft_tokens")
+ACCEPT_KEYS = ("accept_length", "spec_accept_length", "accept_len")
+_OFF_WORDS = ("", "NONE", "NULL", "OFF", "FALSE", "DISABLED")
+
+
+def normalise_algorithm(value: Any) -> str | None:
+    """Upper-cased algorithm, None when off; NEXTN (and MTP) read as EAGLE, as SGLang does."""
+    if value is None or value is False:
+        return None
+    if isinstance(value, str):
+        s = value.strip().upper()
+        if s in _OFF_WORDS:
+            return None
+        return "EAGLE" if s in ("NEXTN", "MTP") else s
+    raise ValueError(f"speculative algorithm {value!r} is not a name")
+
+
+@dataclass
+class SpecSide:
+    algorithm: str | None  # None = speculation off
+    steps: int = 0
+    topk: int = 1
+    tokens: int = 1  # tokens verified per request per step (k + 1 with topk 1, else draft tokens)
+    notes: list[str] = field(default_factory=list)  # assumed defaults, said in the detail
+
+    @property
+    def on(self) -> bool:
+        return self.algorithm is not None
+
+    def label(self) -> str:
+        if not self.on:
+            return "off"
+        return f"E({self.steps})" if self.topk == 1 else f"E({self.steps}, topk {self.topk})"
+
+
+def read_side(ctx: ImpactContext, side: str, key: str, given: Any) -> SpecSide | str:
+    """The speculative configuration of one side, or a reason why it is unknown."""
+    runtime = side_runtime(ctx, side)
+    raw_algo = side_value(ctx, side, ALGO, key, given)
+    if is_runtime(raw_algo, ALGO, runtime):
+        return f"the {side} speculative algorithm is computed at start-up"
+    try:
+        algo = normalise_algorithm(raw_algo)
+    except ValueError as exc:
+        return str(exc)
+    if algo is None:
+        return SpecSide(None)
+    model_path = str(side_value(ctx, side, "model_path", key, None) or "").lower()
+    d_steps, d_topk, d_draft = (cal.ARCH_DEFAULTS_LLAMA if ("llama" in model_path or "grok" in model_path)
+                                else cal.ARCH_DEFAULTS_OTHER)
+    notes: list[str] = []
+    values = {}
+    for name, default in ((STEPS, d_steps), (TOPK, d_topk), (DRAFT, d_draft)):
+        raw = side_value(ctx, side, name, key, given)
+        if raw is None or is_runtime(raw, name, runtime):
+            values[name] = None
+            continue
+        v = as_int(raw)
+        if v is None or v < (0 if name == STEPS else 1):
+            return f"{name} = {raw!r} on the {side} side is not a usable count"
+        values[name] = v
+    steps, topk, draft = values[STEPS], values[TOPK], values[DRAFT]
+    if steps is None:
+        steps = d_steps
+        notes.append(f"{side} steps unset: SGLang's architecture default {d_steps} assumed")
+    if topk is None:
+        topk = d_topk
+        notes.append(f"{side} topk unset: {d_topk} assumed")
+    if topk == 1:
+        draft = steps + 1  # SGLang forces it
+    elif draft is None:
+        draft = d_draft
+        notes.append(f"{side} draft tokens unset: {d_draft} assumed")
+    return SpecSide(algo, steps, topk, draft if topk > 1 else steps + 1, notes)
+
+
+def measured_accept_length(ctx: ImpactContext, side: str) -> float | None:
+    metrics = side_metrics(ctx, side)
+    for name in ACCEPT_KEYS:
+        v = as_float(metrics.get(name))
+        if v is not None and v >= 1.0:
+            return v
+    return None
+
+
+def effective_batch(ctx: ImpactContext) -> int:
+    """Client concurrency, capped by the current side's max_running_requests when it is known."""
+    c = concurrency_of(ctx)
+    cap = None
+    raw = (ctx.current or {}).get("max_running_requests") if isinstance(ctx.current, dict) else None
+    if not is_runtime(raw, "max_running_requests", side_runtime(ctx, "current")):
+        cap = as_int(raw)
+    if cap is None:
+        cap = as_int(side_metrics(ctx, "current").get("max_running_requests"))
+    return min(c, cap) if cap is not None and cap >= 1 else c
+
+
+def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: dict) -> Estimate:
+    """Ratio (E_cur / cost_cur) / (E_base / cost_base) at the current effective batch."""
+    decay = param(params, "decay", cal.DECAY)
+    knee = param(params, "knee_tokens", cal.KNEE_TOKENS)
+    if not (0.0 < decay <= 1.5) or knee <= 0:
+        return unknown_estimate(f"unusable model parameters decay={decay} knee_tokens={knee}")
+    batch = effective_batch(ctx)
+    dim = SINGLE if concurrency_of(ctx) <= 1 else AGGREGATE
+    sides = {"baseline": base, "current": cur}
+    measured = {s: (measured_accept_length(ctx, s) if sp.on else None) for s, sp in sides.items()}
+
+    # α per side: from its own accept length, else from the other side's (same algorithm), else prior.
+    alphas: dict[str, float] = {}
+    expected: dict[str, float] = {}
+    source: dict[str, str] = {}
+    notes: list[str] = base.notes + cur.notes
+    for s, sp in sides.items():
+        if sp.on and measured[s] is not None:
+            alphas[s] = alpha_from_accept_length(measured[s], sp.steps, decay, sp.topk)
+            e_max = expected_tokens(1.0, sp.steps, decay, sp.topk)
+            if measured[s] > e_max:
+                notes.append(f"{s} accept length {measured[s]:g} exceeds the {e_max:g} possible at "
+                             f"{sp.steps} steps: clamped")
+            expected[s] = min(measured[s], e_max)
+            source[s] = "measured"
+    for s, sp in sides.items():
+        if not sp.on:
+            expected[s] = 1.0
+            source[s] = "off"
+            continue
+        if s in expected:
+            continue
+        other = "current" if s == "baseline" else "baseline"
+        if other in alphas and sides[other].algorithm == sp.algorithm:
+            alpha, source[s] = alphas[other], "transferred"
+        else:
+            prior = param(params, "alpha_prior", -1.0)
+            if prior < 0:
+                prior = cal.ALPHA_PRIOR.get(sp.algorithm, -1.0)
+            if not (0.0 <= prior <= 1.0):
+                return unknown_estimate(
+                    f"no accept length measured for {sp.algorithm} and no sound prior for its acceptance "
+                    f"(workload-dependent); measure accept length on the {s} side", dim)
+            alpha, source[s] = prior, "prior"
+        alphas.setdefault(s, alpha)
+        expected[s] = expected_tokens(alpha, sp.steps, decay, sp.topk)
+
+    def cost(sp: SpecSide) -> float:
+        d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm or "", cal.DEFAULT_DRAFT_COST))
+        return step_cost(sp.steps if sp.on else 0, batch, sp.tokens if sp.on else 1, d if sp.on else 0.0, knee)
+
+    cost_b, cost_c = cost(base), cost(cur)
+    ratio = (expected["current"] / cost_c) / (expected["baseline"] / cost_b)
+
+    srcs = {source[s] for s, sp in sides.items() if sp.on}
+    if srcs == {"measured"}:
+        conf = HIGH if batch <= 8 else MEDIUM
+    elif "prior" in srcs:
+        conf = LOW
+    else:
+        conf = MEDIUM
+    if base.notes or cur.notes or base.topk > 1 or cur.topk > 1 or decay != 1.0:
+        conf = min_conf(conf, LOW)
+
+    # One plain sentence with the numbers.
+    if srcs == {"measured"} and len(srcs) and all(sp.on for sp in sides.values()):
+        a_part = f"measured accept lengths {measured['baseline']:g} → {measured['current']:g} tokens/step"
+    else:
+        m = [s for s in sides if source.get(s) == "measured"]
+        if m:
+            s = m[0]
+            a_part = (f"accept length {measured[s]:g} measured on the {s} side at {sides[s].steps} "
+                      f"step{'s' if sides[s].steps != 1 else ''} ⇒ α≈{alphas[s]:.2f}")
+        elif "prior" in srcs:
+            a = next(alphas[s] for s in sides if source.get(s) == "prior")
+            a_part = f"no accept length measured: α prior {a:.2f}"
+        else:
+            a_part = "speculation off on both sides"
+    e_part = (f"{base.label()}={expected['baseline']:.2f} → {cur.label()}={expected['current']:.2f} "
+              f"tokens per target step")
+    c_part = (f"step cost {cost_b:.3f} → {cost_c:.3f} (drafting {base.steps} → {cur.steps} passes, verifying "
+              f"{base.tokens if base.on else 1} → {cur.tokens if cur.on else 1} tokens/request at batch {batch})")
+    detail = f"{a_part}; {e_part}; {c_part} ⇒ ×{ratio:.2f}"
+    if notes:
+        detail += " (" + "; ".join(notes) + ")"
+    return Estimate(ratio, conf, detail, dim)
+
+
+def _read_both(key, baseline_value, current_value, ctx):
+    base = read_side(ctx, "baseline", key, baseline_value)
+    cur = read_side(ctx, "current", key, current_value)
+    return base, cur
+
+
+def _algorithm_change(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: dict) -> Estimate:
+    dim = SINGLE if concurrency_of(ctx) <= 1 else AGGREGATE
+    if measured_accept_length(ctx, "baseline") is not None and measured_accept_length(ctx, "current") is not None:
+        est = estimate_speculation(base, cur, ctx, params)
+        est.confidence = min_conf(est.confidence, MEDIUM)
+        est.detail = f"{base.algorithm} → {cur.algorithm} (different draft heads), from " + est.detail
+        return est
+    return unknown_estimate(
+        f"speculative algorithm {base.algorithm} → {cur.algorithm}: a different drafter whose acceptance "
+        f"depends on the checkpoint and workload; no sound ratio without measured accept lengths on both sides",
+        dim)
+
+
+def speculative_steps(key: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
+                      params: dict) -> Estimate:
+    base, cur = _read_both(key, baseline_value, current_value, ctx)
+    for s in (base, cur):
+        if isinstance(s, str):
+            return unknown_estimate(s)
+    if not base.on and not cur.on:
+        return Estimate(1.0, HIGH, "speculative decoding is off on both sides: its step settings are unused")
+    if base.on and cur.on and base.algorithm != cur.algorithm:
+        return _algorithm_change(base, cur, ctx, params)
+    if key in (TOPK, DRAFT) and base.on and cur.on and base.steps != cur.steps:
+        return Estimate(1.0, MEDIUM, f"{key} {show(baseline_value)} → {show(current_value)}: counted in the "
+                        f"speculative_num_steps estimate ({base.steps} → {cur.steps} steps), not twice")
+    if key == DRAFT and base.on and cur.on and base.topk == cur.topk == 1 and base.steps == cur.steps:
+        return Estimate(1.0, HIGH, f"with topk 1 SGLang forces draft tokens to steps + 1 = {base.steps + 1}: "
+                        f"{show(baseline_value)} → {show(current_value)} has no effect")
+    if base.on and cur.on and (base.steps, base.topk, base.tokens) == (cur.steps, cur.topk, cur.tokens):
+        notes = base.notes + cur.notes
+        return Estimate(1.0, LOW if notes else HIGH,
+                        f"effective drafting unchanged ({base.steps} steps, topk {base.topk}, {base.tokens} "
+                        f"verified tokens)" + (" (" + "; ".join(notes) + ")" if notes else ""))
+    return estimate_speculation(base, cur, ctx, params)
+
+
+def speculative_toggle(key: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
+                       params: dict) -> Estimate:
+    base, cur = _read_both(key, baseline_value, current_value, ctx)
+    for s in (base, cur):
+        if isinstance(s, str):
+            return unknown_estimate(s)
+    if base.algorithm == cur.algorithm:
+        if not base.on:
+            return Estimate(1.0, HIGH, "speculative decoding is off on both sides")
+        return Estimate(1.0, HIGH, f"{show(baseline_value)} and {show(current_value)} are the same algorithm "
+                        f"({base.algorithm}) in SGLang")
+    if base.on and cur.on:
+        return _algorithm_change(base, cur, ctx, params)
+    est = estimate_speculation(base, cur, ctx, params)
+    what = f"speculative decoding {'off → ' + str(cur.algorithm) if cur.on else str(base.algorithm) + ' → off'}"
+    est.detail = f"{what}: {est.detail}"
+    return est

@@ -1,0 +1,148 @@
+"""When to mail a report, and the state file behind ``--only-changes``.
+
+Rules (`should_send`):
+- ``always`` -> send, whatever the report says;
+- a host is unreadable -> send (unreadable hosts are always reported, even with --only-changes:
+  a host we cannot read might have drifted, and silence is the failure driftwatch exists to avoid);
+- no host drifted -> do not send;
+- drift and ``only_changes`` -> send only when the findings' fingerprint differs from the one in
+  the state file (the last report that was settled: sent, or not needing a mail);
+- drift otherwise -> send.
+
+The state file (JSON, schema ``driftwatch.state/v1``) records the fingerprint of the last run that
+was settled. Save it (`save_state(path, state_for(report))`) after a mail was delivered or when no
+mail was needed; do NOT save it when delivery failed, so the next run tries again. Because clean
+runs are saved too, drift that is fixed and later comes back is mailed again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from typing import Any
+
+from driftwatch.errors import InputError
+
+STATE_SCHEMA = "driftwatch.state/v1"
+
+
+def _canon(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def _items(report: dict) -> list[list]:
+    items = set()
+    for h in report.get("hosts") or []:
+        if not isinstance(h, dict):
+            continue
+        host, unit = str(h.get("host")), str(h.get("unit"))
+        if h.get("status") == "error":
+            items.add(_canon(["unreadable", host, unit]))
+        comp = h.get("comparison") if isinstance(h.get("comparison"), dict) else {}
+        for f in comp.get("findings") or []:
+            if isinstance(f, dict):
+                items.add(_canon(["finding", host, unit, f.get("key"), f.get("baseline"), f.get("current"),
+                                  f.get("rule")]))
+    return sorted(items)
+
+
+def fingerprint(report: dict) -> str:
+    """sha256 over the set of (host, unit, key, baseline, current, rule) findings and the
+    unreadable (host, unit) pairs. Independent of timestamps, ranks, wording, error text and order."""
+    h = hashlib.sha256(STATE_SCHEMA.encode())
+    for item in _items(report):
+        h.update(b"\n" + item.encode("utf-8"))
+    return "sha256:" + h.hexdigest()
+
+
+def _counts(report: dict) -> dict:
+    hosts = [h for h in report.get("hosts") or [] if isinstance(h, dict)]
+    return {"hosts": len(hosts),
+            "drifted": sum(1 for h in hosts if h.get("status") == "drift"),
+            "unreadable": sum(1 for h in hosts if h.get("status") == "error")}
+
+
+def state_for(report: dict, *, sent: bool | None = None) -> dict:
+    """The state to save after a settled run of `report`."""
+    data = {"schema": STATE_SCHEMA, "fingerprint": fingerprint(report),
+            "generated_at": report.get("generated_at"), "summary": _counts(report)}
+    if sent is not None:
+        data["sent"] = bool(sent)
+    return data
+
+
+def load_state(path: str) -> dict | None:
+    """The saved state, or None when the file does not exist yet. A corrupt file is an InputError
+    (delete it to start over)."""
+    path = os.path.expanduser(str(path))
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(1024 * 1024 + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise InputError(f"state file {path}: cannot read: {e.strerror or e}") from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"state file {path} is not valid JSON ({e}); delete it to start over") from None
+    if not isinstance(data, dict) or data.get("schema") != STATE_SCHEMA or not isinstance(data.get("fingerprint"), str):
+        raise InputError(f"state file {path} is not a driftwatch state file ({STATE_SCHEMA}); delete it to start over")
+    return data
+
+
+def save_state(path: str, data: dict) -> None:
+    """Write `data` as JSON atomically: temp file in the same directory, fsync, os.replace,
+    fsync the directory. Creates the directory when missing."""
+    path = os.path.expanduser(str(path))
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    except OSError as e:
+        raise InputError(f"state file {path}: cannot write in {directory}: {e.strerror or e}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(data, fh, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+            fh.write("\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise InputError(f"state file {path}: cannot write: {e.strerror or e}") from None
+    try:
+        dfd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:  # pragma: no cover - some filesystems refuse fsync on a directory
+        pass
+
+
+def should_send(report: dict, state: dict | None, only_changes: bool, always: bool) -> tuple[bool, str]:
+    """(send?, reason) — the reason is one line for logs / --verbose."""
+    c = _counts(report)
+    if always:
+        return True, "--always"
+    if c["unreadable"]:
+        return True, f"{c['unreadable']} host(s) unreadable (always reported)"
+    if not c["drifted"]:
+        return False, f"no drift: all {c['hosts']} host(s) match the baseline"
+    what = f"{c['drifted']} of {c['hosts']} host(s) drifted"
+    if only_changes and state and state.get("fingerprint") == fingerprint(report):
+        since = f" reported at {state['generated_at']}" if state.get("generated_at") else " last reported"
+        return False, f"{what}, same findings as{since} (--only-changes)"
+    if only_changes:
+        return True, f"{what}, findings changed since the last report (--only-changes)"
+    return True, what
+
+
+__all__ = ["STATE_SCHEMA", "fingerprint", "state_for", "load_state", "save_state", "should_send"]

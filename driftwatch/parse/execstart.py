@@ -1,0 +1,435 @@
+"""ExecStart= -> commands and argv, with systemd 252's rules.
+
+Ported from systemd 252 src/core/load-fragment.c (config_parse_exec), src/basic/env-util.c
+(replace_env / replace_env_argv), src/core/service.c (service_verify) and checked with `systemd --test`:
+
+- words split on whitespace; quotes removed also mid-word (yay'foo'bar -> yayfoobar); C escapes decoded;
+  unknown escapes kept verbatim ("Ignoring unknown escape sequences"), also '\\ ' does not split;
+- a lone unquoted ';' separates commands, '\\;' is a literal ';' word, 'a;b' is one word; a first word
+  that unquotes to ';' (e.g. '";"') is a separator too;
+- prefixes '-', '@', ':', '+', '!', '!!' (each once; a repeated prefix character ends the prefix and
+  becomes part of the path, which then fails the path checks);
+- with '@' the second word is argv[0]: Command.argv is what the process receives (systemd's
+  "Command Line"), Command.path the executable;
+- specifiers are applied at load time to every word, also inside quotes;
+- errors in the first word, and any error with the '-' prefix, make systemd ignore the rest of that
+  ExecStart= line (non-fatal warning); other errors make the unit fail to load (ExecStartError).
+"""
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass, field
+
+from driftwatch.errors import UnitError
+from driftwatch.parse.environment import parse_environment_file, parse_environment_values
+from driftwatch.parse.specifiers import (
+    DEPRECATED_SPECIFIERS,
+    WHITESPACE,
+    LexInvalid,
+    SpecifierFailure,
+    apply_specifiers,
+    extract_word,
+    split_words_relaxed,
+    unit_specifiers,
+)
+from driftwatch.parse.unitfile import UnitFile
+
+PATH_MAX = 4096
+LONG_LINE_MAX = 1024 * 1024
+SERVICE_TYPES = ("simple", "exec", "forking", "oneshot", "dbus", "notify", "idle")
+
+__all__ = [
+    "Command",
+    "ExecStartError",
+    "ExecStartResult",
+    "expand_argv",
+    "resolve_exec_start",
+    "split_command_line",
+    "unit_specifiers",
+]
+
+
+class ExecStartError(UnitError):
+    """systemd would refuse this unit's ExecStart=; the message carries systemd's own reason."""
+
+
+@dataclass
+class Command:
+    prefixes: str
+    argv: list[str]
+    raw: str
+    path: str | None = None  # executable (specifiers applied, path simplified); argv[0] unless '@'
+
+    @property
+    def ignore_failure(self) -> bool:
+        return "-" in self.prefixes
+
+    @property
+    def no_env_expand(self) -> bool:
+        return ":" in self.prefixes
+
+    def expand(self, env: dict[str, str]) -> list[str]:
+        """argv after exec-time $VAR/${VAR} substitution (none with the ':' prefix)."""
+        if self.no_env_expand:
+            return list(self.argv)
+        return expand_argv(self.argv, env)
+
+
+class _Ignored(Exception):
+    """Internal: systemd logs a warning and ignores the rest of the line."""
+
+
+def _string_is_safe(s: str) -> bool:
+    return not any(ord(c) < 32 or ord(c) == 127 or c in "\"'\\" for c in s)
+
+
+def _filename_is_valid(s: str) -> bool:
+    return bool(s) and s not in (".", "..") and "/" not in s and len(s.encode("utf-8", "surrogateescape")) <= 255
+
+
+def _path_simplify(p: str) -> str:
+    if not p.startswith("/"):
+        return p
+    parts = [x for x in p.split("/") if x not in ("", ".")]
+    return "/" + "/".join(parts)
+
+
+def _split(value: str, specifiers: dict | None, warnings: list[str]) -> list[Command]:
+    """config_parse_exec for one non-empty value. Raises ExecStartError for fatal errors."""
+    rvalue = value.split("\0", 1)[0]
+    s = rvalue
+    n = len(s)
+    commands: list[Command] = []
+    p = 0
+
+    def extract(pos: int) -> tuple[str | None, int]:
+        try:
+            return extract_word(s, pos)
+        except LexInvalid:
+            pass
+        try:
+            word, newpos = extract_word(s, pos, relax_escape=True)
+        except LexInvalid:
+            raise _Ignored(f'Unbalanced quoting, ignoring: "{rvalue}"') from None
+        warnings.append(f'Ignoring unknown escape sequences: "{word}"')
+        return word, newpos
+
+    def fail(ignore: bool, msg: str):
+        if ignore:
+            warnings.append(msg)
+            return commands
+        raise ExecStartError(msg)
+
+    semicolon = True
+    while semicolon:
+        semicolon = False
+        try:
+            firstword, p = extract(p)
+        except _Ignored as exc:
+            warnings.append(str(exc))
+            return commands
+        if firstword is None:
+            return commands
+        if firstword == ";":
+            semicolon = True
+            continue
+
+        k = 0
+        prefixes = ""
+        ignore_failure = separate_argv0 = no_env = False
+        priv = ""  # "", "+", "!", "!!"
+        while k < len(firstword):
+            ch = firstword[k]
+            if ch == "-" and not ignore_failure:
+                ignore_failure = True
+            elif ch == "@" and not separate_argv0:
+                separate_argv0 = True
+            elif ch == ":" and not no_env:
+                no_env = True
+            elif ch == "+" and not priv:
+                priv = "+"
+            elif ch == "!" and not priv:
+                priv = "!"
+            elif ch == "!" and priv == "!":
+                priv = "!!"
+            else:
+                break
+            prefixes += ch
+            k += 1
+        f = firstword[k:]
+        ignore = ignore_failure
+        sfx = ", ignoring" if ignore else ""
+
+        try:
+            _warn_deprecated(f, warnings)
+            path = apply_specifiers(f, specifiers, PATH_MAX - 1)
+        except SpecifierFailure as exc:
+            return fail(ignore, f"Failed to resolve unit specifiers in '{f}'{sfx}: {exc}")
+        if path == "":
+            return fail(ignore, f"Empty path in command line{sfx}: '{rvalue}'")
+        if not _string_is_safe(path):
+            return fail(ignore, f"Executable name contains special characters{sfx}: {path}")
+        if path.endswith("/"):
+            return fail(ignore, f"Executable path specifies a directory{sfx}: {path}")
+        if not path.startswith("/") and not _filename_is_valid(path):
+            return fail(ignore, f"Neither a valid executable name nor an absolute path{sfx}: {path}")
+
+        argv: list[str] = [] if separate_argv0 else [path]
+        exe = _path_simplify(path)
+
+        while p < n:
+            if s[p] == ";" and (p + 1 == n or s[p + 1] in WHITESPACE):
+                p += 1
+                while p < n and s[p] in WHITESPACE:
+                    p += 1
+                semicolon = True
+                break
+            if s[p] == "\\" and p + 1 < n and s[p + 1] == ";" and (p + 2 == n or s[p + 2] in WHITESPACE):
+                p += 2
+                while p < n and s[p] in WHITESPACE:
+                    p += 1
+                argv.append(";")
+                continue
+            try:
+                word, p = extract(p)
+            except _Ignored as exc:
+                return fail(ignore, str(exc))
+            if word is None:
+                break
+            try:
+                _warn_deprecated(word, warnings)
+                resolved = apply_specifiers(word, specifiers, LONG_LINE_MAX)
+            except SpecifierFailure as exc:
+                return fail(ignore, f"Failed to resolve unit specifiers in {word}{sfx}: {exc}")
+            argv.append(resolved)
+
+        if not argv:
+            return fail(ignore, f"Empty executable name or zeroeth argument{sfx}: {rvalue}")
+        commands.append(Command(prefixes=prefixes, argv=argv, raw=value, path=exe))
+    return commands
+
+
+def _warn_deprecated(word: str, warnings: list[str]) -> None:
+    if "%" not in word:
+        return
+    i = 0
+    while True:
+        i = word.find("%", i)
+        if i < 0 or i + 1 >= len(word):
+            return
+        if word[i + 1] in DEPRECATED_SPECIFIERS:
+            warnings.append(f"Specifier '%{word[i + 1]}' used in unit configuration, which is deprecated.")
+        i += 2
+
+
+def split_command_line(value: str, specifiers: dict | None = None,
+                       warnings: list[str] | None = None) -> list[Command]:
+    """One ExecStart= value -> commands (systemd 252 rules, see module docstring).
+
+    ``specifiers``: a table from unit_specifiers(); None applies none (every '%' kept as written).
+    Non-fatal problems (systemd: "..., ignoring") are appended to ``warnings`` when given.
+    Raises ExecStartError where systemd would refuse the unit.
+    """
+    if not isinstance(value, str):
+        raise ExecStartError("ExecStart= value must be a string")
+    w: list[str] = [] if warnings is None else warnings
+    if value.strip(WHITESPACE) == "":
+        return []
+    return _split(value, specifiers, w)
+
+
+# ---------------------------------------------------------------- exec-time expansion
+
+def _env_get(env: dict[str, str], name: str) -> str | None:
+    return env.get(name) if name else None
+
+
+def replace_env(word: str, env: dict[str, str]) -> str:
+    """replace_env() of systemd 252 with flags 0: ${NAME} -> value (unset -> ''), $$ -> $, rest literal."""
+    out: list[str] = []
+    state = "WORD"
+    start = 0  # index of the not yet copied text
+    i = 0
+    n = len(word)
+    while i < n:
+        c = word[i]
+        if state == "WORD":
+            if c == "$":
+                state = "CURLY"
+        elif state == "CURLY":
+            if c == "{":
+                out.append(word[start:i - 1])
+                start = i - 1
+                state = "VARIABLE"
+            elif c == "$":
+                out.append(word[start:i])
+                start = i + 1
+                state = "WORD"
+            else:
+                state = "WORD"
+        elif state == "VARIABLE":
+            if c == "}":
+                val = _env_get(env, word[start + 2:i])
+                if val is not None:
+                    out.append(val)
+                start = i + 1
+                state = "WORD"
+            elif c == ":":
+                state = "WORD"  # ${A:-b} etc. are not supported for ExecStart=: left as written
+        i += 1
+    out.append(word[start:])
+    return "".join(out)
+
+
+def expand_argv(argv: list[str], env: dict[str, str]) -> list[str]:
+    """replace_env_argv() of systemd 252: whole-word $NAME -> value split on whitespace (quotes honoured and
+    removed, 0..n words; unset -> no word); ${NAME} anywhere -> value inside that word; $$ -> $."""
+    out: list[str] = []
+    for arg in argv:
+        if arg.startswith("$") and arg[1:2] not in ("{", "$"):
+            val = _env_get(env, arg[1:])
+            if val is not None:
+                out.extend(split_words_relaxed(val))
+            continue
+        out.append(replace_env(arg, env))
+    return out
+
+
+# ---------------------------------------------------------------- whole service
+
+@dataclass
+class ExecStartResult:
+    commands: list[Command]
+    environment: dict[str, str]
+    environment_files: list[str]
+    service_type: str = "simple"
+    working_directory: str | None = None
+    user: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def command(self) -> Command:
+        """The main command: the only one (or, for Type=oneshot with several, the last)."""
+        if not self.commands:
+            raise ExecStartError("Service has no ExecStart= setting. Refusing.")
+        return self.commands[-1]
+
+    @property
+    def argv(self) -> list[str]:
+        return list(self.command.argv)
+
+    @property
+    def expanded_argv(self) -> list[str]:
+        return self.command.expand(self.environment)
+
+
+def _where(unit: UnitFile, key: str, a) -> str:
+    if a is None:
+        return ""
+    return f"{a.path or unit.name or '<unit>'}:{a.line}: "
+
+
+def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None = None, *,
+                       specifiers: dict | None = None) -> ExecStartResult:
+    """Everything needed to know what the service runs.
+
+    ``environment_files`` maps EnvironmentFile= paths (as written, with or without '-', or after
+    specifiers) to their contents; files not supplied are skipped with a warning.
+    ``specifiers`` defaults to unit_specifiers(unit.name, fragment_path=first path).
+    Raises ExecStartError where systemd would refuse the unit.
+    """
+    name = unit.name or "<unit>"
+    if unit.masked:
+        raise ExecStartError(f"Unit {name} is masked.")
+    if specifiers is None:
+        specifiers = unit_specifiers(unit.name, fragment_path=unit.paths[0] if unit.paths else None)
+    warnings: list[str] = []
+
+    service_type = "simple"
+    for a in unit.assignments:
+        if a.section == "Service" and a.key == "Type":
+            if a.value == "":
+                service_type = "simple"
+            elif a.value in SERVICE_TYPES:
+                service_type = a.value
+            else:
+                warnings.append(f"{_where(unit, 'Type', a)}Failed to parse service type, ignoring: {a.value}")
+
+    commands: list[Command] = []
+    for a in unit.assignments:
+        if a.section != "Service" or a.key != "ExecStart":
+            continue
+        if a.value == "":
+            commands = []
+            continue
+        w: list[str] = []
+        try:
+            commands.extend(_split(a.value, specifiers, w))
+        except ExecStartError as exc:
+            raise ExecStartError(f"{_where(unit, 'ExecStart', a)}{exc}") from None
+        warnings.extend(f"{_where(unit, 'ExecStart', a)}{m}" for m in w)
+
+    if len(commands) > 1 and service_type != "oneshot":
+        raise ExecStartError(
+            f"{name}: Service has more than one ExecStart= setting, which is only allowed for Type=oneshot "
+            "services. Refusing."
+        )
+    if not commands:
+        has_stop = bool(unit.values("Service", "ExecStop"))
+        has_success = unit.get("Unit", "SuccessAction") not in (None, "none")
+        if not has_stop and not has_success:
+            raise ExecStartError(f"{name}: Service has no ExecStart=, ExecStop=, or SuccessAction=. Refusing.")
+        if service_type != "oneshot":
+            raise ExecStartError(
+                f"{name}: Service has no ExecStart= setting, which is only allowed for Type=oneshot services. "
+                "Refusing."
+            )
+    restart = unit.get("Service", "Restart")
+    if service_type == "oneshot" and restart in ("always", "on-success"):
+        raise ExecStartError(
+            f"{name}: Service has Restart= set to either always or on-success, which isn't allowed for "
+            "Type=oneshot services. Refusing."
+        )
+
+    env_warnings: list[str] = []
+    environment = parse_environment_values(unit.values("Service", "Environment"), specifiers, env_warnings)
+    warnings.extend(env_warnings)
+
+    files_written: list[str] = []
+    for value in unit.values("Service", "EnvironmentFile"):
+        try:
+            expanded = apply_specifiers(value, specifiers, PATH_MAX - 1)
+        except SpecifierFailure as exc:
+            warnings.append(f"Failed to resolve unit specifiers in '{value}', ignoring: {exc}")
+            continue
+        optional = expanded.startswith("-")
+        fpath = expanded[1:] if optional else expanded
+        if not fpath.startswith("/"):
+            warnings.append(f"Path '{expanded}' is not absolute, ignoring.")
+            continue
+        files_written.append(value)
+        if environment_files is None:
+            continue
+        content = None
+        for candidate in (value, expanded, fpath, posixpath.normpath(fpath)):
+            if candidate in environment_files:
+                content = environment_files[candidate]
+                break
+        if content is None:
+            if not optional:
+                warnings.append(f"EnvironmentFile={value}: contents not supplied, its variables are unknown")
+            continue
+        if not isinstance(content, str):
+            raise ExecStartError(f"EnvironmentFile={value}: contents must be text")
+        for k, v in parse_environment_file(content, warnings).items():
+            environment[k] = v
+
+    return ExecStartResult(
+        commands=commands,
+        environment=environment,
+        environment_files=files_written,
+        service_type=service_type,
+        working_directory=unit.get("Service", "WorkingDirectory"),
+        user=unit.get("Service", "User"),
+        warnings=warnings,
+    )

@@ -1,0 +1,295 @@
+"""systemd unit files and `systemctl cat` output -> assignments, with systemd 252's file-level rules.
+
+Ported from systemd 252 src/shared/conf-parser.c (config_parse / parse_line) and checked against
+`systemd --test` 252:
+
+- lines end at '\\n', '\\r', '\\r\\n', '\\n\\r' or NUL (read_line);
+- a line whose first non-blank character is '#' or ';' is a comment, also inside a continuation;
+- an odd number of trailing backslashes continues the line: the backslash becomes a space and the next
+  non-comment line is appended verbatim (indentation kept); an empty line ends the continuation;
+- ``Key = value``: whitespace around key and value is stripped (only " \\t\\n\\r");
+- a line outside a section, without '=' or with an empty key is ignored with a warning;
+- an invalid section header makes systemd refuse the whole file: UnitError.
+
+`systemctl cat` output is recognised when the first meaningful line is a ``# /path`` header; every
+header starts a new file (fragment, then drop-ins) and each file starts outside any section, as systemd
+parses each file separately.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+
+from driftwatch.errors import UnitError
+
+WHITESPACE = " \t\n\r"
+COMMENTS = "#;"
+UNIT_SUFFIXES = (
+    ".service", ".socket", ".target", ".timer", ".mount", ".automount", ".swap", ".path",
+    ".slice", ".scope", ".device",
+)
+_EOL = re.compile(r"\0|\r\n|\n\r|\r|\n")
+_HEADER = re.compile(r"^# (/.*\S)\s*$")
+_MASKED = re.compile(r"^# Unit (\S+) is masked\.\s*$")
+_NOT_LOADED = re.compile(r"^# Unit (\S+) could not be loaded\.\s*$")
+_WARNING_START = re.compile(r"^#? ?Warning: ")
+_WARNING_MORE = re.compile(
+    r"^# (This output shows |If fragments or drop-ins |Run 'systemctl |The unit file, source configuration)"
+)
+
+
+@dataclass
+class Assignment:
+    section: str
+    key: str
+    value: str
+    path: str | None
+    line: int  # line (1-based, within its file) where the assignment starts
+
+
+@dataclass
+class UnitFile:
+    name: str | None
+    paths: list[str] = field(default_factory=list)
+    assignments: list[Assignment] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    masked: bool = False
+
+    def raw_values(self, section: str, key: str) -> list[str]:
+        """Every value of section/key in file order, without reset semantics."""
+        return [a.value for a in self.assignments if a.section == section and a.key == key]
+
+    def values(self, section: str, key: str) -> list[str]:
+        """List semantics: an empty assignment drops everything before it (and is itself dropped)."""
+        out: list[str] = []
+        for value in self.raw_values(section, key):
+            if value == "":
+                out = []
+            else:
+                out.append(value)
+        return out
+
+    def get(self, section: str, key: str, default=None) -> str | None:
+        """Scalar semantics: the last value; an empty last assignment means 'back to the default'."""
+        vals = self.raw_values(section, key)
+        if not vals or vals[-1] == "":
+            return default
+        return vals[-1]
+
+    def sections(self) -> dict[str, dict[str, list[str]]]:
+        out: dict[str, dict[str, list[str]]] = {}
+        for a in self.assignments:
+            keys = out.setdefault(a.section, {})
+            if a.value == "":
+                keys[a.key] = []
+            else:
+                keys.setdefault(a.key, []).append(a.value)
+        return out
+
+    def assignment(self, section: str, key: str) -> Assignment | None:
+        """The last Assignment of section/key (for error locations), or None."""
+        found = None
+        for a in self.assignments:
+            if a.section == section and a.key == key:
+                found = a
+        return found
+
+
+def _split_lines(text: str) -> list[str]:
+    lines = _EOL.split(text)
+    if lines and lines[-1] == "" and len(lines) > 1:
+        lines.pop()  # text ended with an end-of-line: no extra empty line
+    return lines
+
+
+def _is_unit_name(base: str) -> bool:
+    return base.endswith(UNIT_SUFFIXES) and len(base) > 1
+
+
+def _header_path(line: str) -> str | None:
+    m = _HEADER.match(line)
+    if not m:
+        return None
+    path = m.group(1)
+    base = os.path.basename(path)
+    if _is_unit_name(base):
+        return path
+    parent = os.path.basename(os.path.dirname(path))
+    if base.endswith(".conf") and parent.endswith(".d"):
+        return path
+    return None
+
+
+def _is_dropin(path: str) -> bool:
+    return os.path.basename(os.path.dirname(path)).endswith(".d") and path.endswith(".conf")
+
+
+def _looks_like_cat(lines: list[str]) -> bool:
+    in_warning = False
+    for line in lines:
+        s = line.strip(WHITESPACE)
+        if not s:
+            continue
+        if _WARNING_START.match(s):
+            in_warning = True
+            continue
+        if in_warning and _WARNING_MORE.match(s):
+            continue
+        return _header_path(line) is not None or bool(_MASKED.match(line)) or bool(_NOT_LOADED.match(line))
+    return False
+
+
+def split_files(text: str, name: str | None = None, path: str | None = None):
+    """Split unit text into files.
+
+    Returns (name, masked, files, warnings) where files is a list of (path, [(lineno, line), ...]).
+    A plain unit file is one file named ``path``.
+    """
+    lines = _split_lines(text)
+    warnings: list[str] = []
+    masked = False
+    if not _looks_like_cat(lines):
+        return name, masked, [(path, list(enumerate(lines, 1)))], warnings
+
+    files: list[tuple[str | None, list[tuple[int, str]]]] = []
+    current: list[tuple[int, str]] | None = None
+    unit_name = name
+    have_fragment = False
+    in_warning = False
+    stopped_at = None
+    for line in lines:
+        stripped = line.strip(WHITESPACE)
+        if _WARNING_START.match(stripped) and (current is None or "changed on disk" in stripped):
+            warnings.append(stripped.lstrip("# ").strip())
+            in_warning = True
+            continue
+        if in_warning and _WARNING_MORE.match(stripped):
+            warnings.append(stripped.lstrip("# ").strip())
+            continue
+        in_warning = False
+        m = _MASKED.match(line)
+        if m:
+            if files or masked:
+                stopped_at = m.group(1)
+                break
+            masked = True
+            unit_name = unit_name or m.group(1)
+            warnings.append(f"Unit {m.group(1)} is masked.")
+            continue
+        m = _NOT_LOADED.match(line)
+        if m:
+            if files:
+                stopped_at = m.group(1)
+                break
+            warnings.append(f"Unit {m.group(1)} could not be loaded.")
+            unit_name = unit_name or m.group(1)
+            continue
+        hp = _header_path(line)
+        if hp is not None:
+            base = os.path.basename(hp)
+            if not _is_dropin(hp):
+                if have_fragment or masked:
+                    stopped_at = base
+                    break
+                have_fragment = True
+                unit_name = unit_name or base
+            current = []
+            files.append((hp, current))
+            continue
+        if current is None:
+            if stripped:
+                warnings.append(f"text before the first '# /path' header ignored: {stripped[:80]}")
+            continue
+        current.append((len(current) + 1, line))
+    if stopped_at is not None:
+        warnings.append(
+            f"systemctl cat output holds more than one unit; using {unit_name or 'the first'}, ignoring {stopped_at} "
+            "and everything after it"
+        )
+    return unit_name, masked, files, warnings
+
+
+def _string_is_safe(s: str) -> bool:
+    return not any(ord(c) < 32 or ord(c) == 127 or c in "\"'\\" for c in s)
+
+
+def _parse_one_file(path: str | None, numbered: list[tuple[int, str]], label: str,
+                    out: list[Assignment], warnings: list[str]) -> None:
+    section: str | None = None
+    continuation: str | None = None
+    cont_line = 0
+    bom_seen = False
+    last = 0
+
+    def where(n: int) -> str:
+        return f"{path or label}:{n}"
+
+    def parse_line(n: int, l: str) -> None:
+        nonlocal section
+        l = l.strip(WHITESPACE)
+        if not l:
+            return
+        if l[0] == "[":
+            if l[-1] != "]":
+                raise UnitError(f"{where(n)}: Invalid section header '{l}'")
+            sname = l[1:-1]
+            if not _string_is_safe(sname):
+                raise UnitError(f"{where(n)}: Bad characters in section header '{l}'")
+            section = sname
+            return
+        if section is None:
+            warnings.append(f"{where(n)}: Assignment outside of section. Ignoring.")
+            return
+        eq = l.find("=")
+        if eq < 0:
+            warnings.append(f"{where(n)}: Missing '=', ignoring line.")
+            return
+        if eq == 0:
+            warnings.append(f"{where(n)}: Missing key name before '=', ignoring line.")
+            return
+        key = l[:eq].strip(WHITESPACE)
+        value = l[eq + 1:].strip(WHITESPACE)
+        out.append(Assignment(section=section, key=key, value=value, path=path, line=n))
+
+    for n, buf in numbered:
+        last = n
+        s = buf.lstrip(WHITESPACE)
+        if s and s[0] in COMMENTS:
+            continue
+        l = buf
+        if not bom_seen and l.startswith("\ufeff"):
+            l = l[1:]
+            bom_seen = True
+        if continuation is not None:
+            p = continuation + l
+        else:
+            p = l
+            cont_line = n
+        trailing = len(p) - len(p.rstrip("\\"))
+        if trailing % 2 == 1:
+            continuation = p[:-1] + " "
+            continue
+        continuation = None
+        parse_line(cont_line, p)
+    if continuation is not None:
+        parse_line(cont_line if cont_line else last + 1, continuation)
+
+
+def parse_unit_text(text: str, name: str | None = None, path: str | None = None) -> UnitFile:
+    """Parse a unit file or `systemctl cat` output. See the module docstring for the rules."""
+    if not isinstance(text, str):
+        raise UnitError("unit text must be a string")
+    unit_name, masked, files, warnings = split_files(text, name=name, path=path)
+    if unit_name is None and path is not None:
+        base = os.path.basename(path)
+        if _is_unit_name(base):
+            unit_name = base
+    assignments: list[Assignment] = []
+    paths: list[str] = []
+    label = unit_name or "<unit>"
+    for fpath, numbered in files:
+        if fpath is not None:
+            paths.append(fpath)
+        _parse_one_file(fpath, numbered, label, assignments, warnings)
+    return UnitFile(name=unit_name, paths=paths, assignments=assignments, warnings=warnings, masked=masked)

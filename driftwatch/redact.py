@@ -1,0 +1,110 @@
+"""Keep secrets on the host: redact API keys and secret-looking environment values before any output.
+
+A redacted value becomes `<redacted:XXXXXXXXXXXX>`, a short SHA-256 fingerprint, so two snapshots can
+still tell "unchanged" from "changed" without either holding the secret. Reports never show the
+fingerprint: they say "(redacted)" or "changed (redacted)".
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+
+REDACTED_PREFIX = "<redacted:"
+_SECRET_ENV_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL")
+_SECRET_FIELD_PARTS = {"key", "secret", "password", "passwd", "credential", "credentials"}
+
+
+def is_secret_env(name: str) -> bool:
+    upper = name.upper()
+    return any(word in upper for word in _SECRET_ENV_WORDS)
+
+
+def is_secret_field(name: str) -> bool:
+    """api_key, admin_api_key, hf_token, ssl_keyfile_password: yes; max_total_tokens, tokenizer_path: no."""
+    parts = name.lower().replace("-", "_").strip("_").split("_")
+    return bool(_SECRET_FIELD_PARTS.intersection(parts)) or parts[-1] == "token"
+
+
+def is_secret_option(option: str) -> bool:
+    return is_secret_field(option.split("=", 1)[0].lstrip("-"))
+
+
+def fingerprint(value: str) -> str:
+    digest = hashlib.sha256(b"driftwatch-redact:" + str(value).encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{REDACTED_PREFIX}{digest[:12]}>"
+
+
+def is_redacted(value) -> bool:
+    return isinstance(value, str) and value.startswith(REDACTED_PREFIX) and value.endswith(">")
+
+
+def redact_value(value):
+    if value is None or is_redacted(value):
+        return value
+    return fingerprint(value)
+
+
+def redact_argv(argv: list[str]) -> tuple[list[str], list[str]]:
+    """argv with secret option values replaced, plus the clear-text secrets found (to scrub raw text)."""
+    out: list[str] = []
+    secrets: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word.startswith("--") and is_secret_option(word):
+            if "=" in word:
+                name, value = word.split("=", 1)
+                if value and not is_redacted(value):
+                    secrets.append(value)
+                    word = f"{name}={fingerprint(value)}"
+                out.append(word)
+            else:
+                out.append(word)
+                if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+                    value = argv[i + 1]
+                    if not is_redacted(value):
+                        secrets.append(value)
+                        value = fingerprint(value)
+                    out.append(value)
+                    i += 1
+        else:
+            out.append(word)
+        i += 1
+    return out, secrets
+
+
+def redact_environment(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
+    out, secrets = {}, []
+    for name, value in env.items():
+        if is_secret_env(name) and value and not is_redacted(value):
+            secrets.append(value)
+            out[name] = fingerprint(value)
+        else:
+            out[name] = value
+    return out, secrets
+
+
+_INLINE_SECRET = re.compile(r"(--[A-Za-z0-9-]*(?:api-key|token|secret|password|passwd|credential)[A-Za-z0-9-]*)"
+                            r"(=|\s+)(\"[^\"]*\"|'[^']*'|[^\s\"']+)", re.IGNORECASE)
+_ENV_SECRET = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL)[A-Za-z0-9_]*)"
+                         r"=(\"[^\"]*\"|'[^']*'|[^\s\"']+)", re.IGNORECASE)
+
+
+def scrub_text(text: str, secrets: list[str]) -> str:
+    """Remove secrets from raw unit text: known values first, then anything that looks like one."""
+    for secret in sorted(set(s for s in secrets if len(s) >= 3), key=len, reverse=True):
+        text = text.replace(secret, fingerprint(secret))
+
+    def flag(m: re.Match) -> str:
+        if not is_secret_option(m.group(1)) or is_redacted(m.group(3).strip("'\"")):
+            return m.group(0)
+        return f"{m.group(1)}{m.group(2)}{fingerprint(m.group(3).strip(chr(34) + chr(39)))}"
+
+    def env(m: re.Match) -> str:
+        value = m.group(2).strip("'\"")
+        if is_redacted(value) or not is_secret_env(m.group(1)):
+            return m.group(0)
+        return f"{m.group(1)}={fingerprint(value)}"
+
+    text = _INLINE_SECRET.sub(flag, text)
+    return _ENV_SECRET.sub(env, text)

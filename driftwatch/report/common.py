@@ -1,0 +1,45 @@
+"""Formatting shared by the compare renderers (no computing: the Comparison holds every number)."""
+from __future__ import annotations
+
+from ..compare import Comparison, Finding, display_pair
+
+
+def impact_text(f: Finding) -> str:
+    r = f.throughput_ratio
+    ratio = "unknown" if r is None else ("no change" if abs(r - 1.0) < 1e-9 else f"×{r:.2f}")
+    return f"{ratio} {f.dimension} ({f.confidence})"
+
+
+def summary(c: Comparison) -> str:
+    """One paragraph: the prediction and where most of it comes from."""
+    b = c.baseline
+    if not c.findings:
+        tail = f" ({len(c.ignored)} ignored)" if c.ignored else ""
+        return f"No drift from baseline {b.name}{tail}."
+    n = len(c.findings)
+    head = f"{n} difference{'s' if n != 1 else ''} from baseline {b.name}"
+    top = c.findings[0]
+    base, cur = display_pair(top.difference)
+    top_text = f"{top.difference.label} {base} → {cur}"
+    unit = "tok/s"
+    if c.predicted_throughput is not None:
+        pred = (f"predicted {c.predicted_throughput:g} {unit} vs {c.baseline_metrics['throughput']:g} baseline "
+                f"(×{c.predicted_throughput_ratio:.2f}) at concurrency {c.concurrency}")
+    elif c.predicted_throughput_ratio is not None:
+        pred = (f"predicted throughput ×{c.predicted_throughput_ratio:.2f} of the baseline at concurrency "
+                f"{c.concurrency} (record --metric throughput=N on the baseline for tok/s)")
+    else:
+        pred = "no quantitative prediction (no finding has a sound throughput model)"
+    most = f"most of it from {top_text}" if top.throughput_ratio not in (None, 1.0) else f"top finding: {top_text}"
+    measured = c.current_metrics.get("throughput")
+    extra = f"; measured now: {measured:g} {unit}" if measured is not None else ""
+    return f"{head}: {pred}; {most}{extra}."
+
+
+def header_lines(c: Comparison) -> list[str]:
+    b, cur = c.baseline, c.current
+    return [
+        f"baseline: {b.name} ({b.host or '-'} {b.unit or '-'}; SGLang {c.pair.baseline.version})",
+        f"current:  {cur.host or '-'} {cur.unit or '-'} from {cur.source}; SGLang {c.pair.current.version} "
+        f"({c.pair.current.version_reason})",
+    ]

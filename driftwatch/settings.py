@@ -1,0 +1,311 @@
+"""Settings for `driftwatch report`: config file + environment, merged under the command line.
+
+Precedence: command line > environment > config file > defaults.
+
+Config file (YAML, read with safe_load): ``--config FILE``, else the first that exists of
+``$XDG_CONFIG_HOME/driftwatch/config.yaml`` (default ``~/.config/driftwatch/config.yaml``) and
+``/etc/driftwatch/config.yaml``. A missing default file is fine; a missing ``--config`` file is an
+InputError. Example::
+
+    email: [ops@example.com, oncall@example.com]   # or "a@x, b@y"
+    from: driftwatch@gpu-admin.example.com
+    subject_prefix: "[driftwatch]"
+    inventory: inventory.yaml          # relative paths are relative to this file's directory
+    baseline: 70toks                   # a name, or a path (contains "/")
+    state: /var/lib/driftwatch/state.json
+    only_changes: true
+    smtp:
+      host: smtp.example.com
+      port: 587
+      user: alerts
+      security: starttls               # starttls | ssl | plain
+      password_file: smtp-password     # mode 0600; never put the password itself here
+      ca_file: /etc/ssl/private-ca.pem
+      timeout: 30
+
+Environment: DRIFTWATCH_SMTP_HOST, DRIFTWATCH_SMTP_PORT, DRIFTWATCH_SMTP_USER,
+DRIFTWATCH_SMTP_PASSWORD, DRIFTWATCH_SMTP_SECURITY, DRIFTWATCH_EMAIL (comma-separated),
+DRIFTWATCH_FROM. Empty variables count as unset.
+
+The settings dict uses flat keys (the CLI's option names): email, sender, subject_prefix,
+inventory, baseline, state, only_changes, smtp_host, smtp_port, smtp_user, smtp_security,
+smtp_password_file, smtp_ca_file, smtp_timeout; plus config_file (the file read, or None). The
+password itself is never stored in it: `smtp_settings()` reads it at the last moment.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import yaml
+
+from driftwatch.errors import InputError
+from driftwatch.notify.email import PASSWORD_ENV, SECURITY_MODES, SMTPSettings, load_password_file
+
+DEFAULTS: dict[str, Any] = {
+    "email": [],
+    "sender": None,
+    "subject_prefix": "[driftwatch]",
+    "inventory": None,
+    "baseline": None,
+    "state": None,
+    "only_changes": False,
+    "smtp_host": "localhost",
+    "smtp_port": None,
+    "smtp_user": None,
+    "smtp_security": "starttls",
+    "smtp_password_file": None,
+    "smtp_ca_file": None,
+    "smtp_timeout": 30.0,
+}
+
+_TOP_KEYS = {"email": "email", "from": "sender", "subject_prefix": "subject_prefix", "inventory": "inventory",
+             "baseline": "baseline", "state": "state", "only_changes": "only_changes", "smtp": None}
+_SMTP_KEYS = {"host": "smtp_host", "port": "smtp_port", "user": "smtp_user", "security": "smtp_security",
+              "password_file": "smtp_password_file", "ca_file": "smtp_ca_file", "timeout": "smtp_timeout"}
+_PATH_KEYS = ("inventory", "state", "smtp_password_file", "smtp_ca_file")
+_ENV = {"DRIFTWATCH_SMTP_HOST": "smtp_host", "DRIFTWATCH_SMTP_PORT": "smtp_port",
+        "DRIFTWATCH_SMTP_USER": "smtp_user", "DRIFTWATCH_SMTP_SECURITY": "smtp_security",
+        "DRIFTWATCH_EMAIL": "email", "DRIFTWATCH_FROM": "sender"}
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def default_config_paths(env: Mapping[str, str]) -> list[str]:
+    home = env.get("HOME") or os.path.expanduser("~")
+    xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    return [os.path.join(xdg, "driftwatch", "config.yaml"), "/etc/driftwatch/config.yaml"]
+
+
+# --------------------------------------------------------------------------- value checks
+
+
+def _split_emails(value: Any, where: str) -> list[str]:
+    if value is None:
+        return []
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise InputError(f"{where}: email must be an address or a list of addresses")
+    out = []
+    for item in items:
+        if not isinstance(item, str):
+            raise InputError(f"{where}: email address {item!r} is not a string")
+        for part in item.split(","):
+            part = part.strip()
+            if part:
+                if any(c in part for c in "\r\n\0"):
+                    raise InputError(f"{where}: invalid e-mail address {part!r}")
+                out.append(part)
+    return out
+
+
+def _port(value: Any, where: str) -> int | None:
+    if value is None or value == "":
+        return None
+    try:
+        port = int(value)
+        if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: SMTP port must be a number, not {value!r}") from None
+    if not 0 < port < 65536:
+        raise InputError(f"{where}: SMTP port must be between 1 and 65535, not {port}")
+    return port
+
+
+def _timeout(value: Any, where: str) -> float:
+    try:
+        t = float(value)
+        if isinstance(value, bool):
+            raise ValueError
+    except (TypeError, ValueError):
+        raise InputError(f"{where}: SMTP timeout must be a number of seconds, not {value!r}") from None
+    if not t > 0:
+        raise InputError(f"{where}: SMTP timeout must be positive, not {value!r}")
+    return t
+
+
+def _security(value: Any, where: str) -> str:
+    v = str(value).strip().lower() if value is not None else ""
+    if v not in SECURITY_MODES:
+        raise InputError(f"{where}: SMTP security must be one of {', '.join(SECURITY_MODES)}, not {value!r}")
+    return v
+
+
+def _string(value: Any, where: str, key: str) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise InputError(f"{where}: {key} must be a string, not {type(value).__name__}")
+    return str(value)
+
+
+def _normalize(key: str, value: Any, where: str) -> Any:
+    if key == "email":
+        return _split_emails(value, where)
+    if key == "smtp_port":
+        return _port(value, where)
+    if key == "smtp_timeout":
+        return _timeout(value, where)
+    if key == "smtp_security":
+        return _security(value, where)
+    if key == "only_changes":
+        if not isinstance(value, bool):
+            raise InputError(f"{where}: only_changes must be true or false, not {value!r}")
+        return value
+    return _string(value, where, key)
+
+
+# --------------------------------------------------------------------------- config file
+
+
+def _read_config(path: str) -> dict:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise InputError(f"config file {path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"config file {path} is a directory") from None
+    except OSError as e:
+        raise InputError(f"config file {path}: cannot read: {e.strerror or e}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise InputError(f"config file {path} is too big (over {MAX_CONFIG_BYTES // 1024} KiB)")
+    if b"\0" in data:
+        raise InputError(f"config file {path} is binary, not YAML")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InputError(f"config file {path} is not UTF-8 (byte {e.start})") from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = " ".join(str(e.problem or e.context or "syntax error").split())
+        raise InputError(f"{path}{line}: invalid YAML: {problem}") from None
+    except yaml.YAMLError as e:
+        raise InputError(f"{path}: invalid YAML: {' '.join(str(e).split())}") from None
+    if doc is None:
+        return {}
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: the config file must be a mapping of settings, not a {type(doc).__name__}")
+    return doc
+
+
+def _flatten_config(doc: dict, path: str) -> dict:
+    out: dict[str, Any] = {}
+    unknown = [str(k) for k in doc if k not in _TOP_KEYS]
+    if unknown:
+        raise InputError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))} "
+                         f"(known: {', '.join(sorted(_TOP_KEYS))})")
+    for k, v in doc.items():
+        if k == "smtp":
+            if v is None:
+                continue
+            if not isinstance(v, dict):
+                raise InputError(f"{path}: smtp must be a mapping (host, port, user, security, password_file, ca_file)")
+            if "password" in v:
+                raise InputError(f"{path}: smtp.password is not allowed in a config file; put the password in a "
+                                 f"file readable only by you (smtp.password_file) or in {PASSWORD_ENV}")
+            bad = [str(x) for x in v if x not in _SMTP_KEYS]
+            if bad:
+                raise InputError(f"{path}: unknown smtp setting(s) {', '.join(sorted(bad))} "
+                                 f"(known: {', '.join(sorted(_SMTP_KEYS))})")
+            for sk, sv in v.items():
+                if sv is not None:
+                    key = _SMTP_KEYS[sk]
+                    out[key] = _normalize(key, sv, f"{path}: smtp.{sk}")
+        elif v is not None:
+            key = _TOP_KEYS[k]
+            out[key] = _normalize(key, v, f"{path}: {k}")
+    base = Path(path).resolve().parent
+    for key in _PATH_KEYS:
+        if out.get(key):
+            p = Path(os.path.expanduser(out[key]))
+            out[key] = str(p if p.is_absolute() else base / p)
+    b = out.get("baseline")
+    if b and ("/" in b or b.startswith("~")):
+        p = Path(os.path.expanduser(b))
+        out["baseline"] = str(p if p.is_absolute() else base / p)
+    return out
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def load_report_settings(config_path: str | None, env: Mapping[str, str], *,
+                         search_paths: Sequence[str] | None = None) -> dict:
+    """Defaults, overlaid with the config file, overlaid with the environment (see module doc)."""
+    settings = dict(DEFAULTS)
+    settings["email"] = []
+    settings["config_file"] = None
+    if config_path:
+        path = os.path.expanduser(str(config_path))
+        doc = _read_config(path)
+    else:
+        path, doc = None, None
+        for candidate in (search_paths if search_paths is not None else default_config_paths(env)):
+            if os.path.exists(candidate):
+                path, doc = candidate, _read_config(candidate)
+                break
+    if doc is not None:
+        settings.update(_flatten_config(doc, path))
+        settings["config_file"] = path
+
+    for var, key in _ENV.items():
+        value = env.get(var)
+        if value is None or value.strip() == "":
+            continue
+        settings[key] = _normalize(key, value.strip(), f"environment variable {var}")
+    if env.get(PASSWORD_ENV):
+        # env beats the config file: the config's password_file is not used (a CLI one still wins)
+        settings["smtp_password_file"] = None
+    return settings
+
+
+def _given(value: Any) -> bool:
+    if value is None or value is False:
+        return False
+    if isinstance(value, (list, tuple)) and not value:
+        return False
+    return True
+
+
+def merge(cli: Mapping[str, Any], settings: Mapping[str, Any]) -> dict:
+    """Command-line values over `settings`. A CLI value counts when it is not None, not False,
+    not an empty list/tuple (so click's defaults for unset options do not override). Unknown CLI
+    keys are carried over as they are. CLI values are validated like the config file's."""
+    out = dict(settings)
+    for key, value in cli.items():
+        if not _given(value):
+            continue
+        if key in DEFAULTS:
+            out[key] = _normalize(key, list(value) if isinstance(value, tuple) else value, f"option --{key.replace('_', '-')}")
+        else:
+            out[key] = value
+    return out
+
+
+def default_sender() -> str:
+    host = socket.getfqdn() or "localhost"
+    return f"driftwatch@{host}"
+
+
+def smtp_settings(settings: Mapping[str, Any], env: Mapping[str, str]) -> SMTPSettings:
+    """SMTPSettings from merged settings; the password is read now, from the password file
+    (CLI or config) or DRIFTWATCH_SMTP_PASSWORD, in that order of the merged settings."""
+    password = None
+    if settings.get("smtp_password_file"):
+        password = load_password_file(settings["smtp_password_file"])
+    elif env.get(PASSWORD_ENV):
+        password = env[PASSWORD_ENV]
+    return SMTPSettings(host=settings.get("smtp_host") or "localhost", port=settings.get("smtp_port"),
+                        user=settings.get("smtp_user") or None, password=password,
+                        security=settings.get("smtp_security") or "starttls",
+                        timeout=settings.get("smtp_timeout") or 30.0, ca_file=settings.get("smtp_ca_file"))
+
+
+__all__ = ["DEFAULTS", "default_config_paths", "load_report_settings", "merge", "smtp_settings", "default_sender"]

@@ -1,0 +1,74 @@
+"""`driftwatch show`: what was read from one unit, as a table or as JSON."""
+from __future__ import annotations
+
+import json
+import shlex
+
+from tabulate import tabulate
+
+from .snapshot import Snapshot, engine_to_dict
+
+
+def show_dict(snap: Snapshot, include_defaults: bool) -> dict:
+    return {
+        "host": snap.host,
+        "unit": snap.unit,
+        "source": snap.source,
+        "paths": list(snap.paths),
+        "exec_start": {"prefixes": snap.prefixes, "argv": list(snap.argv), "expanded_argv": list(snap.expanded_argv)},
+        "launcher": snap.launcher.to_dict(),
+        "engine": engine_to_dict(snap.engine, include_defaults=include_defaults),
+        "environment": dict(snap.environment),
+        "environment_files": list(snap.environment_files),
+        "unit_keys": dict(snap.unit_keys),
+        "findings": [issue.to_dict() for issue in snap.issues],
+        "warnings": list(snap.warnings),
+        "runtime": dict(snap.runtime),
+    }
+
+
+def _value(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return str(value)
+
+
+def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
+    if fmt == "json":
+        return json.dumps(show_dict(snap, include_defaults), indent=2, default=str) + "\n"
+    e = snap.engine
+    launcher = snap.launcher
+    lines = [
+        f"unit:        {snap.unit or '-'}" + (f" on {snap.host}" if snap.host else ""),
+        f"read from:   {', '.join(snap.paths) or '-'} ({snap.source})",
+        f"launcher:    {launcher.entry}" + (f" via {' > '.join(launcher.wrappers)}" if launcher.wrappers else "")
+        + (f" in image {launcher.image}" if launcher.image else ""),
+        f"interpreter: {launcher.interpreter or '-'}" + (f" (venv {launcher.venv})" if launcher.venv else ""),
+        f"engine:      SGLang {e.version} ({e.version_reason})",
+        f"argv:        {shlex.join(snap.argv)}",
+    ]
+    if snap.expanded_argv != snap.argv:
+        lines.append(f"expanded:    {shlex.join(snap.expanded_argv)}")
+    lines.append("")
+    rows = []
+    for key, value in sorted(e.flags.items()):
+        if value.source != "explicit" and not include_defaults:
+            continue
+        shown = "computed at start-up" if value.value is None and value.source == "runtime" else _value(value.value)
+        rows.append([key, value.flag or "", shown, value.source, value.note or ""])
+    lines.append(tabulate(rows, headers=["field", "flag", "value", "source", "note"], maxcolwidths=[None, None, 40, None, 50]))
+    if snap.environment:
+        lines += ["", tabulate(sorted(snap.environment.items()), headers=["environment", "value"],
+                               maxcolwidths=[None, 80])]
+    for note in e.notes:
+        lines.append(f"note: {note}")
+    for warning in snap.warnings:
+        lines.append(f"warning: {warning}")
+    if snap.issues:
+        lines += ["", "findings:"]
+        lines += [f"  [{i.severity}] {i.kind}: {i.message}" for i in snap.issues]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,175 @@
+"""One host's unit, read and typed: the record that snapshots, baselines and comparisons share.
+
+A Snapshot keeps what is needed to re-read the engine flags under another catalog (the redacted
+engine argv and the recorded release), so two units can be compared under one release.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from .engines.launcher import find_launcher
+from .engines.sglang.config import read_engine_config
+from .errors import DriftwatchError, EngineError, InputError
+from .model import EngineConfig, Issue, Launcher, RawUnit
+from .parse.execstart import ExecStartError, resolve_exec_start
+from .parse.unitfile import parse_unit_text
+from .redact import redact_argv, redact_environment, scrub_text
+
+SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
+# [Service] keys whose drift we report besides ExecStart/Environment (which are read deeper).
+_SKIPPED_SERVICE_KEYS = {"ExecStart", "Environment", "EnvironmentFile"}
+
+
+@dataclass
+class Snapshot:
+    host: str | None
+    unit: str | None
+    source: str
+    collected_at: str
+    paths: list[str]
+    unit_text: str  # redacted
+    argv: list[str]  # ExecStart after quoting, before expansion (redacted)
+    expanded_argv: list[str]  # after $VAR expansion (redacted)
+    prefixes: str
+    environment: dict[str, str]  # redacted
+    environment_files: list[str]
+    unit_keys: dict[str, str]  # "Service.User" -> value
+    launcher: Launcher
+    engine_version: str | None  # recorded with the unit (collector), never inferred
+    engine: EngineConfig  # typed flags under the catalog chosen for this snapshot alone
+    issues: list[Issue] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    runtime: dict[str, Any] = field(default_factory=dict)  # loaded ExecStart, running argv, gpus, measured
+
+    @property
+    def engine_argv(self) -> list[str]:
+        return self.launcher.engine_argv
+
+
+def now_utc() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str | None = None) -> Snapshot:
+    """Parse a collected unit into a Snapshot. Raises InputError/UnitError/EngineError naming `origin`."""
+    where = origin or f"{raw.host}:{raw.unit}"
+    if raw.text is None or not raw.text.strip():
+        raise InputError(f"{where}: unit is empty")
+    try:
+        unit = parse_unit_text(raw.text, name=raw.unit or None,
+                               path=raw.paths[0] if raw.paths else None)
+        result = resolve_exec_start(unit, raw.environment_files or None)
+        command = result.command
+    except ExecStartError as exc:
+        raise type(exc)(f"{where}: systemd would refuse this unit: {exc}") from None
+    except DriftwatchError as exc:
+        raise type(exc)(f"{where}: {exc}") from None
+    argv, secrets = redact_argv(list(command.argv))
+    expanded, more = redact_argv(list(result.expanded_argv))
+    environment, env_secrets = redact_environment(dict(result.environment))
+    secrets += more + env_secrets
+    try:
+        launcher = find_launcher(expanded)
+    except EngineError as exc:
+        raise EngineError(f"{where}: {exc}") from None
+    recorded = raw.engine_version
+    engine = read_engine_config(launcher.engine_argv, engine_version=engine_version, recorded_version=recorded)
+    unit_keys: dict[str, str] = {}
+    for section, keys in unit.sections().items():
+        if section != "Service":
+            continue
+        for key, values in keys.items():
+            if key in _SKIPPED_SERVICE_KEYS or key.startswith("Exec") or not values:
+                continue
+            unit_keys[f"{section}.{key}"] = " ".join(values) if len(values) > 1 else values[-1]
+    if result.working_directory is not None:
+        unit_keys.setdefault("Service.WorkingDirectory", result.working_directory)
+    if result.user is not None:
+        unit_keys.setdefault("Service.User", result.user)
+    unit_keys.setdefault("Service.Type", result.service_type)
+    runtime: dict[str, Any] = {}
+    if raw.loaded_exec_start is not None:
+        runtime["loaded_exec_start"] = scrub_text(raw.loaded_exec_start, secrets)
+    if raw.need_daemon_reload is not None:
+        runtime["need_daemon_reload"] = raw.need_daemon_reload
+    if raw.running_argv is not None:
+        runtime["running_argv"] = redact_argv(list(raw.running_argv))[0]
+    for name in ("main_pid", "active_state", "gpus"):
+        if getattr(raw, name) is not None:
+            runtime[name] = getattr(raw, name)
+    if raw.measured:
+        runtime["measured"] = dict(raw.measured)
+    return Snapshot(
+        host=raw.host, unit=raw.unit or unit.name, source=raw.source,
+        collected_at=raw.collected_at or now_utc(), paths=list(raw.paths or unit.paths),
+        unit_text=scrub_text(raw.text, secrets), argv=argv, expanded_argv=expanded,
+        prefixes=command.prefixes, environment=environment,
+        environment_files=list(result.environment_files), unit_keys=unit_keys, launcher=launcher,
+        engine_version=recorded, engine=engine, issues=list(engine.issues),
+        warnings=list(unit.warnings), runtime=runtime)
+
+
+def engine_to_dict(engine: EngineConfig, include_defaults: bool = False) -> dict:
+    flags = {}
+    for key, value in sorted(engine.flags.items()):
+        if value.source != "explicit" and not include_defaults:
+            continue
+        entry = {"value": value.value, "source": value.source, "flag": value.flag}
+        if value.note:
+            entry["note"] = value.note
+        flags[key] = entry
+    return {"name": engine.engine, "version": engine.version, "version_reason": engine.version_reason,
+            "flags": flags, "notes": list(engine.notes)}
+
+
+def snapshot_to_dict(snap: Snapshot) -> dict:
+    """The YAML/JSON form of a snapshot (schema driftwatch.snapshot/v1). Secrets are already redacted."""
+    return {
+        "schema": SNAPSHOT_SCHEMA,
+        "host": snap.host,
+        "unit": snap.unit,
+        "collected_at": snap.collected_at,
+        "source": snap.source,
+        "paths": list(snap.paths),
+        "engine_version": snap.engine_version,
+        "exec_start": {"prefixes": snap.prefixes, "argv": list(snap.argv), "expanded_argv": list(snap.expanded_argv)},
+        "environment": dict(snap.environment),
+        "environment_files": list(snap.environment_files),
+        "unit_keys": dict(snap.unit_keys),
+        "launcher": snap.launcher.to_dict(),
+        "engine": engine_to_dict(snap.engine),
+        "issues": [issue.to_dict() for issue in snap.issues],
+        "warnings": list(snap.warnings),
+        "runtime": dict(snap.runtime),
+        "unit_text": snap.unit_text,
+    }
+
+
+def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None) -> Snapshot:
+    """Rebuild a Snapshot from its saved form; the engine flags are re-read from the saved argv."""
+    if not isinstance(data, dict) or data.get("schema") != SNAPSHOT_SCHEMA:
+        schema = data.get("schema") if isinstance(data, dict) else None
+        if isinstance(schema, str) and schema.startswith("driftwatch.snapshot/"):
+            raise InputError(f"{origin}: snapshot schema {schema} is newer than this driftwatch understands "
+                             f"({SNAPSHOT_SCHEMA}); upgrade driftwatch")
+        raise InputError(f"{origin}: not a driftwatch snapshot (expected schema {SNAPSHOT_SCHEMA})")
+    try:
+        exec_start = data["exec_start"]
+        launcher = Launcher(**data["launcher"])
+        recorded = data.get("engine_version")
+        engine = read_engine_config(list(launcher.engine_argv), engine_version=engine_version,
+                                    recorded_version=recorded)
+        return Snapshot(
+            host=data.get("host"), unit=data.get("unit"), source=data.get("source", "file"),
+            collected_at=data.get("collected_at") or now_utc(), paths=list(data.get("paths") or []),
+            unit_text=data.get("unit_text") or "", argv=list(exec_start["argv"]),
+            expanded_argv=list(exec_start["expanded_argv"]), prefixes=exec_start.get("prefixes", ""),
+            environment={str(k): str(v) for k, v in (data.get("environment") or {}).items()},
+            environment_files=list(data.get("environment_files") or []),
+            unit_keys={str(k): str(v) for k, v in (data.get("unit_keys") or {}).items()},
+            launcher=launcher, engine_version=recorded, engine=engine, issues=list(engine.issues),
+            warnings=list(data.get("warnings") or []), runtime=dict(data.get("runtime") or {}))
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise InputError(f"{origin}: snapshot is missing or has a malformed field ({exc})") from None

@@ -1,0 +1,94 @@
+"""Turn what the user named (a unit file, a saved snapshot, a live host) into Snapshots.
+
+Local reads never import SSH code; live reads go through the collect stage.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from .baseline import snapshot_from_unit_file
+from .errors import DriftwatchError, InputError
+from .model import RawUnit
+from .snapshot import Snapshot, build_snapshot, snapshot_from_dict, snapshot_to_dict
+from .store import dump_yaml, read_yaml, write_atomic
+
+DEFAULT_STORE = "~/.local/state/driftwatch"
+
+
+@dataclass
+class SSHSettings:
+    known_hosts: str | None = None
+    accept_new: bool = False
+    identity: str | None = None
+    ssh_config: str | None = None
+    connect_timeout: float = 10.0
+    command_timeout: float = 30.0
+    parallel: int = 32
+
+
+def read_snapshot_file(path: str, engine_version: str | None = None) -> Snapshot:
+    return snapshot_from_dict(read_yaml(path, "snapshot"), path, engine_version)
+
+
+def collect_live(targets: list[tuple[str, str]], ssh: SSHSettings, inventory: str | None = None,
+                 progress=None) -> list[RawUnit]:
+    """Collect (host spec, unit) pairs over SSH. Host specs may name inventory entries."""
+    from .collect.fleet import SSHOptions, collect_fleet
+    from .collect.inventory import load_inventory, parse_target
+    known = {t.name: t for t in load_inventory(inventory)} if inventory else {}
+    pairs = []
+    for spec, unit in targets:
+        target = known.get(spec) or parse_target(spec)
+        pairs.append((target, unit))
+    options = SSHOptions(known_hosts=ssh.known_hosts, accept_new=ssh.accept_new, identity=ssh.identity,
+                         ssh_config=ssh.ssh_config, connect_timeout=ssh.connect_timeout,
+                         command_timeout=ssh.command_timeout, concurrency=ssh.parallel)
+    return collect_fleet(pairs, options, progress=progress)
+
+
+def inventory_targets(inventory: str, unit: str | None = None) -> list[tuple[str, str]]:
+    from .collect.inventory import load_inventory
+    pairs = []
+    for target in load_inventory(inventory):
+        units = [unit] if unit else list(target.units)
+        if not units:
+            raise InputError(f"{inventory}: host {target.name} lists no units (add units: or pass --unit)")
+        pairs.extend((target.name, u) for u in units)
+    return pairs
+
+
+def raw_to_snapshot(raw: RawUnit, engine_version: str | None = None) -> Snapshot:
+    if raw.status not in ("ok", "fallback"):
+        raise DriftwatchError(f"{raw.host}: {raw.unit}: {raw.status}" + (f": {raw.error}" if raw.error else ""))
+    return build_snapshot(raw, engine_version=engine_version, origin=f"{raw.host}:{raw.unit}")
+
+
+def collect_one(host: str, unit: str, ssh: SSHSettings, inventory: str | None = None,
+                engine_version: str | None = None) -> Snapshot:
+    from .collect.unitname import validate_unit_name
+    validate_unit_name(unit)
+    [raw] = collect_live([(host, unit)], ssh, inventory)
+    return raw_to_snapshot(raw, engine_version)
+
+
+def _safe_component(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9@._:-]", "_", text or "local") or "local"
+
+
+def save_snapshot(snapshot: Snapshot, store: str | None) -> Path:
+    """STORE/HOST/UNIT/STAMP.yaml plus latest.yaml, each written atomically."""
+    root = Path(os.path.expanduser(store or DEFAULT_STORE))
+    folder = root / _safe_component(snapshot.host or "local") / _safe_component(snapshot.unit or "unit")
+    stamp = snapshot.collected_at.replace(":", "").replace("-", "")
+    text = dump_yaml(snapshot_to_dict(snapshot))
+    path = folder / f"{stamp}.yaml"
+    write_atomic(path, text)
+    write_atomic(folder / "latest.yaml", text)
+    return path
+
+
+def snapshot_from_file(path: str, host: str | None, engine_version: str | None) -> Snapshot:
+    return snapshot_from_unit_file(path, host=host, engine_version=engine_version)
