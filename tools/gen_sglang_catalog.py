@@ -411,7 +411,7 @@ _REPLACEMENT = re.compile(
 
 def _clean_msg(msg, cap=200):
     m = _ANSI.sub("", " ".join(str(msg).split()))
-    m = re.sub(r"^(?:NOTE|WARNING|Warning)\s*:\s*", "", m)
+    m = re.sub(r"^(?:note|warning)\s*:\s*", "", m, flags=re.I)
     if len(m) > cap:
         m = m[: cap - 3].rstrip() + "..."
     return m
@@ -451,6 +451,36 @@ def _source_messages(paths):
             if s and "deprecat" in s.lower():
                 out.append(s)
     return sorted(set(out))
+
+
+def _deprecated_value_tables(paths):
+    """`deprecated_<field>s = {"old": "new", ...}` tables in SGLang source
+    (e.g. deprecated_tool_call_parsers = {"qwen25": "qwen", "glm45": "glm"}),
+    as {field: {old: new}}."""
+    import ast
+
+    out = {}
+    for p in paths:
+        try:
+            tree = ast.parse(Path(p).read_text(encoding="utf-8"))
+        except Exception:
+            continue
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Assign) and len(node.targets) == 1
+                    and isinstance(node.targets[0], ast.Name)
+                    and isinstance(node.value, ast.Dict)):
+                continue
+            m = re.fullmatch(r"deprecated_(\w+?)s?", node.targets[0].id)
+            if not m:
+                continue
+            try:
+                table = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+            if all(isinstance(k, str) and isinstance(v, str)
+                   for k, v in table.items()):
+                out.setdefault(m.group(1), {}).update(table)
+    return out
 
 
 def _deprecation(act, help_text, source_msgs):
@@ -697,6 +727,7 @@ def _dump_main(stubs):
     src_files += sorted(str(p) for p in (srt / "arg_groups").glob("*.py")) \
         if (srt / "arg_groups").is_dir() else []
     source_msgs = _source_messages(src_files)
+    value_tables = _deprecated_value_tables(src_files)
 
     spec_mods = [sa_mod]
     for name in ("sglang.srt.arg_groups.speculative_hook",):
@@ -748,6 +779,9 @@ def _dump_main(stubs):
             opt["type_name"] = type_name
         if not_a_field:
             opt["not_a_field"] = True
+        table = value_tables.get(field) or value_tables.get(act.dest)
+        if table:
+            opt["deprecated_values"] = dict(sorted(table.items()))
         f = fields.get(field)
         if f is not None:
             has, fd = _field_default(f)

@@ -119,7 +119,9 @@ def _looks_like_ini(path: str, text: str) -> bool:
             return False
         if re.match(r"\[[^\]\s]+\]\Z", s):
             return True
-        return ":" not in s.split("=")[0] or bool(re.match(r"\S+\s+\w+=", s))
+        if re.match(r"\S+\s+\w+=", s):
+            return True  # "host ansible_host=..."
+        return not re.search(r":(\s|$)", s)  # a YAML key has ': ' or ends with ':'; "host:2222" does not
     return False
 
 

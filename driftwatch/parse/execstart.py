@@ -377,12 +377,16 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
     if not commands:
         has_stop = bool(unit.values("Service", "ExecStop"))
         has_success = unit.get("Unit", "SuccessAction") not in (None, "none")
+        why = ""
+        ignored = [m for m in warnings if "ignoring" in m]
+        if ignored:
+            why = " (ExecStart= lines ignored by systemd: " + "; ".join(ignored) + ")"
         if not has_stop and not has_success:
-            raise ExecStartError(f"{name}: Service has no ExecStart=, ExecStop=, or SuccessAction=. Refusing.")
+            raise ExecStartError(f"{name}: Service has no ExecStart=, ExecStop=, or SuccessAction=. Refusing.{why}")
         if service_type != "oneshot":
             raise ExecStartError(
                 f"{name}: Service has no ExecStart= setting, which is only allowed for Type=oneshot services. "
-                "Refusing."
+                f"Refusing.{why}"
             )
     restart = unit.get("Service", "Restart")
     if service_type == "oneshot" and restart in ("always", "on-success"):

@@ -1,0 +1,302 @@
+"""One SSH connection to one host, and the collector that reuses it for all the host's units.
+
+paramiko is imported lazily, inside this module's functions only. Connection recipe (see
+shared/research/drift-tools.md): a socket connected by us with ``TCP_NODELAY`` and the connect
+timeout, handed to ``paramiko.Transport`` (no Nagle/delayed-ACK stalls); host-key check against
+known_hosts before any authentication; then explicit identity files, ssh-agent keys and the default
+``~/.ssh/id_*`` keys, in OpenSSH's order. Each unit costs one ``exec`` of ``/bin/sh -s`` with the
+collection script on stdin (``commands.py``): no interactive shell, no pty, nothing that depends on
+rc files. ProxyJump hops are chained through ``direct-tcpip`` channels.
+"""
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from datetime import datetime, timezone
+
+from driftwatch.collect.commands import MAX_OUTPUT_BYTES, build_command, parse_output
+from driftwatch.collect.hostkeys import KnownHosts, host_lookup_name
+from driftwatch.collect.interface import (
+    AUTH_FAILED, ERROR, TIMEOUT, UNREACHABLE, Collector, HostError,
+)
+from driftwatch.collect.sshconfig import Endpoint
+from driftwatch.model import RawUnit
+
+DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class SSHConnection:
+    """A connected, authenticated paramiko Transport (plus the transports of its jump hosts)."""
+
+    def __init__(self, endpoint: Endpoint, known_hosts: KnownHosts, *, connect_timeout: float = 10,
+                 password: str | None = None, allow_agent: bool = True, look_for_keys: bool = True):
+        self.endpoint = endpoint
+        self.known_hosts = known_hosts
+        self.connect_timeout = connect_timeout
+        self.password = password
+        self.allow_agent = allow_agent
+        self.look_for_keys = look_for_keys
+        self.transports: list = []  # jump hosts first, target last
+        self._closed = threading.Event()
+        self._sock: socket.socket | None = None
+
+    # -- connecting ---------------------------------------------------------------------------
+    def open(self) -> "SSHConnection":
+        deadline = time.monotonic() + self.connect_timeout * (1 + len(self.endpoint.jumps))
+        hops = list(self.endpoint.jumps) + [self.endpoint]
+        channel = None
+        for hop in hops:
+            if self._closed.is_set():
+                raise HostError(f"{self.endpoint.display}: aborted", TIMEOUT)
+            if channel is None:
+                sock = self._tcp(hop)
+            else:
+                sock = self._through(hop, deadline)
+            transport = self._handshake(hop, sock)
+            self._authenticate(hop, transport)
+            channel = transport
+        return self
+
+    def _tcp(self, hop: Endpoint) -> socket.socket:
+        try:
+            infos = socket.getaddrinfo(hop.hostname, hop.port, type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            raise HostError(f"{hop.display}: cannot resolve {hop.hostname}: {exc.strerror}", UNREACHABLE) from None
+        last: Exception | None = None
+        start = time.monotonic()
+        for family, stype, proto, _, addr in infos:
+            remaining = self.connect_timeout - (time.monotonic() - start)
+            if remaining <= 0:
+                break
+            sock = socket.socket(family, stype, proto)
+            try:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                sock.settimeout(remaining)
+                sock.connect(addr)
+                self._sock = sock
+                return sock
+            except OSError as exc:
+                sock.close()
+                last = exc
+        if isinstance(last, socket.timeout) or last is None:
+            raise HostError(f"{hop.display}: connect timed out after {self.connect_timeout:g}s", TIMEOUT)
+        reason = last.strerror or str(last)
+        raise HostError(f"{hop.display}: cannot connect: {reason}", UNREACHABLE)
+
+    def _through(self, hop: Endpoint, deadline: float):
+        import paramiko
+
+        via = self.transports[-1]
+        try:
+            return via.open_channel("direct-tcpip", (hop.hostname, hop.port), ("127.0.0.1", 0),
+                                    timeout=max(0.1, deadline - time.monotonic()))
+        except paramiko.ChannelException as exc:
+            raise HostError(f"{hop.display}: jump host could not connect: {exc.text}", UNREACHABLE) from None
+        except (paramiko.SSHException, OSError) as exc:
+            raise HostError(f"{hop.display}: via jump host: {exc or 'timed out'}", TIMEOUT) from None
+
+    def _names(self, hop: Endpoint) -> list[str]:
+        return [host_lookup_name(hop.host_key_alias or hop.hostname, hop.port)]
+
+    def _handshake(self, hop: Endpoint, sock):
+        import paramiko
+
+        t = paramiko.Transport(sock)
+        self.transports.append(t)
+        t.banner_timeout = self.connect_timeout
+        t.handshake_timeout = self.connect_timeout
+        t.auth_timeout = self.connect_timeout
+        names = self._names(hop)
+        preferred = self.known_hosts.preferred_algorithms(names)
+        if preferred:
+            opts = t.get_security_options()
+            offered = list(opts.key_types)
+            first = [k for k in preferred if k in offered]
+            opts.key_types = tuple(first + [k for k in offered if k not in first])
+        start = time.monotonic()
+        try:
+            t.start_client(timeout=self.connect_timeout)
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            elapsed = time.monotonic() - start
+            text = str(exc) or type(exc).__name__
+            if self._closed.is_set() or elapsed >= self.connect_timeout * 0.9:
+                raise HostError(f"{hop.display}: no SSH handshake within {self.connect_timeout:g}s "
+                                f"(the port accepts connections but does not answer)", TIMEOUT) from None
+            raise HostError(f"{hop.display}: SSH handshake failed: {text}", ERROR) from None
+        key = t.get_remote_server_key()
+        self.known_hosts.check(hop.display, names, key.get_name(), key.get_base64())
+        return t
+
+    def _authenticate(self, hop: Endpoint, t) -> None:
+        import paramiko
+
+        errors: list[str] = []
+        user = hop.user
+        if self.password is not None:
+            try:
+                t.auth_password(user, self.password)
+                return
+            except paramiko.AuthenticationException as exc:
+                errors.append(f"password: {exc}")
+            except (paramiko.SSHException, OSError) as exc:
+                raise self._auth_io_error(hop, exc) from None
+        tried: set[str] = set()
+        for key, label in self._keys(hop, errors):
+            fp = key.get_fingerprint()
+            if fp in tried:
+                continue
+            tried.add(fp)
+            try:
+                t.auth_publickey(user, key)
+                return
+            except paramiko.AuthenticationException:
+                errors.append(f"{label}: refused")
+            except (paramiko.SSHException, OSError) as exc:
+                raise self._auth_io_error(hop, exc) from None
+            if not t.is_active():
+                break
+        detail = "; ".join(errors) if errors else "no key to offer (no identity file, no ssh-agent key)"
+        raise HostError(f"{hop.display}: authentication failed for {user}: {detail}", AUTH_FAILED)
+
+    def _auth_io_error(self, hop: Endpoint, exc: Exception) -> HostError:
+        if self._closed.is_set() or "timeout" in str(exc).lower():
+            return HostError(f"{hop.display}: authentication timed out", TIMEOUT)
+        return HostError(f"{hop.display}: connection lost during authentication: {exc}", ERROR)
+
+    def _keys(self, hop: Endpoint, errors: list[str]):
+        """(pkey, label) in OpenSSH's order: identity files, agent keys, default key files."""
+        import paramiko
+
+        files = list(hop.identities)
+        for path in files:
+            key = _load_key(path, errors)
+            if key is not None:
+                yield key, path
+        if self.allow_agent and not hop.identities_only:
+            try:
+                agent_keys = paramiko.Agent().get_keys()
+            except Exception:  # noqa: BLE001 - no agent / broken socket: just no agent keys
+                agent_keys = ()
+            for k in agent_keys:
+                yield k, f"agent key {k.get_name()}"
+        if self.look_for_keys and not hop.identities_only:
+            for path in DEFAULT_KEYS:
+                path = os.path.expanduser(path)
+                if path not in files and os.path.exists(path):
+                    key = _load_key(path, errors)
+                    if key is not None:
+                        yield key, path
+
+    # -- running ------------------------------------------------------------------------------
+    def run(self, command: str, stdin: bytes, timeout: float) -> tuple[bytes, bool]:
+        """(output, timed_out): stdout+stderr of ``command`` fed ``stdin``, bounded by ``timeout``."""
+        import paramiko
+
+        t = self.transports[-1]
+        deadline = time.monotonic() + timeout
+        try:
+            chan = t.open_session(timeout=timeout)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            if time.monotonic() >= deadline or self._closed.is_set():
+                return b"", True
+            raise HostError(f"{self.endpoint.display}: cannot open a session: {exc}", ERROR) from None
+        out = bytearray()
+        try:
+            chan.set_combine_stderr(True)
+            chan.settimeout(max(0.1, deadline - time.monotonic()))
+            chan.exec_command(command)
+            chan.sendall(stdin)
+            chan.shutdown_write()
+            while len(out) < MAX_OUTPUT_BYTES:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return bytes(out), True
+                chan.settimeout(remaining)
+                data = chan.recv(65536)
+                if not data:
+                    return bytes(out), False
+                out += data
+            return bytes(out), False
+        except socket.timeout:
+            return bytes(out), True
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            if self._closed.is_set() or time.monotonic() >= deadline:
+                return bytes(out), True
+            raise HostError(f"{self.endpoint.display}: command failed: {exc}", ERROR) from None
+        finally:
+            chan.close()
+
+    def close(self) -> None:
+        """Close every transport (safe from another thread: unblocks a hung read)."""
+        self._closed.set()
+        for t in reversed(self.transports):
+            try:
+                t.close()
+            except Exception:  # noqa: BLE001
+                pass
+        if self._sock is not None:
+            try:
+                self._sock.close()
+            except OSError:
+                pass
+
+
+def _load_key(path: str, errors: list[str]):
+    import paramiko
+
+    try:
+        return paramiko.PKey.from_path(path)
+    except FileNotFoundError:
+        errors.append(f"{path}: no such identity file")
+    except paramiko.PasswordRequiredException:
+        errors.append(f"{path}: encrypted (load it into ssh-agent)")
+    except (paramiko.SSHException, ValueError, OSError) as exc:
+        errors.append(f"{path}: unusable key: {exc}")
+    return None
+
+
+class SSHCollector(Collector):
+    """Collects units of one host over one SSH connection (opened on first use)."""
+
+    def __init__(self, endpoint: Endpoint, known_hosts: KnownHosts, *, connect_timeout: float = 10,
+                 command_timeout: float = 30, password: str | None = None, allow_agent: bool = True,
+                 look_for_keys: bool = True, host: str | None = None):
+        self.endpoint = endpoint
+        self.host = host or endpoint.name
+        self.command_timeout = command_timeout
+        self.connection = SSHConnection(endpoint, known_hosts, connect_timeout=connect_timeout,
+                                        password=password, allow_agent=allow_agent,
+                                        look_for_keys=look_for_keys)
+        self._opened = False
+        self._gpus_done = False
+        self._gpus = None
+
+    def connect(self) -> None:
+        if not self._opened:
+            self.connection.open()
+            self._opened = True
+
+    def collect(self, unit: str, interpreter: str | None = None) -> RawUnit:
+        """One round trip for ``unit``. Raises HostError when the host itself fails."""
+        step = max(1.0, min(10.0, self.command_timeout / 3))
+        cmd = build_command(unit, gpus=not self._gpus_done, interpreter=interpreter, step_timeout=step)
+        self.connect()
+        output, timed_out = self.connection.run(cmd.command, cmd.script.encode(), self.command_timeout)
+        raw = parse_output(self.host, cmd.unit, cmd.nonce, output, timed_out=timed_out)
+        if raw.status in (TIMEOUT, ERROR) and not raw.text:
+            raw.error = f"{self.endpoint.display}: {raw.error} ({self.command_timeout:g}s)"
+        if not self._gpus_done:
+            self._gpus_done, self._gpus = True, raw.gpus
+        else:
+            raw.gpus = self._gpus
+        raw.collected_at = _now()
+        return raw
+
+    def close(self) -> None:
+        self.connection.close()
