@@ -283,6 +283,150 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
     sys.exit(EXIT_DRIFT if result.drift else EXIT_OK)
 
 
+# --------------------------------------------------------------------------- report
+@cli.command()
+@click.option("--inventory", type=str, help="Inventory of hosts and units to check.")
+@click.option("--host", help="One host to check (with --unit).")
+@click.option("--unit", help="Unit to read on each host (default: the inventory's units).")
+@click.option("--unit-file", "unit_files", multiple=True, help="Local unit file(s) to check (repeatable).")
+@click.option("--baseline", "baseline_spec", help="Baseline NAME or PATH (or `baseline:` in the config file).")
+@click.option("--email", "email", multiple=True, help="Recipient (repeatable). Without one, nothing is mailed.")
+@click.option("--smtp-host", help="SMTP server [default: localhost].")
+@click.option("--smtp-port", type=int, help="SMTP port [default: 587 for starttls, 465 for ssl, 25 for plain].")
+@click.option("--smtp-user", help="SMTP user (password from $DRIFTWATCH_SMTP_PASSWORD or --smtp-password-file).")
+@click.option("--smtp-password-file", type=str, help="File holding the SMTP password (must not be readable by others).")
+@click.option("--smtp-starttls", "smtp_security", flag_value="starttls", help="STARTTLS when offered (default).")
+@click.option("--smtp-ssl", "smtp_security", flag_value="ssl", help="SMTP over TLS (port 465).")
+@click.option("--smtp-plain", "smtp_security", flag_value="plain", help="Never use TLS (local relay only).")
+@click.option("--smtp-ca-file", type=str, help="CA bundle to verify the SMTP server's certificate.")
+@click.option("--from", "sender", help="From address [default: driftwatch@FQDN].")
+@click.option("--subject-prefix", help="Subject prefix [default: [driftwatch]].")
+@click.option("--state", help="State file for --only-changes.")
+@click.option("--only-changes", is_flag=True, default=None, help="Mail only when the findings differ from the last mail.")
+@click.option("--always", is_flag=True, help="Mail even when every host matches.")
+@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the report here (atomically).")
+@click.option("--quiet", "-q", is_flag=True, help="Do not print the report (still mailed / written).")
+@click.option("--config", "config_path", help="Config file [default: ~/.config/driftwatch/config.yaml, /etc/driftwatch/config.yaml].")
+@click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency the predictions are for.")
+@click.option("--parallel", type=click.IntRange(1, 1024), default=32, show_default=True, help="Hosts read at once.")
+@click.option("--rules", "rules_dir", type=str, help="Extra rules directory.")
+@click.option("--ignore", "ignores", multiple=True, help="Rule id or key to ignore.")
+@click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml].")
+@click.option("--engine-version", help="Read units with this SGLang release's catalog.")
+@_baselines_dir_option
+@_ssh_options
+def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, smtp_port, smtp_user,
+           smtp_password_file, smtp_security, smtp_ca_file, sender, subject_prefix, state, only_changes, always,
+           fmt, output, quiet, config_path, concurrency, parallel, rules_dir, ignores, ignore_file, engine_version,
+           baselines_dir, **ssh):
+    """Check hosts against a baseline; print, write and mail one drift report (for cron)."""
+    from .baseline import baselines_dir as resolve_dir, load_baseline
+    from .errors import NotifyError
+    from .fleet_report import build_report, compare_entry, entries_from_raws, host_entry
+    from .ignore import from_cli, load_ignore_file
+    from .report.fleet import render_html, render_markdown, render_text
+    from .rulebook import load_rules
+    from .settings import load_report_settings, merge
+    from .sources import collect_live, inventory_targets, raw_to_snapshot, snapshot_from_file
+    cli_values = dict(email=email, smtp_host=smtp_host, smtp_port=smtp_port, smtp_user=smtp_user,
+                      smtp_password_file=smtp_password_file, smtp_security=smtp_security, smtp_ca_file=smtp_ca_file,
+                      sender=sender, subject_prefix=subject_prefix, state=state, only_changes=only_changes,
+                      inventory=inventory, baseline=baseline_spec)
+    settings = merge(cli_values, load_report_settings(config_path, os.environ))
+    if not settings.get("baseline"):
+        raise InputError("report needs --baseline NAME (or `baseline:` in the config file)")
+    if settings.get("only_changes") and not settings.get("state"):
+        raise InputError("--only-changes needs --state FILE (where the last report's fingerprint is kept)")
+    rules_loaded = load_rules(rules_dir)
+    ignore = from_cli(ignores) + load_ignore_file(ignore_file)
+    base = load_baseline(settings["baseline"], resolve_dir(baselines_dir),
+                         unit_reader=lambda p: snapshot_from_file(p, None, None))
+    entries = []
+    for path in unit_files:
+        try:
+            snap = snapshot_from_file(path, None, engine_version)
+            entries.append(compare_entry(base, snap, rules_loaded, ignore, concurrency, engine_version))
+        except DriftwatchError as exc:
+            entries.append(host_entry("local", path, "error", error=str(exc)))
+    targets = []
+    if host:
+        targets.append((host, unit or base.unit))
+    elif settings.get("inventory"):
+        targets.extend(inventory_targets(settings["inventory"], unit))
+    if not targets and not unit_files:
+        raise InputError("nothing to check: give --inventory FILE, --host H --unit U or --unit-file FILE")
+    if targets:
+        from .collect.unitname import validate_unit_name
+        for _, u in targets:
+            if not u:
+                raise InputError("--host needs --unit (the baseline records none)")
+            validate_unit_name(u)
+        raws = collect_live(targets, _ssh_settings(ssh, parallel), settings.get("inventory"))
+        entries += entries_from_raws(raws, base, rules_loaded, ignore, concurrency, engine_version, raw_to_snapshot)
+    doc = build_report(base, entries)
+    renderers = {"text": render_text, "markdown": render_markdown,
+                 "json": lambda d: json.dumps(d, indent=2, default=str) + "\n"}
+    text = renderers[fmt](doc)
+    if output:
+        from .store import write_atomic
+        write_atomic(output, text)
+    if not quiet:
+        click.echo(text, nl=not text.endswith("\n"))
+    trouble = doc["summary"]["unreadable"] > 0
+    if settings.get("email"):
+        trouble = _mail_report(doc, settings, always) or trouble
+    if trouble:
+        sys.exit(EXIT_TROUBLE)
+    sys.exit(EXIT_DRIFT if doc["summary"]["drifted"] else EXIT_OK)
+
+
+def _mail_report(doc: dict, settings: dict, always: bool) -> bool:
+    """Mail the report when warranted; True when delivery failed (reported on stderr)."""
+    from .errors import NotifyError
+    from .notify.email import build_message, send_message
+    from .notify.state import load_state, save_state, should_send, state_for
+    from .settings import default_sender, smtp_settings
+    state_path = settings.get("state")
+    previous = load_state(state_path) if state_path else None
+    send, why = should_send(doc, previous, bool(settings.get("only_changes")), always)
+    if not send:
+        click.echo(f"driftwatch: no mail sent: {why}", err=True)
+        return False
+    msg = build_message(doc, settings.get("sender") or default_sender(), list(settings["email"]),
+                        subject_prefix=settings.get("subject_prefix") or "[driftwatch]")
+    try:
+        send_message(msg, smtp_settings(settings, os.environ))
+    except NotifyError as exc:
+        click.echo(f"driftwatch: {exc}", err=True)
+        return True
+    if state_path:
+        save_state(state_path, state_for(doc, sent=True))
+    click.echo(f"driftwatch: mailed {msg['Subject']!s} to {', '.join(settings['email'])}", err=True)
+    return False
+
+
+@cli.command("cron-example")
+@click.option("--inventory", default="/etc/driftwatch/inventory.yaml", show_default=True)
+@click.option("--baseline", "baseline_spec", default="70toks", show_default=True)
+@click.option("--email", default="gpu-oncall@example.com", show_default=True)
+@click.option("--user", default="driftwatch", show_default=True)
+def cron_example(inventory, baseline_spec, email, user):
+    """Print a crontab entry and a systemd service + timer for daily reports, filled in."""
+    from .cron_example import FILES, cron_example as fill
+    exe = sys.argv[0] if os.path.isabs(sys.argv[0]) else (shutil_which("driftwatch") or "/usr/local/bin/driftwatch")
+    texts = fill(driftwatch=os.path.abspath(exe), inventory=inventory, baseline=baseline_spec, email=email, user=user)
+    for kind, text in texts.items():
+        click.echo(f"# ---- {FILES.get(kind, kind)}")
+        click.echo(text.rstrip("\n") + "\n")
+    sys.exit(EXIT_OK)
+
+
+def shutil_which(name: str) -> str | None:
+    import shutil
+    return shutil.which(name)
+
+
 # --------------------------------------------------------------------------- rules
 @cli.group()
 def rules():

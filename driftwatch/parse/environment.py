@@ -33,13 +33,8 @@ def env_name_is_valid(name: str) -> bool:
 
 
 def env_value_is_valid(value: str) -> bool:
-    for c in value:
-        o = ord(c)
-        if (o < 32 and c not in "\t\n") or o == 127:
-            return False
-        if 0xD800 <= o <= 0xDFFF:  # not valid UTF-8
-            return False
-    return True
+    # systemd 252 only requires valid UTF-8 here (control characters are accepted) [checked with --test]
+    return not any(0xD800 <= ord(c) <= 0xDFFF for c in value)
 
 
 def env_assignment_is_valid(assignment: str) -> bool:
@@ -67,7 +62,7 @@ def parse_environment_values(values: list[str], specifiers: dict | None = None,
                 word = apply_specifiers(word, specifiers)
             except SpecifierFailure as exc:
                 if warnings is not None:
-                    warnings.append(f"Failed to resolve unit specifiers in {word}, ignoring: {exc}")
+                    warnings.append(f"Failed to resolve specifiers in {word}, ignoring: {exc}")
                 continue
             if not env_assignment_is_valid(word):
                 if warnings is not None:

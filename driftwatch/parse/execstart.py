@@ -345,11 +345,11 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
         specifiers = unit_specifiers(unit.name, fragment_path=unit.paths[0] if unit.paths else None)
     warnings: list[str] = []
 
-    service_type = "simple"
+    service_type = None
     for a in unit.assignments:
         if a.section == "Service" and a.key == "Type":
             if a.value == "":
-                service_type = "simple"
+                service_type = None
             elif a.value in SERVICE_TYPES:
                 service_type = a.value
             else:
@@ -369,14 +369,12 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
             raise ExecStartError(f"{_where(unit, 'ExecStart', a)}{exc}") from None
         warnings.extend(f"{_where(unit, 'ExecStart', a)}{m}" for m in w)
 
-    if len(commands) > 1 and service_type != "oneshot":
-        raise ExecStartError(
-            f"{name}: Service has more than one ExecStart= setting, which is only allowed for Type=oneshot "
-            "services. Refusing."
-        )
+    if service_type is None:  # systemd: Type= unset means simple, or oneshot when there is no ExecStart=
+        service_type = "simple" if commands else "oneshot"
     if not commands:
         has_stop = bool(unit.values("Service", "ExecStop"))
         has_success = unit.get("Unit", "SuccessAction") not in (None, "none")
+        remain = (unit.get("Service", "RemainAfterExit") or "no").lower() in ("1", "yes", "y", "true", "t", "on")
         why = ""
         ignored = [m for m in warnings if "ignoring" in m]
         if ignored:
@@ -388,6 +386,16 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
                 f"{name}: Service has no ExecStart= setting, which is only allowed for Type=oneshot services. "
                 f"Refusing.{why}"
             )
+        if not remain and not has_success:
+            raise ExecStartError(
+                f"{name}: Service has no ExecStart= and no SuccessAction= settings and does not have "
+                f"RemainAfterExit=yes set. Refusing.{why}"
+            )
+    if len(commands) > 1 and service_type != "oneshot":
+        raise ExecStartError(
+            f"{name}: Service has more than one ExecStart= setting, which is only allowed for Type=oneshot "
+            "services. Refusing."
+        )
     restart = unit.get("Service", "Restart")
     if service_type == "oneshot" and restart in ("always", "on-success"):
         raise ExecStartError(

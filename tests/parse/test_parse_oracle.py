@@ -33,6 +33,8 @@ INLINE = [
     ("inline_bad_type.service", "[Service]\nType=bogus\nExecStart=/bin/echo a\n"),
     ("inline_env_specials.service",
      "[Service]\nEnvironment=\"A=tab\\there\" B=\\u00e9 C=%% D=%z E=ok\nEnvironment=F=\\x01 G=\"a b\"c H=\nExecStart=/bin/true\n"),
+    ("inline_stop_only_remain.service", "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStop=/bin/true\n"),
+    ("inline_stop_only_simple.service", "[Service]\nType=simple\nExecStop=/bin/true\n"),
 ]
 
 

@@ -1,0 +1,154 @@
+"""Collect many (host, unit) pairs in parallel: one thread and one SSH connection per host.
+
+Every pair ends as one RawUnit, in input order, with a status (see ``interface.STATUSES``); one
+host's failure never raises and never holds the others past its own timeouts. A watchdog closes a
+host's connection if it overruns ``connect_timeout * (1 + jumps) + command_timeout * units`` (plus
+a little grace), which unblocks its thread whatever it is waiting on.
+"""
+from __future__ import annotations
+
+import concurrent.futures as cf
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from driftwatch.collect.interface import ERROR, TIMEOUT, HostError
+from driftwatch.collect.inventory import HostTarget
+from driftwatch.collect.unitname import validate_unit_name
+from driftwatch.errors import InputError
+from driftwatch.model import RawUnit
+
+DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
+GLOBAL_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
+WATCHDOG_GRACE = 2.0
+
+
+@dataclass
+class SSHOptions:
+    known_hosts: str | None = None  # None: ~/.ssh/known_hosts (+ /etc/ssh/ssh_known_hosts, read-only)
+    accept_new: bool = False
+    identity: str | None = None
+    ssh_config: str | None = None  # None: ~/.ssh/config when present; "" or "none": no ssh config
+    connect_timeout: float = 10
+    command_timeout: float = 30
+    concurrency: int = 32
+    password: str | None = None  # tests only; not a CLI option
+    allow_agent: bool = True
+    look_for_keys: bool = True  # try ~/.ssh/id_ed25519, id_ecdsa, id_rsa after explicit identities
+
+
+ProgressFn = Callable[[int, int, RawUnit], None]
+
+
+def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions,
+                  progress: ProgressFn | None = None) -> list[RawUnit]:
+    """One RawUnit per (host, unit) in input order. Raises InputError only for bad input
+    (an invalid unit name, an unreadable ssh config) — before any connection is made."""
+    pairs = [(t, validate_unit_name(u)) for t, u in targets]
+    if not pairs:
+        return []
+    if options.concurrency < 1:
+        raise InputError(f"--concurrency must be at least 1, not {options.concurrency}")
+
+    from driftwatch.collect.hostkeys import KnownHosts
+    from driftwatch.collect.sshconfig import default_ssh_config, load_ssh_config
+
+    cfg_path = options.ssh_config
+    if cfg_path is None:
+        cfg_path = default_ssh_config()
+    elif cfg_path.lower() in ("", "none"):
+        cfg_path = None
+    config = load_ssh_config(cfg_path)
+    if options.known_hosts:
+        known = KnownHosts(options.known_hosts, options.accept_new)
+    else:
+        extra = (GLOBAL_KNOWN_HOSTS,) if os.path.exists(GLOBAL_KNOWN_HOSTS) else ()
+        known = KnownHosts(DEFAULT_KNOWN_HOSTS, options.accept_new, extra)
+
+    groups: dict[tuple, list[int]] = {}
+    for i, (t, _) in enumerate(pairs):
+        key = (t.name, t.address, t.user, t.port, t.identity)
+        groups.setdefault(key, []).append(i)
+
+    results: list[RawUnit | None] = [None] * len(pairs)
+    runner = _Runner(pairs, options, config, known)
+    total, done = len(pairs), 0
+    workers = min(options.concurrency, len(groups))
+    with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="driftwatch-ssh") as pool:
+        futures = {pool.submit(runner.host, idx): idx for idx in groups.values()}
+        pending = set(futures)
+        while pending:
+            finished, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
+            for fut in finished:
+                idx = futures[fut]
+                try:
+                    raws = fut.result()
+                except Exception as exc:  # noqa: BLE001 - a bug must not cost the other hosts
+                    raws = [_failed(pairs[i], ERROR, f"internal error: {type(exc).__name__}: {exc}")
+                            for i in idx]
+                for i, raw in zip(idx, raws):
+                    results[i] = raw
+                    done += 1
+                    if progress is not None:
+                        progress(done, total, raw)
+            runner.watchdog()
+    return [r for r in results if r is not None]
+
+
+def _failed(pair: tuple[HostTarget, str], status: str, error: str) -> RawUnit:
+    target, unit = pair
+    return RawUnit(host=target.name, unit=unit, source="", status=status, error=error)
+
+
+class _Runner:
+    def __init__(self, pairs, options: SSHOptions, config, known):
+        self.pairs = pairs
+        self.options = options
+        self.config = config
+        self.known = known
+        self._lock = threading.Lock()
+        self._running: dict[int, tuple[float, object]] = {}  # thread id -> (deadline, collector)
+
+    def host(self, idx: list[int]) -> list[RawUnit]:
+        from driftwatch.collect.ssh import SSHCollector
+        from driftwatch.collect.sshconfig import resolve
+
+        target = self.pairs[idx[0]][0]
+        o = self.options
+        try:
+            endpoint = resolve(target, self.config, o.identity)
+        except InputError as exc:
+            return [_failed(self.pairs[i], ERROR, str(exc)) for i in idx]
+        collector = SSHCollector(endpoint, self.known, connect_timeout=o.connect_timeout,
+                                 command_timeout=o.command_timeout, password=o.password,
+                                 allow_agent=o.allow_agent, look_for_keys=o.look_for_keys)
+        budget = (o.connect_timeout * (1 + len(endpoint.jumps)) + o.command_timeout * len(idx)
+                  + WATCHDOG_GRACE)
+        me = threading.get_ident()
+        with self._lock:
+            self._running[me] = (time.monotonic() + budget, collector)
+        out: list[RawUnit] = []
+        try:
+            for n, i in enumerate(idx):
+                try:
+                    out.append(collector.collect(self.pairs[i][1]))
+                except HostError as exc:
+                    status = exc.status
+                    if collector.connection._closed.is_set() and status in (ERROR,):
+                        status = TIMEOUT
+                    out.extend(_failed(self.pairs[j], status, str(exc)) for j in idx[n:])
+                    break
+        finally:
+            with self._lock:
+                self._running.pop(me, None)
+            collector.close()
+        return out
+
+    def watchdog(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            overdue = [c for deadline, c in self._running.values() if now > deadline]
+        for c in overdue:
+            c.close()
