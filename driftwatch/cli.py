@@ -375,14 +375,18 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
         click.echo(text, nl=not text.endswith("\n"))
     trouble = doc["summary"]["unreadable"] > 0
     if settings.get("email"):
-        trouble = _mail_report(doc, settings, always) or trouble
+        trouble = _mail_report(doc, settings, always, quiet) or trouble
     if trouble:
         sys.exit(EXIT_TROUBLE)
     sys.exit(EXIT_DRIFT if doc["summary"]["drifted"] else EXIT_OK)
 
 
-def _mail_report(doc: dict, settings: dict, always: bool) -> bool:
-    """Mail the report when warranted; True when delivery failed (reported on stderr)."""
+def _mail_report(doc: dict, settings: dict, always: bool, quiet: bool) -> bool:
+    """Mail the report when warranted; True when delivery failed (reported on stderr).
+
+    Info lines go to stderr only without --quiet: cron mails any output, and a quiet run must stay
+    silent unless something is wrong.
+    """
     from .errors import NotifyError
     from .notify.email import build_message, send_message
     from .notify.state import load_state, save_state, should_send, state_for
@@ -391,7 +395,10 @@ def _mail_report(doc: dict, settings: dict, always: bool) -> bool:
     previous = load_state(state_path) if state_path else None
     send, why = should_send(doc, previous, bool(settings.get("only_changes")), always)
     if not send:
-        click.echo(f"driftwatch: no mail sent: {why}", err=True)
+        if state_path:  # remember "clean" too, so the same drift coming back is mailed again
+            save_state(state_path, state_for(doc, sent=False))
+        if not quiet:
+            click.echo(f"driftwatch: no mail sent: {why}", err=True)
         return False
     msg = build_message(doc, settings.get("sender") or default_sender(), list(settings["email"]),
                         subject_prefix=settings.get("subject_prefix") or "[driftwatch]")
@@ -402,7 +409,8 @@ def _mail_report(doc: dict, settings: dict, always: bool) -> bool:
         return True
     if state_path:
         save_state(state_path, state_for(doc, sent=True))
-    click.echo(f"driftwatch: mailed {msg['Subject']!s} to {', '.join(settings['email'])}", err=True)
+    if not quiet:
+        click.echo(f"driftwatch: mailed {msg['Subject']!s} to {', '.join(settings['email'])}", err=True)
     return False
 
 

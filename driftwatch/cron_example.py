@@ -156,8 +156,9 @@ def _systemd_word(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _argv(driftwatch: str, inventory: str, baseline: str, email: str, state_dir: str) -> list[str]:
-    argv = [driftwatch, "report", "--inventory", inventory, "--baseline", baseline]
+def _argv(driftwatch: str, inventory: str, baseline: str, email: str, state_dir: str,
+          quiet: bool = False) -> list[str]:
+    argv = [driftwatch, "report"] + (["--quiet"] if quiet else []) + ["--inventory", inventory, "--baseline", baseline]
     for addr in [a.strip() for a in email.split(",") if a.strip()]:
         argv += ["--email", addr]
     argv += ["--output", f"{state_dir}/last-report.txt"]
@@ -185,10 +186,13 @@ def cron_example(driftwatch: str = DEFAULTS["driftwatch"], inventory: str = DEFA
         raise InputError(f"cron-example: give driftwatch as an absolute path, not {driftwatch!r} "
                          f"(cron and systemd do not use your shell's PATH)")
 
-    argv = _argv(driftwatch, inventory, baseline, email, STATE_DIR)
+    # cron: --quiet (the report is mailed and kept in --output; anything printed would become a cron mail)
+    cron_argv = _argv(driftwatch, inventory, baseline, email, STATE_DIR, quiet=True)
     lock = f"{STATE_DIR}/report.lock"
     cron = _CRON.format(state_dir=STATE_DIR, user=user, mailto=",".join(addrs), lock=_cron_word(lock),
-                        lock_msg=lock, command=" ".join(_cron_word(a) for a in argv))
+                        lock_msg=lock, command=" ".join(_cron_word(a) for a in cron_argv))
+    # systemd: the report printed on stdout goes to the journal
+    argv = _argv(driftwatch, inventory, baseline, email, STATE_DIR)
     words = [_systemd_word(a) for a in argv]
     # one option (and its value) per continuation line, for readability
     lines, i = [" ".join(words[:2])], 2

@@ -756,7 +756,11 @@ def _dump_main(stubs):
             used_aliases[act.dest] = field
         elif act.dest not in fields:
             not_a_field = True
-        okc, const = _jsonable(act.const)
+        raw_const = act.const
+        if raw_const is None and getattr(act, "const_value", None) is not None:
+            # Deprecated*ConstAction keeps the value it stores in const_value.
+            raw_const = act.const_value
+        okc, const = _jsonable(raw_const)
         opt = {
             "option_strings": list(act.option_strings),
             "primary": act.option_strings[0],
@@ -765,7 +769,7 @@ def _dump_main(stubs):
             "action": action,
             "type": typ,
             "nargs": act.nargs,
-            "const": const if okc else repr(act.const),
+            "const": const if okc else repr(raw_const),
             "default": default if ok else None,
             "default_repr": None if ok else repr(act.default),
             "choices": _choices(act.choices),

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import base64
 import fcntl
-import fnmatch
 import hashlib
 import hmac
 import os
+import re
 import threading
 from dataclasses import dataclass
 
@@ -58,6 +58,12 @@ def _match_hashed(entry: str, name: str) -> bool:
     return hmac.compare_digest(got, want)
 
 
+def _wildcard(pattern: str) -> re.Pattern:
+    """OpenSSH patterns: only '*' and '?' are special ('[' in '[host]:port' is literal)."""
+    body = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
+    return re.compile(body + r"\Z", re.S)
+
+
 def host_matches(patterns: str, name: str) -> bool:
     """OpenSSH ``match_hostname``: any positive pattern matches and no negated one does."""
     if patterns.startswith("|"):
@@ -67,7 +73,7 @@ def host_matches(patterns: str, name: str) -> bool:
     for pat in patterns.split(","):
         neg = pat.startswith("!")
         pat = pat[1:] if neg else pat
-        if fnmatch.fnmatchcase(lname, pat.lower()):
+        if _wildcard(pat.lower()).match(lname):
             if neg:
                 return False
             positive = True

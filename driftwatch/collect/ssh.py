@@ -129,6 +129,10 @@ class SSHConnection:
                 raise HostError(f"{hop.display}: no SSH handshake within {self.connect_timeout:g}s "
                                 f"(the port accepts connections but does not answer)", TIMEOUT) from None
             raise HostError(f"{hop.display}: SSH handshake failed: {text}", ERROR) from None
+        if not t.is_active() or getattr(t, "host_key", None) is None:
+            # paramiko's start_client() returns silently when its own timeout passes
+            raise HostError(f"{hop.display}: no SSH handshake within {self.connect_timeout:g}s "
+                            f"(the port accepts connections but does not answer)", TIMEOUT)
         key = t.get_remote_server_key()
         self.known_hosts.check(hop.display, names, key.get_name(), key.get_base64())
         return t

@@ -240,7 +240,12 @@ def _describe(exc: BaseException, settings: SMTPSettings, stage: str) -> str:
         return f"unexpected reply while {stage}: {exc.smtp_code} {_reply_text(exc.smtp_error)}"
     if isinstance(exc, ssl.SSLCertVerificationError):
         why = exc.verify_message or exc.reason or str(exc)
-        hint = " (is the server's CA in --smtp-ca-file / smtp.ca_file?)" if "issuer" in str(why) or "self" in str(why) else ""
+        hint = ""
+        if "issuer" in str(why) or "self" in str(why):
+            hint = " (is the server's CA in --smtp-ca-file / smtp.ca_file?)"
+            if settings.host in ("localhost", "127.0.0.1", "::1") and not settings.ca_file:
+                hint = (" (a local MTA with a self-signed certificate? give its CA with --smtp-ca-file, "
+                        "or use --smtp-plain for a server on this machine)")
         return f"TLS certificate verification failed: {why}{hint}"
     if isinstance(exc, ssl.SSLError):
         if exc.reason == "WRONG_VERSION_NUMBER" and settings.security == "ssl":

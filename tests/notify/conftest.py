@@ -7,7 +7,6 @@ the client: tests pass the test CA as `ca_file`.
 
 from __future__ import annotations
 
-import copy
 import datetime as dt
 import ipaddress
 import socket
@@ -18,7 +17,7 @@ from email import message_from_bytes, policy
 
 import pytest
 
-SMTP_USER = "alerts"
+SMTP_USER = "alerts"               # test_notify_email.py uses the same pair
 SMTP_PASSWORD = "s3cret-smtp-pass"
 
 
@@ -329,8 +328,3 @@ def hung_server():
 @pytest.fixture
 def closed_port():
     return free_port()
-
-
-@pytest.fixture
-def deepcopy_report():
-    return lambda r: copy.deepcopy(r)

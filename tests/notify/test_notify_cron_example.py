@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.cron_example import DEFAULTS, FILES, cron_example
+from driftwatch.cron_example import FILES, cron_example
 from driftwatch.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ def test_cron_line():
     cmd = fields[6]
     assert cmd.startswith("flock -n -E 75 /var/lib/driftwatch/report.lock /opt/dw/bin/driftwatch report ")
     argv = shlex.split(cmd.split(" >/dev/null")[0])
-    assert argv[6:] == ["report", "--inventory", "/etc/dw/inv.yaml", "--baseline", "70toks",
+    assert argv[6:] == ["report", "--quiet", "--inventory", "/etc/dw/inv.yaml", "--baseline", "70toks",
                         "--email", "ops@example.com", "--email", "oncall@example.com",
                         "--output", "/var/lib/driftwatch/last-report.txt"]
     assert "password" not in cmd.lower()
@@ -65,7 +65,7 @@ def test_cron_runs_under_sh_and_reports_a_skipped_run(tmp_path):
     cmd = job.split(None, 6)[6].replace("/var/lib/driftwatch/report.lock", str(tmp_path / "report.lock"))
     r = subprocess.run(["/bin/sh", "-c", cmd], capture_output=True, text=True, timeout=20)
     assert r.stdout == "" and r.stderr == ""       # exit 1 (drift) is not "skipped"
-    assert (tmp_path / "args").read_text().startswith("report --inventory")
+    assert (tmp_path / "args").read_text().startswith("report --quiet --inventory")
     with open(tmp_path / "report.lock", "w") as lock:
         import fcntl
         fcntl.flock(lock, fcntl.LOCK_EX)

@@ -1,0 +1,188 @@
+"""SSH collection against a real sshd on 127.0.0.1 (host keys, auth, timeouts, refusals)."""
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import os
+import time
+
+import pytest
+
+import dw_sshlab
+from conftest import UNIT
+from driftwatch.collect.fleet import collect_fleet
+from driftwatch.collect.inventory import HostTarget
+from driftwatch.errors import InputError
+
+
+def target(server, units=(UNIT,), name=None):
+    return HostTarget(name=name or server.address, address=server.address, user="root",
+                      port=server.port, units=list(units))
+
+
+def one(server, opts, unit=UNIT, name=None):
+    return collect_fleet([(target(server, name=name), unit)], opts)[0]
+
+
+def test_fallback_read_over_ssh(loopback, known_hosts, options):
+    raw = one(loopback, options(known_hosts(loopback)))
+    assert raw.status == "fallback", raw.error
+    assert raw.source == "disk"
+    assert raw.paths == [f"/etc/systemd/system/{UNIT}"]
+    assert raw.text.startswith(f"# /etc/systemd/system/{UNIT}\n[Unit]\n")
+    assert "--port 30000" in raw.text
+    assert "systemctl cat failed" in raw.error  # no systemd as PID 1 in the lab: the real fallback
+    assert raw.collected_at
+
+
+def test_several_units_one_connection(loopback, known_hosts, options, monkeypatch):
+    import driftwatch.collect.ssh as ssh
+
+    opened = []
+    real_open = ssh.SSHConnection.open
+
+    def counting_open(self):
+        opened.append(self.endpoint.name)
+        return real_open(self)
+
+    monkeypatch.setattr(ssh.SSHConnection, "open", counting_open)
+    t = target(loopback)
+    raws = collect_fleet([(t, UNIT), (t, "other"), (t, "missing.service")],
+                         options(known_hosts(loopback)))
+    assert [r.unit for r in raws] == [UNIT, "other.service", "missing.service"]
+    assert [r.status for r in raws] == ["fallback", "fallback", "unit not found"]
+    assert "missing.service not found" in raws[2].error
+    assert len(opened) == 1
+
+
+def test_unknown_host_key_refused(loopback, tmp_path, options):
+    kh = tmp_path / "known_hosts"
+    raw = one(loopback, options(str(kh)))
+    assert raw.status == "host key refused"
+    assert f"is not in {kh}" in raw.error and "--accept-new" in raw.error
+    assert not kh.exists() or kh.read_text() == ""
+
+
+def test_accept_new_records_key(loopback, tmp_path, options):
+    kh = tmp_path / "sub" / "known_hosts"
+    raw = one(loopback, options(str(kh), accept_new=True))
+    assert raw.status == "fallback", raw.error
+    line = kh.read_text()
+    assert line == loopback.known_hosts_line()
+    assert oct(kh.stat().st_mode & 0o777) == "0o600"
+    # next time the recorded key is enough, without --accept-new
+    assert one(loopback, options(str(kh))).status == "fallback"
+
+
+def test_changed_host_key_refused_even_with_accept_new(loopback, tmp_path, options, lab):
+    other = dw_sshlab.make_keypair(str(tmp_path / "impostor"))
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"[127.0.0.1]:{loopback.port} {other}\n")
+    before = kh.read_text()
+    for accept_new in (False, True):
+        raw = one(loopback, options(str(kh), accept_new=accept_new))
+        assert raw.status == "host key refused"
+        assert raw.error.startswith("HOST KEY CHANGED for")
+        assert f"{kh}:1" in raw.error
+    assert kh.read_text() == before
+
+
+def test_hashed_known_hosts_entry(loopback, tmp_path, options):
+    salt = os.urandom(20)
+    name = f"[127.0.0.1]:{loopback.port}"
+    digest = hmac.new(salt, name.encode(), hashlib.sha1).digest()
+    hashed = f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(digest).decode()}"
+    kh = tmp_path / "known_hosts"
+    kh.write_text(f"# comment\n{hashed} {loopback.host_pub}\n")
+    assert one(loopback, options(str(kh))).status == "fallback"
+
+
+def test_wrong_client_key_auth_failed(loopback, known_hosts, options, tmp_path):
+    wrong = str(tmp_path / "wrong_key")
+    dw_sshlab.make_keypair(wrong)
+    raw = one(loopback, options(known_hosts(loopback), identity=wrong))
+    assert raw.status == "auth failed"
+    assert "authentication failed for root" in raw.error and "wrong_key: refused" in raw.error
+
+
+def test_missing_identity_file_auth_failed(loopback, known_hosts, options, tmp_path):
+    raw = one(loopback, options(known_hosts(loopback), identity=str(tmp_path / "nope")))
+    assert raw.status == "auth failed"
+    assert "no such identity file" in raw.error
+
+
+def test_closed_port_unreachable(known_hosts, options, loopback):
+    port = dw_sshlab.free_port()  # bound then closed: nothing listens
+    t = HostTarget(name="closed", address="127.0.0.1", port=port, user="root", units=[UNIT])
+    start = time.monotonic()
+    raw = collect_fleet([(t, UNIT)], options(known_hosts(loopback)))[0]
+    assert raw.status == "unreachable"
+    assert "Connection refused" in raw.error
+    assert time.monotonic() - start < 2
+
+
+def test_silent_server_times_out(known_hosts, options, loopback):
+    hung = dw_sshlab.HungServer()
+    try:
+        t = HostTarget(name="hung", address="127.0.0.1", port=hung.port, user="root")
+        start = time.monotonic()
+        raw = collect_fleet([(t, UNIT)], options(known_hosts(loopback), connect_timeout=1.5))[0]
+        elapsed = time.monotonic() - start
+    finally:
+        hung.close()
+    assert raw.status == "timeout", raw.error
+    assert "no SSH handshake within 1.5s" in raw.error
+    assert 1.4 < elapsed < 4
+
+
+@pytest.mark.parametrize("bad", [
+    "x;touch /tmp/dw-pwned.service", "$(id).service", "a b.service", "`id`.service",
+    "unit'.service", 'u"x.service', "u\n.service", "u|cat.service", "../../etc/passwd",
+])
+def test_shell_metacharacters_refused_before_connecting(bad, known_hosts, options, loopback):
+    hung = dw_sshlab.HungServer()
+    try:
+        t = HostTarget(name="h", address="127.0.0.1", port=hung.port, user="root")
+        with pytest.raises(InputError) as err:
+            collect_fleet([(t, bad)], options(known_hosts(loopback)))
+        time.sleep(0.05)
+        assert hung.conns == []  # nothing was even connected
+    finally:
+        hung.close()
+    assert repr(bad) in str(err.value)
+    assert not os.path.exists("/tmp/dw-pwned.service")
+
+
+def test_proxyjump_through_ssh_config(loopback, fleet, known_hosts, options, tmp_path):
+    inner = fleet["plain1"]
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(
+        f"Host inner\n  HostName {inner.address}\n  User root\n  ProxyJump jump\n\n"
+        f"Host jump\n  HostName 127.0.0.1\n  Port {loopback.port}\n  User root\n"
+    )
+    raw = collect_fleet([(HostTarget(name="inner"), UNIT)],
+                        options(known_hosts(loopback, inner), ssh_config=str(cfg)))[0]
+    assert raw.status == "fallback", raw.error
+    assert raw.host == "inner"
+    assert "--port 31001" in raw.text
+
+
+def test_ssh_config_identity_and_user(loopback, known_hosts, options, tmp_path, lab):
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host box\n  HostName 127.0.0.1\n  Port {loopback.port}\n  User root\n"
+                   f"  IdentityFile {lab.client_key}\n")
+    raw = collect_fleet([(HostTarget(name="box"), UNIT)],
+                        options(known_hosts(loopback), ssh_config=str(cfg), identity=None))[0]
+    assert raw.status == "fallback", raw.error
+
+
+def test_paramiko_not_imported_by_local_paths():
+    import subprocess
+    import sys
+
+    code = ("import sys, driftwatch.collect.local, driftwatch.collect.inventory, "
+            "driftwatch.collect.interface, driftwatch.collect.fleet, driftwatch.collect.unitname; "
+            "print('paramiko' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
