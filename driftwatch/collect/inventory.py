@@ -413,7 +413,7 @@ def _load_ini(path: str, text: str) -> list[HostTarget]:
                     raise InputError(f"{where}: expected key=value after the host name, got {tok!r}")
                 hvars[key] = _ini_value(value)
             hostpat = tokens[0]
-            if hostpat.count(":") == 1 and not hostpat.startswith("["):
+            if hostpat.count(":") == 1 and "[" not in hostpat:
                 hostpat, port = hostpat.split(":")
                 hvars.setdefault("ansible_port", port)
             for name in expand_host_pattern(hostpat, where):

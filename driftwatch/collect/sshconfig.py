@@ -52,7 +52,10 @@ def load_ssh_config(path: str | None):
 
 
 def resolve(target: HostTarget, config, identity: str | None = None, _depth: int = 0) -> Endpoint:
-    """The effective endpoint of ``target`` under ssh ``config`` (a paramiko.SSHConfig)."""
+    """The effective endpoint of ``target`` under ssh ``config`` (a paramiko.SSHConfig).
+
+    ``identity`` (-i) is offered to ProxyJump hosts too, before their own IdentityFile.
+    """
     if _depth > 8:
         raise InputError(f"{target.name}: ProxyJump chain too long (loop?)")
     cfg = config.lookup(target.name)
@@ -71,7 +74,7 @@ def resolve(target: HostTarget, config, identity: str | None = None, _depth: int
     if jump and jump.lower() != "none":
         for hop in jump.split(","):
             hop_target = parse_target(hop.strip())
-            ep.jumps.extend(_flatten(resolve(hop_target, config, None, _depth + 1)))
+            ep.jumps.extend(_flatten(resolve(hop_target, config, identity, _depth + 1)))
     return ep
 
 

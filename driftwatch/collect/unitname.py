@@ -116,7 +116,8 @@ def _dropin_names(name: str) -> list[str]:
             break
         prefix = prefix[:dash]  # trailing dash: chop it off and try again, once
         chopped = True
-    built = f"{prefix}@{instance}.{utype}" if instance is not None else f"{prefix}.{utype}"
+    # a template has no instance: 'foo-bar@.service' -> 'foo-.service' (unit_name_build_from_type)
+    built = f"{prefix}@{instance}.{utype}" if instance else f"{prefix}.{utype}"
     if unit_kind(built) is None:
         return out
     out.extend(_dropin_names(built))
@@ -130,7 +131,7 @@ def dropin_dir_names(name: str) -> tuple[list[str], str]:
     directories ``sglang-qwen.service.d``, ``sglang-.service.d`` in each search directory, and
     finally ``service.d`` in each search directory (systemd >= 249 top-level drop-ins).
     """
-    return _dropin_names(name), split_unit(name)[2]
+    return list(dict.fromkeys(_dropin_names(name))), split_unit(name)[2]
 
 
 def fragment_names(name: str) -> list[str]:

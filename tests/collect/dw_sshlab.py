@@ -166,7 +166,9 @@ class Lab:
         return proc
 
     def start_sshd(self, name: str, address: str = "127.0.0.1", port: int | None = None,
-                   netns: str | None = None, isolate: bool = True) -> SSHServer:
+                   netns: str | None = None, isolate: bool = True, run_dir: bool = False) -> SSHServer:
+        """sshd on ``address:port``. ``run_dir``: give it a /run/systemd/system (which also makes
+        ``systemctl`` believe systemd is running: it then fails to reach the bus instead)."""
         port = port or (22 if netns else free_port())
         root = os.path.join(self.tmp, name)
         for _, tree in MOUNTS:
@@ -202,8 +204,8 @@ class Lab:
             steps.append(f"mount --bind {q(root + '/usr-lib')} /usr/lib/systemd/system")
             steps.append("mkdir -p /run/systemd 2>/dev/null || true")
             steps.append("mount -t tmpfs dwrun /run/systemd")
-            steps.append(f"if [ -n \"$(ls -A {q(root + '/run')})\" ]; then mkdir /run/systemd/system && "
-                         f"mount --bind {q(root + '/run')} /run/systemd/system; fi")
+            if run_dir:
+                steps.append(f"mkdir /run/systemd/system && mount --bind {q(root + '/run')} /run/systemd/system")
             steps.append(f"mount --bind {q(root + '/bin')} /usr/local/bin")
             steps.append(f"mount --bind {q(root + '/home')} /root")
             argv = ["unshare", "-m", "--propagation", "private", "sh", "-c", "; ".join(steps + [sshd])]
@@ -248,7 +250,7 @@ class Lab:
         self._ip("addr", "add", f"{self.subnet}.1/24", "dev", br)
         self._ip("link", "set", br, "up")
 
-    def netns_host(self, name: str | None = None) -> SSHServer:
+    def netns_host(self, name: str | None = None, run_dir: bool = False) -> SSHServer:
         """A new namespace on the lab bridge with its own sshd on port 22."""
         with self._lock:
             self._ensure_bridge()
@@ -267,7 +269,7 @@ class Lab:
             self._ip("addr", "add", f"{address}/24", "dev", b, ns=ns)
             self._ip("link", "set", b, "up", ns=ns)
             self._ip("link", "set", "lo", "up", ns=ns)
-        return self.start_sshd(name or f"h{i}", address=address, netns=ns)
+        return self.start_sshd(name or f"h{i}", address=address, netns=ns, run_dir=run_dir)
 
     # -- cleanup ------------------------------------------------------------------------------
     def close(self) -> None:

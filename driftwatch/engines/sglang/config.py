@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
+from decimal import Decimal
 from importlib import resources
 from typing import Any
 
@@ -50,16 +52,38 @@ def _to_bool(text: str) -> bool:
     raise ValueError(text)
 
 
-_CONVERTERS = {"int": int, "float": float, "str": str, "json": json.loads, "bool": _to_bool}
+def _human_readable_int(text: str) -> int:
+    """SGLang's human_readable_int (0.5.12+): 4k = 4000, 1Ki = 1024; plain integers as int()."""
+    text = text.strip()
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", text)
+    if not match:
+        return int(text)
+    number, suffix = match.groups()
+    if suffix.endswith("i"):
+        if "." in number:
+            raise ValueError(text)
+        return int(number) * {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}[suffix]
+    return int(Decimal(number) * {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}[suffix])
 
 
-def _converter(type_name: str | None):
-    base = _CONVERTERS.get(type_name or "str", str)
+def _nullable_str(text: str):
+    return None if not text or text == "None" else text
+
+
+_CONVERTERS = {"int": int, "float": float, "str": str, "json": json.loads, "bool": _to_bool,
+               # SGLang's own converters, named by the catalog's type_name
+               "human_readable_int": _human_readable_int, "json_list_type": json.loads,
+               "nullable_str": _nullable_str}
+
+
+def _converter(type_name: str | None, custom: str | None = None):
+    custom_name = (custom or "").split(" ", 1)[0]
+    base = _CONVERTERS.get(custom_name) or _CONVERTERS.get(type_name or "str", str)
 
     def convert(text: str):
         try:
             return base(text)
-        except (ValueError, TypeError, json.JSONDecodeError):
+        except (ValueError, TypeError, ArithmeticError, json.JSONDecodeError):
             return BadValue(text)
 
     convert.__name__ = type_name or "str"
@@ -99,7 +123,7 @@ def _add_option(parser: argparse.ArgumentParser, spec: OptionSpec) -> None:
     kwargs: dict[str, Any] = {"dest": spec.dest, "default": argparse.SUPPRESS, "action": _RECORDING[action]}
     options = list(spec.option_strings)
     if action in ("store", "append", "extend"):
-        kwargs["type"] = _converter(spec.type)
+        kwargs["type"] = _converter(spec.type, spec.extra.get("type_name"))
         if spec.nargs is not None:
             kwargs["nargs"] = spec.nargs
         if spec.nargs == "?":
@@ -209,6 +233,13 @@ def _parse_once(argv: list[str], catalog: Catalog) -> tuple[dict[str, Any], dict
             del words[bad]
     values = {k: v for k, v in vars(namespace).items() if not k.startswith("_dw_")}
     spellings = dict(vars(namespace).get("_dw_spelling", {}))
+    # argparse reports the full option string; keep what the user typed (`--tp`, not `--tp-size`).
+    for word in words:
+        if word.startswith("--") and len(word) > 2:
+            kind, matches = catalog.resolve(word)
+            spec = catalog.by_option.get(matches[0]) if kind in ("exact", "prefix") else None
+            if spec is not None and spec.dest in spellings:
+                spellings[spec.dest] = word.split("=", 1)[0]
     j = 0
     while j < len(extras):
         word = extras[j]

@@ -1,0 +1,88 @@
+"""`rules list|show` and a user --rules directory merged over the shipped rules."""
+from __future__ import annotations
+
+import json
+
+from driftwatch.rulebook import load_rules
+
+from conftest import BASELINES, EXAMPLES, assert_one_line_error
+
+U40 = EXAMPLES / "sglang-qwen-40toks.service"
+
+OVERRIDE_DW101 = """\
+rules:
+  - id: DW101
+    name: speculative-steps
+    keys: [speculative_num_steps]
+    severity: low
+    dimension: single-stream
+    model: speculative_steps
+    explanation: "site rule: {label} {baseline} -> {current}"
+"""
+
+
+def test_rules_list_lists_every_id(invoke):
+    run = invoke("rules", "list")
+    assert run.code == 0
+    ids = [r.id for r in load_rules()]
+    assert len(ids) >= 30
+    for rule_id in ids + ["DW999"]:
+        assert rule_id in run.stdout
+
+
+def test_rules_show(invoke):
+    run = invoke("rules", "show", "DW101")
+    assert run.code == 0
+    assert "DW101" in run.stdout and "speculative_num_steps" in run.stdout and "high" in run.stdout
+    by_name = invoke("rules", "show", "speculative-steps")
+    assert by_name.code == 0 and "DW101" in by_name.stdout
+
+
+def test_rules_show_unknown_exit2(dw):
+    assert_one_line_error(dw("rules", "show", "DW000"), "DW000")
+
+
+def test_user_rule_overrides_severity(invoke, tmp_path):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "site.yaml").write_text(OVERRIDE_DW101)
+    shown = invoke("rules", "show", "DW101", "--rules", tmp_path / "site")
+    assert "severity:  low" in shown.stdout and "site.yaml" in shown.stdout
+    run = invoke("compare", "--baseline", "70toks", "--unit-file", U40, "--baselines-dir", BASELINES,
+                 "--rules", tmp_path / "site", "--format", "json")
+    assert run.code == 1
+    top = json.loads(run.stdout)["findings"][0]
+    assert top["rule"] == "DW101" and top["severity"] == "low"
+    assert top["explanation"].startswith("site rule: --speculative-num-steps 3 -> 1")
+
+
+def test_user_rule_adds_new_id(invoke, tmp_path):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "extra.yml").write_text(
+        "rules:\n  - id: ACME001\n    name: acme-context\n    keys: [context_length]\n    severity: high\n"
+        "    dimension: capacity\n    model: kv_capacity\n    explanation: 'acme: {label}'\n")
+    assert "ACME001" in invoke("rules", "list", "--rules", tmp_path / "site").stdout
+    run = invoke("compare", "--baseline", "70toks", "--unit-file", U40, "--baselines-dir", BASELINES,
+                 "--rules", tmp_path / "site", "--format", "json")
+    rules = {f["key"]: f["rule"] for f in json.loads(run.stdout)["findings"]}
+    assert rules["context_length"] == "ACME001"
+
+
+def test_broken_user_rule_file_exit2_names_file(dw, tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "broken.yaml").write_text("rules:\n  - id: DW101\n    name: x\n")
+    args = ("compare", "--baseline", "70toks", "--unit-file", U40, "--baselines-dir", BASELINES, "--rules", site)
+    assert_one_line_error(dw(*args), "broken.yaml")
+    assert_one_line_error(dw("rules", "list", "--rules", site), "broken.yaml")
+    (site / "broken.yaml").write_text("rules: [\n")
+    assert_one_line_error(dw(*args), "broken.yaml", "line")
+    (site / "broken.yaml").write_text("rules:\n  - id: DW101\n    name: x\n    keys: [a]\n    severity: huge\n"
+                                      "    dimension: none\n    model: no_impact\n    explanation: x\n")
+    assert_one_line_error(dw(*args), "broken.yaml", "severity")
+    (site / "broken.yaml").write_text("rules:\n  - id: DW101\n    name: x\n    keys: [a]\n    severity: low\n"
+                                      "    dimension: none\n    model: no_such_model\n    explanation: x\n")
+    assert_one_line_error(dw(*args), "broken.yaml", "no_such_model")
+
+
+def test_missing_rules_dir_exit2(dw, tmp_path):
+    assert_one_line_error(dw("rules", "list", "--rules", tmp_path / "nope"), "nope")

@@ -1,0 +1,49 @@
+"""The remote script, run locally with /bin/sh, and the parser of its sections."""
+import subprocess
+
+from driftwatch.collect.commands import (
+    build_command, cat_paths, parse_cmdline_hex, parse_journal, parse_output, split_sections,
+)
+
+
+def run_locally(unit, **kw):
+    cmd = build_command(unit, **kw)
+    out = subprocess.run(["/bin/sh", "-s"], input=cmd.script.encode(), capture_output=True, timeout=60).stdout
+    return cmd, out
+
+
+def test_script_is_posix_sh_and_completes():
+    for shell in ("/bin/sh", "/bin/dash"):
+        cmd = build_command("sglang-qwen")
+        subprocess.run([shell, "-n"], input=cmd.script.encode(), check=True)
+    cmd, out = run_locally("dw-surely-missing-unit.service")
+    s = split_sections(out, cmd.nonce)
+    assert s.complete
+    raw = parse_output("h", cmd.unit, cmd.nonce, out)
+    assert raw.status == "unit not found"
+
+
+def test_unit_name_is_quoted_in_script():
+    cmd = build_command("a\\x2db@c:d.service")
+    assert "U='a\\x2db@c:d.service'" in cmd.script
+
+
+def test_forged_header_in_file_content_is_just_text():
+    nonce = "0123456789abcdef"
+    out = (b"motd noise\n@@DW:" + nonce.encode() + b":CAT\n# /x.service\n@@DW:fake:END\n"
+           b"\n@@DW:" + nonce.encode() + b":CATRC\n0\n")
+    raw = parse_output("h", "x.service", nonce, out)
+    assert raw.text == "# /x.service\n@@DW:fake:END\n" and raw.status == "ok"
+
+
+def test_truncated_output_is_timeout():
+    raw = parse_output("h", "x.service", "n", b"\n@@DW:n:CAT\n", timed_out=True)
+    assert raw.status == "timeout" and raw.text is None
+
+
+def test_pieces():
+    assert cat_paths("# /a\nx\n# /not-a-header\n\n# /b\n") == ["/a", "/b"]
+    assert parse_cmdline_hex(b" 70 79 00 2d 6d 00\n 73 00\n") == ["py", "-m", "s"]
+    assert parse_cmdline_hex(b"") is None
+    assert parse_journal("accept len: 3.20, gen throughput (token/s): 70.1\nfoo\n"
+                         "accept len: 1.5\n") == {"accept_length": 1.5, "throughput": 70.1}
