@@ -13,6 +13,7 @@ from .diff import Difference, EnginePair, diff_snapshots, read_pair
 from .ignore import IgnoreEntry
 from .impact import ImpactContext, combine, get_model
 from .model import RUNTIME
+from .redact import mask_fingerprints
 from .rulebook import Rule, match_rule
 from .snapshot import Snapshot
 
@@ -97,10 +98,12 @@ class _SafeFormat(dict):
 
 def _explain(rule: Rule, diff: Difference, detail: str) -> str:
     base, cur = display_pair(diff)
+    if diff.secret:
+        detail = "the value is a secret: compared by fingerprint only"
     text = rule.explanation.format_map(_SafeFormat(
         label=diff.label, key=diff.key, baseline=base, current=cur, detail=detail or "",
         note=" ".join(diff.notes)))
-    return " ".join(text.split())
+    return mask_fingerprints(" ".join(text.split()))
 
 
 def _startup_differences(baseline: EnginePair, current: Snapshot) -> list[Difference]:
@@ -136,7 +139,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
         estimate = get_model(rule.model)(diff.key, diff.baseline, diff.current, ctx, rule.params)
         finding = Finding(difference=diff, rule=rule, throughput_ratio=estimate.throughput_ratio,
                           confidence=estimate.confidence, dimension=estimate.dimension or rule.dimension,
-                          detail=estimate.detail, explanation=_explain(rule, diff, estimate.detail))
+                          detail=mask_fingerprints(estimate.detail), explanation=_explain(rule, diff, estimate.detail))
         entry = next((e for e in ignore or [] if e.matches(rule.id, diff.key)), None)
         if entry is not None:
             finding.ignored_because = entry.reason
@@ -170,6 +173,16 @@ def _json_value(diff: Difference, side: str) -> Any:
     return diff.baseline if side == "baseline" else diff.current
 
 
+def _mask_tree(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask_fingerprints(value)
+    if isinstance(value, dict):
+        return {k: _mask_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_tree(v) for v in value]
+    return value
+
+
 def finding_to_dict(f: Finding) -> dict:
     d = f.difference
     out = {
@@ -183,7 +196,7 @@ def finding_to_dict(f: Finding) -> dict:
         "explanation": f.explanation,
     }
     if d.details:
-        out["details"] = d.details
+        out["details"] = _mask_tree(d.details)
     if f.ignored_because:
         out["ignored_because"] = f.ignored_because
     return out

@@ -18,7 +18,7 @@ from .engines.launcher import find_launcher
 from .engines.sglang.config import choose_version, read_engine_config
 from .errors import EngineError
 from .model import EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
-from .redact import is_redacted
+from .redact import is_redacted, is_secret_field
 from .snapshot import Snapshot
 
 SPECULATIVE_DETAIL_KEYS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
@@ -118,7 +118,8 @@ def diff_flags(b: EngineConfig, c: EngineConfig) -> list[Difference]:
                                                                         else None) or flag_obj.flag or key
         notes = [v.note for v in (b.flags.get(key), c.flags.get(key)) if v is not None and v.note]
         diffs.append(Difference(key=key, label=_primary_label(key, b, c, label), baseline=bv, current=cv,
-                                baseline_source=bs, current_source=cs, kind=kind, notes=notes))
+                                baseline_source=bs, current_source=cs, kind=kind, notes=notes,
+                                secret=is_secret_field(key) or is_redacted(bv) or is_redacted(cv)))
     return _group_speculative(diffs, b, c)
 
 

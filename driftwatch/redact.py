@@ -108,3 +108,11 @@ def scrub_text(text: str, secrets: list[str]) -> str:
 
     text = _INLINE_SECRET.sub(flag, text)
     return _ENV_SECRET.sub(env, text)
+
+
+_FINGERPRINT = re.compile(r"<redacted:[0-9a-f]*>")
+
+
+def mask_fingerprints(text: str) -> str:
+    """Reports say "(redacted)", never the fingerprint (short hashes of weak secrets can be guessed)."""
+    return _FINGERPRINT.sub("(redacted)", text)

@@ -6,6 +6,7 @@ engine argv and the recorded release), so two units can be compared under one re
 from __future__ import annotations
 
 import datetime as _dt
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,17 @@ class Snapshot:
         return self.launcher.engine_argv
 
 
+def _locate(message: str, where: str, prefix: str = "") -> str:
+    """`FILE[:LINE]: prefix reason`; parser messages may already start with FILE:LINE."""
+    if message.startswith(where + ":"):
+        rest = message[len(where) + 1:]
+        m = re.match(r"(\d+):\s*(.*)", rest, re.S)
+        if m:
+            return f"{where}:{m.group(1)}: {prefix}{m.group(2)}"
+        return f"{where}: {prefix}{rest.lstrip()}"
+    return f"{where}: {prefix}{message}"
+
+
 def now_utc() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
@@ -59,13 +71,13 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
         raise InputError(f"{where}: unit is empty")
     try:
         unit = parse_unit_text(raw.text, name=raw.unit or None,
-                               path=raw.paths[0] if raw.paths else None)
+                               path=raw.paths[0] if raw.paths else origin)
         result = resolve_exec_start(unit, raw.environment_files or None)
         command = result.command
     except ExecStartError as exc:
-        raise type(exc)(f"{where}: systemd would refuse this unit: {exc}") from None
+        raise type(exc)(_locate(str(exc), where, "systemd would refuse this unit: ")) from None
     except DriftwatchError as exc:
-        raise type(exc)(f"{where}: {exc}") from None
+        raise type(exc)(_locate(str(exc), where)) from None
     argv, secrets = redact_argv(list(command.argv))
     expanded, more = redact_argv(list(result.expanded_argv))
     environment, env_secrets = redact_environment(dict(result.environment))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import EXAMPLES, assert_one_line_error
+from cli_helpers import EXAMPLES, assert_one_line_error
 
 TEMPLATE = EXAMPLES / "ddtree" / "sglang-qwen.service"
 LIVE = EXAMPLES / "ddtree" / "sglang-qwen-current.service"
@@ -46,7 +46,7 @@ def test_ignore_everything_exits_0(invoke):
 
 
 def test_ignore_seed000_rule(invoke):
-    from conftest import BASELINES
+    from cli_helpers import BASELINES
     run = invoke("compare", "--baseline", "70toks", "--unit-file", EXAMPLES / "sglang-qwen-40toks.service",
                  "--baselines-dir", BASELINES, "--ignore", "DW201", "--format", "json")
     found, ignored = keys(run)

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from conftest import assert_one_line_error  # noqa: F401  (shared helpers live in conftest)
+from cli_helpers import assert_one_line_error  # noqa: F401  (shared helpers live in conftest)
 
 CLEAR = ("sk-SECRET123", "hf_SECRETXYZ", "abc def", "sk-OTHER456", "hf_OTHERSECRET", "ghi jkl")
 

@@ -5,7 +5,7 @@ import json
 
 from driftwatch.rulebook import load_rules
 
-from conftest import BASELINES, EXAMPLES, assert_one_line_error
+from cli_helpers import BASELINES, EXAMPLES, assert_one_line_error
 
 U40 = EXAMPLES / "sglang-qwen-40toks.service"
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import BASELINES, EXAMPLES
+from cli_helpers import BASELINES, EXAMPLES
 
 SEED000_40 = EXAMPLES / "sglang-qwen-40toks.service"
 SEED000_70 = EXAMPLES / "sglang-qwen-70toks.service"

@@ -42,8 +42,8 @@ import yaml
 from driftwatch.compare import display_pair
 from driftwatch.rulebook import UNKNOWN_RULE, load_rules
 
-from conftest import REPO
 
+REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 _CASE_KEYS = {"name", "baseline_unit", "current_unit", "baseline_file", "current_file", "baseline_metrics",
               "current_metrics", "concurrency", "current_runtime", "expect", "findings", "predicted_throughput",

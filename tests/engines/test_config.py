@@ -65,8 +65,7 @@ def test_prefix_abbreviations(version):
     assert config.issues == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: FlagValue.flag records the option argparse expanded the prefix to "
-                                        "(--tp-size), not the spelling typed in the unit (--tp)")
+# Regression: FlagValue.flag used to be the option argparse expanded the prefix to (--tp-size).
 @pytest.mark.parametrize("argv, field, spelling", [
     (["--tp", "2"], "tp_size", "--tp"),
     (["--tp=2"], "tp_size", "--tp"),
@@ -156,12 +155,22 @@ def test_negative_number_value():
     assert cfg(["--port", "-5"]).flags["port"].value == -5
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: human_readable_int options (--context-length, --max-total-tokens on "
-                                        "0.5.12+) are typed str: '131072' stays a string and '4k' is not 4000 as "
-                                        "SGLang reads it")
-@pytest.mark.parametrize("word, expected", [("131072", 131072), ("4k", 4000)])
-def test_human_readable_int(word, expected):
-    assert cfg(["--context-length", word], "0.5.12").flags["context_length"].value == expected
+# Regression: human_readable_int options (0.5.12+) used to stay strings ('131072', '4k').
+# Expected values checked against SGLang 0.5.23's own parser: SI k/M are powers of ten, IEC Ki binary,
+# suffixes case-sensitive, no hex.
+@pytest.mark.parametrize("version", ["0.5.12", "0.5.23"])
+@pytest.mark.parametrize("word, expected", [("131072", 131072), ("4k", 4000), ("1Ki", 1024), ("1M", 1_000_000),
+                                            ("2.5k", 2500)])
+def test_human_readable_int(word, expected, version):
+    config = cfg(["--context-length", word], version)
+    assert config.flags["context_length"].value == expected
+    assert config.issues == []
+
+
+@pytest.mark.parametrize("word", ["128K", "0x10", "lots"])
+def test_human_readable_int_rejects_what_sglang_rejects(word):
+    config = cfg(["--context-length", word], "0.5.23")
+    assert [i.kind for i in config.issues] == ["bad-value"]
 
 
 def test_int_value_on_old_release_is_int():
@@ -434,6 +443,8 @@ ORACLE_ARGVS = [
     ["--model-path", "/m", "--host=0.0.0.0", "--mem-fraction-static=0.85", "--disable-radix-cache",
      "--max-running-requests", "16", "--reasoning-parser", "qwen3"],
     ["--model", "/m", "--served-model-name", "a", "--served-model-name", "b", "--log-level", "debug"],
+    ["--model-path", "/m", "--chunked-prefill-size", "8192", "--max-prefill-tokens", "16384",
+     "--context-length", "32768", "--tp", "2", "--tp", "1"],
     SEED_70,
     SEED_122B,
 ]
@@ -485,13 +496,8 @@ def _applicable(argv, version):
     return all(catalog.resolve(w)[0] in ("exact", "prefix") for w in argv if w.startswith("--"))
 
 
-_HRI_BUG = pytest.mark.xfail(strict=True, reason="BUG: --context-length is human_readable_int on 0.5.12+; "
-                             "driftwatch keeps '131072' as a string where SGLang has the int 131072")
-
-
-@pytest.mark.parametrize("version, index", [
-    pytest.param(v, i, marks=[_HRI_BUG] if (v, ORACLE_ARGVS[i]) == ("0.5.12", SEED_70) else [])
-    for v in RELEASES for i in range(len(ORACLE_ARGVS))])
+@pytest.mark.parametrize("index", range(len(ORACLE_ARGVS)))
+@pytest.mark.parametrize("version", RELEASES)
 def test_matches_sglang_parser(version, index):
     argv = ORACLE_ARGVS[index]
     if not _applicable(argv, version):
