@@ -19,7 +19,8 @@ content can forge a header. Sections, in order:
                                ("sglang")`` under it;
 ``GPU``/``GPURC``             ``nvidia-smi --query-gpu=index,name,memory.total``;
 ``JOURNAL``                   ``journalctl -u UNIT -n 500`` lines with ``accept len`` or
-                               ``gen throughput`` (the last 20);
+                               ``gen throughput`` (the last 20); only where systemd runs
+                               (``/run/systemd/system`` exists, systemd's own sd_booted test);
 ``ENV <path>``                ``EnvironmentFile=`` files named in the unit (first 64 KiB each);
 ``END``                       the script finished (absent: the command timed out mid-way).
 
@@ -102,16 +103,22 @@ if [ "$rc" != 0 ] || [ -z "$CAT" ]; then
   done
 fi
 SHOW=
-if command -v systemctl >/dev/null 2>&1; then
+if [ "$rc" != 127 ]; then
   SHOW=$($T systemctl --no-pager show -p ExecStart -p NeedDaemonReload -p MainPID -p ActiveState -p LoadState -- "$U")
 fi
 sec SHOW; printf '%s\n' "$SHOW"
-PID=$(printf '%s\n' "$SHOW" | sed -n 's/^MainPID=//p' | head -n 1)
+PID=; SP=
+while IFS= read -r line; do
+  case $line in
+    MainPID=*) PID=${line#MainPID=} ;;
+    'ExecStart={ path='*) SP=${line#'ExecStart={ path='}; SP=${SP%% *} ;;
+  esac
+done <<EOS
+$SHOW
+EOS
 case "$PID" in ''|0|*[!0-9]*) PID= ;; esac
-ARGV0=
 if [ -n "$PID" ] && [ -r "/proc/$PID/cmdline" ]; then
   sec "PROC $PID"; od -An -v -tx1 "/proc/$PID/cmdline"
-  ARGV0=$(tr '\000' '\n' <"/proc/$PID/cmdline" | head -n 1)
 else
   n=0
   for f in $(grep -l -a -e 'sglan[g]' /proc/[0-9]*/cmdline 2>/dev/null); do
@@ -120,14 +127,25 @@ else
     n=$((n + 1)); if [ "$n" -ge @MAXPROCS@ ]; then break; fi
   done
 fi
-PY=$HINT
-if [ -z "$PY" ]; then
-  PY=$(printf '%s\n' "$UNITTEXT" | sed -n 's/^[[:space:]]*ExecStart[[:space:]]*=[[:space:]]*[-@:+!]*//p' | sed '/^[[:space:]]*$/d' | tail -n 1 | awk '{print $1}' | tr -d "\"'")
-fi
-if [ -z "$PY" ]; then
-  PY=$(printf '%s\n' "$SHOW" | sed -n 's/^ExecStart={ path=\([^ ;]*\) .*/\1/p' | head -n 1)
-fi
-if [ -z "$PY" ]; then PY=$ARGV0; fi
+# one awk pass over the unit text: X = first word of the last ExecStart=, E = EnvironmentFile= paths
+EXTRACT=$(printf '%s\n' "$UNITTEXT" | awk '
+  /^[ \t]*ExecStart[ \t]*=/ { v = $0; sub(/^[ \t]*ExecStart[ \t]*=[ \t]*/, "", v); sub(/^[-@:+!]+/, "", v)
+                              split(v, a, /[ \t]+/); x = a[1] }
+  /^[ \t]*EnvironmentFile[ \t]*=/ { v = $0; sub(/^[ \t]*EnvironmentFile[ \t]*=[ \t]*-?/, "", v)
+                                    sub(/[ \t]+$/, "", v); gsub(/["\047]/, "", v); if (n++ < 32) print "E " v }
+  END { gsub(/["\047]/, "", x); if (x != "") print "X " x }')
+PY=$HINT; UX=; ENVFILES=
+while IFS= read -r line; do
+  case $line in
+    'X '*) UX=${line#X } ;;
+    'E '*) ENVFILES="$ENVFILES${line#E }$NL" ;;
+  esac
+done <<EOS
+$EXTRACT
+EOS
+if [ -z "$PY" ]; then PY=$UX; fi
+if [ -z "$PY" ]; then PY=$SP; fi
+if [ -z "$PY" ] && [ -n "$PID" ]; then PY=$(tr '\000' '\n' <"/proc/$PID/cmdline" | head -n 1); fi
 case "${PY##*/}" in
   python*) ;;
   sglang)
@@ -147,15 +165,17 @@ if [ "$GPU" = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
   sec GPU; $T nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
   sec GPURC; echo $?
 fi
-if command -v journalctl >/dev/null 2>&1; then
+if [ -d /run/systemd/system ] && command -v journalctl >/dev/null 2>&1; then
   sec JOURNAL
   $T journalctl -u "$U" -n 500 --no-pager -o cat | grep -a -e 'accept len' -e 'gen throughput' | tail -n 20
 fi
-printf '%s\n' "$UNITTEXT" | sed -n 's/^[[:space:]]*EnvironmentFile[[:space:]]*=[[:space:]]*-\{0,1\}//p' | tr -d "\"'" | sed 's/[[:space:]]*$//' | head -n 32 | while IFS= read -r e; do
+while IFS= read -r e; do
   case "$e" in /*) ;; *) continue ;; esac
   case "$e" in *%*|*'$'*|*'*'*|*'?'*|*'['*) continue ;; esac
   if [ -f "$e" ]; then sec "ENV $e"; head -c @MAXENV@ "$e"; fi
-done
+done <<EOS
+$ENVFILES
+EOS
 sec END
 """
 

@@ -30,7 +30,9 @@ _DOCKER_FLAG_OPTS = {"--rm", "-d", "--detach", "-i", "--interactive", "-t", "--t
                      "--privileged", "--init", "-P", "--publish-all", "--read-only", "--sig-proxy",
                      "--no-healthcheck", "--oom-kill-disable", "-q", "--quiet", "--use-api-socket"}
 _PYTHON_VALUE_OPTS = {"-W", "-X", "-c"}
-_SHELL_SEPARATORS = {"&&", "||", ";", "|", "&"}
+_SHELL_SEPARATORS = {"&&", "||", ";", "|", "&", "|&"}
+# A redirection at the start of a word: optional fd, operator, target (`2>&1`, `>> /var/log/x`, `&>f`).
+_REDIRECT = re.compile(r"(?:(?<=\s)|^)\d*(?:&>>|&>|>>|>&|<&|>\||>|<)\s*(?:&?\d+\b|[^\s;&|]+)")
 
 
 def _basename(path: str) -> str:
@@ -87,6 +89,7 @@ def _docker_image_index(argv: list[str], start: int) -> int:
 
 def _shell_segment(script: str) -> list[str]:
     """The words of the shell command in `bash -c SCRIPT` that runs the engine."""
+    script = _REDIRECT.sub(" ", script)  # `2>&1`, `>> log`, `< /dev/null` are the shell's, not argv
     try:
         lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|")
         lexer.whitespace_split = True
@@ -125,7 +128,11 @@ def find_launcher(argv: list[str]) -> Launcher:
                 w = words[i]
                 if w in ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"):
                     if w in ("-S", "--split-string") and i + 1 < len(words):
-                        words = words[:i] + shlex.split(words[i + 1]) + words[i + 2:]
+                        try:
+                            split = shlex.split(words[i + 1])
+                        except ValueError as exc:
+                            raise EngineError(f"cannot split `env -S` string in ExecStart: {exc}") from None
+                        words = words[:i] + split + words[i + 2:]
                         continue
                     i += 2
                 elif w.startswith("-") or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w):
@@ -181,7 +188,7 @@ def find_launcher(argv: list[str]) -> Launcher:
                 words = words[1:]  # priority / duration
         elif PYTHON_RE.match(name):
             i = 1
-            while i < len(words) and words[i].startswith("-") and words[i] != "-m":
+            while i < len(words) and words[i].startswith("-") and not words[i].startswith("-m"):
                 i += 2 if words[i] in _PYTHON_VALUE_OPTS else 1
             if i + 1 < len(words) and words[i] == "-m" and words[i + 1] in SGLANG_MODULES:
                 return Launcher(engine="sglang", entry=SGLANG_MODULES[words[i + 1]], interpreter=head,

@@ -86,7 +86,7 @@ def fleet(lab):
         pytest.skip("needs root, /usr/sbin/sshd and `ip netns`")
     hosts = {}
     for name in ("systemd", "dropins", "plain0", "plain1", "plain2", "plain3", "slowgpu"):
-        hosts[name] = lab.netns_host(name, run_dir=(name == "dropins"))
+        hosts[name] = lab.netns_host(name, run_dir=name in ("dropins", "systemd"))
     s = hosts["systemd"]
     _fake_systemd_host(s, s.root)
     for i in range(4):

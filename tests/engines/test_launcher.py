@@ -151,16 +151,12 @@ def test_result_does_not_alias_input():
     assert argv == ["python3", "-m", "sglang.launch_server", "--tp", "2"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `python3 -msglang.launch_server` (attached -m) is skipped as an "
-                                        "interpreter option, so no SGLang entry is found")
 def test_attached_dash_m():
     launcher = L("python3 -msglang.launch_server --model-path /m --tp 2")
     assert launcher.entry == "python -m sglang.launch_server"
     assert launcher.engine_argv == ENGINE
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: shell redirections in `bash -c` (2>&1 | tee, >> log) leak into "
-                                        "engine_argv (e.g. '2>')")
 @pytest.mark.parametrize("tail", ["2>&1 | tee /var/log/sgl.log", ">> /var/log/sgl.log 2>&1"])
 def test_bash_c_redirections_are_not_engine_args(tail):
     launcher = L(["bash", "-c", f"python3 -m sglang.launch_server --model-path /m --tp 2 {tail}"])
@@ -205,8 +201,6 @@ def test_truncated_or_odd_commands_raise_only_engine_error(argv):
         find_launcher(argv)
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: `env -S` with an unbalanced quote raises ValueError from "
-                                        "shlex.split instead of EngineError")
 def test_env_split_string_unbalanced_quote():
     with pytest.raises(EngineError):
         find_launcher(["env", "-S", "python3 'oops", "-m", "sglang.launch_server"])

@@ -1,0 +1,279 @@
+#!/usr/bin/env python3
+"""Benchmark: snapshot N hosts over SSH with driftwatch vs raw paramiko vs Ansible ad-hoc.
+
+Builds a test fleet of real sshd servers in network namespaces (tests/collect/dw_sshlab.py; needs
+root, openssh-server, iproute2), each with its own /etc/systemd/system/sglang-qwen.service, then
+for N in --sizes runs, on the same fleet in one run:
+
+  driftwatch        driftwatch.collect.fleet.collect_fleet (full collection: unit with fallback,
+                    systemctl show, process argv, interpreter version, GPUs, journal)
+  paramiko-threads  raw paramiko, one thread per host, `systemctl cat U || cat /etc/.../U`
+  paramiko-threads+ raw paramiko, one thread per host, running driftwatch's own remote script
+                    (same remote work as driftwatch: isolates driftwatch's client-side overhead)
+  paramiko-seq      raw paramiko, one host after another, the same `cat` command
+  ansible           `ansible all -m shell -a 'systemctl cat U || cat ...' -f N` (if installed in
+                    --ansible-venv, default /work/oracles/ansible; skipped with a note otherwise)
+
+Each method runs in its own child process (fresh interpreter; peak RSS from wait4 includes the
+child's own children, e.g. Ansible's forks and ssh clients). Wall time: for the Python methods the
+collection itself (connect to last result, interpreter start-up and imports excluded, reported
+separately as "process"); for Ansible the whole command, which is what its user waits for.
+Median of --repeat runs.
+
+    sudo /work/venv/bin/python benchmarks/ssh_fleet.py [--sizes 1,5,20] [--repeat 3] [--markdown]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.join(REPO, "tests", "collect"))
+
+UNIT = "sglang-qwen.service"
+RAW_CMD = f"systemctl cat {UNIT} 2>/dev/null || cat /etc/systemd/system/{UNIT}"
+UNIT_TEXT = """[Unit]
+Description=SGLang benchmark host {i}
+
+[Service]
+ExecStart=/root/ml-env/bin/python3 -m sglang.launch_server --model-path /root/models/Qwen3.6-27B --port {port} --tp-size 2
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# children
+def _sock(host: str, port: int, timeout: float = 10) -> socket.socket:
+    s = socket.create_connection((host, port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def _paramiko_one(spec: dict, host: dict, command: str, stdin: bytes | None = None) -> bytes:
+    import paramiko
+
+    client = paramiko.SSHClient()
+    client.load_host_keys(spec["known_hosts"])
+    client.set_missing_host_key_policy(paramiko.RejectPolicy())
+    client.connect(host["address"], port=host["port"], username="root", key_filename=spec["key"],
+                   sock=_sock(host["address"], host["port"]), allow_agent=False, look_for_keys=False,
+                   timeout=10)
+    try:
+        stdin_f, stdout, _ = client.exec_command(command, timeout=30)
+        if stdin is not None:
+            stdin_f.write(stdin)
+            stdin_f.channel.shutdown_write()
+        return stdout.read()
+    finally:
+        client.close()
+
+
+def worker(method: str, spec: dict) -> dict:
+    hosts = spec["hosts"]
+    if method == "driftwatch":
+        from driftwatch.collect.fleet import SSHOptions, collect_fleet
+        from driftwatch.collect.inventory import HostTarget
+
+        import paramiko  # noqa: F401 - outside the timed part, as for the raw paramiko methods
+
+        opts = SSHOptions(known_hosts=spec["known_hosts"], identity=spec["key"], ssh_config="",
+                          allow_agent=False, look_for_keys=False)
+        targets = [(HostTarget(h["name"], h["address"], "root", h["port"]), UNIT) for h in hosts]
+        t0 = time.perf_counter()
+        raws = collect_fleet(targets, opts)
+        wall = time.perf_counter() - t0
+        ok = sum(r.status in ("ok", "fallback") and "--port" in (r.text or "") for r in raws)
+    else:
+        import concurrent.futures as cf
+
+        import paramiko  # noqa: F401 - imported before timing, like driftwatch's lazy import is not
+
+        if method == "paramiko-threads+":
+            from driftwatch.collect.commands import build_command
+            cmds = [build_command(UNIT) for _ in hosts]
+            jobs = [(h, c.command, c.script.encode()) for h, c in zip(hosts, cmds)]
+        else:
+            jobs = [(h, RAW_CMD, None) for h in hosts]
+        t0 = time.perf_counter()
+        if method == "paramiko-seq":
+            outs = [_paramiko_one(spec, h, c, i) for h, c, i in jobs]
+        else:
+            with cf.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+                outs = list(pool.map(lambda j: _paramiko_one(spec, *j), jobs))
+        wall = time.perf_counter() - t0
+        ok = sum(b"--port" in o for o in outs)
+    return {"wall": wall, "ok": ok}
+
+
+def run_child(argv: list[str], env: dict | None = None) -> tuple[float, int, str, int]:
+    """(wall seconds, peak RSS KiB incl. waited-for descendants, stdout, exit code)."""
+    out = tempfile.TemporaryFile()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    out.seek(0)
+    return wall, usage.ru_maxrss, out.read().decode(errors="replace"), proc.returncode
+
+
+# ---------------------------------------------------------------------------------------------
+def ansible_run(venv: str, spec: dict, tmp: str, n: int) -> dict:
+    inv = os.path.join(tmp, f"ansible-{n}.ini")
+    with open(inv, "w") as fh:
+        fh.write("[fleet]\n")
+        for h in spec["hosts"]:
+            fh.write(f"{h['name']} ansible_host={h['address']} ansible_port={h['port']}\n")
+        fh.write(f"\n[fleet:vars]\nansible_user=root\nansible_ssh_private_key_file={spec['key']}\n"
+                 "ansible_python_interpreter=/usr/bin/python3\n")
+    cp = tempfile.mkdtemp(prefix="cp-", dir=tmp)  # cold ControlMaster sockets each run
+    cfg = os.path.join(tmp, "ansible.cfg")  # an empty config: no ~/.ansible.cfg or ./ansible.cfg
+    open(cfg, "w").close()
+    env = dict(os.environ, ANSIBLE_HOST_KEY_CHECKING="True", ANSIBLE_SSH_CONTROL_PATH_DIR=cp,
+               ANSIBLE_LOCAL_TEMP=os.path.join(tmp, "ansible-local"), ANSIBLE_NOCOLOR="1",
+               ANSIBLE_SSH_ARGS=f"-o UserKnownHostsFile={spec['known_hosts']} -o ControlMaster=auto "
+                                f"-o ControlPersist=60s", ANSIBLE_CONFIG=cfg,
+               ANSIBLE_GATHERING="explicit")
+    argv = [os.path.join(venv, "bin", "ansible"), "all", "-i", inv, "-m", "shell", "-a", RAW_CMD,
+            "-f", str(n), "-o"]
+    wall, rss, out, rc = run_child(argv, env)
+    ok = sum("--port" in line for line in out.splitlines())
+    # tear down ControlPersist masters so the next run is cold and nothing is left running
+    for name in os.listdir(cp):
+        subprocess.run(["ssh", "-o", f"ControlPath={os.path.join(cp, name)}", "-O", "exit", "x"],
+                       capture_output=True)
+    if rc != 0 and ok == 0:
+        raise RuntimeError(f"ansible failed: {out[-1500:]}")
+    return {"wall": wall, "process": wall, "rss": rss, "ok": ok}
+
+
+def python_run(method: str, spec_path: str) -> dict:
+    wall, rss, out, rc = run_child([sys.executable, os.path.abspath(__file__), "--worker", method,
+                                    "--spec", spec_path])
+    if rc != 0:
+        raise RuntimeError(f"{method} failed: {out[-2000:]}")
+    res = json.loads(out.strip().splitlines()[-1])
+    return {"wall": res["wall"], "process": wall, "rss": rss, "ok": res["ok"]}
+
+
+def import_check() -> dict:
+    code = ("import sys, driftwatch.collect.local, driftwatch.collect.inventory, "
+            "driftwatch.collect.fleet; print('paramiko' in sys.modules)")
+    local = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "import paramiko"], check=True)
+    cost = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    base = time.perf_counter() - t0
+    return {"paramiko_imported_by_local_paths": local.stdout.strip(),
+            "paramiko_import_cost_s": round(cost - base, 3)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="1,5,20")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--ansible-venv", default="/work/oracles/ansible")
+    ap.add_argument("--methods", default="driftwatch,paramiko-threads,paramiko-threads+,paramiko-seq,ansible")
+    ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)
+    ap.add_argument("--spec", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+
+    if args.worker:
+        with open(args.spec) as fh:
+            spec = json.load(fh)
+        print(json.dumps(worker(args.worker, spec)))
+        return 0
+
+    import dw_sshlab
+
+    if not (dw_sshlab.is_root() and dw_sshlab.have_sshd() and dw_sshlab.have_netns()):
+        print("needs root, /usr/sbin/sshd and `ip netns`", file=sys.stderr)
+        return 2
+    sizes = [int(x) for x in args.sizes.split(",")]
+    methods = args.methods.split(",")
+    ansible_ok = os.access(os.path.join(args.ansible_venv, "bin", "ansible"), os.X_OK)
+    notes = []
+    if "ansible" in methods and not ansible_ok:
+        methods.remove("ansible")
+        notes.append(f"Ansible skipped: no {args.ansible_venv}/bin/ansible "
+                     f"(python3 -m venv {args.ansible_venv} && {args.ansible_venv}/bin/pip install ansible-core)")
+    lab = dw_sshlab.Lab()
+    results: dict[tuple[str, int], dict] = {}
+    try:
+        servers = []
+        t0 = time.perf_counter()
+        for i in range(max(sizes)):
+            s = lab.netns_host(f"h{i}")
+            s.write(f"/etc/systemd/system/{UNIT}", UNIT_TEXT.format(i=i, port=30000 + i))
+            servers.append(s)
+        print(f"# fleet of {len(servers)} sshd hosts up in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+        kh = os.path.join(lab.tmp, "known_hosts")
+        with open(kh, "w") as fh:
+            fh.writelines(s.known_hosts_line() for s in servers)
+        for n in sizes:
+            spec = {"key": lab.client_key, "known_hosts": kh,
+                    "hosts": [{"name": s.name, "address": s.address, "port": s.port} for s in servers[:n]]}
+            spec_path = os.path.join(lab.tmp, f"spec-{n}.json")
+            with open(spec_path, "w") as fh:
+                json.dump(spec, fh)
+            for method in methods:
+                runs = []
+                for _ in range(args.repeat):
+                    if method == "ansible":
+                        runs.append(ansible_run(args.ansible_venv, spec, lab.tmp, n))
+                    else:
+                        runs.append(python_run(method, spec_path))
+                res = {k: statistics.median(r[k] for r in runs) for k in ("wall", "process", "rss")}
+                res["ok"] = min(r["ok"] for r in runs)
+                results[(method, n)] = res
+                print(f"{method:18} N={n:<3} wall {res['wall']:.3f}s  process {res['process']:.3f}s  "
+                      f"peak RSS {res['rss'] / 1024:.0f} MiB  ok {res['ok']}/{n}", file=sys.stderr)
+    finally:
+        lab.close()
+    imports = import_check()
+    print_table(results, sizes, methods, imports, notes, args.markdown)
+    return 0
+
+
+def print_table(results, sizes, methods, imports, notes, markdown: bool) -> None:
+    lines = ["| method | " + " | ".join(f"N={n} wall (process) | N={n} peak RSS" for n in sizes) + " |",
+             "|---|" + "---|---|" * len(sizes)]
+    for m in methods:
+        cells = []
+        for n in sizes:
+            r = results[(m, n)]
+            cells.append(f"{r['wall']:.2f} s ({r['process']:.2f} s)")
+            cells.append(f"{r['rss'] / 1024:.0f} MiB")
+        lines.append(f"| {m} | " + " | ".join(cells) + " |")
+    big = max(sizes)
+    summary = []
+    if ("driftwatch", big) in results and ("paramiko-threads", big) in results:
+        dw, raw = results[("driftwatch", big)]["wall"], results[("paramiko-threads", big)]["wall"]
+        summary.append(f"driftwatch / raw parallel paramiko at N={big}: {dw / raw:.2f}x (target <= 1.5x)")
+        if ("paramiko-threads+", big) in results:
+            same = results[("paramiko-threads+", big)]["wall"]
+            summary.append(f"driftwatch / raw parallel paramiko running the same script at N={big}: "
+                           f"{dw / same:.2f}x")
+        if ("ansible", big) in results:
+            an = results[("ansible", big)]["wall"]
+            summary.append(f"Ansible / driftwatch at N={big}: {an / dw:.1f}x (target >= 10x)")
+    summary.append(f"paramiko imported by local-only paths: {imports['paramiko_imported_by_local_paths']} "
+                   f"(import paramiko costs {imports['paramiko_import_cost_s']:.2f} s)")
+    text = "\n".join(lines + [""] + [f"- {s}" for s in summary + notes])
+    print(text)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
