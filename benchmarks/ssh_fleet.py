@@ -20,7 +20,7 @@ collection itself (connect to last result, interpreter start-up and imports excl
 separately as "process"); for Ansible the whole command, which is what its user waits for.
 Median of --repeat runs.
 
-    sudo /work/venv/bin/python benchmarks/ssh_fleet.py [--sizes 1,5,20] [--repeat 3] [--markdown]
+    sudo /work/venv/bin/python benchmarks/ssh_fleet.py [--sizes 1,5,20] [--repeat 3]
 """
 from __future__ import annotations
 
@@ -185,7 +185,6 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--ansible-venv", default="/work/oracles/ansible")
     ap.add_argument("--methods", default="driftwatch,paramiko-threads,paramiko-threads+,paramiko-seq,ansible")
-    ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--spec", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -243,11 +242,12 @@ def main() -> int:
     finally:
         lab.close()
     imports = import_check()
-    print_table(results, sizes, methods, imports, notes, args.markdown)
+    print_table(results, sizes, methods, imports, notes)
     return 0
 
 
-def print_table(results, sizes, methods, imports, notes, markdown: bool) -> None:
+def print_table(results, sizes, methods, imports, notes) -> None:
+    """A Markdown table (stdout) of the medians, then the ratios the targets are about."""
     lines = ["| method | " + " | ".join(f"N={n} wall (process) | N={n} peak RSS" for n in sizes) + " |",
              "|---|" + "---|---|" * len(sizes)]
     for m in methods:

@@ -102,7 +102,8 @@ def _one_target(unit_file, host, unit, snapshot_file, engine_version, inventory,
 @click.option("--inventory", type=str, help="Inventory file (driftwatch YAML, Ansible INI or YAML).")
 @click.option("--unit", help="Unit to read on each host (default: the inventory's units).")
 @click.option("--unit-file", "unit_files", multiple=True, help="Snapshot a local unit file instead of a host.")
-@click.option("--host-name", "host_name", help="Host name to record for --unit-file snapshots.")
+@click.option("--host", "--host-name", "host_name",
+              help="With --unit-file: the host name to record (e.g. ct129). Without: a live host to read.")
 @click.option("--store", help="State directory [default: ~/.local/state/driftwatch].")
 @click.option("--engine-version", help="Read flags with this SGLang release's catalog.")
 @click.option("--concurrency", "--parallel", "parallel", type=click.IntRange(1, 1024), default=32, show_default=True,
@@ -112,11 +113,15 @@ def _one_target(unit_file, host, unit, snapshot_file, engine_version, inventory,
 def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_version, parallel, quiet, **ssh):
     """Read units (local files or live hosts) and save one snapshot each in the store."""
     from .sources import save_snapshot, snapshot_from_file
+    if host_name and not unit_files:
+        hosts, host_name = tuple(hosts) + (host_name,), None
     if not hosts and not inventory and not unit_files:
         raise InputError("nothing to snapshot: give HOST..., --inventory FILE or --unit-file FILE")
     trouble = False
     for path in unit_files:
         snap = snapshot_from_file(path, host=host_name, engine_version=engine_version)
+        if engine_version:
+            snap.engine_version = engine_version  # the operator says which release runs it
         saved = save_snapshot(snap, store)
         click.echo(f"{snap.host or 'local'}\t{snap.unit}\tok\t{saved}")
     if hosts or inventory:

@@ -12,7 +12,8 @@ content can forge a header. Sections, in order:
                                systemd reads (selection and masking are done here, in Python, by
                                ``local.select_unit_files``: identical to the local collector);
 ``SHOW``                      ``systemctl show -p ExecStart -p NeedDaemonReload -p MainPID
-                               -p ActiveState -p LoadState -- UNIT``;
+                               -p ActiveState -p LoadState -- UNIT`` (skipped where systemd does
+                               not run: no ``/run/systemd/system``, nothing is loaded);
 ``PROC <pid>``                ``/proc/PID/cmdline`` as hex (``od``), MainPID's or, without one,
                                every process whose command line mentions sglang (at most 16);
 ``INTERP``/``VERSION``/``VERSIONRC``  the unit's interpreter and ``importlib.metadata.version
@@ -103,7 +104,7 @@ if [ "$rc" != 0 ] || [ -z "$CAT" ]; then
   done
 fi
 SHOW=
-if [ "$rc" != 127 ]; then
+if [ "$rc" != 127 ] && [ -d /run/systemd/system ]; then  # no systemd running: nothing loaded to show
   SHOW=$($T systemctl --no-pager show -p ExecStart -p NeedDaemonReload -p MainPID -p ActiveState -p LoadState -- "$U")
 fi
 sec SHOW; printf '%s\n' "$SHOW"

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from driftwatch.collect.interface import ERROR, TIMEOUT, HostError
+from driftwatch.collect.interface import ERROR
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.unitname import validate_unit_name
 from driftwatch.errors import InputError
@@ -129,17 +129,8 @@ class _Runner:
         me = threading.get_ident()
         with self._lock:
             self._running[me] = (time.monotonic() + budget, collector)
-        out: list[RawUnit] = []
         try:
-            for n, i in enumerate(idx):
-                try:
-                    out.append(collector.collect(self.pairs[i][1]))
-                except HostError as exc:
-                    status = exc.status
-                    if collector.connection._closed.is_set() and status in (ERROR,):
-                        status = TIMEOUT
-                    out.extend(_failed(self.pairs[j], status, str(exc)) for j in idx[n:])
-                    break
+            out = [collector.collect(self.pairs[i][1]) for i in idx]
         finally:
             with self._lock:
                 self._running.pop(me, None)

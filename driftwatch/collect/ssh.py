@@ -236,6 +236,10 @@ class SSHConnection:
         finally:
             chan.close()
 
+    @property
+    def aborted(self) -> bool:
+        return self._closed.is_set()
+
     def close(self) -> None:
         """Close every transport (safe from another thread: unblocks a hung read)."""
         self._closed.set()
@@ -280,6 +284,7 @@ class SSHCollector(Collector):
         self._opened = False
         self._gpus_done = False
         self._gpus = None
+        self._failure: tuple[str, str] | None = None
 
     def connect(self) -> None:
         if not self._opened:
@@ -287,11 +292,29 @@ class SSHCollector(Collector):
             self._opened = True
 
     def collect(self, unit: str, interpreter: str | None = None) -> RawUnit:
-        """One round trip for ``unit``. Raises HostError when the host itself fails."""
+        """One round trip for ``unit``; ``interpreter`` overrides the guessed Python of the unit.
+
+        Never raises for the host's failure: a RawUnit with status unreachable / auth failed /
+        host key refused / timeout / error comes back instead, and once the host has failed every
+        later unit gets the same answer without reconnecting. Raises InputError for an invalid
+        unit name (before anything is sent).
+        """
         step = max(1.0, min(10.0, self.command_timeout / 3))
         cmd = build_command(unit, gpus=not self._gpus_done, interpreter=interpreter, step_timeout=step)
-        self.connect()
-        output, timed_out = self.connection.run(cmd.command, cmd.script.encode(), self.command_timeout)
+        if self._failure is not None:
+            status, error = self._failure
+            return RawUnit(host=self.host, unit=cmd.unit, source="", status=status, error=error,
+                           collected_at=_now())
+        try:
+            self.connect()
+            output, timed_out = self.connection.run(cmd.command, cmd.script.encode(),
+                                                    self.command_timeout)
+        except HostError as exc:
+            status = exc.status
+            if self.connection.aborted and status == ERROR:
+                status = TIMEOUT  # the fleet watchdog closed the connection
+            self._failure = (status, str(exc))
+            return self.collect(unit, interpreter)
         raw = parse_output(self.host, cmd.unit, cmd.nonce, output, timed_out=timed_out)
         if raw.status in (TIMEOUT, ERROR) and not raw.text:
             raw.error = f"{self.endpoint.display}: {raw.error} ({self.command_timeout:g}s)"

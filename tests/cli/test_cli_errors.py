@@ -157,11 +157,10 @@ def test_baseline_show_unknown(dw):
     assert_one_line_error(dw("baseline", "show", "nope", "--baselines-dir", BASELINES), "nope", "70toks")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: unit errors read from a file say '<unit>' / '<unit>:2' instead of the "
-                                        "file name (build_snapshot passes name=None/path=None to parse_unit_text)")
 @pytest.mark.parametrize("name", ["noexec.service", "quotes.service"])
 def test_unit_error_names_the_file_not_a_placeholder(dw, tmp_path, name):
     _bad_units(tmp_path)
     run = dw(*compare_args(tmp_path / name))
     assert run.code == 2
     assert "<unit>" not in run.stderr, run.stderr
+    assert_one_line_error(run, name)

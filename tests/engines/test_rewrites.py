@@ -155,11 +155,25 @@ def test_ngram_is_not_eagle_family():
     assert config.flags["max_running_requests"].value is None
 
 
-def test_mamba_no_buffer_without_overlap_off_crashes():
+def test_mamba_no_buffer_with_speculative_and_radix_cache_crashes_on_0512():
+    # 0.5.12 server_args.py: ValueError "Speculative decoding ... not compatible with radix cache".
     argv = ["--model-path", "/m", "--speculative-algorithm", "EAGLE", "--speculative-num-steps", "3",
             "--speculative-eagle-topk", "1", "--mamba-scheduler-strategy", "no_buffer"]
-    assert [c.key for c in crashes(cfg(argv, "0.5.12"))] == ["disable_overlap_schedule"]
-    assert crashes(cfg(argv + ["--disable-overlap-schedule"], "0.5.12")) == []
+    assert [c.key for c in crashes(cfg(argv, "0.5.12"))] == ["disable_radix_cache"]
+    assert crashes(cfg(argv + ["--disable-radix-cache"], "0.5.12")) == []
+
+
+def test_mamba_no_buffer_without_speculative_only_disables_overlap_on_0512():
+    config = cfg(["--model-path", "/m", "--mamba-scheduler-strategy", "no_buffer"], "0.5.12")
+    assert crashes(config) == []
+    assert any("disables the overlap schedule" in n for n in config.notes)
+
+
+def test_mamba_no_buffer_without_overlap_off_crashes_on_0523():
+    # 0.5.23 arg_groups/mamba_hook.py validate_mamba_no_buffer asserts disable_overlap_schedule.
+    argv = ["--model-path", "/m", "--mamba-radix-cache-strategy", "no_buffer"]
+    assert [c.key for c in crashes(cfg(argv, "0.5.23"))] == ["disable_overlap_schedule"]
+    assert crashes(cfg(argv + ["--disable-overlap-schedule"], "0.5.23")) == []
 
 
 # ---------------------------------------------------------------- max_running_requests 48 on 0.5.23

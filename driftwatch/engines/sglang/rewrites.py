@@ -28,6 +28,7 @@ def _int(value) -> int | None:
 
 def apply_rewrites(config: EngineConfig) -> None:
     flags = config.flags
+    _check_mamba_overlap(config)
     algo_value = flags.get("speculative_algorithm")
     algorithm = None
     if algo_value is not None and isinstance(algo_value.value, str) and algo_value.value:
@@ -73,10 +74,30 @@ def apply_rewrites(config: EngineConfig) -> None:
         flags["max_running_requests"] = FlagValue(48, RUNTIME, flag=mrr.flag,
                                                   note="48 when EAGLE-family speculative decoding is on and "
                                                        "the flag is unset (SGLang 0.5.23)")
+
+
+def _check_mamba_overlap(config: EngineConfig) -> None:
+    """Explicit mamba `no_buffer` needs --disable-overlap-schedule, else SGLang fails an assert."""
+    flags = config.flags
     mamba = flags.get("mamba_scheduler_strategy") or flags.get("mamba_radix_cache_strategy")
     overlap_off = flags.get("disable_overlap_schedule")
     if (mamba is not None and mamba.source == EXPLICIT and mamba.value == "no_buffer"
             and not (overlap_off is not None and overlap_off.value is True)):
+        if version_key(config.version) < version_key("0.5.23"):
+            # 0.5.12 (server_args.py ~2500-2570): without speculative decoding it disables the overlap
+            # schedule itself; with it, radix cache on is a ValueError.
+            algo = flags.get("speculative_algorithm")
+            radix_off = flags.get("disable_radix_cache")
+            if algo is not None and algo.value and not (radix_off is not None and radix_off.value is True):
+                config.issues.append(Issue(
+                    "startup-crash", f"{mamba.flag} no_buffer with speculative decoding and radix cache on: SGLang "
+                    f"{config.version} raises ValueError at start-up (use extra_buffer, or --disable-radix-cache)",
+                    key="disable_radix_cache", flag="--disable-radix-cache", severity="error"))
+            else:
+                config.notes.append(f"{mamba.flag} no_buffer: SGLang {config.version} disables the overlap "
+                                    "schedule at start-up")
+            return
+        # 0.5.23 (arg_groups/mamba_hook.py validate_mamba_no_buffer) asserts instead.
         config.issues.append(Issue("startup-crash", f"{mamba.flag} no_buffer without --disable-overlap-schedule "
                                    "fails an assert at start-up", key="disable_overlap_schedule",
                                    flag="--disable-overlap-schedule", severity="error"))
