@@ -199,6 +199,9 @@ def _runtime_truths(current: Snapshot, config: EngineConfig) -> list[Difference]
     """Disk vs loaded vs running on the current side: restart/daemon-reload pending."""
     diffs: list[Difference] = []
     rt = current.runtime
+    loaded = _loaded_argv(rt.get("loaded_exec_start"))
+    if loaded is not None and not rt.get("need_daemon_reload") and loaded != " ".join(" ".join(current.argv).split()):
+        rt = dict(rt, need_daemon_reload=True)  # systemd's loaded ExecStart differs from the file on disk
     if rt.get("need_daemon_reload"):
         diffs.append(Difference(key="unit.loaded", label="daemon-reload pending", baseline="loaded = on disk",
                                 current="on disk differs from what systemd loaded",
@@ -220,6 +223,17 @@ def _runtime_truths(current: Snapshot, config: EngineConfig) -> list[Difference]
                                     notes=[f"the running server was started with other flags ({summary}); "
                                            "its throughput comes from the running flags until a restart"]))
     return diffs
+
+
+def _loaded_argv(show_value: str | None) -> str | None:
+    """`systemctl show -p ExecStart` -> the argv systemd loaded, joined by spaces (None if unknown).
+
+    The property looks like `{ path=/usr/bin/x ; argv[]=/usr/bin/x -a b ; ignore_errors=no ; ... }`.
+    """
+    if not show_value:
+        return None
+    m = re.search(r"argv\[\]=(.*?) ; ignore_errors=", show_value, re.S)
+    return " ".join(m.group(1).split()) if m else None
 
 
 def _short(value: Any) -> str:

@@ -64,6 +64,21 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
     if snap.environment:
         lines += ["", tabulate(sorted(snap.environment.items()), headers=["environment", "value"],
                                maxcolwidths=[None, 80])]
+    rt = snap.runtime
+    if rt:
+        lines.append("")
+        if "active_state" in rt or "main_pid" in rt:
+            lines.append(f"systemd:     {rt.get('active_state', '?')}, main pid {rt.get('main_pid') or '-'}"
+                         + ("; daemon-reload pending" if rt.get("need_daemon_reload") else ""))
+        if rt.get("running_argv"):
+            same = rt["running_argv"] == snap.expanded_argv
+            lines.append("running:     " + ("same command line as the unit" if same else
+                                            "started with another command line: " + shlex.join(rt["running_argv"])))
+        if rt.get("gpus"):
+            lines.append("gpus:        " + ", ".join(f"{g.get('index', '?')}: {g.get('name', '?')}"
+                                                     for g in rt["gpus"] if isinstance(g, dict)))
+        if rt.get("measured"):
+            lines.append("measured:    " + ", ".join(f"{k}={v:g}" for k, v in rt["measured"].items()))
     for note in e.notes:
         lines.append(f"note: {note}")
     for warning in snap.warnings:

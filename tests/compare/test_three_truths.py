@@ -1,0 +1,56 @@
+"""Disk vs loaded vs running: a pending daemon-reload or restart is reported as a finding."""
+from pathlib import Path
+
+from driftwatch.baseline import Baseline, snapshot_from_unit_file
+from driftwatch.compare import compare
+from driftwatch.model import RawUnit
+from driftwatch.rulebook import load_rules
+from driftwatch.snapshot import build_snapshot
+
+ROOT = Path(__file__).resolve().parents[2]
+UNIT_70 = ROOT / "examples" / "sglang-qwen-70toks.service"
+UNIT_40 = ROOT / "examples" / "sglang-qwen-40toks.service"
+
+
+def _current(**runtime) -> object:
+    raw = RawUnit(host="ct129", unit="sglang-qwen.service", text=UNIT_70.read_text(), source="systemctl cat",
+                  paths=["/etc/systemd/system/sglang-qwen.service"], **runtime)
+    return build_snapshot(raw)
+
+
+def _run(current):
+    base = Baseline(name="70toks", snapshot=snapshot_from_unit_file(str(UNIT_70), host="ct129"),
+                    metrics={"throughput": 70.0})
+    return compare(base, current, load_rules())
+
+
+def _argv(path: Path) -> list[str]:
+    return snapshot_from_unit_file(str(path)).expanded_argv
+
+
+def test_same_everywhere_is_clean():
+    result = _run(_current(running_argv=_argv(UNIT_70), need_daemon_reload=False))
+    assert not result.drift
+
+
+def test_running_process_started_with_other_flags_is_restart_pending():
+    result = _run(_current(running_argv=_argv(UNIT_40)))
+    [finding] = [f for f in result.findings if f.key == "process.argv"]
+    assert finding.rule.id == "DW601"
+    assert "--speculative-num-steps" in finding.explanation
+    assert finding.difference.details["speculative_num_steps"] == {"running": 1, "unit": 3}
+
+
+def test_need_daemon_reload_is_reported():
+    result = _run(_current(need_daemon_reload=True))
+    assert [f.rule.id for f in result.findings] == ["DW602"]
+
+
+def test_loaded_exec_start_differing_from_disk_means_reload_pending():
+    loaded_argv = " ".join(_argv(UNIT_40))
+    show = (f"{{ path=/root/ml-env/bin/python3 ; argv[]={loaded_argv} ; ignore_errors=no ; "
+            "start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }")
+    result = _run(_current(loaded_exec_start=show))
+    assert "unit.loaded" in [f.key for f in result.findings]
+    same = show.replace(loaded_argv, " ".join(_argv(UNIT_70)))
+    assert not _run(_current(loaded_exec_start=same)).drift
