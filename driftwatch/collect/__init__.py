@@ -1,0 +1,14 @@
+"""Stage *collect*: raw unit text and facts from a host (see the design's pipeline).
+
+interface.py  Collector ABC, RawUnit statuses and sources, HostError
+local.py      LocalCollector (unit file / directory tree), systemd search order, `# /path` text
+unitname.py   systemd unit-name grammar (checked before anything reaches a remote shell)
+commands.py   the one remote `sh` script per unit and the parser of its sections
+inventory.py  HostTarget, `user@host:port`, driftwatch YAML and Ansible INI/YAML inventories
+sshconfig.py  ~/.ssh/config resolution (HostName, User, Port, IdentityFile, ProxyJump)
+hostkeys.py   known_hosts checking, --accept-new recording
+ssh.py        SSHConnection / SSHCollector (paramiko, imported lazily)
+fleet.py      SSHOptions, collect_fleet: many hosts in parallel
+
+Nothing here imports paramiko at import time.
+"""

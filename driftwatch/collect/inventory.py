@@ -6,7 +6,7 @@ driftwatch YAML::
     groups:                                                   # optional
       a6000: {hosts: [ct129, ct200], port: 22, units: [...]}
     hosts:
-      ct129: {address: 10.1.230.172}   # address/user/port/units/identity, all optional
+      ct129: {address: gpu129.example.internal}   # address/user/port/units/identity, all optional
       ct200:                           # no address: ~/.ssh/config or DNS resolves the name
 
 Precedence: host > group (later groups win) > defaults. Ansible inventories: ``ansible_host``

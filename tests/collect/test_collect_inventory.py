@@ -71,7 +71,7 @@ def test_ansible_ini(tmp_path):
         lonely ansible_host=10.0.0.9
 
         [a6000]
-        ct129 ansible_host=10.1.0.1 ansible_user=ops
+        ct129 ansible_host=192.0.2.10 ansible_user=ops
         ct200:2222 driftwatch_units=x.service,y.service
         gpu[01:02] ansible_port=2200
 
@@ -84,7 +84,7 @@ def test_ansible_ini(tmp_path):
         """)
     by = {h.name: h for h in hosts}
     assert list(by) == ["lonely", "ct129", "ct200", "gpu01", "gpu02"]
-    assert by["ct129"] == HostTarget("ct129", "10.1.0.1", "ops", None, ["sglang-qwen.service"])
+    assert by["ct129"] == HostTarget("ct129", "192.0.2.10", "ops", None, ["sglang-qwen.service"])
     assert by["ct200"] == HostTarget("ct200", None, "root", 2222, ["x.service", "y.service"])
     assert by["gpu02"].port == 2200 and by["lonely"].units == []
 
@@ -104,14 +104,14 @@ def test_ansible_yaml(tmp_path):
             a6000:
               vars: {ansible_port: 2222}
               hosts:
-                ct129: {ansible_host: 10.1.0.1, ansible_ssh_private_key_file: ~/.ssh/k}
+                ct129: {ansible_host: 192.0.2.10, ansible_ssh_private_key_file: ~/.ssh/k}
                 ct200: {driftwatch_units: "a.service, b.service"}
             other:
               hosts:
                 n[a:b]:
         """)
     assert hosts == [
-        HostTarget("ct129", "10.1.0.1", "root", 2222, ["sglang-qwen.service"], "~/.ssh/k"),
+        HostTarget("ct129", "192.0.2.10", "root", 2222, ["sglang-qwen.service"], "~/.ssh/k"),
         HostTarget("ct200", None, "root", 2222, ["a.service", "b.service"]),
         HostTarget("na", None, "root", None, ["sglang-qwen.service"]),
         HostTarget("nb", None, "root", None, ["sglang-qwen.service"]),
