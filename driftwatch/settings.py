@@ -43,6 +43,7 @@ from typing import Any, Mapping, Sequence
 import yaml
 
 from driftwatch.errors import InputError
+from driftwatch.parse.readfile import read_text_file
 from driftwatch.notify.email import PASSWORD_ENV, SECURITY_MODES, SMTPSettings, load_password_file
 
 DEFAULTS: dict[str, Any] = {
@@ -162,23 +163,7 @@ def _normalize(key: str, value: Any, where: str) -> Any:
 
 
 def _read_config(path: str) -> dict:
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError(f"config file {path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"config file {path} is a directory") from None
-    except OSError as e:
-        raise InputError(f"config file {path}: cannot read: {e.strerror or e}") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise InputError(f"config file {path} is too big (over {MAX_CONFIG_BYTES // 1024} KiB)")
-    if b"\0" in data:
-        raise InputError(f"config file {path} is binary, not YAML")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise InputError(f"config file {path} is not UTF-8 (byte {e.start})") from None
+    text = read_text_file(path, "config file", allow_empty=True, limit=MAX_CONFIG_BYTES)
     try:
         doc = yaml.safe_load(text)
     except yaml.MarkedYAMLError as e:

@@ -35,8 +35,8 @@ def dump_yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
 
 
-def write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> None:
-    target = Path(path)
+def _temp_copy(target: Path, text: str, mode: int) -> str:
+    """Write text to a synced temp file beside target (same filesystem, so rename is atomic)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
@@ -45,12 +45,27 @@ def write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
+    except BaseException:
+        _unlink(tmp)
+        raise
+    return tmp
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> None:
+    """Replace path with text in one rename: readers see the old file or the new one, never half."""
+    target = Path(path)
+    tmp = _temp_copy(target, text, mode)
+    try:
         os.replace(tmp, target)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink(tmp)
         raise
 
 
@@ -60,45 +75,20 @@ def write_new(path: str | os.PathLike, text: str, force: bool = False) -> None:
     if force:
         write_atomic(target, text)
         return
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    tmp = _temp_copy(target, text, 0o644)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, 0o644)
-        try:
-            os.link(tmp, target)  # fails if target exists: never overwrites
-        except FileExistsError:
-            raise InputError(f"{target}: already exists (use --force to replace it)") from None
+        os.link(tmp, target)  # fails if target exists: never overwrites
+    except FileExistsError:
+        raise InputError(f"{target}: already exists (use --force to replace it)") from None
     finally:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink(tmp)
 
 
 def read_yaml(path: str | os.PathLike, what: str) -> Any:
     """safe_load a YAML file; errors name the file and the line."""
+    from .parse.readfile import read_text_file
     p = Path(path)
-    try:
-        if p.is_dir():
-            raise InputError(f"{p}: is a directory, not a {what}")
-        size = p.stat().st_size
-        if size > MAX_YAML_BYTES:
-            raise InputError(f"{p}: {size} bytes is too large for a {what}")
-        raw = p.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{p}: no such {what}") from None
-    except PermissionError:
-        raise InputError(f"{p}: permission denied") from None
-    except IsADirectoryError:
-        raise InputError(f"{p}: is a directory, not a {what}") from None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{p}: not UTF-8 text (byte {exc.start}); not a {what}") from None
+    text = read_text_file(p, what, allow_empty=True, limit=MAX_YAML_BYTES)
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

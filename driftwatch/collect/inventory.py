@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from driftwatch.errors import InputError
+from driftwatch.parse.readfile import read_text_file
 
 
 @dataclass
@@ -85,21 +86,7 @@ def parse_target(spec: str) -> HostTarget:
 # ---------------------------------------------------------------------------------------------
 def load_inventory(path) -> list[HostTarget]:
     path = os.fspath(path)
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(8 << 20)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such inventory file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not an inventory file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if b"\0" in data:
-        raise InputError(f"{path}: binary file, not an inventory")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    text = read_text_file(path, "inventory file", limit=8 << 20)
     if _looks_like_ini(path, text):
         return _load_ini(path, text)
     return _load_yaml(path, text)

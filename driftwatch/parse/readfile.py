@@ -9,11 +9,12 @@ from driftwatch.errors import InputError
 MAX_UNIT_BYTES = 1_000_000
 
 
-def read_text_file(path: str | os.PathLike, what: str = "unit file", *, allow_empty: bool = False) -> str:
+def read_text_file(path: str | os.PathLike, what: str = "unit file", *, allow_empty: bool = False,
+                   limit: int = MAX_UNIT_BYTES) -> str:
     """Return the UTF-8 text of ``path``.
 
     Raises InputError (one line, naming the file) when the file is missing, a directory, not readable,
-    larger than MAX_UNIT_BYTES (checked before reading; at most MAX_UNIT_BYTES + 1 bytes are ever read),
+    larger than ``limit`` bytes (checked before reading; at most ``limit`` + 1 bytes are ever read),
     binary (NUL bytes), not UTF-8 (byte offset given) or empty / whitespace only (unless ``allow_empty``).
     FIFOs such as ``<(systemctl cat x)`` are accepted.
     """
@@ -23,26 +24,26 @@ def read_text_file(path: str | os.PathLike, what: str = "unit file", *, allow_em
     try:
         st = os.stat(name)
     except FileNotFoundError:
-        raise InputError(f"{name}: no such file") from None
+        raise InputError(f"{name}: no such file ({what} not found)") from None
     except PermissionError:
         raise InputError(f"{name}: permission denied, cannot read {what}") from None
     except (OSError, ValueError) as exc:
         raise InputError(f"{name}: cannot read {what}: {getattr(exc, 'strerror', None) or exc}") from None
     if stat.S_ISDIR(st.st_mode):
         raise InputError(f"{name}: is a directory, not a {what}")
-    if stat.S_ISREG(st.st_mode) and st.st_size > MAX_UNIT_BYTES:
-        raise InputError(f"{name}: {what} is too large ({st.st_size} bytes; the limit is {MAX_UNIT_BYTES} bytes)")
+    if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+        raise InputError(f"{name}: {what} is too large ({st.st_size} bytes; the limit is {limit} bytes)")
     try:
         with open(name, "rb") as fh:
-            data = fh.read(MAX_UNIT_BYTES + 1)
+            data = fh.read(limit + 1)
     except PermissionError:
         raise InputError(f"{name}: permission denied, cannot read {what}") from None
     except IsADirectoryError:
         raise InputError(f"{name}: is a directory, not a {what}") from None
     except OSError as exc:
         raise InputError(f"{name}: cannot read {what}: {exc.strerror or exc}") from None
-    if len(data) > MAX_UNIT_BYTES:
-        raise InputError(f"{name}: {what} is too large (more than {MAX_UNIT_BYTES} bytes)")
+    if len(data) > limit:
+        raise InputError(f"{name}: {what} is too large (more than {limit} bytes)")
     nul = data.find(b"\0")
     if nul >= 0:
         raise InputError(f"{name}: {what} is binary (NUL byte at offset {nul}), expected text")

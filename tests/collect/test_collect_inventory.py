@@ -126,7 +126,7 @@ def test_ansible_yaml_error_line(tmp_path):
 
 
 def test_missing_and_binary_inventory(tmp_path):
-    with pytest.raises(InputError, match="no such inventory"):
+    with pytest.raises(InputError, match="no such file .inventory file not found"):
         load_inventory(tmp_path / "nope.yaml")
     (tmp_path / "b.yaml").write_bytes(b"\0\0")
     with pytest.raises(InputError, match="binary"):
