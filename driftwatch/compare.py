@@ -149,10 +149,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
     findings.sort(key=lambda f: (-f.weight(), _SEVERITY_ORDER.get(f.rule.severity, 9), f.key))
     for rank, finding in enumerate(findings, start=1):
         finding.rank = rank
-    if findings:
-        ratio = combine([f.throughput_ratio for f in findings])
-    else:
-        ratio = 1.0
+    ratio = _predict(findings)
     throughput = b_metrics.get("throughput")
     predicted = round(throughput * ratio, 1) if ratio is not None and throughput is not None else None
     notes = list(dict.fromkeys(pair.baseline.notes + pair.current.notes))
@@ -162,6 +159,23 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
                       concurrency=ctx.concurrency, baseline_metrics=b_metrics, current_metrics=c_metrics,
                       predicted_throughput_ratio=None if ratio is None else round(ratio, 3),
                       predicted_throughput=predicted, notes=notes)
+
+
+def unquantified(findings: list[Finding]) -> list[Finding]:
+    """Findings that may move throughput but have no sound model (left out of the prediction)."""
+    return [f for f in findings if f.throughput_ratio is None and f.dimension in ("single-stream", "aggregate",
+                                                                                  "stability")
+            and f.rule.severity in ("high", "medium")]
+
+
+def _predict(findings: list[Finding]) -> float | None:
+    """Product of the modelled ratios; None when nothing modelled moves it but unmodelled changes might."""
+    if not findings:
+        return 1.0
+    ratio = combine([f.throughput_ratio for f in findings])
+    if ratio is not None and abs(ratio - 1.0) < 1e-9 and unquantified(findings):
+        return None
+    return ratio
 
 
 def _json_value(diff: Difference, side: str) -> Any:

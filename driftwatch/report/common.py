@@ -1,7 +1,7 @@
 """Formatting shared by the compare renderers (no computing: the Comparison holds every number)."""
 from __future__ import annotations
 
-from ..compare import Comparison, Finding, display_pair
+from ..compare import Comparison, Finding, display_pair, unquantified
 
 
 def impact_text(f: Finding) -> str:
@@ -29,10 +29,15 @@ def summary(c: Comparison) -> str:
         pred = (f"predicted throughput ×{c.predicted_throughput_ratio:.2f} of the baseline at concurrency "
                 f"{c.concurrency} (record --metric throughput=N on the baseline for tok/s)")
     else:
-        pred = "no quantitative prediction (no finding has a sound throughput model)"
+        pred = "no quantitative prediction"
     most = f"most of it from {top_text}" if top.throughput_ratio not in (None, 1.0) else f"top finding: {top_text}"
     measured = c.current_metrics.get("throughput")
     extra = f"; measured now: {measured:g} {unit}" if measured is not None else ""
+    unknown = unquantified(c.findings)
+    if unknown:
+        names = ", ".join(f.difference.label for f in unknown[:4]) + (" …" if len(unknown) > 4 else "")
+        extra += (f"; {len(unknown)} change{'s' if len(unknown) != 1 else ''} without a throughput model "
+                  f"({names}) {'are' if len(unknown) != 1 else 'is'} not in the prediction: re-measure")
     return f"{head}: {pred}; {most}{extra}."
 
 
