@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-from pathlib import Path
 
 import click
 
@@ -327,10 +326,9 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
            baselines_dir, **ssh):
     """Check hosts against a baseline; print, write and mail one drift report (for cron)."""
     from .baseline import baselines_dir as resolve_dir, load_baseline
-    from .errors import NotifyError
     from .fleet_report import build_report, compare_entry, entries_from_raws, host_entry
     from .ignore import from_cli, load_ignore_file
-    from .report.fleet import render_html, render_markdown, render_text
+    from .report.fleet import render_markdown, render_text
     from .rulebook import load_rules
     from .settings import load_report_settings, merge
     from .sources import collect_live, inventory_targets, raw_to_snapshot, snapshot_from_file

@@ -17,7 +17,7 @@ from deepdiff import DeepDiff
 from .engines.launcher import find_launcher
 from .engines.sglang.config import choose_version, read_engine_config
 from .errors import EngineError
-from .model import EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
+from .model import EXPLICIT, RUNTIME, EngineConfig, FlagValue
 from .redact import is_redacted, is_secret_field
 from .snapshot import Snapshot
 
@@ -261,8 +261,3 @@ def _gpu_summary(gpus: list) -> str:
         name = str(gpu.get("name", "?")) if isinstance(gpu, dict) else str(gpu)
         names[name] = names.get(name, 0) + 1
     return ", ".join(f"{n}× {name}" for name, n in sorted(names.items())) or "none"
-
-
-def engine_issues(pair: EnginePair) -> list[Issue]:
-    """Problems on the current side that will stop the server from starting (or warn)."""
-    return list(pair.current.issues)

@@ -204,9 +204,7 @@ def find_launcher(argv: list[str]) -> Launcher:
                 continue
             break
         elif name == "sglang" and len(words) > 1 and words[1] == "serve":
-            interpreter = interpreter_hint
-            if interpreter is None and "/" in head and os.path.basename(os.path.dirname(head)) == "bin":
-                interpreter = None
+            interpreter = interpreter_hint  # `python -m … sglang serve`; a bare script has its venv in its path
             venv = _venv_of(interpreter) or _venv_of(head)
             return Launcher(engine="sglang", entry="sglang serve", interpreter=interpreter,
                             wrappers=wrappers, engine_argv=words[2:], image=image, venv=venv)

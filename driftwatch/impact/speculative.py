@@ -69,7 +69,7 @@ def read_side(ctx: ImpactContext, side: str, key: str, given: Any) -> SpecSide |
                                 else cal.ARCH_DEFAULTS_OTHER)
     notes: list[str] = []
     values = {}
-    for name, default in ((STEPS, d_steps), (TOPK, d_topk), (DRAFT, d_draft)):
+    for name in (STEPS, TOPK, DRAFT):
         raw = side_value(ctx, side, name, key, given)
         if raw is None or is_runtime(raw, name, runtime):
             values[name] = None

@@ -7,7 +7,6 @@ finaliser, plus atexit) even when a test fails. SSH tests skip when not root or 
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import textwrap
 

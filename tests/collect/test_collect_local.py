@@ -26,7 +26,7 @@ def test_tree_order_masking(tmp_path):
     write(tmp_path, f"/lib/systemd/system/{UNIT}.d/10-a.conf", "lib-a\n")
     write(tmp_path, f"/etc/systemd/system/{UNIT}.d/10-a.conf", "etc-a\n")
     write(tmp_path, f"/lib/systemd/system/{UNIT}.d/05-b.conf", "lib-b\n")
-    write(tmp_path, f"/usr/lib/systemd/system/sglang-.service.d/50-c.conf", "prefix-c\n")
+    write(tmp_path, "/usr/lib/systemd/system/sglang-.service.d/50-c.conf", "prefix-c\n")
     write(tmp_path, f"/etc/systemd/system/{UNIT}.d/readme", "ignored\n")
     masked = tmp_path / f"etc/systemd/system/{UNIT}.d/20-m.conf"
     write(tmp_path, f"/usr/lib/systemd/system/{UNIT}.d/20-m.conf", "never\n")

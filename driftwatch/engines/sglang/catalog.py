@@ -6,7 +6,6 @@ and last-occurrence-wins behave exactly as in SGLang itself.
 """
 from __future__ import annotations
 
-import argparse
 import functools
 import json
 from dataclasses import dataclass, field

@@ -21,10 +21,6 @@ from ...model import DEFAULT, EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
 from ..versions import version_key
 from .catalog import Catalog, OptionSpec, available_versions, load_catalog, nearest_version
 
-EAGLE_FAMILY = {"EAGLE", "EAGLE3", "NEXTN", "MTP"}
-_SPEC_FIELDS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens")
-
-
 class _ParseFailure(Exception):
     pass
 
