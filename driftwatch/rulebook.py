@@ -53,15 +53,10 @@ UNKNOWN_RULE = Rule(id="DW999", name="unknown-setting", keys=["*"], severity="me
 
 
 def shipped_rules_dir() -> Path:
-    """rules/ beside the package (source checkout / editable install), else the packaged copy."""
+    """The shipped rules: driftwatch/data/rules, a link to the top-level rules/ in a checkout and a
+    copy in a wheel (DRIFTWATCH_SHIPPED_RULES overrides, for testing a rules tree)."""
     env = os.environ.get("DRIFTWATCH_SHIPPED_RULES")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "rules", here / "data" / "rules"):
-        if candidate.is_dir():
-            return candidate
-    return here.parent / "rules"
+    return Path(env) if env else Path(__file__).resolve().parent / "data" / "rules"
 
 
 def _rule_from_dict(raw: dict, origin: str, models: set[str] | None) -> Rule:

@@ -296,12 +296,14 @@ def test_secrets_never_reach_the_mail(smtp_server, tls_files, home, tmp_path):
 # --------------------------------------------------------------------------- 6. the password
 
 
-def test_no_password_option_on_the_command_line(smtp_server, tls_files, home):
+@pytest.mark.parametrize("form", [["--smtp-password", "hunter2"], ["--smtp-password=hunter2"]])
+def test_no_password_option_on_the_command_line(smtp_server, tls_files, home, form):
     r = run_dw(report_args(DRIFT_UNIT, smtp_server.port, ca_file=tls_files.ca_file,
-                           extra=["--smtp-password", "hunter2", "--quiet"]), home, password=None)
+                           extra=[*form, "--quiet"]), home, password=None)
     assert r.returncode == 2
     assert "--smtp-password" in r.stderr and "Traceback" not in r.stderr
-    assert "hunter2" not in r.stderr
+    assert "hunter2" not in r.stderr and r.stdout == ""    # the would-be password is not echoed back
+    assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("driftwatch:")
     assert smtp_server.received == []
 
 
