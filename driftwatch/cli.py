@@ -197,6 +197,42 @@ def baseline_save(name, from_snapshot, unit_file, host, unit, host_name, metrics
     sys.exit(EXIT_OK)
 
 
+@baseline.command("accept")
+@click.argument("name")
+@click.option("--unit-file", help="The unit now known to be good (or saved `systemctl cat` output).")
+@click.option("--snapshot", "snapshot_file", help="A saved snapshot YAML.")
+@click.option("--host", help="Read the unit live from this host (default: the host recorded in the baseline).")
+@click.option("--unit", help="Unit on --host (default: the baseline's unit).")
+@click.option("--reason", required=True, help="Why today's drift is accepted (kept in the baseline's note).")
+@click.option("--metric", "metrics", multiple=True, help="Figures measured on the new unit, e.g. throughput=72.")
+@click.option("--keep-metrics", is_flag=True, help="Keep the old metrics (only if the change cannot affect them).")
+@click.option("--inventory", type=str)
+@_baselines_dir_option
+@_ssh_options
+def baseline_accept(name, unit_file, snapshot_file, host, unit, reason, metrics, keep_metrics, inventory,
+                    baselines_dir, **ssh):
+    """Turn today's accepted drift into the new NAME baseline (the old one is replaced atomically)."""
+    from .baseline import baselines_dir as resolve_dir, load_baseline, parse_metrics, save_baseline
+    directory = resolve_dir(baselines_dir)
+    old = load_baseline(name, directory)
+    snap = _one_target(unit_file, host, unit or (old.unit if host else None), snapshot_file, None, inventory, ssh,
+                       required=False)
+    if snap is None:
+        if not old.host or not old.unit:
+            raise InputError(f"baseline {name} records no host/unit; give --unit-file, --snapshot or --host/--unit")
+        from .sources import collect_one
+        snap = collect_one(old.host, old.unit, _ssh_settings(ssh), inventory)
+    if not snap.host:
+        snap.host = old.host
+    values = dict(old.metrics) if keep_metrics else {}
+    values.update(parse_metrics(metrics))
+    note = f"accepted drift on {snap.collected_at}: {reason}" + (f" (was: {old.note})" if old.note else "")
+    path = save_baseline(directory, name, snap, values, note, force=True)
+    dropped = "" if keep_metrics or not old.metrics else " (old metrics dropped: re-measure and pass --metric)"
+    click.echo(f"accepted: baseline {name} in {path} now holds the current unit{dropped}")
+    sys.exit(EXIT_OK)
+
+
 @baseline.command("list")
 @_baselines_dir_option
 def baseline_list(baselines_dir):

@@ -63,6 +63,9 @@ def _bad_units(tmp_path):
     (tmp_path / "nginx.service").write_text("[Service]\nExecStart=/usr/sbin/nginx -g 'daemon off;'\n")
     (tmp_path / "quotes.service").write_text(
         '[Service]\nExecStart=/root/ml-env/bin/python3 -m sglang.launch_server --model-path "/root/models/x\n')
+    with open(tmp_path / "huge.service", "wb") as fh:  # 50 MB, sparse: refused from its size
+        fh.write(b"[Service]\nExecStart=/bin/true\n")
+        fh.truncate(50 * 1024 * 1024)
 
 
 @pytest.mark.parametrize("name,needle", [
@@ -74,6 +77,7 @@ def _bad_units(tmp_path):
     ("noexec.service", "ExecStart"),
     ("nginx.service", "SGLang"),
     ("quotes.service", "quot"),
+    ("huge.service", "too large"),
 ])
 def test_bad_unit_file(dw, tmp_path, name, needle):
     _bad_units(tmp_path)

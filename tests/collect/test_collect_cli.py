@@ -28,10 +28,9 @@ import threading
 import time
 from pathlib import Path
 
+import dw_sshlab
 import pytest
 import yaml
-
-import dw_sshlab
 from conftest import UNIT
 
 REPO = Path(__file__).resolve().parents[2]
@@ -55,7 +54,7 @@ UNIT40 = _as_on_disk(VERBATIM40)
 
 def _exec_start_block(text: str) -> str:
     """The ExecStart= line of a unit with its backslash continuations."""
-    m = re.search(r"^ExecStart=.*?(?:\\\n.*?)*$", text, re.M)
+    m = re.search(r"^ExecStart=.*?(?:\\\n.*?)*$", text, re.MULTILINE)
     assert m, text
     return m.group(0)
 
@@ -109,7 +108,7 @@ class Env:
                if k not in ("SSH_AUTH_SOCK", "DRIFTWATCH_BASELINES", "DRIFTWATCH_DEBUG")}
         env["HOME"] = str(self.home)
         return subprocess.run([str(DW), *args], capture_output=True, text=True, env=env,
-                              cwd=str(self.tmp), timeout=timeout, stdin=subprocess.DEVNULL)
+                              cwd=str(self.tmp), timeout=timeout, stdin=subprocess.DEVNULL, check=False)
 
     def inventory(self, names: list[str], extra: str = "") -> Path:
         body = "groups:\n  gpu:\n    hosts: [" + ", ".join(names) + "]\n    units: [" + UNIT + "]\nhosts:\n"
@@ -476,6 +475,6 @@ def test_local_only_commands_do_not_import_paramiko(tmp_path):
         print("PARAMIKO", "paramiko" in sys.modules, file=sys.stderr)
         """)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "HOME": str(tmp_path)}, cwd=str(tmp_path))
+                       env={**os.environ, "HOME": str(tmp_path)}, cwd=str(tmp_path), check=False)
     assert r.returncode == 0, r.stderr
     assert "PARAMIKO False" in r.stderr, r.stderr
