@@ -110,6 +110,10 @@ def baseline_from_dict(data, origin: str, engine_version: str | None = None) -> 
     if not isinstance(metrics, dict) or not all(isinstance(v, (int, float)) for v in metrics.values()):
         raise BaselineError(f"{origin}: 'metrics' must map names to numbers")
     snap = snapshot_from_dict(data.get("snapshot"), origin, engine_version)
+    # The top-level host/unit are the ones people review and edit by hand: they win.
+    for key in ("host", "unit"):
+        if data.get(key) is not None:
+            setattr(snap, key, str(data[key]))
     return Baseline(name=str(data.get("name") or Path(origin).stem), snapshot=snap,
                     metrics={k: float(v) for k, v in metrics.items()}, note=data.get("note"),
                     saved_by=data.get("saved_by"), saved_at=data.get("saved_at"), path=origin)

@@ -39,14 +39,24 @@ def collect_live(targets: list[tuple[str, str]], ssh: SSHSettings, inventory: st
     from .collect.fleet import SSHOptions, collect_fleet
     from .collect.inventory import load_inventory, parse_target
     known = {t.name: t for t in load_inventory(inventory)} if inventory else {}
-    pairs = []
+    pairs, labels, seen = [], [], set()
     for spec, unit in targets:
         target = known.get(spec) or parse_target(spec)
+        # Hosts typed as ADDR:PORT keep the port in their recorded name: two servers behind one
+        # address (port forwards, containers) must not overwrite each other's snapshots.
+        label = target.name if spec in known or target.port in (None, 22) else f"{target.name}:{target.port}"
+        if (label, unit) in seen:
+            continue  # the same host and unit named twice: read it once
+        seen.add((label, unit))
         pairs.append((target, unit))
+        labels.append(label)
     options = SSHOptions(known_hosts=ssh.known_hosts, accept_new=ssh.accept_new, identity=ssh.identity,
                          ssh_config=ssh.ssh_config, connect_timeout=ssh.connect_timeout,
                          command_timeout=ssh.command_timeout, concurrency=ssh.parallel)
-    return collect_fleet(pairs, options, progress=progress)
+    raws = collect_fleet(pairs, options, progress=progress)
+    for raw, label in zip(raws, labels):
+        raw.host = label
+    return raws
 
 
 def inventory_targets(inventory: str, unit: str | None = None) -> list[tuple[str, str]]:

@@ -158,8 +158,11 @@ def split_files(text: str, name: str | None = None, path: str | None = None):
     have_fragment = False
     in_warning = False
     stopped_at = None
+    previous = ""  # systemctl cat puts a blank line before every file after the first
     for line in lines:
         stripped = line.strip(WHITESPACE)
+        starts_file = current is None or not previous.strip(WHITESPACE)
+        previous = line
         if _WARNING_START.match(stripped) and (current is None or "changed on disk" in stripped):
             warnings.append(stripped.lstrip("# ").strip())
             in_warning = True
@@ -185,7 +188,7 @@ def split_files(text: str, name: str | None = None, path: str | None = None):
             warnings.append(f"Unit {m.group(1)} could not be loaded.")
             unit_name = unit_name or m.group(1)
             continue
-        hp = _header_path(line)
+        hp = _header_path(line) if starts_file else None  # a `# /path` inside a file is a comment
         if hp is not None:
             base = os.path.basename(hp)
             if not _is_dropin(hp):

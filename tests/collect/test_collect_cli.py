@@ -184,9 +184,6 @@ def test_snapshot_inventory_accept_new_then_known(env, hosts):
     assert load_latest(env.store, "dwcli-h70", UNIT)["engine"] == s70["engine"]
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: a unit file whose first line is a '# /etc/systemd/system/UNIT' "
-                   "comment (as in examples/*.service) is split as a second unit by parse/unitfile.split_files "
-                   "after the collector's own '# /path' header, so ExecStart is lost and the host fails")
 def test_unit_file_starting_with_its_path_comment(env):
     """systemd ignores comments; the on-disk fallback prints '# /etc/.../UNIT' then the file, whose
     own first line is the same comment (no blank line between: systemctl cat puts one before every
@@ -217,9 +214,6 @@ def test_defaults_from_home_ssh_config_and_known_hosts(env, hosts):
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: positional user@ADDR:PORT hosts are recorded as ADDR only, so two "
-                   "hosts behind one address (different ports) write the same STORE/ADDR/UNIT/ files and one "
-                   "snapshot is silently lost (exit 0)")
 def test_snapshot_positional_hosts_same_address_different_ports(env, hosts):
     h70, h40 = hosts["dwcli-h70"], hosts["dwcli-h40"]
     env.trust("dwcli-h70", "dwcli-h40")
