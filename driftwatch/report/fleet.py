@@ -75,8 +75,16 @@ def _finding_name(f: dict) -> str:
     return _clean(str(f.get("flag") or f.get("key") or "?"))
 
 
+def fmt_side(f: dict, side: str) -> str:
+    """One side of a finding; a null left to SGLang reads "computed at start-up", as in compare."""
+    value = f.get(side)
+    if value is None and f.get(f"{side}_source") == "runtime":
+        return "computed at start-up"
+    return fmt_value(value)
+
+
 def _finding_change(f: dict, width: int | None = None) -> str:
-    base, cur = fmt_value(f.get("baseline")), fmt_value(f.get("current"))
+    base, cur = fmt_side(f, "baseline"), fmt_side(f, "current")
     if width:
         base, cur = _shorten(base, width), _shorten(cur, width)
     return f"{base} {ARROW} {cur}"
@@ -346,7 +354,7 @@ def render_markdown(report: dict) -> str:
             continue
         lines += ["", f"## {_md(_host_title(h))}: {_md(_status(h))}, predicted {_md(predicted(h))}", ""]
         rows = [[str(f.get("rank") if f.get("rank") is not None else "-"), _finding_name(f),
-                 fmt_value(f.get("baseline")), fmt_value(f.get("current")),
+                 fmt_side(f, "baseline"), fmt_side(f, "current"),
                  fmt_impact(f) + (f" [{_rule_tag(f)}]" if _rule_tag(f) else ""),
                  _clean(str(f.get("explanation") or ""))] for f in _findings(h)]
         lines += _md_table(["#", "flag", "baseline", "current", "impact", "explanation"], rows) if rows \
@@ -432,7 +440,7 @@ def render_html(report: dict) -> str:
             tag = _rule_tag(f)
             impact = _E(fmt_impact(f)) + (f'<br /><span style="color:#57606a">{_E(tag)}</span>' if tag else "")
             rows.append([_E(f.get("rank") if f.get("rank") is not None else "-"), _E(_finding_name(f)),
-                         _E(fmt_value(f.get("baseline"))), _E(fmt_value(f.get("current"))), impact,
+                         _E(fmt_side(f, "baseline")), _E(fmt_side(f, "current")), impact,
                          _E(_clean(str(f.get("explanation") or "")))])
         if rows:
             parts += _html_table(["#", "flag", "baseline", "current", "impact", "explanation"], rows, mono_cols=(1, 2, 3))
