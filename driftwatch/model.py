@@ -72,9 +72,12 @@ class Launcher:
     engine_argv: list[str]  # the engine's own arguments (after the entry point)
     image: str | None = None  # docker image, when wrapped in `docker run`
     venv: str | None = None  # directory of the virtualenv/conda env, when recognisable
+    env: dict[str, str] = field(default_factory=dict)  # set by wrappers: `env A=1`, `docker run -e A=1`
+    wrapper_args: list[str] = field(default_factory=list)  # wrappers with their options, as written
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        return {k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
+                for k, v in self.__dict__.items()}
 
 
 @dataclass

@@ -12,17 +12,25 @@ import re
 REDACTED_PREFIX = "<redacted:"
 _SECRET_ENV_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL")
 _SECRET_FIELD_PARTS = {"key", "secret", "password", "passwd", "credential", "credentials"}
+# `*_token` fields that hold credentials (hf_token, api_token); not counts like `…_per_token`.
+_TOKEN_OWNERS = {"hf", "api", "auth", "access", "bearer", "github", "gh", "wandb", "hub", "admin", "session",
+                 "refresh", "id", "secret", "bot", "service", "client"}
 
 
 def is_secret_env(name: str) -> bool:
+    """HF_TOKEN, OPENAI_API_KEY, DB_PASSWORD: yes. TOKENIZERS_PARALLELISM: no (TOKEN must be a word)."""
     upper = name.upper()
-    return any(word in upper for word in _SECRET_ENV_WORDS)
+    if any(word in upper for word in _SECRET_ENV_WORDS if word != "TOKEN"):
+        return True
+    return any(part == "TOKEN" or part.endswith("TOKEN") for part in upper.split("_"))
 
 
 def is_secret_field(name: str) -> bool:
     """api_key, admin_api_key, hf_token, ssl_keyfile_password: yes; max_total_tokens, tokenizer_path: no."""
     parts = name.lower().replace("-", "_").strip("_").split("_")
-    return bool(_SECRET_FIELD_PARTS.intersection(parts)) or parts[-1] == "token"
+    if _SECRET_FIELD_PARTS.intersection(parts):
+        return True
+    return parts[-1] == "token" and (len(parts) == 1 or parts[-2] in _TOKEN_OWNERS)
 
 
 def is_secret_option(option: str) -> bool:
@@ -116,3 +124,41 @@ _FINGERPRINT = re.compile(r"<redacted:[0-9a-f]*>")
 def mask_fingerprints(text: str) -> str:
     """Reports say "(redacted)", never the fingerprint (short hashes of weak secrets can be guessed)."""
     return _FINGERPRINT.sub("(redacted)", text)
+
+
+_QUOTED_ENV_SECRET = re.compile(r"([\"'])([A-Za-z_][A-Za-z0-9_]*)=(.*?)\1")
+_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+
+
+def find_secrets(argvs: list[list[str]], environments: list[dict[str, str]], texts: list[str],
+                 secret_flag_values: list[str]) -> list[str]:
+    """Every clear-text secret we can see, so it can be replaced wherever it appears.
+
+    Sources: values of secret flags (however spelled, found by the typed parse), NAME=VALUE argv
+    words and environment entries with secret-looking names, and assignments in the raw unit text
+    (including ones a drop-in overrides later)."""
+    found = [str(v) for v in secret_flag_values if v not in (None, "")]
+    for argv in argvs:
+        found += redact_argv(argv)[1]
+        for word in argv:
+            m = _ASSIGN.match(word)
+            if m and is_secret_env(m.group(1)):
+                found.append(m.group(2))
+    for env in environments:
+        found += [v for k, v in env.items() if is_secret_env(k)]
+    for text in texts:
+        for m in _QUOTED_ENV_SECRET.finditer(text):
+            if is_secret_env(m.group(2)):
+                found.append(m.group(3))
+        for m in _ENV_SECRET.finditer(text):
+            if is_secret_env(m.group(1)):
+                found.append(m.group(2).strip("'\""))
+    return sorted({s for s in found if s and not is_redacted(s) and len(s) >= 3}, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: list[str]) -> str:
+    """Replace every known secret (longest first) by its fingerprint."""
+    for secret in secrets:
+        if secret in text:
+            text = text.replace(secret, fingerprint(secret))
+    return text

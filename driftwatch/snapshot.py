@@ -16,7 +16,7 @@ from .errors import DriftwatchError, EngineError, InputError
 from .model import EngineConfig, Issue, Launcher, RawUnit
 from .parse.execstart import ExecStartError, resolve_exec_start
 from .parse.unitfile import parse_unit_text
-from .redact import redact_argv, redact_environment, scrub_text
+from .redact import find_secrets, is_secret_field, redact_argv, scrub, scrub_text
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
 # [Service] keys whose drift we report besides ExecStart/Environment (which are read deeper).
@@ -78,15 +78,28 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
         raise type(exc)(_locate(str(exc), where, "systemd would refuse this unit: ")) from None
     except DriftwatchError as exc:
         raise type(exc)(_locate(str(exc), where)) from None
-    argv, secrets = redact_argv(list(command.argv))
-    expanded, more = redact_argv(list(result.expanded_argv))
-    environment, env_secrets = redact_environment(dict(result.environment))
-    secrets += more + env_secrets
+    # Read everything in clear first, to learn which values are secrets however they were written
+    # (abbreviated flags, ${VAR}, wrapper environments), then scrub them everywhere before storing.
+    clear_expanded = list(result.expanded_argv)
+    if "@" in command.prefixes and getattr(command, "path", None):
+        clear_expanded = [command.path] + clear_expanded[1:]  # `@path name …`: path runs, name is argv[0]
     try:
-        launcher = find_launcher(expanded)
+        launcher = find_launcher(clear_expanded)
     except EngineError as exc:
         raise EngineError(f"{where}: {exc}") from None
     recorded = raw.engine_version
+    clear_engine = read_engine_config(launcher.engine_argv, engine_version=engine_version,
+                                      recorded_version=recorded)
+    secrets = find_secrets(
+        [list(command.argv), clear_expanded, list(raw.running_argv or [])],
+        [dict(result.environment), dict(launcher.env)], [raw.text, raw.loaded_exec_start or ""],
+        [v.value for k, v in clear_engine.explicit().items() if is_secret_field(k)])
+    argv = [scrub(w, secrets) for w in command.argv]
+    expanded = [scrub(w, secrets) for w in clear_expanded]
+    launcher.engine_argv = [scrub(w, secrets) for w in launcher.engine_argv]
+    launcher.env = {k: scrub(v, secrets) for k, v in launcher.env.items()}
+    launcher.wrapper_args = [scrub(w, secrets) for w in launcher.wrapper_args]
+    environment = {k: scrub(v, secrets) for k, v in {**result.environment, **launcher.env}.items()}
     engine = read_engine_config(launcher.engine_argv, engine_version=engine_version, recorded_version=recorded)
     unit_keys: dict[str, str] = {}
     for section, keys in unit.sections().items():
@@ -103,11 +116,11 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     unit_keys.setdefault("Service.Type", result.service_type)
     runtime: dict[str, Any] = {}
     if raw.loaded_exec_start is not None:
-        runtime["loaded_exec_start"] = scrub_text(raw.loaded_exec_start, secrets)
+        runtime["loaded_exec_start"] = scrub_text(scrub(raw.loaded_exec_start, secrets), secrets)
     if raw.need_daemon_reload is not None:
         runtime["need_daemon_reload"] = raw.need_daemon_reload
     if raw.running_argv is not None:
-        runtime["running_argv"] = redact_argv(list(raw.running_argv))[0]
+        runtime["running_argv"] = redact_argv([scrub(w, secrets) for w in raw.running_argv])[0]
     for name in ("main_pid", "active_state", "gpus"):
         if getattr(raw, name) is not None:
             runtime[name] = getattr(raw, name)
@@ -116,7 +129,7 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     return Snapshot(
         host=raw.host, unit=raw.unit or unit.name, source=raw.source,
         collected_at=raw.collected_at or now_utc(), paths=list(raw.paths or unit.paths),
-        unit_text=scrub_text(raw.text, secrets), argv=argv, expanded_argv=expanded,
+        unit_text=scrub_text(scrub(raw.text, secrets), secrets), argv=argv, expanded_argv=expanded,
         prefixes=command.prefixes, environment=environment,
         environment_files=list(result.environment_files), unit_keys=unit_keys, launcher=launcher,
         engine_version=recorded, engine=engine, issues=list(engine.issues),

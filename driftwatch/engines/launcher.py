@@ -30,6 +30,7 @@ _DOCKER_FLAG_OPTS = {"--rm", "-d", "--detach", "-i", "--interactive", "-t", "--t
                      "--privileged", "--init", "-P", "--publish-all", "--read-only", "--sig-proxy",
                      "--no-healthcheck", "--oom-kill-disable", "-q", "--quiet", "--use-api-socket"}
 _PYTHON_VALUE_OPTS = {"-W", "-X", "-c"}
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _SHELL_SEPARATORS = {"&&", "||", ";", "|", "&", "|&"}
 # A redirection at the start of a word: optional fd, operator, target (`2>&1`, `>> /var/log/x`, `&>f`).
 _REDIRECT = re.compile(r"(?:(?<=\s)|^)\d*(?:&>>|&>|>>|>&|<&|>\||>|<)\s*(?:&?\d+\b|[^\s;&|]+)")
@@ -87,8 +88,9 @@ def _docker_image_index(argv: list[str], start: int) -> int:
     return i
 
 
-def _shell_segment(script: str) -> list[str]:
-    """The words of the shell command in `bash -c SCRIPT` that runs the engine."""
+def _shell_segment(script: str) -> tuple[list[str], dict[str, str]]:
+    """The words of the shell command in `bash -c SCRIPT` that runs the engine, and the variables
+    the script sets for it (`export A=1;`, `A=1 python …`)."""
     script = _REDIRECT.sub(" ", script)  # `2>&1`, `>> log`, `< /dev/null` are the shell's, not argv
     try:
         lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|")
@@ -102,25 +104,43 @@ def _shell_segment(script: str) -> list[str]:
             segments.append([])
         else:
             segments[-1].append(word)
+    env: dict[str, str] = {}
     for segment in segments:
         if any("sglang" in w for w in segment):
-            while segment and segment[0] in ("exec", "command", "nohup"):
+            while segment and (segment[0] in ("exec", "command", "nohup") or _ASSIGNMENT.match(segment[0])):
+                if _ASSIGNMENT.match(segment[0]):  # `CUDA_VISIBLE_DEVICES=0 python …`
+                    name, _, value = segment[0].partition("=")
+                    env[name] = value
                 segment = segment[1:]
-            return segment
-    return segments[-1]
+            return segment, env
+        if segment and segment[0] == "export":  # `export NCCL_P2P_LEVEL=SYS; exec python …`
+            for word in segment[1:]:
+                if _ASSIGNMENT.match(word):
+                    name, _, value = word.partition("=")
+                    env[name] = value
+    return segments[-1], env
 
 
 def find_launcher(argv: list[str]) -> Launcher:
     """Peel wrappers off argv until SGLang's entry point; raise EngineError when there is none."""
     wrappers: list[str] = []
+    wrapper_args: list[str] = []  # each wrapper with its options, for the diff (numactl --cpunodebind=1)
+    env: dict[str, str] = {}  # variables the wrappers set for the engine (env A=1, docker -e A=1)
     image: str | None = None
     interpreter_hint: str | None = None
     words = list(argv)
+
+    def peeled(before: list[str], after: list[str], skip_env: bool = False) -> None:
+        consumed = before[:len(before) - len(after)] if len(after) < len(before) else before[:1]
+        kept = [_basename(consumed[0])] + [w for w in consumed[1:] if not (skip_env and _ASSIGNMENT.match(w))]
+        wrapper_args.append(" ".join(kept))
+
     for _ in range(32):  # wrappers nest, but never this deep; bounds hostile input
         if not words:
             break
         head = words[0]
         name = _basename(head)
+        before = words
         if name == "env":
             wrappers.append("env")
             i = 1
@@ -135,11 +155,15 @@ def find_launcher(argv: list[str]) -> Launcher:
                         words = words[:i] + split + words[i + 2:]
                         continue
                     i += 2
-                elif w.startswith("-") or re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", w):
+                elif w.startswith("-") or _ASSIGNMENT.match(w):
+                    if _ASSIGNMENT.match(w):
+                        var, _, value = w.partition("=")
+                        env[var] = value
                     i += 1
                 else:
                     break
             words = words[i:]
+            peeled(before, words, skip_env=True)
         elif name in ("bash", "sh", "dash", "zsh") :
             script_index = None
             for i, w in enumerate(words[1:], start=1):
@@ -151,7 +175,9 @@ def find_launcher(argv: list[str]) -> Launcher:
             if script_index is None or script_index >= len(words):
                 raise EngineError(f"ExecStart runs {name} without -c: cannot see the engine command")
             wrappers.append(f"{name} -c")
-            words = _shell_segment(words[script_index])
+            wrapper_args.append(f"{name} -c")
+            words, script_env = _shell_segment(words[script_index])
+            env.update(script_env)
         elif name in ("conda", "mamba", "micromamba") and len(words) > 1 and words[1] == "run":
             env_name = None
             for i, w in enumerate(words[2:], start=2):
@@ -160,9 +186,11 @@ def find_launcher(argv: list[str]) -> Launcher:
                     break
             wrappers.append(f"{name} run" + (f" -n {env_name}" if env_name else ""))
             words = words[_skip_options(words, _CONDA_VALUE_OPTS, 2):]
+            peeled(before, words)
         elif name == "uv" and len(words) > 1 and words[1] == "run":
             wrappers.append("uv run")
             words = words[_skip_options(words, _UV_VALUE_OPTS, 2):]
+            peeled(before, words)
         elif name in ("docker", "podman", "nerdctl") and len(words) > 1 and words[1] in ("run", "container"):
             start = 2 if words[1] == "run" else 3
             idx = _docker_image_index(words, start)
@@ -170,33 +198,57 @@ def find_launcher(argv: list[str]) -> Launcher:
                 raise EngineError(f"{name} run without an image in ExecStart")
             image = words[idx]
             wrappers.append(f"{name} run")
+            options, j = [], start
+            while j < idx:  # -e/--env NAME=VALUE go to env; other options are compared as written
+                w = words[j]
+                if w in ("-e", "--env") and j + 1 < idx:
+                    var, eq, value = words[j + 1].partition("=")
+                    if eq:
+                        env[var] = value
+                    j += 2
+                    continue
+                if w.startswith(("--env=", "-e=")) or (w.startswith("-e") and "=" in w[2:] and len(w) > 2):
+                    var, eq, value = w.split("=", 1)[1].partition("=") if w.startswith(("--env=", "-e=")) \
+                        else w[2:].partition("=")
+                    if eq:
+                        env[var] = value
+                    j += 1
+                    continue
+                options.append(w)
+                j += 1
+            wrapper_args.append(" ".join([f"{name} run", *options]))
             words = words[idx + 1:]
         elif name == "numactl":
             wrappers.append("numactl")
             words = words[_skip_options(words, _NUMACTL_VALUE_OPTS, 1):]
+            peeled(before, words)
         elif name == "taskset":
             wrappers.append("taskset")
             i = 1
             while i < len(words) and words[i].startswith("-"):
                 i += 2 if words[i] in ("-p", "--pid") else 1
             words = words[i + 1:]  # skip the mask / cpu list
+            peeled(before, words)
         elif name in ("nice", "ionice", "chrt", "stdbuf", "timeout", "setsid", "nohup", "exec"):
             wrappers.append(name)
             words = words[_skip_options(words, {"-n", "-c", "--adjustment", "--class", "--classdata",
                                                 "-s", "--signal", "-k", "--kill-after"}, 1):]
             if name in ("chrt", "timeout") and words:
                 words = words[1:]  # priority / duration
+            peeled(before, words)
         elif PYTHON_RE.match(name):
             i = 1
             while i < len(words) and words[i].startswith("-") and not words[i].startswith("-m"):
                 i += 2 if words[i] in _PYTHON_VALUE_OPTS else 1
             if i + 1 < len(words) and words[i] == "-m" and words[i + 1] in SGLANG_MODULES:
                 return Launcher(engine="sglang", entry=SGLANG_MODULES[words[i + 1]], interpreter=head,
-                                wrappers=wrappers, engine_argv=words[i + 2:], image=image,
+                                wrappers=wrappers, engine_argv=words[i + 2:], image=image, env=env,
+                                wrapper_args=wrapper_args,
                                 venv=_venv_of(head))
             if i < len(words) and words[i].startswith("-m") and words[i][2:] in SGLANG_MODULES:
                 return Launcher(engine="sglang", entry=SGLANG_MODULES[words[i][2:]], interpreter=head,
-                                wrappers=wrappers, engine_argv=words[i + 1:], image=image,
+                                wrappers=wrappers, engine_argv=words[i + 1:], image=image, env=env,
+                                wrapper_args=wrapper_args,
                                 venv=_venv_of(head))
             if i < len(words) and _basename(words[i]) == "sglang":
                 interpreter_hint = head
@@ -207,7 +259,8 @@ def find_launcher(argv: list[str]) -> Launcher:
             interpreter = interpreter_hint  # `python -m … sglang serve`; a bare script has its venv in its path
             venv = _venv_of(interpreter) or _venv_of(head)
             return Launcher(engine="sglang", entry="sglang serve", interpreter=interpreter,
-                            wrappers=wrappers, engine_argv=words[2:], image=image, venv=venv)
+                            wrappers=wrappers, engine_argv=words[2:], image=image, venv=venv,
+                            env=env, wrapper_args=wrapper_args)
         else:
             break
     shown = " ".join(shlex.quote(w) for w in argv[:4])
