@@ -6,6 +6,7 @@ typed flags, and metrics such as `throughput: 70`. It is never overwritten witho
 from __future__ import annotations
 
 import getpass
+import math
 import os
 import re
 import socket
@@ -60,9 +61,12 @@ def parse_metrics(pairs: tuple[str, ...] | list[str], option: str = "--metric") 
         if not sep or not re.match(r"^[a-z][a-z0-9_]*$", key):
             raise InputError(f"{option} {pair!r}: expected KEY=NUMBER, e.g. throughput=70")
         try:
-            metrics[key] = float(value)
+            number = float(value)
         except ValueError:
             raise InputError(f"{option} {pair!r}: {value!r} is not a number") from None
+        if not math.isfinite(number):
+            raise InputError(f"{option} {pair!r}: a metric must be a finite number")
+        metrics[key] = number
     return metrics
 
 
@@ -107,8 +111,9 @@ def baseline_from_dict(data, origin: str, engine_version: str | None = None) -> 
                                 f"({BASELINE_SCHEMA}); upgrade driftwatch")
         raise BaselineError(f"{origin}: not a driftwatch baseline (expected schema {BASELINE_SCHEMA})")
     metrics = data.get("metrics") or {}
-    if not isinstance(metrics, dict) or not all(isinstance(v, (int, float)) for v in metrics.values()):
-        raise BaselineError(f"{origin}: 'metrics' must map names to numbers")
+    if not isinstance(metrics, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in metrics.values()):
+        raise BaselineError(f"{origin}: 'metrics' must map names to finite numbers")
     snap = snapshot_from_dict(data.get("snapshot"), origin, engine_version)
     # The top-level host/unit are the ones people review and edit by hand: they win.
     for key in ("host", "unit"):

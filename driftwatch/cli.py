@@ -79,7 +79,11 @@ def _one_target(unit_file, host, unit, snapshot_file, engine_version, inventory,
         raise InputError("give one of --unit-file, --snapshot or --host/--unit")
     if unit_file:
         from .sources import snapshot_from_file
-        return snapshot_from_file(unit_file, host=None, engine_version=engine_version)
+        snap = snapshot_from_file(unit_file, host=None, engine_version=engine_version)
+        if unit:  # the unit's name on its host, when the file is a copy named otherwise
+            from .collect.unitname import validate_unit_name
+            snap.unit = validate_unit_name(unit)
+        return snap
     if snapshot_file:
         from .sources import read_snapshot_file
         return read_snapshot_file(snapshot_file, engine_version)
@@ -173,7 +177,7 @@ _baselines_dir_option = click.option("--baselines-dir", envvar="DRIFTWATCH_BASEL
 @click.option("--from", "from_snapshot", help="A saved snapshot YAML.")
 @click.option("--unit-file", help="A unit file (or saved `systemctl cat` output).")
 @click.option("--host", help="Read the unit live from this host.")
-@click.option("--unit", help="Unit name on --host.")
+@click.option("--unit", help="Unit name on --host (with --unit-file: the unit's name to record).")
 @click.option("--host-name", help="Host name to record (for --unit-file), e.g. ct129.")
 @click.option("--metric", "metrics", multiple=True, help="Measured figure, e.g. throughput=70 (repeatable).")
 @click.option("--note", help="Why this is known-good.")
@@ -224,6 +228,8 @@ def baseline_accept(name, unit_file, snapshot_file, host, unit, reason, metrics,
         snap = collect_one(old.host, old.unit, _ssh_settings(ssh), inventory)
     if not snap.host:
         snap.host = old.host
+    if snap.source == "file" and not unit and old.unit:
+        snap.unit = old.unit  # a local copy of the unit stands for the unit the baseline names
     values = dict(old.metrics) if keep_metrics else {}
     values.update(parse_metrics(metrics))
     note = f"accepted drift on {snap.collected_at}: {reason}" + (f" (was: {old.note})" if old.note else "")
@@ -243,10 +249,19 @@ def baseline_list(baselines_dir):
     directory = resolve_dir(baselines_dir)
     rows = []
     for name in list_baselines(directory):
-        data = read_yaml(directory / f"{name}.yaml", "baseline") or {}
+        try:  # one broken file must not hide the others
+            data = read_yaml(directory / f"{name}.yaml", "baseline")
+        except DriftwatchError as exc:
+            rows.append([name, "-", "-", "-", f"unreadable: {exc}"])
+            continue
+        if not isinstance(data, dict):
+            rows.append([name, "-", "-", "-", "unreadable: not a driftwatch baseline"])
+            continue
+        raw_metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else {}
         metrics = ", ".join(f"{k}={v:g}" if isinstance(v, (int, float)) else f"{k}={v}"
-                            for k, v in (data.get("metrics") or {}).items())
-        rows.append([name, data.get("host") or "-", data.get("unit") or "-", metrics or "-", data.get("saved_at") or "-"])
+                            for k, v in raw_metrics.items())
+        rows.append([name, data.get("host") or "-", data.get("unit") or "-", metrics or "-",
+                     data.get("saved_at") or "-"])
     if not rows:
         click.echo(f"no baselines in {directory}/", err=True)
     else:

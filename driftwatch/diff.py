@@ -7,6 +7,8 @@ is one difference keyed `speculative_algorithm` that carries its steps/topk/draf
 """
 from __future__ import annotations
 
+import json
+import posixpath
 import re
 
 from dataclasses import dataclass, field
@@ -78,7 +80,16 @@ def _norm(value: Any) -> Any:
         return float(value)
     if isinstance(value, str):
         text = value.strip()
-        return float(text) if _NUMBER.match(text) else text
+        if _NUMBER.match(text):
+            return float(text)
+        if text[:1] in "[{":  # a JSON value written with other spacing or key order
+            try:
+                return _norm(json.loads(text))
+            except ValueError:
+                return text
+        if text.startswith("/") and len(text) > 1:
+            return posixpath.normpath(text)  # /models/x/ is /models/x
+        return text
     if isinstance(value, (list, tuple)):
         return [_norm(v) for v in value]
     if isinstance(value, dict):
@@ -96,18 +107,31 @@ def _changed(a: Any, b: Any) -> bool:
     return bool(DeepDiff(_norm(a), _norm(b), ignore_numeric_type_changes=True, ignore_order=False))
 
 
+def default_changes(b: EngineConfig, c: EngineConfig) -> dict[str, dict]:
+    """Settings neither unit sets whose release default differs (or exists on one side only)."""
+    changes = {}
+    for key in sorted(set(b.flags) | set(c.flags)):
+        bv, bs = _flag_state(b.flags.get(key))
+        cv, cs = _flag_state(c.flags.get(key))
+        if EXPLICIT in (bs, cs) or RUNTIME in (bs, cs):
+            continue
+        if bs == "absent" or cs == "absent" or _changed(bv, cv):
+            changes[key] = {"baseline": bv if bs != "absent" else "not in this release",
+                            "current": cv if cs != "absent" else "not in this release"}
+    return changes
+
+
 def diff_flags(b: EngineConfig, c: EngineConfig) -> list[Difference]:
+    """Differences in what the units ask for. Defaults both sides leave alone are not drift here:
+    when releases differ they belong to the engine.version finding (default_changes)."""
     diffs: list[Difference] = []
     for key in sorted(set(b.flags) | set(c.flags)):
         bv, bs = _flag_state(b.flags.get(key))
         cv, cs = _flag_state(c.flags.get(key))
-        if bs == RUNTIME and cs == RUNTIME and (bv is None or cv is None or not _changed(bv, cv)):
-            continue  # both left to SGLang's start-up choice
-        if (bs == RUNTIME) != (cs == RUNTIME) and EXPLICIT not in (bs, cs):
-            if bv is None or cv is None or not _changed(bv, cv):
-                continue  # a default that is constant in one release and computed in another: not drift
-        if not _changed(bv, cv) and not (RUNTIME in (bs, cs) and bs != cs and (bv is None or cv is None)):
+        if EXPLICIT not in (bs, cs):
             continue
+        if not _changed(bv, cv) and not (RUNTIME in (bs, cs) and (bv is None or cv is None)):
+            continue  # an explicit value equal to the other side's default is spelling, not drift
         kind = "changed"
         if bs != EXPLICIT and cs == EXPLICIT:
             kind = "added"
@@ -148,7 +172,8 @@ def _group_speculative(diffs: list[Difference], b: EngineConfig, c: EngineConfig
         return list(by_key.values())
     steps = by_key.get("speculative_num_steps")
     draft = by_key.get("speculative_num_draft_tokens")
-    if draft is not None and draft.current_source != EXPLICIT and draft.baseline_source != EXPLICIT:
+    forced = draft is not None and any("steps + 1" in note for note in draft.notes)
+    if draft is not None and (forced or (draft.current_source != EXPLICIT and draft.baseline_source != EXPLICIT)):
         # Draft tokens forced to steps + 1 (topk 1) follow the steps change: report them there.
         by_key.pop("speculative_num_draft_tokens")
         if steps is None:
@@ -183,15 +208,19 @@ def _dict_diff(prefix: str, label_fmt: str, base: dict, cur: dict, secret_aware:
 
 def _launcher_diff(b: Snapshot, c: Snapshot) -> list[Difference]:
     diffs = []
+    same_venv = b.launcher.venv is not None and b.launcher.venv == c.launcher.venv
     for attr, label in (("interpreter", "interpreter"), ("entry", "entry point"), ("image", "container image")):
         bv, cv = getattr(b.launcher, attr), getattr(c.launcher, attr)
+        if attr in ("interpreter", "entry") and same_venv:
+            continue  # python vs python3, `-m sglang.launch_server` vs `sglang serve`: the same SGLang
         if bv != cv:
             diffs.append(Difference(key=f"launcher.{attr}", label=label, baseline=bv, current=cv,
                                     kind="added" if bv is None else "removed" if cv is None else "changed"))
-    if b.launcher.wrappers != c.launcher.wrappers:
+    b_wrap = b.launcher.wrapper_args or b.launcher.wrappers
+    c_wrap = c.launcher.wrapper_args or c.launcher.wrappers
+    if b_wrap != c_wrap:
         diffs.append(Difference(key="launcher.wrappers", label="wrappers",
-                                baseline=" ".join(b.launcher.wrappers) or None,
-                                current=" ".join(c.launcher.wrappers) or None))
+                                baseline=" | ".join(b_wrap) or None, current=" | ".join(c_wrap) or None))
     return diffs
 
 
@@ -242,17 +271,34 @@ def _short(value: Any) -> str:
 
 def diff_snapshots(baseline: Snapshot, current: Snapshot, pair: EnginePair) -> list[Difference]:
     diffs = diff_flags(pair.baseline, pair.current)
-    diffs += _dict_diff("env.", "{name}", baseline.environment, current.environment, secret_aware=True)
+    used = _exec_vars(baseline) | _exec_vars(current)  # compared through the flags they expand into
+    diffs += _dict_diff("env.", "{name}", {k: v for k, v in baseline.environment.items() if k not in used},
+                        {k: v for k, v in current.environment.items() if k not in used}, secret_aware=True)
     diffs += _dict_diff("unit.", "{name}=", baseline.unit_keys, current.unit_keys)
     diffs += _launcher_diff(baseline, current)
     if baseline.engine_version and current.engine_version and baseline.engine_version != current.engine_version:
+        changed = default_changes(pair.baseline, pair.current)
         diffs.append(Difference(key="engine.version", label="SGLang release", baseline=baseline.engine_version,
-                                current=current.engine_version))
+                                current=current.engine_version, details={"defaults_changed": changed},
+                                notes=[f"{len(changed)} default{'s' if len(changed) != 1 else ''} differ between "
+                                       "the releases for settings neither unit sets"] if changed else []))
     bg, cg = baseline.runtime.get("gpus"), current.runtime.get("gpus")
     if bg is not None and cg is not None and _gpu_summary(bg) != _gpu_summary(cg):
         diffs.append(Difference(key="host.gpus", label="GPUs", baseline=_gpu_summary(bg), current=_gpu_summary(cg)))
     diffs += _runtime_truths(current, pair.current)
     return diffs
+
+
+_VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def _exec_vars(snap: Snapshot) -> set[str]:
+    """Environment variables the ExecStart line expands ($VAR, ${VAR})."""
+    names = set()
+    for word in snap.argv:
+        for m in _VAR_REF.finditer(word.replace("$$", "")):
+            names.add(m.group(1) or m.group(2))
+    return names
 
 
 def _gpu_summary(gpus: list) -> str:

@@ -20,7 +20,7 @@ from .redact import find_secrets, is_secret_field, redact_argv, scrub, scrub_tex
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
 # [Service] keys whose drift we report besides ExecStart/Environment (which are read deeper).
-_SKIPPED_SERVICE_KEYS = {"ExecStart", "Environment", "EnvironmentFile"}
+_SKIPPED_SERVICE_KEYS = {"ExecStart", "Environment"}
 
 
 @dataclass
@@ -180,9 +180,18 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
             raise InputError(f"{origin}: snapshot schema {schema} is newer than this driftwatch understands "
                              f"({SNAPSHOT_SCHEMA}); upgrade driftwatch")
         raise InputError(f"{origin}: not a driftwatch snapshot (expected schema {SNAPSHOT_SCHEMA})")
+    def str_list(value, field: str) -> list[str]:
+        if not isinstance(value, list) or not all(isinstance(w, str) for w in value):
+            raise InputError(f"{origin}: snapshot field {field} must be a list of strings")
+        return list(value)
+
     try:
         exec_start = data["exec_start"]
-        launcher = Launcher(**data["launcher"])
+        known = set(Launcher.__dataclass_fields__)
+        launcher = Launcher(**{k: v for k, v in dict(data["launcher"]).items() if k in known})
+        launcher.engine_argv = str_list(launcher.engine_argv, "launcher.engine_argv")
+        str_list(exec_start["argv"], "exec_start.argv")
+        str_list(exec_start["expanded_argv"], "exec_start.expanded_argv")
         recorded = data.get("engine_version")
         engine = read_engine_config(list(launcher.engine_argv), engine_version=engine_version,
                                     recorded_version=recorded)

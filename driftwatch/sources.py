@@ -13,7 +13,7 @@ from .baseline import snapshot_from_unit_file
 from .errors import DriftwatchError, InputError
 from .model import RawUnit
 from .snapshot import Snapshot, build_snapshot, snapshot_from_dict, snapshot_to_dict
-from .store import dump_yaml, read_yaml, write_atomic
+from .store import dump_yaml, read_yaml, write_atomic, write_new
 
 DEFAULT_STORE = "~/.local/state/driftwatch"
 
@@ -94,8 +94,13 @@ def save_snapshot(snapshot: Snapshot, store: str | None) -> Path:
     folder = root / _safe_component(snapshot.host or "local") / _safe_component(snapshot.unit or "unit")
     stamp = snapshot.collected_at.replace(":", "").replace("-", "")
     text = dump_yaml(snapshot_to_dict(snapshot))
-    path = folder / f"{stamp}.yaml"
-    write_atomic(path, text)
+    for n in range(1000):  # two snapshots in one second (or one run naming a unit twice) both survive
+        path = folder / (f"{stamp}.yaml" if n == 0 else f"{stamp}-{n}.yaml")
+        try:
+            write_new(path, text)
+            break
+        except InputError:
+            continue
     write_atomic(folder / "latest.yaml", text)
     return path
 

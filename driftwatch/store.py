@@ -37,16 +37,21 @@ def dump_yaml(data: Any) -> str:
 
 def _temp_copy(target: Path, text: str, mode: int) -> str:
     """Write text to a synced temp file beside target (same filesystem, so rename is atomic)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write here: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
-    except BaseException:
+    except BaseException as exc:
         _unlink(tmp)
+        if isinstance(exc, OSError):
+            raise InputError(f"{target}: cannot write: {exc.strerror or exc}") from None
         raise
     return tmp
 

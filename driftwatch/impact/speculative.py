@@ -231,6 +231,9 @@ def speculative_steps(key: str, baseline_value: Any, current_value: Any, ctx: Im
         return Estimate(1.0, HIGH, "speculative decoding is off on both sides: its step settings are unused")
     if base.on and cur.on and base.algorithm != cur.algorithm:
         return _algorithm_change(base, cur, ctx, params)
+    if key == DRAFT and base.on and cur.on and base.topk != cur.topk:
+        return Estimate(1.0, MEDIUM, f"{key} {show(baseline_value)} → {show(current_value)}: counted in the "
+                        f"speculative_eagle_topk estimate (topk {base.topk} → {cur.topk}), not twice")
     if key in (TOPK, DRAFT) and base.on and cur.on and base.steps != cur.steps:
         return Estimate(1.0, MEDIUM, f"{key} {show(baseline_value)} → {show(current_value)}: counted in the "
                         f"speculative_num_steps estimate ({base.steps} → {cur.steps} steps), not twice")

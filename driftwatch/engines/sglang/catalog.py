@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
@@ -115,6 +116,9 @@ def nearest_version(requested: str) -> tuple[str, str]:
     versions = available_versions()
     if not versions:
         raise CatalogError("no SGLang catalogs are installed")
+    if not re.match(r"^v?\d+(\.\d+)*([.-]?(post|rc|dev)\d*)?$", requested.strip()):
+        raise CatalogError(f"{requested!r} is not an SGLang release number (shipped: {', '.join(versions)})")
+    requested = requested.strip().lstrip("v")
     if requested in versions:
         return requested, "exact catalog"
     older = [v for v in versions if version_key(v) <= version_key(requested)]
