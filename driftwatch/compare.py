@@ -96,33 +96,44 @@ class _SafeFormat(dict):
         return "{" + key + "}"
 
 
+def _drop_restatement(detail: str, diff: Difference) -> str:
+    """Models often open with "NAME a → b: …"; the rule's sentence already says that."""
+    head, sep, rest = detail.partition(": ")
+    name = diff.key.split(".", 1)[-1]
+    if sep and "→" in head and (name in head or diff.label in head) and rest:
+        return rest[:1].upper() + rest[1:]
+    return detail
+
+
 def _explain(rule: Rule, diff: Difference, detail: str) -> str:
     base, cur = display_pair(diff)
     if diff.secret:
         detail = "the value is a secret: compared by fingerprint only"
+    detail = _drop_restatement(detail or "", diff)
     text = rule.explanation.format_map(_SafeFormat(
         label=diff.label, key=diff.key, baseline=base, current=cur, detail=detail or "",
         note=" ".join(diff.notes)))
     return mask_fingerprints(" ".join(text.split()))
 
 
-def _startup_differences(baseline: EnginePair, current: Snapshot) -> list[Difference]:
-    """Current-side problems that stop the server, unless the baseline has the same problem."""
-    known = {(i.kind, i.flag) for i in baseline.baseline.issues}
-    diffs = []
-    for issue in baseline.current.issues:
-        if issue.severity != "error" or (issue.kind, issue.flag) in known:
-            continue
-        diffs.append(Difference(key="engine.startup", label=issue.flag or issue.kind, baseline="starts",
-                                current=issue.message, notes=[issue.kind]))
-    return diffs
+def _startup_differences(pair: EnginePair) -> list[Difference]:
+    """One finding for everything that stops the current server from starting (unless the baseline
+    has the same problem): unknown or removed flags, ambiguous prefixes, known start-up crashes."""
+    known = {(i.kind, i.flag) for i in pair.baseline.issues}
+    problems = [i for i in pair.current.issues if i.severity == "error" and (i.kind, i.flag) not in known]
+    if not problems:
+        return []
+    flags = ", ".join(dict.fromkeys(i.flag for i in problems if i.flag)) or "the command line"
+    return [Difference(key="engine.startup", label=f"start-up ({flags})", baseline="starts",
+                       current="refuses to start", notes=[f"{i.message}." for i in problems],
+                       details={"problems": [i.to_dict() for i in problems]})]
 
 
 def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: list[IgnoreEntry] | None = None,
             concurrency: int | None = None, baseline_metrics: dict[str, float] | None = None,
             current_metrics: dict[str, float] | None = None, engine_version: str | None = None) -> Comparison:
     pair = read_pair(baseline.snapshot, current, engine_version)
-    diffs = diff_snapshots(baseline.snapshot, current, pair) + _startup_differences(pair, current)
+    diffs = diff_snapshots(baseline.snapshot, current, pair) + _startup_differences(pair)
     b_metrics = {**baseline.metrics, **(baseline_metrics or {})}
     c_metrics = {**current.runtime.get("measured", {}), **(current_metrics or {})}
     conc = concurrency or int(b_metrics.get("concurrency") or c_metrics.get("concurrency") or 1)

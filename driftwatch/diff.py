@@ -57,9 +57,16 @@ def read_pair(baseline: Snapshot, current: Snapshot, engine_version: str | None 
         c = read_engine_config(current.engine_argv, engine_version=engine_version)
         return EnginePair(b, c, True)
     if baseline.engine_version or current.engine_version:
-        b = read_engine_config(baseline.engine_argv, recorded_version=baseline.engine_version,
-                               choose_from=[baseline.engine_argv, current.engine_argv])
-        c = read_engine_config(current.engine_argv, recorded_version=current.engine_version or b.version)
+        if baseline.engine_version:
+            b = read_engine_config(baseline.engine_argv, recorded_version=baseline.engine_version)
+        else:
+            b = read_engine_config(baseline.engine_argv, engine_version=current.engine_version)
+            b.version_reason = f"the current unit's SGLang {current.engine_version} (the baseline records none)"
+        if current.engine_version:
+            c = read_engine_config(current.engine_argv, recorded_version=current.engine_version)
+        else:
+            c = read_engine_config(current.engine_argv, engine_version=b.version)
+            c.version_reason = f"the baseline's SGLang {b.version} (the current unit records none)"
         return EnginePair(b, c, b.version == c.version)
     version, why = choose_version([baseline.engine_argv, current.engine_argv])
     b = read_engine_config(baseline.engine_argv, engine_version=version)
@@ -232,7 +239,7 @@ def _runtime_truths(current: Snapshot, config: EngineConfig) -> list[Difference]
     if loaded is not None and not rt.get("need_daemon_reload") and loaded != " ".join(" ".join(current.argv).split()):
         rt = dict(rt, need_daemon_reload=True)  # systemd's loaded ExecStart differs from the file on disk
     if rt.get("need_daemon_reload"):
-        diffs.append(Difference(key="unit.loaded", label="daemon-reload pending", baseline="loaded = on disk",
+        diffs.append(Difference(key="systemd.loaded", label="daemon-reload pending", baseline="loaded = on disk",
                                 current="on disk differs from what systemd loaded",
                                 notes=["systemd reports NeedDaemonReload=yes: the next restart runs the unit "
                                        "on disk only after `systemctl daemon-reload`"]))
@@ -243,14 +250,17 @@ def _runtime_truths(current: Snapshot, config: EngineConfig) -> list[Difference]
         except EngineError:
             return diffs
         running_config = read_engine_config(launcher.engine_argv, engine_version=config.version)
-        changed = [d for d in diff_flags(running_config, config)]
+        changed = diff_flags(running_config, config)
         if changed:
-            summary = ", ".join(f"{d.label} {_short(d.baseline)} → {_short(d.current)}" for d in changed[:6])
+            summary = ", ".join(f"{d.label} (secret) changed" if d.secret else
+                                f"{d.label} {_short(d.baseline)} → {_short(d.current)}" for d in changed[:6])
             diffs.append(Difference(key="process.argv", label="restart pending",
                                     baseline="running process", current="unit on disk",
-                                    details={d.key: {"running": d.baseline, "unit": d.current} for d in changed},
+                                    details={d.key: ({"running": "(redacted)", "unit": "(redacted)"} if d.secret
+                                                     else {"running": d.baseline, "unit": d.current})
+                                             for d in changed},
                                     notes=[f"the running server was started with other flags ({summary}); "
-                                           "its throughput comes from the running flags until a restart"]))
+                                           "its throughput comes from the running flags until a restart."]))
     return diffs
 
 

@@ -5,9 +5,14 @@ from ..compare import Comparison, Finding, display_pair, unquantified
 
 
 def impact_text(f: Finding) -> str:
+    """`×0.61 single-stream, low confidence`; `no throughput impact`; `capacity, unknown size`."""
     r = f.throughput_ratio
-    ratio = "unknown" if r is None else ("no change" if abs(r - 1.0) < 1e-9 else f"×{r:.2f}")
-    return f"{ratio} {f.dimension} ({f.confidence})"
+    if f.dimension == "none" and (r is None or abs(r - 1.0) < 1e-9):
+        return "no throughput impact" if r is not None else "unknown impact"
+    if r is None:
+        return f"{f.dimension}, not quantified"
+    ratio = "no change" if abs(r - 1.0) < 1e-9 else f"×{r:.2f}"
+    return f"{ratio} {f.dimension}, {f.confidence} confidence"
 
 
 def summary(c: Comparison) -> str:
@@ -43,8 +48,9 @@ def summary(c: Comparison) -> str:
 
 def header_lines(c: Comparison) -> list[str]:
     b, cur = c.baseline, c.current
+    where = f"{cur.unit or '-'} on {cur.host}" if cur.host else f"{cur.unit or '-'} (local file)"
+    source = f"read by {cur.source}" if cur.source in ("systemctl cat", "disk") else f"from {cur.source}"
     return [
-        f"baseline: {b.name} ({b.host or '-'} {b.unit or '-'}; SGLang {c.pair.baseline.version})",
-        f"current:  {cur.host or '-'} {cur.unit or '-'} from {cur.source}; SGLang {c.pair.current.version} "
-        f"({c.pair.current.version_reason})",
+        f"baseline: {b.name} ({b.unit or '-'} on {b.host or 'no host'}; SGLang {c.pair.baseline.version})",
+        f"current:  {where} {source}; SGLang {c.pair.current.version} ({c.pair.current.version_reason})",
     ]

@@ -51,6 +51,6 @@ def test_loaded_exec_start_differing_from_disk_means_reload_pending():
     show = (f"{{ path=/root/ml-env/bin/python3 ; argv[]={loaded_argv} ; ignore_errors=no ; "
             "start_time=[n/a] ; stop_time=[n/a] ; pid=0 ; code=(null) ; status=0/0 }")
     result = _run(_current(loaded_exec_start=show))
-    assert "unit.loaded" in [f.key for f in result.findings]
+    assert "systemd.loaded" in [f.key for f in result.findings]
     same = show.replace(loaded_argv, " ".join(_argv(UNIT_70)))
     assert not _run(_current(loaded_exec_start=same)).drift
