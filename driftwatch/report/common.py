@@ -49,8 +49,9 @@ def summary(c: Comparison) -> str:
 def header_lines(c: Comparison) -> list[str]:
     b, cur = c.baseline, c.current
     where = f"{cur.unit or '-'} on {cur.host}" if cur.host else f"{cur.unit or '-'} (local file)"
-    source = f"read by {cur.source}" if cur.source in ("systemctl cat", "disk") else f"from {cur.source}"
+    source = {"systemctl cat": " read by systemctl cat", "disk": " read from disk (systemctl cat failed)",
+              "file": ""}.get(cur.source, f" from {cur.source}")
     return [
         f"baseline: {b.name} ({b.unit or '-'} on {b.host or 'no host'}; SGLang {c.pair.baseline.version})",
-        f"current:  {where} {source}; SGLang {c.pair.current.version} ({c.pair.current.version_reason})",
+        f"current:  {where}{source}; SGLang {c.pair.current.version} ({c.pair.current.version_reason})",
     ]
