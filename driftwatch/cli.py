@@ -244,7 +244,7 @@ def baseline_accept(name, unit_file, snapshot_file, host, unit, reason, metrics,
 def baseline_list(baselines_dir):
     """Named baselines with their host, unit and metrics."""
     from tabulate import tabulate
-    from .baseline import baselines_dir as resolve_dir, list_baselines
+    from .baseline import BASELINE_SCHEMA, baselines_dir as resolve_dir, list_baselines
     from .store import read_yaml
     directory = resolve_dir(baselines_dir)
     rows = []
@@ -254,7 +254,7 @@ def baseline_list(baselines_dir):
         except DriftwatchError as exc:
             rows.append([name, "-", "-", "-", f"unreadable: {exc}"])
             continue
-        if not isinstance(data, dict):
+        if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
             rows.append([name, "-", "-", "-", "unreadable: not a driftwatch baseline"])
             continue
         raw_metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else {}
