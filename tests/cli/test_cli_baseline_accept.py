@@ -39,3 +39,14 @@ def test_accept_needs_a_reason_and_an_existing_baseline(tmp_path):
                   cwd=tmp_path)
     assert unknown.returncode == 2
     assert unknown.stderr.count("\n") == 1 and "unknown baseline" in unknown.stderr
+
+
+def test_accept_from_a_local_copy_keeps_the_units_name(tmp_path):
+    shutil.copy(ROOT / "baselines" / "70toks.yaml", tmp_path / "70toks.yaml")
+    copy = tmp_path / "fixed-unit.service"
+    copy.write_text("\n".join(line for line in U40.read_text().splitlines() if not line.startswith("#")) + "\n")
+    run = _dw("baseline", "accept", "70toks", "--baselines-dir", tmp_path, "--unit-file", copy, "--reason", "x",
+              cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    saved = yaml.safe_load((tmp_path / "70toks.yaml").read_text())
+    assert (saved["host"], saved["unit"]) == ("ct129", "sglang-qwen.service")
