@@ -422,12 +422,19 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
     renderers = {"text": render_text, "markdown": render_markdown,
                  "json": lambda d: json.dumps(d, indent=2, default=str) + "\n"}
     text = renderers[fmt](doc)
+    trouble = doc["summary"]["unreadable"] > 0
     if output:
         from .store import write_atomic
-        write_atomic(output, text)
+        try:
+            write_atomic(output, text)
+        except DriftwatchError as exc:  # still print and mail the report
+            click.echo(f"driftwatch: {exc}", err=True)
+            trouble = True
     if not quiet:
         click.echo(text, nl=not text.endswith("\n"))
-    trouble = doc["summary"]["unreadable"] > 0
+    for entry in doc["hosts"]:  # even with --quiet: exit 2 must come with a reason cron can mail
+        if entry["status"] == "error":
+            click.echo(f"driftwatch: {entry['error']}", err=True)
     if settings.get("email"):
         trouble = _mail_report(doc, settings, always, quiet) or trouble
     if trouble:

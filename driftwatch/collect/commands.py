@@ -14,12 +14,13 @@ content can forge a header. Sections, in order:
 ``SHOW``                      ``systemctl show -p ExecStart -p NeedDaemonReload -p MainPID
                                -p ActiveState -p LoadState -- UNIT`` (skipped where systemd does
                                not run: no ``/run/systemd/system``, nothing is loaded);
-``PROC <pid>``                ``/proc/PID/cmdline`` as hex (``od``), MainPID's or, without one,
-                               every process whose command line mentions sglang (at most 16);
-``INTERP``/``VERSION``/``VERSIONRC``  the unit's interpreter and ``importlib.metadata.version
-                               ("sglang")`` under it;
+``PROC <pid>``                ``/proc/PID/cmdline`` as hex (``od``): MainPID's or, only where
+                               systemd cannot be asked, every process whose command line
+                               mentions sglang (at most 16);
+``INTERP``/``VERSION``/``VERSIONRC``  the unit's interpreter and the ``Version:`` of the
+                               ``sglang-*.dist-info/METADATA`` beside it (read, never executed);
 ``GPU``/``GPURC``             ``nvidia-smi --query-gpu=index,name,memory.total``;
-``JOURNAL``                   ``journalctl -u UNIT -n 500`` lines with ``accept len`` or
+``JOURNAL``                   ``journalctl`` of the unit's current invocation (-n 500) lines with ``accept len`` or
                                ``gen throughput`` (the last 20); only where systemd runs
                                (``/run/systemd/system`` exists, systemd's own sd_booted test);
 ``ENV <path>``                ``EnvironmentFile=`` files named in the unit (first 64 KiB each);
@@ -38,7 +39,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from driftwatch.collect.interface import (
-    ERROR, FALLBACK, OK, SOURCE_DISK, SOURCE_SYSTEMCTL, TIMEOUT, UNIT_NOT_FOUND,
+    ERROR, FALLBACK, OK, SOURCE_DISK, SOURCE_SYSTEMCTL, TIMEOUT, UNIT_MASKED, UNIT_NOT_FOUND,
 )
 from driftwatch.collect.local import (
     MAX_UNIT_FILE_BYTES, SEARCH_PATH, candidate_dropin_dirs, candidate_fragments, render_unit_text,
@@ -87,8 +88,8 @@ emit() {
     printf '%s' "$c"
     UNITTEXT="$UNITTEXT$NL$c"
     return 0
-  elif [ -c "$1" ]; then
-    sec "F $1"
+  elif [ -c "$1" ]; then  # a symlink to /dev/null: masked
+    sec "M $1"
     return 0
   fi
   return 1
@@ -120,7 +121,7 @@ EOS
 case "$PID" in ''|0|*[!0-9]*) PID= ;; esac
 if [ -n "$PID" ] && [ -r "/proc/$PID/cmdline" ]; then
   sec "PROC $PID"; od -An -v -tx1 "/proc/$PID/cmdline"
-else
+elif [ -z "$SHOW" ]; then  # no systemd to ask: look for the engine; with systemd, MainPID=0 means stopped
   n=0
   for f in $(grep -l -a -e 'sglan[g]' /proc/[0-9]*/cmdline 2>/dev/null); do
     p=${f#/proc/}; p=${p%/cmdline}
@@ -157,18 +158,30 @@ case "${PY##*/}" in
 esac
 case "$PY" in /*) [ -x "$PY" ] || PY= ;; '') ;; *) PY=$(command -v "$PY") || PY= ;; esac
 if [ -n "$PY" ]; then
+  # Read the installed version from its metadata; never execute the unit's interpreter (it may be
+  # writable by the service user, and we often run as root).
   sec INTERP; printf '%s\n' "$PY"
-  sec VERSION
-  $T "$PY" -c 'import importlib.metadata as m; print(m.version("sglang"))'
-  sec VERSIONRC; echo $?
+  V=; R=${PY%/bin/*}
+  for m in "$R"/lib/python3*/site-packages/sglang-*.dist-info/METADATA \
+           "$R"/lib/python3*/dist-packages/sglang-*.dist-info/METADATA \
+           "$R"/local/lib/python3*/dist-packages/sglang-*.dist-info/METADATA; do
+    if [ -f "$m" ]; then V=$(sed -n 's/^Version: *//p' "$m" | head -n 1); break; fi
+  done
+  sec VERSION; printf '%s\n' "$V"
+  sec VERSIONRC; if [ -n "$V" ]; then echo 0; else echo 1; fi
 fi
 if [ "$GPU" = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
   sec GPU; $T nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
   sec GPURC; echo $?
 fi
 if [ -d /run/systemd/system ] && command -v journalctl >/dev/null 2>&1; then
-  sec JOURNAL
-  $T journalctl -u "$U" -n 500 --no-pager -o cat | grep -a -e 'accept len' -e 'gen throughput' | tail -n 20
+  sec JOURNAL  # this run of the unit only: figures logged under older flags would mislead
+  IID=$($T systemctl show -p InvocationID --value -- "$U" 2>/dev/null)
+  if [ -n "$IID" ]; then
+    $T journalctl _SYSTEMD_INVOCATION_ID="$IID" -n 500 --no-pager -o cat
+  else
+    $T journalctl -u "$U" -n 500 --no-pager -o cat
+  fi | grep -a -e 'accept len' -e 'gen throughput' | tail -n 20
 fi
 while IFS= read -r e; do
   case "$e" in /*) ;; *) continue ;; esac
@@ -209,9 +222,8 @@ def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = Non
         "@MAXPROCS@": str(MAX_PROCS),
         "@MAXENV@": str(MAX_ENV_FILE_BYTES),
     }
-    script = _SCRIPT
-    for k, v in values.items():
-        script = script.replace(k, v)
+    # One pass: text already substituted (a unit name like `x@FRAGMENTS@.service`) is never rescanned.
+    script = re.sub(r"@[A-Z]+@", lambda m: values.get(m.group(0), m.group(0)), _SCRIPT)
     return RemoteCommand(unit=unit, nonce=nonce, script=script.lstrip("\n"))
 
 
@@ -342,12 +354,16 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, timed_out: boo
         raw.paths = cat_paths(cat)
     else:
         files = {a: c.decode("utf-8", "replace") for a, c in s.all("F")}
+        masked = {a for a, _ in s.all("M")}
         dirs: dict[str, list[str]] = {}
-        for p in files:
+        for p in list(files) + sorted(masked):
             dirs.setdefault(posixpath.dirname(p), []).append(posixpath.basename(p))
-        paths = select_unit_files(unit, files.__contains__, lambda d: dirs.get(d, []))
-        if paths:
-            raw.text = render_unit_text((p, files[p]) for p in paths)
+        paths = select_unit_files(unit, lambda p: p in files or p in masked, lambda d: dirs.get(d, []))
+        if paths and paths[0] in masked and not paths[0].endswith(".conf"):
+            raw.source, raw.status, raw.paths = SOURCE_DISK, UNIT_MASKED, [paths[0]]
+            raw.error = f"{unit} is masked ({paths[0]} is a link to /dev/null): it cannot start"
+        elif paths:  # a drop-in linked to /dev/null stays listed, empty, as systemctl cat shows it
+            raw.text = render_unit_text((p, files.get(p, "")) for p in paths)
             raw.paths, raw.source, raw.status = paths, SOURCE_DISK, FALLBACK
             raw.error = f"systemctl cat failed ({cat_reason or 'no output'}); read from disk"
         elif s.first("SHOW") is not None or s.complete:

@@ -18,6 +18,7 @@ AUTH_FAILED = "auth failed"
 HOST_KEY_REFUSED = "host key refused"
 TIMEOUT = "timeout"
 UNIT_NOT_FOUND = "unit not found"
+UNIT_MASKED = "unit masked"  # the fragment is a symlink to /dev/null: the unit cannot start
 ERROR = "error"
 
 STATUSES = (OK, FALLBACK, UNREACHABLE, AUTH_FAILED, HOST_KEY_REFUSED, TIMEOUT, UNIT_NOT_FOUND, ERROR)

@@ -10,6 +10,7 @@ rc files. ProxyJump hops are chained through ``direct-tcpip`` channels.
 """
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import threading
@@ -25,6 +26,11 @@ from driftwatch.collect.sshconfig import Endpoint
 from driftwatch.model import RawUnit
 
 DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
+
+# paramiko logs a traceback to stderr when a server never sends its banner; each host already ends
+# with a status and one error line, so cron must not get 20 lines of paramiko internals too.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+logging.getLogger("paramiko").propagate = False
 
 
 def _now() -> str:

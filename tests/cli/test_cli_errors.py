@@ -168,3 +168,12 @@ def test_unit_error_names_the_file_not_a_placeholder(dw, tmp_path, name):
     assert run.code == 2
     assert "<unit>" not in run.stderr, run.stderr
     assert_one_line_error(run, name)
+
+
+def test_quiet_report_still_names_unreadable_hosts(dw, tmp_path):
+    """cron mails only output: a quiet run that exits 2 must say why, in one line per host."""
+    run = dw("report", "--baseline", BASELINES / "70toks.yaml", "--unit-file", U40,
+             "--unit-file", tmp_path / "gone.service", "--quiet")
+    assert run.code == 2
+    assert run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "gone.service" in run.stderr and "Traceback" not in run.stderr

@@ -17,9 +17,7 @@ import dw_sshlab  # noqa: E402
 
 from driftwatch.collect.fleet import SSHOptions  # noqa: E402
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures", "systemctl")
-FIXTURES = os.path.abspath(FIXTURES)
-UNIT = "sglang-qwen.service"
+from dw_sshlab import FIXTURES, UNIT  # noqa: E402
 
 _SSH_OK = dw_sshlab.is_root() and dw_sshlab.have_sshd()
 _NETNS_OK = _SSH_OK and dw_sshlab.have_netns()
@@ -75,7 +73,10 @@ def _fake_systemd_host(server, state_dir: str) -> None:
         """), 0o755)
     server.write("/usr/local/bin/journalctl", f"#!/bin/sh\ncat {f}/journal.txt\n", 0o755)
     server.write("/usr/local/bin/nvidia-smi", f"#!/bin/sh\ncat {f}/nvidia-smi.csv\n", 0o755)
-    server.write("/root/ml-env/bin/python3", "#!/bin/sh\necho 0.5.23\n", 0o755)
+    # The version is read from the package metadata; the interpreter must never be run (it would say 9.9.9).
+    server.write("/root/ml-env/bin/python3", "#!/bin/sh\necho 9.9.9\n", 0o755)
+    server.write("/root/ml-env/lib/python3.11/site-packages/sglang-0.5.23.dist-info/METADATA",
+                 "Metadata-Version: 2.1\nName: sglang\nVersion: 0.5.23\n")
 
 
 @pytest.fixture(scope="session")

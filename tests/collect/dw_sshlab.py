@@ -350,3 +350,8 @@ class HungServer:
         for c in self.conns:
             c.close()
         self.sock.close()
+
+
+# Shared by the collect tests (import these from here: `conftest` is not a unique module name).
+FIXTURES = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "fixtures", "systemctl"))
+UNIT = "sglang-qwen.service"

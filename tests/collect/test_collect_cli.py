@@ -31,7 +31,7 @@ from pathlib import Path
 import dw_sshlab
 import pytest
 import yaml
-from conftest import UNIT
+from dw_sshlab import UNIT
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -472,3 +472,50 @@ def test_local_only_commands_do_not_import_paramiko(tmp_path):
                        env={**os.environ, "HOME": str(tmp_path)}, cwd=str(tmp_path), check=False)
     assert r.returncode == 0, r.stderr
     assert "PARAMIKO False" in r.stderr, r.stderr
+
+
+def test_masked_unit_is_reported_as_masked(env, lab):
+    masked = lab.start_sshd("dwcli-masked")
+    masked.symlink(f"/etc/systemd/system/{UNIT}", "/dev/null")
+    masked.write(f"/usr/lib/systemd/system/{UNIT}", UNIT70)  # the vendor unit the mask hides
+    env.trust()
+    r = env.run("snapshot", f"root@{masked.address}:{masked.port}", "--unit", UNIT, "--store", str(env.store),
+                *env.ssh(accept_new=True))
+    no_traceback(r)
+    assert r.returncode == 2
+    assert "unit masked" in r.stdout and "masked" in r.stderr
+    assert r.stderr.count("\n") == 1
+
+
+def test_hung_ssh_server_gives_one_line_not_paramiko_tracebacks(env, tmp_path):
+    import socket
+    import threading
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        r = env.run("snapshot", f"root@127.0.0.1:{server.getsockname()[1]}", "--unit", UNIT, "--store",
+                    str(env.store), "--ssh-config", str(env.cfg), "-i", env.key, "--known-hosts", str(env.kh),
+                    "--connect-timeout", "2", "--command-timeout", "3")
+    finally:
+        stop.set()
+        t.join(2)
+        for c in held:
+            c.close()
+        server.close()
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "timeout" in r.stderr, r.stderr
+    no_traceback(r)

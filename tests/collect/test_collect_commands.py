@@ -1,4 +1,6 @@
 """The remote script, run locally with /bin/sh, and the parser of its sections."""
+import shlex
+import pytest
 import subprocess
 
 from driftwatch.collect.commands import (
@@ -47,3 +49,18 @@ def test_pieces():
     assert parse_cmdline_hex(b"") is None
     assert parse_journal("accept len: 3.20, gen throughput (token/s): 70.1\nfoo\n"
                          "accept len: 1.5\n") == {"accept_length": 1.5, "throughput": 70.1}
+
+
+@pytest.mark.parametrize("unit", ["x@FRAGMENTS@.service", "a@MAXENV@.service", "b@UNIT@.service"])
+def test_placeholders_inside_a_unit_name_are_not_substituted(unit):
+    """Valid unit names may contain `@WORD@`; the script template is filled in one pass."""
+    script = build_command(unit).script
+    assert f"U={shlex.quote(unit)}\n" in script
+    assert "@FRAGMENTS@" not in script.replace(unit, "")
+    assert subprocess.run(["sh", "-n"], input=script, text=True, capture_output=True).returncode == 0
+
+
+def test_the_units_interpreter_is_never_executed():
+    script = build_command("sglang-qwen.service").script
+    assert '"$PY" -c' not in script and "$PY -c" not in script
+    assert "dist-info/METADATA" in script

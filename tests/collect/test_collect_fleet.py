@@ -14,7 +14,7 @@ import time
 import pytest
 
 import dw_sshlab
-from conftest import FIXTURES, UNIT
+from dw_sshlab import FIXTURES, UNIT
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget, load_inventory
 from driftwatch.collect.local import LocalCollector
