@@ -22,7 +22,7 @@ def is_secret_env(name: str) -> bool:
     upper = name.upper()
     if any(word in upper for word in _SECRET_ENV_WORDS if word != "TOKEN"):
         return True
-    return any(part == "TOKEN" or part.endswith("TOKEN") for part in upper.split("_"))
+    return any(part in ("TOKEN", "AUTH") or part.endswith("TOKEN") for part in upper.split("_"))
 
 
 def is_secret_field(name: str) -> bool:
@@ -130,6 +130,9 @@ _QUOTED_ENV_SECRET = re.compile(r"([\"'])([A-Za-z_][A-Za-z0-9_]*)=(.*?)\1")
 _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 
 
+_URL_USERINFO = re.compile(r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:([^/\s@]+)@", re.IGNORECASE)
+
+
 def find_secrets(argvs: list[list[str]], environments: list[dict[str, str]], texts: list[str],
                  secret_flag_values: list[str]) -> list[str]:
     """Every clear-text secret we can see, so it can be replaced wherever it appears.
@@ -146,7 +149,11 @@ def find_secrets(argvs: list[list[str]], environments: list[dict[str, str]], tex
                 found.append(m.group(2))
     for env in environments:
         found += [v for k, v in env.items() if is_secret_env(k)]
+        found += [m.group(1) for v in env.values() for m in _URL_USERINFO.finditer(v)]  # scheme://u:PASS@
+    for argv in argvs:
+        found += [m.group(1) for w in argv for m in _URL_USERINFO.finditer(w)]
     for text in texts:
+        found += [m.group(1) for m in _URL_USERINFO.finditer(text)]
         for m in _QUOTED_ENV_SECRET.finditer(text):
             if is_secret_env(m.group(2)):
                 found.append(m.group(3))

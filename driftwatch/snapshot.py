@@ -90,10 +90,19 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     recorded = raw.engine_version
     clear_engine = read_engine_config(launcher.engine_argv, engine_version=engine_version,
                                       recorded_version=recorded)
+    secret_values = [v.value for k, v in clear_engine.explicit().items() if is_secret_field(k)]
+    if raw.running_argv:  # the running process may hold other secrets than the unit on disk
+        try:
+            running = read_engine_config(find_launcher(list(raw.running_argv)).engine_argv,
+                                         engine_version=clear_engine.version)
+            secret_values += [v.value for k, v in running.explicit().items() if is_secret_field(k)]
+        except DriftwatchError:
+            pass
     secrets = find_secrets(
         [list(command.argv), clear_expanded, list(raw.running_argv or [])],
-        [dict(result.environment), dict(launcher.env)], [raw.text, raw.loaded_exec_start or ""],
-        [v.value for k, v in clear_engine.explicit().items() if is_secret_field(k)])
+        [dict(result.environment), dict(launcher.env)],
+        [raw.text, raw.loaded_exec_start or ""] + list((raw.environment_files or {}).values()),
+        secret_values)
     argv = [scrub(w, secrets) for w in command.argv]
     expanded = [scrub(w, secrets) for w in clear_expanded]
     launcher.engine_argv = [scrub(w, secrets) for w in launcher.engine_argv]

@@ -25,9 +25,10 @@ from driftwatch.collect.unitname import dropin_dir_names, fragment_names, valida
 from driftwatch.errors import InputError
 from driftwatch.model import RawUnit
 
-SEARCH_PATH = (
+SEARCH_PATH = (  # systemd's system unit path, minus generator/transient/control directories
     "/etc/systemd/system",
     "/run/systemd/system",
+    "/usr/local/lib/systemd/system",
     "/usr/lib/systemd/system",
     "/lib/systemd/system",
 )

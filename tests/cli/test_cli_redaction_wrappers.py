@@ -78,3 +78,23 @@ def test_changed_wrapper_secret_is_reported_redacted(tmp_path, units):
         _assert_clean(run.stdout, f"compare --format {fmt}")
         assert "hf_dock_000" not in run.stdout
         assert "changed (redacted)" in run.stdout
+
+
+def test_environment_files_and_running_argv_are_scrubbed():
+    """EnvironmentFile= contents (URL passwords, *_AUTH) and the running process's argv, as collected
+    from a live host, never reach the stored snapshot in clear."""
+    from driftwatch.model import RawUnit
+    from driftwatch.snapshot import build_snapshot, snapshot_to_dict
+    from driftwatch.store import dump_yaml
+
+    raw = RawUnit(host="h", unit="u.service",
+                  text="[Service]\nEnvironmentFile=/root/sglang.env\n"
+                       "ExecStart=/v/bin/python -m sglang.launch_server --model-path /m\n",
+                  environment_files={"/root/sglang.env": "DATABASE_URL=postgres://u:hunter2pw@db/x\n"
+                                                         "HF_AUTH=hf_auth_secret\n"},
+                  running_argv=["/bin/bash", "-c", "exec /v/bin/python -m sglang.launch_server --model-path /m "
+                                                   "--api-k sk-running-1"])
+    saved = dump_yaml(snapshot_to_dict(build_snapshot(raw)))
+    for secret in ("hunter2pw", "hf_auth_secret", "sk-running-1"):
+        assert secret not in saved
+    assert "postgres://u:<redacted:" in saved
