@@ -104,7 +104,8 @@ def baseline_from_dict(data, origin: str, engine_version: str | None = None) -> 
     schema = data.get("schema")
     if schema == SNAPSHOT_SCHEMA:  # a snapshot used directly as an ad-hoc baseline
         snap = snapshot_from_dict(data, origin, engine_version)
-        return Baseline(name=Path(origin).stem, snapshot=snap, path=origin)
+        name = f"{snap.host}:{snap.unit}" if snap.host and snap.unit else Path(origin).stem
+        return Baseline(name=name, snapshot=snap, path=origin)
     if schema != BASELINE_SCHEMA:
         if isinstance(schema, str) and schema.startswith("driftwatch.baseline/"):
             raise BaselineError(f"{origin}: baseline schema {schema} is newer than this driftwatch understands "

@@ -137,7 +137,7 @@ def _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quie
     from .sources import collect_live, inventory_targets, raw_to_snapshot, save_snapshot
     if hosts:
         if not unit:
-            raise InputError("positional hosts need --unit")
+            raise InputError("reading hosts needs --unit UNIT (or an --inventory that lists units)")
         targets = [(h, unit) for h in hosts]
     else:
         targets = inventory_targets(inventory, unit)
