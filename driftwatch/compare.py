@@ -110,6 +110,9 @@ def _explain(rule: Rule, diff: Difference, detail: str) -> str:
     if diff.secret:
         detail = "the value is a secret: compared by fingerprint only"
     detail = _drop_restatement(detail or "", diff)
+    first = detail.split(" ", 1)[0]
+    if first.isalpha() and first.islower():  # a sentence, not a setting name like context_length
+        detail = detail[:1].upper() + detail[1:]
     text = rule.explanation.format_map(_SafeFormat(
         label=diff.label, key=diff.key, baseline=base, current=cur, detail=detail or "",
         note=" ".join(diff.notes)))

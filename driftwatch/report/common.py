@@ -11,8 +11,9 @@ def impact_text(f: Finding) -> str:
         return "no throughput impact" if r is not None else "unknown impact"
     if r is None:
         return f"{f.dimension}, not quantified"
-    ratio = "no change" if abs(r - 1.0) < 1e-9 else f"×{r:.2f}"
-    return f"{ratio} {f.dimension}, {f.confidence} confidence"
+    if abs(r - 1.0) < 1e-9:
+        return f"{f.dimension}; speed unchanged ({f.confidence} confidence)"
+    return f"×{r:.2f} {f.dimension}, {f.confidence} confidence"
 
 
 def summary(c: Comparison) -> str:
