@@ -443,35 +443,17 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
 
 
 def _mail_report(doc: dict, settings: dict, always: bool, quiet: bool) -> bool:
-    """Mail the report when warranted; True when delivery failed (reported on stderr).
-
-    Info lines go to stderr only without --quiet: cron mails any output, and a quiet run must stay
-    silent unless something is wrong.
-    """
+    """Mail the report when warranted; True when delivery failed (said on stderr). Info lines only
+    without --quiet: cron mails any output, so a quiet run stays silent unless something is wrong."""
     from .errors import NotifyError
-    from .notify.email import build_message, send_message
-    from .notify.state import load_state, save_state, should_send, state_for
-    from .settings import default_sender, smtp_settings
-    state_path = settings.get("state")
-    previous = load_state(state_path) if state_path else None
-    send, why = should_send(doc, previous, bool(settings.get("only_changes")), always)
-    if not send:
-        if state_path:  # remember "clean" too, so the same drift coming back is mailed again
-            save_state(state_path, state_for(doc, sent=False))
-        if not quiet:
-            click.echo(f"driftwatch: no mail sent: {why}", err=True)
-        return False
-    msg = build_message(doc, settings.get("sender") or default_sender(), list(settings["email"]),
-                        subject_prefix=settings.get("subject_prefix") or "[driftwatch]")
+    from .notify.deliver import deliver
     try:
-        send_message(msg, smtp_settings(settings, os.environ))
+        outcome = deliver(doc, settings, always)
     except NotifyError as exc:
         click.echo(f"driftwatch: {exc}", err=True)
         return True
-    if state_path:
-        save_state(state_path, state_for(doc, sent=True))
     if not quiet:
-        click.echo(f"driftwatch: mailed {msg['Subject']!s} to {', '.join(settings['email'])}", err=True)
+        click.echo(f"driftwatch: {outcome}", err=True)
     return False
 
 
