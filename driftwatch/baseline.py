@@ -14,9 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import BaselineError, InputError
-from .model import RawUnit
-from .snapshot import (SNAPSHOT_SCHEMA, Snapshot, build_snapshot, now_utc, snapshot_from_dict,
-                       snapshot_to_dict)
+from .snapshot import SNAPSHOT_SCHEMA, Snapshot, now_utc, snapshot_from_dict, snapshot_to_dict
 from .store import dump_yaml, read_yaml, write_new
 
 BASELINE_SCHEMA = "driftwatch.baseline/v1"
@@ -145,17 +143,3 @@ def load_baseline(spec: str, directory: Path, engine_version: str | None = None,
         raise BaselineError(f"{path}: not a baseline YAML file")
     snap = unit_reader(str(path))
     return Baseline(name=path.name, snapshot=snap, path=str(path))
-
-
-def snapshot_from_unit_file(path: str, host: str | None = None, engine_version: str | None = None) -> Snapshot:
-    """Read a unit file on this machine (plain, or saved `systemctl cat` output) into a Snapshot."""
-    from .parse.readfile import read_text_file
-    text = read_text_file(path)
-    raw = RawUnit(host=host or "", unit="", text=text, source="file", paths=[])
-    snap = build_snapshot(raw, engine_version=engine_version, origin=path)
-    if not snap.paths:
-        snap.paths = [os.path.abspath(path)]
-    if not snap.unit:
-        snap.unit = Path(path).name
-    snap.host = host
-    return snap

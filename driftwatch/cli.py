@@ -78,8 +78,8 @@ def _one_target(unit_file, host, unit, snapshot_file, engine_version, inventory,
     if len(chosen) > 1:
         raise InputError("give one of --unit-file, --snapshot or --host/--unit")
     if unit_file:
-        from .sources import snapshot_from_file
-        snap = snapshot_from_file(unit_file, host=None, engine_version=engine_version)
+        from .sources import snapshot_from_unit_file
+        snap = snapshot_from_unit_file(unit_file, host=None, engine_version=engine_version)
         if unit:  # the unit's name on its host, when the file is a copy named otherwise
             from .collect.unitname import validate_unit_name
             snap.unit = validate_unit_name(unit)
@@ -115,14 +115,14 @@ def _one_target(unit_file, host, unit, snapshot_file, engine_version, inventory,
 @_ssh_options
 def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_version, parallel, quiet, **ssh):
     """Read units (local files or live hosts) and save one snapshot each in the store."""
-    from .sources import save_snapshot, snapshot_from_file
+    from .sources import save_snapshot, snapshot_from_unit_file
     if host_name and not unit_files:
         hosts, host_name = tuple(hosts) + (host_name,), None
     if not hosts and not inventory and not unit_files:
         raise InputError("nothing to snapshot: give HOST..., --inventory FILE or --unit-file FILE")
     trouble = False
     for path in unit_files:
-        snap = snapshot_from_file(path, host=host_name, engine_version=engine_version)
+        snap = snapshot_from_unit_file(path, host=host_name, engine_version=engine_version)
         if engine_version:
             snap.engine_version = engine_version  # the operator says which release runs it
         saved = save_snapshot(snap, store)
@@ -277,8 +277,8 @@ def baseline_show(name, fmt, baselines_dir):
     """A baseline's metrics and typed flags."""
     from .baseline import baselines_dir as resolve_dir, load_baseline
     from .show import render_show
-    from .sources import snapshot_from_file
-    b = load_baseline(name, resolve_dir(baselines_dir), unit_reader=lambda p: snapshot_from_file(p, None, None))
+    from .sources import snapshot_from_unit_file
+    b = load_baseline(name, resolve_dir(baselines_dir), unit_reader=lambda p: snapshot_from_unit_file(p, None, None))
     if fmt == "json":
         from .baseline import baseline_to_dict
         click.echo(json.dumps(baseline_to_dict(b), indent=2, default=str))
@@ -318,13 +318,13 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
     from .ignore import from_cli, load_ignore_file
     from .report import render_comparison
     from .rulebook import load_rules
-    from .sources import snapshot_from_file
+    from .sources import snapshot_from_unit_file
     b_metrics = parse_metrics(baseline_metric, "--baseline-metric")
     c_metrics = parse_metrics(current_metric, "--current-metric")
     rules = load_rules(rules_dir)
     ignore = from_cli(ignores) + load_ignore_file(ignore_file)
     base = load_baseline(baseline_spec, resolve_dir(baselines_dir),
-                         unit_reader=lambda p: snapshot_from_file(p, None, None))
+                         unit_reader=lambda p: snapshot_from_unit_file(p, None, None))
     current = _one_target(unit_file, host, unit or (base.unit if host else None), snapshot_file, None, inventory,
                           ssh, required=False)
     if current is None:
@@ -382,7 +382,7 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
     from .report.fleet import render_markdown, render_text
     from .rulebook import load_rules
     from .settings import load_report_settings, merge
-    from .sources import collect_live, inventory_targets, raw_to_snapshot, snapshot_from_file
+    from .sources import collect_live, inventory_targets, raw_to_snapshot, snapshot_from_unit_file
     cli_values = dict(email=email, smtp_host=smtp_host, smtp_port=smtp_port, smtp_user=smtp_user,
                       smtp_password_file=smtp_password_file, smtp_security=smtp_security, smtp_ca_file=smtp_ca_file,
                       sender=sender, subject_prefix=subject_prefix, state=state, only_changes=only_changes,
@@ -395,11 +395,11 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
     rules_loaded = load_rules(rules_dir)
     ignore = from_cli(ignores) + load_ignore_file(ignore_file)
     base = load_baseline(settings["baseline"], resolve_dir(baselines_dir),
-                         unit_reader=lambda p: snapshot_from_file(p, None, None))
+                         unit_reader=lambda p: snapshot_from_unit_file(p, None, None))
     entries = []
     for path in unit_files:
         try:
-            snap = snapshot_from_file(path, None, engine_version)
+            snap = snapshot_from_unit_file(path, None, engine_version)
             entries.append(compare_entry(base, snap, rules_loaded, ignore, concurrency, engine_version))
         except DriftwatchError as exc:
             entries.append(host_entry("local", path, "error", error=str(exc)))
@@ -465,17 +465,13 @@ def _mail_report(doc: dict, settings: dict, always: bool, quiet: bool) -> bool:
 def cron_example(inventory, baseline_spec, email, user):
     """Print a crontab entry and a systemd service + timer for daily reports, filled in."""
     from .cron_example import FILES, cron_example as fill
-    exe = sys.argv[0] if os.path.isabs(sys.argv[0]) else (shutil_which("driftwatch") or "/usr/local/bin/driftwatch")
+    import shutil
+    exe = sys.argv[0] if os.path.isabs(sys.argv[0]) else (shutil.which("driftwatch") or "/usr/local/bin/driftwatch")
     texts = fill(driftwatch=os.path.abspath(exe), inventory=inventory, baseline=baseline_spec, email=email, user=user)
     for kind, text in texts.items():
         click.echo(f"# ---- {FILES.get(kind, kind)}")
         click.echo(text.rstrip("\n") + "\n")
     sys.exit(EXIT_OK)
-
-
-def shutil_which(name: str) -> str | None:
-    import shutil
-    return shutil.which(name)
 
 
 # --------------------------------------------------------------------------- rules

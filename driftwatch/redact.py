@@ -81,17 +81,6 @@ def redact_argv(argv: list[str]) -> tuple[list[str], list[str]]:
     return out, secrets
 
 
-def redact_environment(env: dict[str, str]) -> tuple[dict[str, str], list[str]]:
-    out, secrets = {}, []
-    for name, value in env.items():
-        if is_secret_env(name) and value and not is_redacted(value):
-            secrets.append(value)
-            out[name] = fingerprint(value)
-        else:
-            out[name] = value
-    return out, secrets
-
-
 _INLINE_SECRET = re.compile(r"(--[A-Za-z0-9-]*(?:api-key|token|secret|password|passwd|credential)[A-Za-z0-9-]*)"
                             r"(=|\s+)(\"[^\"]*\"|'[^']*'|[^\s\"']+)", re.IGNORECASE)
 _ENV_SECRET = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL)[A-Za-z0-9_]*)"
@@ -100,8 +89,7 @@ _ENV_SECRET = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PAS
 
 def scrub_text(text: str, secrets: list[str]) -> str:
     """Remove secrets from raw unit text: known values first, then anything that looks like one."""
-    for secret in sorted(set(s for s in secrets if len(s) >= 3), key=len, reverse=True):
-        text = text.replace(secret, fingerprint(secret))
+    text = scrub(text, sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True))
 
     def flag(m: re.Match) -> str:
         if not is_secret_option(m.group(1)) or is_redacted(m.group(3).strip("'\"")):

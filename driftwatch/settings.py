@@ -44,6 +44,7 @@ import yaml
 
 from driftwatch.errors import InputError
 from driftwatch.parse.readfile import read_text_file
+from driftwatch.store import yaml_problem
 from driftwatch.notify.email import PASSWORD_ENV, SECURITY_MODES, SMTPSettings, load_password_file
 
 DEFAULTS: dict[str, Any] = {
@@ -166,13 +167,9 @@ def _read_config(path: str) -> dict:
     text = read_text_file(path, "config file", allow_empty=True, limit=MAX_CONFIG_BYTES)
     try:
         doc = yaml.safe_load(text)
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = " ".join(str(e.problem or e.context or "syntax error").split())
-        raise InputError(f"{path}{line}: invalid YAML: {problem}") from None
     except yaml.YAMLError as e:
-        raise InputError(f"{path}: invalid YAML: {' '.join(str(e).split())}") from None
+        line, problem = yaml_problem(e)
+        raise InputError(f"{path}{f':{line}' if line else ''}: invalid YAML: {problem}") from None
     if doc is None:
         return {}
     if not isinstance(doc, dict):

@@ -16,7 +16,7 @@ from .errors import DriftwatchError, EngineError, InputError
 from .model import EngineConfig, Issue, Launcher, RawUnit
 from .parse.execstart import ExecStartError, resolve_exec_start
 from .parse.unitfile import parse_unit_text
-from .redact import find_secrets, is_secret_field, redact_argv, scrub, scrub_text
+from .redact import find_secrets, is_secret_field, scrub, scrub_text
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
 # [Service] keys whose drift we report besides ExecStart/Environment (which are read deeper).
@@ -105,11 +105,13 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
         secret_values)
     argv = [scrub(w, secrets) for w in command.argv]
     expanded = [scrub(w, secrets) for w in clear_expanded]
+    clear_engine_argv = list(launcher.engine_argv)
     launcher.engine_argv = [scrub(w, secrets) for w in launcher.engine_argv]
     launcher.env = {k: scrub(v, secrets) for k, v in launcher.env.items()}
     launcher.wrapper_args = [scrub(w, secrets) for w in launcher.wrapper_args]
     environment = {k: scrub(v, secrets) for k, v in {**result.environment, **launcher.env}.items()}
-    engine = read_engine_config(launcher.engine_argv, engine_version=engine_version, recorded_version=recorded)
+    engine = clear_engine if launcher.engine_argv == clear_engine_argv else read_engine_config(
+        launcher.engine_argv, engine_version=engine_version, recorded_version=recorded)
     unit_keys: dict[str, str] = {}
     for section, keys in unit.sections().items():
         if section != "Service":
@@ -125,11 +127,11 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     unit_keys.setdefault("Service.Type", result.service_type)
     runtime: dict[str, Any] = {}
     if raw.loaded_exec_start is not None:
-        runtime["loaded_exec_start"] = scrub_text(scrub(raw.loaded_exec_start, secrets), secrets)
+        runtime["loaded_exec_start"] = scrub_text(raw.loaded_exec_start, secrets)
     if raw.need_daemon_reload is not None:
         runtime["need_daemon_reload"] = raw.need_daemon_reload
     if raw.running_argv is not None:
-        runtime["running_argv"] = redact_argv([scrub(w, secrets) for w in raw.running_argv])[0]
+        runtime["running_argv"] = [scrub(w, secrets) for w in raw.running_argv]  # its secrets are in `secrets`
     for name in ("main_pid", "active_state", "gpus"):
         if getattr(raw, name) is not None:
             runtime[name] = getattr(raw, name)
@@ -138,7 +140,7 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     return Snapshot(
         host=raw.host, unit=raw.unit or unit.name, source=raw.source,
         collected_at=raw.collected_at or now_utc(), paths=list(raw.paths or unit.paths),
-        unit_text=scrub_text(scrub(raw.text, secrets), secrets), argv=argv, expanded_argv=expanded,
+        unit_text=scrub_text(raw.text, secrets), argv=argv, expanded_argv=expanded,
         prefixes=command.prefixes, environment=environment,
         environment_files=list(result.environment_files), unit_keys=unit_keys, launcher=launcher,
         engine_version=recorded, engine=engine, issues=list(engine.issues),

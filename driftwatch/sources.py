@@ -9,9 +9,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .baseline import snapshot_from_unit_file
 from .errors import DriftwatchError, InputError
 from .model import RawUnit
+from .parse.readfile import read_text_file
 from .snapshot import Snapshot, build_snapshot, snapshot_from_dict, snapshot_to_dict
 from .store import dump_yaml, read_yaml, write_atomic, write_new
 
@@ -105,5 +105,14 @@ def save_snapshot(snapshot: Snapshot, store: str | None) -> Path:
     return path
 
 
-def snapshot_from_file(path: str, host: str | None, engine_version: str | None) -> Snapshot:
-    return snapshot_from_unit_file(path, host=host, engine_version=engine_version)
+def snapshot_from_unit_file(path: str, host: str | None = None, engine_version: str | None = None) -> Snapshot:
+    """Read a unit file on this machine (plain, or saved `systemctl cat` output) into a Snapshot."""
+    text = read_text_file(path)
+    raw = RawUnit(host=host or "", unit="", text=text, source="file", paths=[])
+    snap = build_snapshot(raw, engine_version=engine_version, origin=path)
+    if not snap.paths:
+        snap.paths = [os.path.abspath(path)]
+    if not snap.unit:
+        snap.unit = Path(path).name
+    snap.host = host
+    return snap

@@ -89,6 +89,13 @@ def write_new(path: str | os.PathLike, text: str, force: bool = False) -> None:
         _unlink(tmp)
 
 
+def yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, str]:
+    """(1-based line or None, one-line reason) of a YAML error, for messages that name the line."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc).splitlines()[0]
+    return (mark.line + 1 if mark is not None else None), " ".join(str(problem).split())
+
+
 def read_yaml(path: str | os.PathLike, what: str) -> Any:
     """safe_load a YAML file; errors name the file and the line."""
     from .parse.readfile import read_text_file
@@ -97,7 +104,6 @@ def read_yaml(path: str | os.PathLike, what: str) -> Any:
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        line, problem = yaml_problem(exc)
+        where = f" line {line}" if line else ""
         raise InputError(f"{p}:{where}: broken YAML in {what}: {problem}") from None

@@ -26,6 +26,7 @@ from typing import Any
 
 from driftwatch.errors import InputError
 from driftwatch.parse.readfile import read_text_file
+from driftwatch.store import yaml_problem
 
 
 @dataclass
@@ -150,13 +151,14 @@ def _yaml_load(path: str, text: str):
 
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping)
     Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, construct_seq)
+    loader = Loader(text)  # a SafeLoader that also records line numbers
     try:
-        return yaml.load(text, Loader=Loader)  # noqa: S506 - SafeLoader subclass
+        return loader.get_single_data()
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = f":{mark.line + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise InputError(f"{path}{line}: not valid YAML: {problem}") from None
+        line, problem = yaml_problem(exc)
+        raise InputError(f"{path}{f':{line}' if line else ''}: not valid YAML: {problem}") from None
+    finally:
+        loader.dispose()
 
 
 def _line(obj, key=None) -> int:

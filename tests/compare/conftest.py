@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.baseline import Baseline, snapshot_from_unit_file
+from driftwatch.baseline import Baseline
+from driftwatch.sources import snapshot_from_unit_file
 from driftwatch.compare import compare
 from driftwatch.rulebook import load_rules
 

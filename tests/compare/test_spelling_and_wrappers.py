@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.baseline import Baseline, snapshot_from_unit_file
+from driftwatch.baseline import Baseline
+from driftwatch.sources import snapshot_from_unit_file
 from driftwatch.compare import compare
 from driftwatch.rulebook import load_rules
 
@@ -50,7 +51,7 @@ def test_environment_file_drift_is_found(tmp_path):
 
 
 @pytest.mark.parametrize("base,cur", [
-    (_unit(f"@/venv/bin/python sglang-server -m sglang.launch_server --model-path /m"),
+    (_unit("@/venv/bin/python sglang-server -m sglang.launch_server --model-path /m"),
      _unit("/venv/bin/python -m sglang.launch_server --model-path /m")),
     (_unit("/venv/bin/python -m sglang.launch_server --model-path /m"),
      _unit("/venv/bin/python3 -m sglang.launch_server --model-path /m")),

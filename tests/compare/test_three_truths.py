@@ -1,7 +1,8 @@
 """Disk vs loaded vs running: a pending daemon-reload or restart is reported as a finding."""
 from pathlib import Path
 
-from driftwatch.baseline import Baseline, snapshot_from_unit_file
+from driftwatch.baseline import Baseline
+from driftwatch.sources import snapshot_from_unit_file
 from driftwatch.compare import compare
 from driftwatch.model import RawUnit
 from driftwatch.rulebook import load_rules

@@ -262,7 +262,12 @@ def _offending_word(message: str, words: list[str], catalog: Catalog) -> int | N
 
 def count_problems(argv: list[str], version: str) -> int:
     """How many flags `version` cannot read (unknown, removed, ambiguous, rejected)."""
-    _, _, issues = _parse_once(argv, load_catalog(version))
+    return _count_problems(tuple(argv), version)
+
+
+@functools.lru_cache(maxsize=256)
+def _count_problems(argv: tuple[str, ...], version: str) -> int:
+    _, _, issues = _parse_once(list(argv), load_catalog(version))
     return len(issues)
 
 
