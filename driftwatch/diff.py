@@ -39,6 +39,7 @@ class Difference:
     details: dict = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     secret: bool = False
+    concept: str | None = None  # engine-neutral name (speculative.steps, parallel.tensor, ...), when one applies
 
 
 @dataclass
