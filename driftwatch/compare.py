@@ -66,9 +66,8 @@ class Comparison:
 
 
 def _side_values(config) -> tuple[dict[str, Any], set[str]]:
-    values = {k: v.value for k, v in config.flags.items()}
-    runtime = {k for k, v in config.flags.items() if v.source == RUNTIME and v.value is None}
-    return values, runtime
+    """What impact models read of one side: concept -> value, and the concepts computed at start-up."""
+    return config.concept_values()
 
 
 def _format_value(value: Any, source: str | None) -> str:
@@ -99,8 +98,8 @@ class _SafeFormat(dict):
 def _drop_restatement(detail: str, diff: Difference) -> str:
     """Models often open with "NAME a → b: …"; the rule's sentence already says that."""
     head, sep, rest = detail.partition(": ")
-    name = diff.key.split(".", 1)[-1]
-    if sep and "→" in head and (name in head or diff.label in head) and rest:
+    names = [diff.key.split(".", 1)[-1], diff.label] + ([diff.concept] if diff.concept else [])
+    if sep and "→" in head and any(name in head for name in names) and rest:
         return rest[:1].upper() + rest[1:]
     return detail
 
@@ -149,8 +148,9 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
     findings: list[Finding] = []
     ignored: list[Finding] = []
     for diff in diffs:
-        rule = match_rule(rules, diff.key, diff.kind)
-        estimate = get_model(rule.model)(diff.key, diff.baseline, diff.current, ctx, rule.params)
+        rule = match_rule(rules, diff.key, diff.kind, diff.concept)
+        name, b_value, c_value = diff.model_inputs()
+        estimate = get_model(rule.model)(name, b_value, c_value, ctx, rule.params)
         finding = Finding(difference=diff, rule=rule, throughput_ratio=estimate.throughput_ratio,
                           confidence=estimate.confidence, dimension=estimate.dimension or rule.dimension,
                           detail=mask_fingerprints(estimate.detail), explanation=_explain(rule, diff, estimate.detail))
@@ -167,8 +167,8 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
     throughput = b_metrics.get("throughput")
     predicted = round(throughput * ratio, 1) if ratio is not None and throughput is not None else None
     notes = list(dict.fromkeys(pair.baseline.notes + pair.current.notes))
-    if not pair.shared_version:
-        notes.append(f"baseline read as SGLang {pair.baseline.version}, current as {pair.current.version}")
+    if pair.same_engine and not pair.shared_version:
+        notes.append(f"baseline read as {pair.baseline.title}, current as {pair.current.version}")
     return Comparison(baseline=baseline, current=current, pair=pair, findings=findings, ignored=ignored,
                       concurrency=ctx.concurrency, baseline_metrics=b_metrics, current_metrics=c_metrics,
                       predicted_throughput_ratio=None if ratio is None else round(ratio, 3),

@@ -10,26 +10,28 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import shlex
 
 from dataclasses import dataclass, field
 from typing import Any
 
 from deepdiff import DeepDiff
 
-from .engines.launcher import find_launcher
-from .engines.sglang.config import choose_version, read_engine_config
-from .errors import EngineError
+from .engines.registry import find_launcher, get_engine
 from .model import EXPLICIT, RUNTIME, EngineConfig, FlagValue
+from .parse.wrappers import NO_ENGINE
 from .redact import is_redacted, is_secret_field
 from .snapshot import Snapshot
 
-SPECULATIVE_DETAIL_KEYS = ("speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
-                           "speculative_draft_model_path")
+# Concepts reported with the speculative finding they belong to (never as findings of their own
+# when the algorithm itself changed).
+SPECULATIVE_DETAILS = ("speculative.steps", "speculative.topk", "speculative.draft_tokens",
+                       "speculative.draft_model")
 
 
 @dataclass
 class Difference:
-    key: str  # ServerArgs field, or env.NAME / unit.Section.Key / launcher.* / engine.version / host.gpus
+    key: str  # native field, or env.NAME / unit.Section.Key / launcher.* / engine.version / host.gpus / exec.argv
     label: str  # how a person recognises it: --flag, NAME=, User=
     baseline: Any
     current: Any
@@ -40,6 +42,14 @@ class Difference:
     notes: list[str] = field(default_factory=list)
     secret: bool = False
     concept: str | None = None  # engine-neutral name (speculative.steps, parallel.tensor, ...), when one applies
+    concept_baseline: Any = None  # the two sides as concept values (booleans mean "on"), for impact models
+    concept_current: Any = None
+
+    def model_inputs(self) -> tuple[str, Any, Any]:
+        """(name, baseline, current) as impact models read them: by concept where one applies."""
+        if self.concept:
+            return self.concept, self.concept_baseline, self.concept_current
+        return self.key, self.baseline, self.current
 
 
 @dataclass
@@ -50,28 +60,42 @@ class EnginePair:
     current: EngineConfig
     shared_version: bool
 
+    @property
+    def same_engine(self) -> bool:
+        return self.baseline.engine == self.current.engine
+
 
 def read_pair(baseline: Snapshot, current: Snapshot, engine_version: str | None = None) -> EnginePair:
-    """Type both sides under one release unless each side records its own."""
+    """Type both sides under one release of their engine unless each side records its own."""
+    b_engine, c_engine = get_engine(baseline.launcher.engine), get_engine(current.launcher.engine)
+    if b_engine is not c_engine or b_engine.name == NO_ENGINE:
+        # Different engines (or none): each side is read by itself; flags are not compared.
+        b = b_engine.read_config(baseline.engine_argv, engine_version=engine_version if b_engine is c_engine else None,
+                                 recorded_version=baseline.engine_version)
+        c = c_engine.read_config(current.engine_argv, engine_version=engine_version if b_engine is c_engine else None,
+                                 recorded_version=current.engine_version)
+        return EnginePair(b, c, b_engine is c_engine)
+    engine = b_engine
     if engine_version:
-        b = read_engine_config(baseline.engine_argv, engine_version=engine_version)
-        c = read_engine_config(current.engine_argv, engine_version=engine_version)
+        b = engine.read_config(baseline.engine_argv, engine_version=engine_version)
+        c = engine.read_config(current.engine_argv, engine_version=engine_version)
         return EnginePair(b, c, True)
     if baseline.engine_version or current.engine_version:
         if baseline.engine_version:
-            b = read_engine_config(baseline.engine_argv, recorded_version=baseline.engine_version)
+            b = engine.read_config(baseline.engine_argv, recorded_version=baseline.engine_version)
         else:
-            b = read_engine_config(baseline.engine_argv, engine_version=current.engine_version)
-            b.version_reason = f"the current unit's SGLang {current.engine_version} (the baseline records none)"
+            b = engine.read_config(baseline.engine_argv, engine_version=current.engine_version)
+            b.version_reason = (f"the current unit's {engine.label} {current.engine_version} "
+                                "(the baseline records none)")
         if current.engine_version:
-            c = read_engine_config(current.engine_argv, recorded_version=current.engine_version)
+            c = engine.read_config(current.engine_argv, recorded_version=current.engine_version)
         else:
-            c = read_engine_config(current.engine_argv, engine_version=b.version)
-            c.version_reason = f"the baseline's SGLang {b.version} (the current unit records none)"
+            c = engine.read_config(current.engine_argv, engine_version=b.version)
+            c.version_reason = f"the baseline's {engine.label} {b.version} (the current unit records none)"
         return EnginePair(b, c, b.version == c.version)
-    version, why = choose_version([baseline.engine_argv, current.engine_argv])
-    b = read_engine_config(baseline.engine_argv, engine_version=version)
-    c = read_engine_config(current.engine_argv, engine_version=version)
+    version, why = engine.choose_release([baseline.engine_argv, current.engine_argv])
+    b = engine.read_config(baseline.engine_argv, engine_version=version)
+    c = engine.read_config(current.engine_argv, engine_version=version)
     for config in (b, c):
         config.version_reason = f"inferred: {why}"
     return EnginePair(b, c, True)
@@ -149,56 +173,90 @@ def diff_flags(b: EngineConfig, c: EngineConfig) -> list[Difference]:
         label = (c.flags.get(key).flag if cs == EXPLICIT else None) or (b.flags.get(key).flag if bs == EXPLICIT
                                                                         else None) or flag_obj.flag or key
         notes = [v.note for v in (b.flags.get(key), c.flags.get(key)) if v is not None and v.note]
-        diffs.append(Difference(key=key, label=_primary_label(key, b, c, label), baseline=bv, current=cv,
-                                baseline_source=bs, current_source=cs, kind=kind, notes=notes,
-                                secret=is_secret_field(key) or is_redacted(bv) or is_redacted(cv)))
+        diffs.append(_with_concept(Difference(
+            key=key, label=_primary_label(key, b, c, label), baseline=bv, current=cv,
+            baseline_source=bs, current_source=cs, kind=kind, notes=notes,
+            secret=is_secret_field(key) or is_redacted(bv) or is_redacted(cv)), b, c))
     return _group_speculative(diffs, b, c)
+
+
+def _with_concept(diff: Difference, b: EngineConfig, c: EngineConfig) -> Difference:
+    """Name the difference's concept and give both sides as concept values."""
+    binding = c.bindings.get(diff.key) or b.bindings.get(diff.key)
+    if binding is not None:
+        diff.concept = binding.concept
+        diff.concept_baseline = binding.to_concept_value(diff.baseline)
+        diff.concept_current = binding.to_concept_value(diff.current)
+    return diff
 
 
 def _primary_label(key: str, b: EngineConfig, c: EngineConfig, fallback: str) -> str:
     """The long, canonical spelling (--speculative-num-steps), not an abbreviation someone typed."""
-    from .engines.sglang.catalog import load_catalog
     for config in (c, b):
-        spec = load_catalog(config.version).by_field.get(key)
-        if spec is not None:
-            return spec.primary
+        primary = get_engine(config.engine).primary_flag(key, config.version)
+        if primary is not None:
+            return primary
     return fallback
 
 
+def _key_of(config: EngineConfig, concept: str) -> str | None:
+    """The native field that expresses `concept` in this config (explicit binding first)."""
+    keys = [k for k, binding in config.bindings.items() if binding.concept == concept]
+    keys.sort(key=lambda k: config.flags[k].source != EXPLICIT if k in config.flags else True)
+    return keys[0] if keys else None
+
+
+def _concept_state(b: EngineConfig, c: EngineConfig, concept: str) -> dict:
+    """{"baseline": value, "current": value} of a concept, by each side's native field."""
+    out = {}
+    for side, config in (("baseline", b), ("current", c)):
+        key = _key_of(config, concept)
+        out[side] = _flag_state(config.flags.get(key))[0] if key else None
+    return out
+
+
 def _group_speculative(diffs: list[Difference], b: EngineConfig, c: EngineConfig) -> list[Difference]:
-    by_key = {d.key: d for d in diffs}
-    algo = by_key.get("speculative_algorithm")
+    """Report speculative settings under their cause, by concept: an algorithm change carries the
+    steps/topk/draft settings of both sides; values the engine derives from the steps (draft tokens
+    forced to steps + 1) belong to the steps finding."""
+    by_concept = {d.concept: d for d in diffs if d.concept}
+    order = [d for d in diffs]
+
+    def drop(diff: Difference) -> None:
+        order.remove(diff)
+
+    algo = by_concept.get("speculative.algorithm")
     if algo is not None:
-        # On, off or another algorithm: one finding carrying the speculative settings of each side.
-        for key in SPECULATIVE_DETAIL_KEYS:
-            detail = by_key.pop(key, None)
-            bv, _ = _flag_state(b.flags.get(key))
-            cv, _ = _flag_state(c.flags.get(key))
-            algo.details[key] = {"baseline": bv, "current": cv}
+        for concept in SPECULATIVE_DETAILS:
+            detail = by_concept.get(concept)
+            key = _key_of(c, concept) or _key_of(b, concept)
+            if key is not None:
+                algo.details[key] = _concept_state(b, c, concept)
             if detail is not None:
+                drop(detail)
                 algo.notes.extend(detail.notes)
-        return list(by_key.values())
-    steps = by_key.get("speculative_num_steps")
-    draft = by_key.get("speculative_num_draft_tokens")
-    forced = draft is not None and any("steps + 1" in note for note in draft.notes)
-    if draft is not None and (forced or (draft.current_source != EXPLICIT and draft.baseline_source != EXPLICIT)):
-        # Draft tokens forced to steps + 1 (topk 1) follow the steps change: report them there.
-        by_key.pop("speculative_num_draft_tokens")
-        if steps is None:
-            steps = Difference(key="speculative_num_steps", label="--speculative-num-steps",
-                               baseline=b.flags.get("speculative_num_steps").value if b.flags.get(
-                                   "speculative_num_steps") else None,
-                               current=c.flags.get("speculative_num_steps").value if c.flags.get(
-                                   "speculative_num_steps") else None)
-            by_key["speculative_num_steps"] = steps
-        steps.details["speculative_num_draft_tokens"] = {"baseline": draft.baseline, "current": draft.current}
-        steps.notes.append(f"draft tokens {draft.baseline} → {draft.current} follow (steps + 1 with topk 1)")
+        return order
+    steps = by_concept.get("speculative.steps")
+    draft = by_concept.get("speculative.draft_tokens")
+    if draft is not None:
+        derived = any(v is not None and v.follows == "speculative.steps"
+                      for v in (b.flags.get(draft.key), c.flags.get(draft.key)))
+        if derived or (draft.current_source != EXPLICIT and draft.baseline_source != EXPLICIT):
+            drop(draft)
+            if steps is None:
+                key = _key_of(c, "speculative.steps") or _key_of(b, "speculative.steps") or "speculative_num_steps"
+                state = _concept_state(b, c, "speculative.steps")
+                steps = _with_concept(Difference(key=key, label=_primary_label(key, b, c, key),
+                                                 baseline=state["baseline"], current=state["current"]), b, c)
+                order.append(steps)
+            steps.details[draft.key] = {"baseline": draft.baseline, "current": draft.current}
+            steps.notes.append(f"draft tokens {draft.baseline} → {draft.current} follow (steps + 1 with topk 1)")
     if steps is not None:
-        for key in ("speculative_eagle_topk", "speculative_algorithm"):
-            bv, _ = _flag_state(b.flags.get(key))
-            cv, _ = _flag_state(c.flags.get(key))
-            steps.details.setdefault(key, {"baseline": bv, "current": cv})
-    return list(by_key.values())
+        for concept in ("speculative.topk", "speculative.algorithm"):
+            key = _key_of(c, concept) or _key_of(b, concept)
+            if key is not None:
+                steps.details.setdefault(key, _concept_state(b, c, concept))
+    return order
 
 
 def _dict_diff(prefix: str, label_fmt: str, base: dict, cur: dict, secret_aware: bool = False) -> list[Difference]:
@@ -246,11 +304,10 @@ def _runtime_truths(current: Snapshot, config: EngineConfig) -> list[Difference]
                                        "on disk only after `systemctl daemon-reload`"]))
     running = rt.get("running_argv")
     if running:
-        try:
-            launcher = find_launcher(list(running))
-        except EngineError:
-            return diffs
-        running_config = read_engine_config(launcher.engine_argv, engine_version=config.version)
+        launcher = find_launcher(list(running))
+        if launcher.engine != config.engine or config.engine == NO_ENGINE:
+            return diffs  # not the same program: which process serves the unit is not known here
+        running_config = get_engine(launcher.engine).read_config(launcher.engine_argv, engine_version=config.version)
         changed = diff_flags(running_config, config)
         if changed:
             summary = ", ".join(f"{d.label} (secret) changed" if d.secret else
@@ -280,16 +337,35 @@ def _short(value: Any) -> str:
     return "default" if value is None else str(value)
 
 
+def _engine_diff(baseline: Snapshot, current: Snapshot, pair: EnginePair) -> list[Difference]:
+    """A different engine (or none) on one side: one finding, and the argv compared as words."""
+    b, c = pair.baseline, pair.current
+    diffs = []
+    if not pair.same_engine:
+        diffs.append(Difference(key="launcher.engine", label="engine", baseline=b.title, current=c.title,
+                                notes=[f"the unit now runs {c.title} where the baseline ran {b.title}: "
+                                       "settings and throughput are not comparable flag by flag"]))
+    if (not pair.same_engine or b.engine == NO_ENGINE) and baseline.engine_argv != current.engine_argv:
+        diffs.append(Difference(key="exec.argv", label="arguments", baseline=shlex.join(baseline.engine_argv),
+                                current=shlex.join(current.engine_argv)))
+    return diffs
+
+
 def diff_snapshots(baseline: Snapshot, current: Snapshot, pair: EnginePair) -> list[Difference]:
-    diffs = diff_flags(pair.baseline, pair.current)
+    if pair.same_engine and pair.baseline.engine != NO_ENGINE:
+        diffs = diff_flags(pair.baseline, pair.current)
+    else:
+        diffs = _engine_diff(baseline, current, pair)
     used = _exec_vars(baseline) | _exec_vars(current)  # compared through the flags they expand into
     diffs += _dict_diff("env.", "{name}", {k: v for k, v in baseline.environment.items() if k not in used},
                         {k: v for k, v in current.environment.items() if k not in used}, secret_aware=True)
     diffs += _dict_diff("unit.", "{name}=", baseline.unit_keys, current.unit_keys)
     diffs += _launcher_diff(baseline, current)
-    if baseline.engine_version and current.engine_version and baseline.engine_version != current.engine_version:
+    if (pair.same_engine and baseline.engine_version and current.engine_version
+            and baseline.engine_version != current.engine_version):
         changed = default_changes(pair.baseline, pair.current)
-        diffs.append(Difference(key="engine.version", label="SGLang release", baseline=baseline.engine_version,
+        label = f"{pair.current.label} release" if pair.same_engine else "engine release"
+        diffs.append(Difference(key="engine.version", label=label, baseline=baseline.engine_version,
                                 current=current.engine_version, details={"defaults_changed": changed},
                                 notes=[f"{len(changed)} default{'s' if len(changed) != 1 else ''} differ between "
                                        "the releases for settings neither unit sets"] if changed else []))

@@ -44,6 +44,7 @@ class FlagValue:
     source: str  # EXPLICIT | DEFAULT | RUNTIME
     flag: str | None = None  # the spelling used on the command line (explicit), else the primary option
     note: str | None = None  # e.g. "NEXTN is read as EAGLE", "draft tokens forced to steps + 1"
+    follows: str | None = None  # the concept whose value the engine derived this one from at start-up
 
 
 @dataclass
@@ -65,8 +66,8 @@ class Issue:
 class Launcher:
     """How the engine is started inside the ExecStart command."""
 
-    engine: str  # "sglang"
-    entry: str  # "python -m sglang.launch_server" | "sglang serve"
+    engine: str  # a registered engine's name ("sglang"), or "none" when no engine was recognised
+    entry: str  # "python -m sglang.launch_server" | "sglang serve" | the program, for engine none
     interpreter: str | None  # /root/ml-env/bin/python3, or None for a bare `sglang` script
     wrappers: list[str]  # outermost first: ["numactl", "bash -c", "docker run"]
     engine_argv: list[str]  # the engine's own arguments (after the entry point)
@@ -74,22 +75,57 @@ class Launcher:
     venv: str | None = None  # directory of the virtualenv/conda env, when recognisable
     env: dict[str, str] = field(default_factory=dict)  # set by wrappers: `env A=1`, `docker run -e A=1`
     wrapper_args: list[str] = field(default_factory=list)  # wrappers with their options, as written
+    problems: list[str] = field(default_factory=list)  # why the command could not be seen through
 
     def to_dict(self) -> dict:
-        return {k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
-                for k, v in self.__dict__.items()}
+        out = {k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
+               for k, v in self.__dict__.items()}
+        if not out["problems"]:
+            del out["problems"]  # additive field: absent when empty, as older snapshots have it
+        return out
 
 
 @dataclass
 class EngineConfig:
-    """Engine argv read against one release's flag catalog."""
+    """Engine argv read against one release's flag catalog, with the engine's concept map."""
 
-    engine: str
-    version: str  # catalog release used
+    engine: str  # registry name, "none" when no engine was recognised
+    version: str  # catalog release used ("" for engine none)
     version_reason: str  # why that release was chosen
-    flags: dict[str, FlagValue]  # field -> value, explicit and defaults
+    flags: dict[str, FlagValue]  # native field -> value, explicit and defaults
     issues: list[Issue] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    label: str = ""  # "SGLang"; "" for engine none
+    bindings: dict = field(default_factory=dict)  # native field -> concepts.Binding
 
     def explicit(self) -> dict[str, FlagValue]:
         return {k: v for k, v in self.flags.items() if v.source == EXPLICIT}
+
+    @property
+    def title(self) -> str:
+        """`SGLang 0.5.12`, or `no known engine`."""
+        return f"{self.label} {self.version}".strip() if self.label else "no known engine"
+
+    def concept_of(self, key: str) -> str | None:
+        binding = self.bindings.get(key)
+        return binding.concept if binding is not None else None
+
+    def concept_values(self) -> tuple[dict, set]:
+        """(concept -> engine-neutral value, concepts computed at start-up). Where two native
+        fields bind one concept, the explicit one wins."""
+        values: dict = {}
+        runtime: set = set()
+        chosen: dict[str, FlagValue] = {}
+        for key, binding in self.bindings.items():
+            value = self.flags.get(key)
+            if value is None:
+                continue
+            held = chosen.get(binding.concept)
+            if held is not None and not (value.source == EXPLICIT and held.source != EXPLICIT):
+                continue
+            chosen[binding.concept] = value
+            values[binding.concept] = binding.to_concept_value(value.value)
+            runtime.discard(binding.concept)
+            if value.source == RUNTIME and value.value is None:
+                runtime.add(binding.concept)
+        return values, runtime

@@ -42,25 +42,34 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
         return json.dumps(show_dict(snap, include_defaults), indent=2, default=str) + "\n"
     e = snap.engine
     launcher = snap.launcher
+    entry = launcher.entry or (f"the default command of image {launcher.image}" if launcher.image else "-")
     lines = [
         f"unit:        {snap.unit or '-'}" + (f" on {snap.host}" if snap.host else ""),
         f"read from:   {', '.join(snap.paths) or '-'} ({snap.source})",
-        f"launcher:    {launcher.entry}" + (f" via {' > '.join(launcher.wrappers)}" if launcher.wrappers else "")
-        + (f" in image {launcher.image}" if launcher.image else ""),
+        f"launcher:    {entry}" + (f" via {' > '.join(launcher.wrappers)}" if launcher.wrappers else "")
+        + (f" in image {launcher.image}" if launcher.image and launcher.entry else ""),
         f"interpreter: {launcher.interpreter or '-'}" + (f" (venv {launcher.venv})" if launcher.venv else ""),
-        f"engine:      SGLang {e.version} ({e.version_reason})",
+        (f"engine:      {e.title} ({e.version_reason})" if e.label else
+         "engine:      none (no known engine in ExecStart: unit keys, environment and argv are compared)"),
         f"argv:        {shlex.join(snap.argv)}",
     ]
     if snap.expanded_argv != snap.argv:
         lines.append(f"expanded:    {shlex.join(snap.expanded_argv)}")
     lines.append("")
-    rows = []
-    for key, value in sorted(e.flags.items()):
-        if value.source != "explicit" and not include_defaults:
-            continue
-        shown = "computed at start-up" if value.value is None and value.source == "runtime" else _value(value.value)
-        rows.append([key, value.flag or "", shown, value.source, value.note or ""])
-    lines.append(tabulate(rows, headers=["field", "flag", "value", "source", "note"], maxcolwidths=[None, None, 40, None, 50]))
+    if e.label:
+        rows = []
+        for key, value in sorted(e.flags.items()):
+            if value.source != "explicit" and not include_defaults:
+                continue
+            shown = "computed at start-up" if value.value is None and value.source == "runtime" else _value(value.value)
+            rows.append([key, e.concept_of(key) or "", value.flag or "", shown, value.source, value.note or ""])
+        lines.append(tabulate(rows, headers=["field", "concept", "flag", "value", "source", "note"],
+                              maxcolwidths=[None, None, None, 40, None, 50]))
+    else:
+        lines.append(f"arguments:   {shlex.join(launcher.engine_argv) or '-'}")
+    if snap.unit_keys and not e.label:  # with an engine, its flags are what matters most
+        lines += ["", tabulate(sorted(snap.unit_keys.items()), headers=["unit key", "value"],
+                               maxcolwidths=[None, 80])]
     if snap.environment:
         lines += ["", tabulate(sorted(snap.environment.items()), headers=["environment", "value"],
                                maxcolwidths=[None, 80])]

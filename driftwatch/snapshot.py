@@ -10,9 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .engines.launcher import find_launcher
-from .engines.sglang.config import read_engine_config
-from .errors import DriftwatchError, EngineError, InputError
+from .engines.registry import find_launcher, get_engine
+from .errors import DriftwatchError, InputError
 from .model import EngineConfig, Issue, Launcher, RawUnit
 from .parse.execstart import ExecStartError, resolve_exec_start
 from .parse.unitfile import parse_unit_text
@@ -83,19 +82,19 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     clear_expanded = list(result.expanded_argv)
     if "@" in command.prefixes and getattr(command, "path", None):
         clear_expanded = [command.path] + clear_expanded[1:]  # `@path name …`: path runs, name is argv[0]
-    try:
-        launcher = find_launcher(clear_expanded)
-    except EngineError as exc:
-        raise EngineError(f"{where}: {exc}") from None
+    launcher = find_launcher(clear_expanded)
+    engine_plugin = get_engine(launcher.engine)
     recorded = raw.engine_version
-    clear_engine = read_engine_config(launcher.engine_argv, engine_version=engine_version,
-                                      recorded_version=recorded)
+    clear_engine = engine_plugin.read_config(launcher.engine_argv, engine_version=engine_version,
+                                             recorded_version=recorded)
     secret_values = [v.value for k, v in clear_engine.explicit().items() if is_secret_field(k)]
     if raw.running_argv:  # the running process may hold other secrets than the unit on disk
         try:
-            running = read_engine_config(find_launcher(list(raw.running_argv)).engine_argv,
-                                         engine_version=clear_engine.version)
-            secret_values += [v.value for k, v in running.explicit().items() if is_secret_field(k)]
+            running_launcher = find_launcher(list(raw.running_argv))
+            if running_launcher.engine == launcher.engine:
+                running = engine_plugin.read_config(running_launcher.engine_argv,
+                                                    engine_version=clear_engine.version or None)
+                secret_values += [v.value for k, v in running.explicit().items() if is_secret_field(k)]
         except DriftwatchError:
             pass
     secrets = find_secrets(
@@ -110,7 +109,7 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     launcher.env = {k: scrub(v, secrets) for k, v in launcher.env.items()}
     launcher.wrapper_args = [scrub(w, secrets) for w in launcher.wrapper_args]
     environment = {k: scrub(v, secrets) for k, v in {**result.environment, **launcher.env}.items()}
-    engine = clear_engine if launcher.engine_argv == clear_engine_argv else read_engine_config(
+    engine = clear_engine if launcher.engine_argv == clear_engine_argv else engine_plugin.read_config(
         launcher.engine_argv, engine_version=engine_version, recorded_version=recorded)
     unit_keys: dict[str, str] = {}
     for section, keys in unit.sections().items():
@@ -144,7 +143,7 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
         prefixes=command.prefixes, environment=environment,
         environment_files=list(result.environment_files), unit_keys=unit_keys, launcher=launcher,
         engine_version=recorded, engine=engine, issues=list(engine.issues),
-        warnings=list(unit.warnings), runtime=runtime)
+        warnings=list(unit.warnings) + [f"ExecStart: {p}" for p in launcher.problems], runtime=runtime)
 
 
 def engine_to_dict(engine: EngineConfig, include_defaults: bool = False) -> dict:
@@ -156,8 +155,12 @@ def engine_to_dict(engine: EngineConfig, include_defaults: bool = False) -> dict
         if value.note:
             entry["note"] = value.note
         flags[key] = entry
-    return {"name": engine.engine, "version": engine.version, "version_reason": engine.version_reason,
-            "flags": flags, "notes": list(engine.notes)}
+    concepts = {key: engine.concept_of(key) for key in flags if engine.concept_of(key)}
+    out = {"name": engine.engine, "version": engine.version, "version_reason": engine.version_reason,
+           "flags": flags, "notes": list(engine.notes)}
+    if concepts:
+        out["concepts"] = concepts  # native field -> engine-neutral concept, for readers of the YAML
+    return out
 
 
 def snapshot_to_dict(snap: Snapshot) -> dict:
@@ -204,8 +207,8 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
         str_list(exec_start["argv"], "exec_start.argv")
         str_list(exec_start["expanded_argv"], "exec_start.expanded_argv")
         recorded = data.get("engine_version")
-        engine = read_engine_config(list(launcher.engine_argv), engine_version=engine_version,
-                                    recorded_version=recorded)
+        engine = get_engine(launcher.engine).read_config(list(launcher.engine_argv), engine_version=engine_version,
+                                                         recorded_version=recorded)
         return Snapshot(
             host=data.get("host"), unit=data.get("unit"), source=data.get("source", "file"),
             collected_at=data.get("collected_at") or now_utc(), paths=list(data.get("paths") or []),

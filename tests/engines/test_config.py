@@ -14,8 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from driftwatch.engines.sglang.catalog import available_versions, load_catalog
-from driftwatch.engines.sglang.config import choose_version, read_engine_config
+from driftwatch.engines.sglang.engine import ENGINE as SGLANG
+
+available_versions, load_catalog = SGLANG.releases, SGLANG.catalogs.load
+choose_version, read_engine_config = SGLANG.choose_release, SGLANG.read_config
 from driftwatch.model import DEFAULT, EXPLICIT, RUNTIME
 
 RELEASES = ["0.4.10.post2", "0.5.5", "0.5.12", "0.5.23"]

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import pytest
 
-from driftwatch.engines.sglang.config import read_engine_config
+from driftwatch.engines.sglang.engine import ENGINE as SGLANG
+
+read_engine_config = SGLANG.read_config
 from driftwatch.model import EXPLICIT, RUNTIME
 
 

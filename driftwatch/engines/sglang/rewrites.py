@@ -62,9 +62,10 @@ def apply_rewrites(config: EngineConfig) -> None:
         if draft is None:
             flags["speculative_num_draft_tokens"] = FlagValue(
                 forced, RUNTIME, flag="--speculative-num-draft-tokens",
-                note="forced to steps + 1 because topk is 1")
+                note="forced to steps + 1 because topk is 1", follows="speculative.steps")
         elif _int(draft.value) != forced:
             draft.note = f"SGLang forces {forced} (steps + 1) because topk is 1"
+            draft.follows = "speculative.steps"
             config.notes.append(f"--speculative-num-draft-tokens {draft.value} is overridden to {forced} "
                                 "(steps + 1) because --speculative-eagle-topk is 1")
             draft.value = forced

@@ -1,0 +1,110 @@
+"""An Engine whose command line is one argparse parser, typed from generated catalogs.
+
+SGLang (and vLLM) are this shape; an engine subclasses `ArgparseEngine`, says where its catalogs,
+runtime defaults and concept map live, adds its own converters, and implements `detect` and
+`apply_startup`. Everything else (choosing a release, typing, issues) is shared here.
+"""
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+import yaml
+
+from ..concepts import Binding, check_bindings
+from ..model import DEFAULT, EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
+from .argparse_catalog import BadValue, CatalogSet, in_choices, plain
+from .interface import Engine
+
+
+class ArgparseEngine(Engine):
+    package: str  # holds catalogs/, runtime_defaults.yaml and concepts.yaml
+    converters: dict = {}
+    allow_abbrev = True
+    positional_note = "takes no positional arguments"
+
+    @functools.cached_property
+    def catalogs(self) -> CatalogSet:
+        return CatalogSet(self.name, self.label, self.package, self.converters, self.allow_abbrev,
+                          self.positional_note)
+
+    def releases(self) -> tuple[str, ...]:
+        return self.catalogs.versions
+
+    def choose_release(self, argvs: list[list[str]]) -> tuple[str, str]:
+        return self.catalogs.choose(argvs)
+
+    def _data(self, name: str) -> dict:
+        path = resources.files(self.package).joinpath(name)
+        if not path.is_file():
+            return {}
+        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+
+    @functools.cached_property
+    def runtime_fields(self) -> dict[str, str]:
+        """Fields whose default the engine replaces at start-up, with how (runtime_defaults.yaml)."""
+        return dict(self._data("runtime_defaults.yaml").get("fields", {}))
+
+    @functools.cached_property
+    def _bindings(self) -> dict[str, Binding]:
+        raw = self._data("concepts.yaml").get("fields", {})
+        bindings = {}
+        for key, spec in raw.items():
+            if isinstance(spec, str):
+                bindings[key] = Binding(spec)
+            else:
+                bindings[key] = Binding(spec["concept"], bool(spec.get("invert", False)))
+        check_bindings(bindings, f"{self.package}/concepts.yaml")
+        return bindings
+
+    def concept_bindings(self) -> dict[str, Binding]:
+        return dict(self._bindings)
+
+    def primary_flag(self, key: str, version: str) -> str | None:
+        spec = self.catalogs.load(version).by_field.get(key) if version in self.releases() else None
+        return spec.primary if spec is not None else None
+
+    def apply_startup(self, config: EngineConfig) -> None:
+        """The engine's own start-up rewrites and known start-up crashes (notes and Issues)."""
+
+    def read_config(self, engine_argv, engine_version=None, recorded_version=None, choose_from=None) -> EngineConfig:
+        label = self.label
+        if engine_version:
+            version, why = self.catalogs.nearest(engine_version)
+            reason = f"--engine-version {engine_version}" + ("" if why == "exact catalog" else f" ({why})")
+        elif recorded_version:
+            version, why = self.catalogs.nearest(recorded_version)
+            reason = f"{label} {recorded_version} recorded with the unit" + ("" if why == "exact catalog" else f" ({why})")
+        else:
+            version, reason = self.choose_release(choose_from or [engine_argv])
+            reason = f"inferred: {reason}"
+        catalog = self.catalogs.load(version)
+        values, spellings, issues = self.catalogs.parse(engine_argv, version)
+        flags: dict[str, FlagValue] = {}
+        runtime = self.runtime_fields
+        for spec in catalog.options:
+            if spec.dest in values:
+                value = values[spec.dest]
+                flags[spec.field] = FlagValue(value=plain(value), source=EXPLICIT,
+                                              flag=spellings.get(spec.dest) or spec.primary)
+                if isinstance(value, BadValue):
+                    issues.append(Issue("bad-value", f"{spec.primary} {value!s}: not a valid {spec.type} for "
+                                        f"{label} {version}", key=spec.field, flag=spec.primary, severity="error"))
+                elif spec.choices and not in_choices(value, spec.choices):
+                    issues.append(Issue("bad-value", f"{spec.primary} {value!r} is not one of "
+                                        f"{', '.join(map(str, spec.choices))} in {label} {version}",
+                                        key=spec.field, flag=spec.primary, severity="error"))
+                if spec.deprecated:
+                    issues.append(Issue("deprecated-flag", f"{spec.primary} is deprecated in {label} {version}: "
+                                        f"{spec.deprecated}", key=spec.field, flag=spec.primary, severity="warning"))
+            elif spec.field not in flags:
+                default = spec.default if spec.default_repr is None else spec.default_repr
+                source = RUNTIME if spec.field in runtime and spec.default in (None, "auto") else DEFAULT
+                flags[spec.field] = FlagValue(value=None if source == RUNTIME else default, source=source,
+                                              flag=spec.primary,
+                                              note=runtime.get(spec.field) if source == RUNTIME else None)
+        bindings = {k: b for k, b in self._bindings.items() if k in flags}
+        config = EngineConfig(engine=self.name, version=version, version_reason=reason, flags=flags,
+                              issues=issues, label=label, bindings=bindings)
+        self.apply_startup(config)
+        return config

@@ -1,0 +1,59 @@
+"""The engine plug-in interface: what driftwatch needs to know about one inference engine.
+
+An engine (SGLang, vLLM, …) lives in `engines/<name>/` and is listed once in `engines/registry.py`.
+The engine-neutral wrapper layer (`parse/wrappers.py`) peels `env`, `bash -c`, `docker run` … and
+asks each engine whether the words it reached are that engine's entry point; the engine then types
+its argv into an `EngineConfig`, applies its own start-up rewrites and known start-up crashes, and
+maps its native fields to concepts (`driftwatch/concepts.py`), which is all later stages read.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from ..concepts import Binding
+from ..model import EngineConfig
+
+
+@dataclass
+class EngineEntry:
+    """An engine entry point found at the head of an (unwrapped) argv."""
+
+    entry: str  # how it is started: "python -m sglang.launch_server", "sglang serve"
+    interpreter: str | None  # the Python that runs it, when the argv names one
+    engine_argv: list[str]  # the engine's own arguments, after the entry point
+
+
+class Engine(ABC):
+    """One inference engine. Implementations are stateless singletons (see registry.py)."""
+
+    name: str  # registry key and `engine:` in snapshots: "sglang"
+    label: str  # how people write it: "SGLang"
+
+    @abstractmethod
+    def detect(self, words: list[str]) -> EngineEntry | None:
+        """The entry point when `words` (a command, wrappers already peeled) starts this engine."""
+
+    @abstractmethod
+    def releases(self) -> tuple[str, ...]:
+        """Releases with a shipped flag catalog, oldest first."""
+
+    @abstractmethod
+    def read_config(self, engine_argv: list[str], engine_version: str | None = None,
+                    recorded_version: str | None = None,
+                    choose_from: list[list[str]] | None = None) -> EngineConfig:
+        """Type the argv under one release: `engine_version` (the user's word), else the release
+        recorded with the unit, else the newest release under which every argv of `choose_from`
+        (default: this one) parses. Problems are Issues, never exceptions. Applies start-up rewrites."""
+
+    @abstractmethod
+    def choose_release(self, argvs: list[list[str]]) -> tuple[str, str]:
+        """The newest release under which every argv parses, and a sentence saying why."""
+
+    def concept_bindings(self) -> dict[str, Binding]:
+        """Native field -> concept. Fields without a concept are compared by key only."""
+        return {}
+
+    def primary_flag(self, key: str, version: str) -> str | None:
+        """The canonical option string of a native field (`--speculative-num-steps`), for labels."""
+        return None
