@@ -71,9 +71,10 @@ def read_pair(baseline: Snapshot, current: Snapshot, engine_version: str | None 
     if b_engine is not c_engine or b_engine.name == NO_ENGINE:
         # Different engines (or none): each side is read by itself; flags are not compared.
         b = b_engine.read_config(baseline.engine_argv, engine_version=engine_version if b_engine is c_engine else None,
-                                 recorded_version=baseline.engine_version)
+                                 recorded_version=baseline.engine_version,
+                                 recorded_from=baseline.engine_version_from)
         c = c_engine.read_config(current.engine_argv, engine_version=engine_version if b_engine is c_engine else None,
-                                 recorded_version=current.engine_version)
+                                 recorded_version=current.engine_version, recorded_from=current.engine_version_from)
         return EnginePair(b, c, b_engine is c_engine)
     engine = b_engine
     if engine_version:
@@ -82,13 +83,15 @@ def read_pair(baseline: Snapshot, current: Snapshot, engine_version: str | None 
         return EnginePair(b, c, True)
     if baseline.engine_version or current.engine_version:
         if baseline.engine_version:
-            b = engine.read_config(baseline.engine_argv, recorded_version=baseline.engine_version)
+            b = engine.read_config(baseline.engine_argv, recorded_version=baseline.engine_version,
+                                   recorded_from=baseline.engine_version_from)
         else:
             b = engine.read_config(baseline.engine_argv, engine_version=current.engine_version)
             b.version_reason = (f"the current unit's {engine.label} {current.engine_version} "
                                 "(the baseline records none)")
         if current.engine_version:
-            c = engine.read_config(current.engine_argv, recorded_version=current.engine_version)
+            c = engine.read_config(current.engine_argv, recorded_version=current.engine_version,
+                                   recorded_from=current.engine_version_from)
         else:
             c = engine.read_config(current.engine_argv, engine_version=b.version)
             c.version_reason = f"the baseline's {engine.label} {b.version} (the current unit records none)"

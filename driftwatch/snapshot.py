@@ -47,6 +47,14 @@ class Snapshot:
     def engine_argv(self) -> list[str]:
         return self.launcher.engine_argv
 
+    @property
+    def engine_version_from(self) -> str | None:
+        """How the recorded release is known, when not from the collector: the image tag."""
+        if self.engine_version and self.engine_version == get_engine(self.launcher.engine).release_from_image(
+                self.launcher.image):
+            return f"named by the image tag {self.launcher.image}"
+        return None
+
 
 def _locate(message: str, where: str, prefix: str = "") -> str:
     """`FILE[:LINE]: prefix reason`; parser messages may already start with FILE:LINE."""
@@ -82,11 +90,13 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     clear_expanded = list(result.expanded_argv)
     if "@" in command.prefixes and getattr(command, "path", None):
         clear_expanded = [command.path] + clear_expanded[1:]  # `@path name …`: path runs, name is argv[0]
-    launcher = find_launcher(clear_expanded)
+    launcher = find_launcher(clear_expanded, dict(result.environment))
     engine_plugin = get_engine(launcher.engine)
-    recorded = raw.engine_version
+    # The release: what the collector read from the host, else what the container image's tag names.
+    recorded = raw.engine_version or engine_plugin.release_from_image(launcher.image)
+    recorded_from = None if raw.engine_version or not recorded else f"named by the image tag {launcher.image}"
     clear_engine = engine_plugin.read_config(launcher.engine_argv, engine_version=engine_version,
-                                             recorded_version=recorded)
+                                             recorded_version=recorded, recorded_from=recorded_from)
     secret_values = [v.value for k, v in clear_engine.explicit().items() if is_secret_field(k)]
     if raw.running_argv:  # the running process may hold other secrets than the unit on disk
         try:
@@ -110,7 +120,7 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     launcher.wrapper_args = [scrub(w, secrets) for w in launcher.wrapper_args]
     environment = {k: scrub(v, secrets) for k, v in {**result.environment, **launcher.env}.items()}
     engine = clear_engine if launcher.engine_argv == clear_engine_argv else engine_plugin.read_config(
-        launcher.engine_argv, engine_version=engine_version, recorded_version=recorded)
+        launcher.engine_argv, engine_version=engine_version, recorded_version=recorded, recorded_from=recorded_from)
     unit_keys: dict[str, str] = {}
     for section, keys in unit.sections().items():
         if section != "Service":
@@ -207,8 +217,11 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
         str_list(exec_start["argv"], "exec_start.argv")
         str_list(exec_start["expanded_argv"], "exec_start.expanded_argv")
         recorded = data.get("engine_version")
-        engine = get_engine(launcher.engine).read_config(list(launcher.engine_argv), engine_version=engine_version,
-                                                         recorded_version=recorded)
+        plugin = get_engine(launcher.engine)
+        said = (f"named by the image tag {launcher.image}"
+                if recorded and recorded == plugin.release_from_image(launcher.image) else None)
+        engine = plugin.read_config(list(launcher.engine_argv), engine_version=engine_version,
+                                    recorded_version=recorded, recorded_from=said)
         return Snapshot(
             host=data.get("host"), unit=data.get("unit"), source=data.get("source", "file"),
             collected_at=data.get("collected_at") or now_utc(), paths=list(data.get("paths") or []),

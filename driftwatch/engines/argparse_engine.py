@@ -7,6 +7,7 @@ runtime defaults and concept map live, adds its own converters, and implements `
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 
 import yaml
@@ -22,6 +23,7 @@ class ArgparseEngine(Engine):
     converters: dict = {}
     allow_abbrev = True
     positional_note = "takes no positional arguments"
+    image_names: tuple[str, ...] = ()  # repository names of the engine's images: ("sglang",)
 
     @functools.cached_property
     def catalogs(self) -> CatalogSet:
@@ -64,17 +66,33 @@ class ArgparseEngine(Engine):
         spec = self.catalogs.load(version).by_field.get(key) if version in self.releases() else None
         return spec.primary if spec is not None else None
 
+    def release_from_image(self, image: str | None) -> str | None:
+        """`lmsysorg/sglang:v0.5.5`, `…:v0.5.5.post1-cu126`, `…:v0.5.5@sha256:…` -> the release;
+        None for `latest`, a bare digest or another image."""
+        if not image:
+            return None
+        name, _, digest_free = image.partition("@")
+        repo, sep, tag = name.rpartition(":")
+        if not sep or "/" in tag:  # no tag (`host:5000/img` is a registry port, not a tag)
+            return None
+        if repo.rsplit("/", 1)[-1].lower() not in self.image_names:
+            return None
+        m = re.match(r"^v?(\d+\.\d+(?:\.\d+)?(?:\.?post\d+|rc\d+)?)(?:$|[-_])", tag)
+        return m.group(1) if m else None
+
     def apply_startup(self, config: EngineConfig) -> None:
         """The engine's own start-up rewrites and known start-up crashes (notes and Issues)."""
 
-    def read_config(self, engine_argv, engine_version=None, recorded_version=None, choose_from=None) -> EngineConfig:
+    def read_config(self, engine_argv, engine_version=None, recorded_version=None, choose_from=None,
+                    recorded_from: str | None = None) -> EngineConfig:
         label = self.label
         if engine_version:
             version, why = self.catalogs.nearest(engine_version)
             reason = f"--engine-version {engine_version}" + ("" if why == "exact catalog" else f" ({why})")
         elif recorded_version:
             version, why = self.catalogs.nearest(recorded_version)
-            reason = f"{label} {recorded_version} recorded with the unit" + ("" if why == "exact catalog" else f" ({why})")
+            said = recorded_from or "recorded with the unit"
+            reason = f"{label} {recorded_version} {said}" + ("" if why == "exact catalog" else f" ({why})")
         else:
             version, reason = self.choose_release(choose_from or [engine_argv])
             reason = f"inferred: {reason}"

@@ -41,9 +41,9 @@ class Engine(ABC):
     @abstractmethod
     def read_config(self, engine_argv: list[str], engine_version: str | None = None,
                     recorded_version: str | None = None,
-                    choose_from: list[list[str]] | None = None) -> EngineConfig:
+                    choose_from: list[list[str]] | None = None, recorded_from: str | None = None) -> EngineConfig:
         """Type the argv under one release: `engine_version` (the user's word), else the release
-        recorded with the unit, else the newest release under which every argv of `choose_from`
+        recorded with the unit (`recorded_from` says how, e.g. "named by the image tag …"), else the newest release under which every argv of `choose_from`
         (default: this one) parses. Problems are Issues, never exceptions. Applies start-up rewrites."""
 
     @abstractmethod
@@ -53,6 +53,10 @@ class Engine(ABC):
     def concept_bindings(self) -> dict[str, Binding]:
         """Native field -> concept. Fields without a concept are compared by key only."""
         return {}
+
+    def release_from_image(self, image: str | None) -> str | None:
+        """The release a container image names by its tag (`lmsysorg/sglang:v0.5.5-cu126` -> 0.5.5)."""
+        return None
 
     def primary_flag(self, key: str, version: str) -> str | None:
         """The canonical option string of a native field (`--speculative-num-steps`), for labels."""

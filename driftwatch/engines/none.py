@@ -22,7 +22,8 @@ class NoEngine(Engine):
     def choose_release(self, argvs):
         return "", "no engine detected"
 
-    def read_config(self, engine_argv, engine_version=None, recorded_version=None, choose_from=None) -> EngineConfig:
+    def read_config(self, engine_argv, engine_version=None, recorded_version=None, choose_from=None,
+                    recorded_from=None) -> EngineConfig:
         return EngineConfig(engine=self.name, version="", version_reason="no engine detected", flags={})
 
 

@@ -43,6 +43,6 @@ def _detect(words: list[str]):
     return None
 
 
-def find_launcher(argv: list[str]) -> Launcher:
+def find_launcher(argv: list[str], environment: dict[str, str] | None = None) -> Launcher:
     """Peel wrappers off argv until a registered engine's entry point (engine "none" if none)."""
-    return peel_wrappers(argv, _detect)
+    return peel_wrappers(argv, _detect, environment)

@@ -117,9 +117,42 @@ def _docker_image_index(argv: list[str], start: int) -> int:
     return i
 
 
-def _shell_segments(script: str) -> list[tuple[list[str], dict[str, str]]]:
+_SHELL_VAR = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+
+
+def _expand_shell_words(words: list[str], env: dict[str, str], unknown: list[str]) -> list[str]:
+    """The shell's own `$VAR` expansion of a command's words (systemd leaves `$VAR` inside a
+    `bash -c` string alone): a whole-word `$VAR` splits into words, one inside a word is substituted.
+    Variables whose value is not known are dropped and named in `unknown`."""
+    out: list[str] = []
+    for word in words:
+        whole = _SHELL_VAR.fullmatch(word)
+        if whole:
+            name = whole.group(1) or whole.group(2)
+            if name in env:
+                out.extend(env[name].split())
+            else:
+                unknown.append(name)
+            continue
+
+        def substitute(m: re.Match) -> str:
+            name = m.group(1) or m.group(2)
+            if name in env:
+                return env[name]
+            unknown.append(name)
+            return m.group(0)
+
+        out.append(_SHELL_VAR.sub(substitute, word) if "$" in word else word)
+    return out
+
+
+def _shell_segments(script: str, environment: dict[str, str] | None = None,
+                    unknown: list[str] | None = None) -> list[tuple[list[str], dict[str, str]]]:
     """The simple commands of a shell script, each with the variables set for it (`export A=1;`
-    before it, `A=1 cmd` on it). Raises ValueError on an unbalanced quote."""
+    before it, `A=1 cmd` on it), `$VAR` expanded from `environment` where known (unknown names are
+    appended to `unknown`). Raises ValueError on an unbalanced quote."""
+    environment = environment or {}
+    unknown = unknown if unknown is not None else []
     script = _REDIRECT.sub(" ", script)  # `2>&1`, `>> log`, `< /dev/null` are the shell's, not argv
     lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
@@ -146,13 +179,14 @@ def _shell_segments(script: str) -> list[tuple[list[str], dict[str, str]]]:
                 env[name] = value
             segment = segment[1:]
         if segment:
-            segments.append((segment, env))
+            segments.append((_expand_shell_words(segment, {**environment, **env}, unknown), env))
     return segments
 
 
 class _Peeler:
-    def __init__(self, detect: Detect):
+    def __init__(self, detect: Detect, environment: dict[str, str] | None = None):
         self.detect = detect
+        self.environment = dict(environment or {})  # the unit's Environment=, for `bash -c '… $VAR …'`
         self.budget = 4096  # total peeling steps, nested shells included: bounds hostile input
 
     def peel(self, argv: list[str], depth: int = 0) -> Launcher:
@@ -305,8 +339,9 @@ class _Peeler:
             return launcher(NO_ENGINE, name, None, words[1:])
         wrappers.append(f"{name} -c")
         wrapper_args.append(f"{name} -c")
+        unknown: list[str] = []
         try:
-            segments = _shell_segments(words[script_index])
+            segments = _shell_segments(words[script_index], {**self.environment, **env}, unknown)
         except ValueError as exc:
             problems.append(f"cannot split the shell script: {exc}")
             return launcher(NO_ENGINE, f"{name} -c", None, words[script_index:])
@@ -320,6 +355,9 @@ class _Peeler:
                 break
         if inner is None:
             inner, env_used = self.peel(segments[-1][0], depth + 1), segments[-1][1]
+        for name in dict.fromkeys(unknown):
+            problems.append(f"${name} in the shell script is expanded by the shell at run time "
+                            f"from an environment the unit does not show: the arguments it holds are not compared")
         merged_env = {**env, **env_used, **inner.env}
         return Launcher(engine=inner.engine, entry=inner.entry, interpreter=inner.interpreter,
                         wrappers=wrappers + inner.wrappers, engine_argv=inner.engine_argv,
@@ -327,6 +365,7 @@ class _Peeler:
                         wrapper_args=wrapper_args + inner.wrapper_args, problems=problems + inner.problems)
 
 
-def peel_wrappers(argv: list[str], detect: Detect) -> Launcher:
-    """Unwrap `argv` until `detect` recognises an engine; engine "none" when nothing does."""
-    return _Peeler(detect).peel(list(argv))
+def peel_wrappers(argv: list[str], detect: Detect, environment: dict[str, str] | None = None) -> Launcher:
+    """Unwrap `argv` until `detect` recognises an engine; engine "none" when nothing does.
+    `environment` (the unit's Environment=) fills `$VAR` that a `bash -c` script expands itself."""
+    return _Peeler(detect, environment).peel(list(argv))

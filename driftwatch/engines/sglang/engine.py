@@ -23,6 +23,7 @@ class SGLangEngine(ArgparseEngine):
     package = __package__
     converters = CONVERTERS
     allow_abbrev = True  # SGLang's parser keeps argparse's prefix matching: --tp is --tp-size
+    image_names = ("sglang",)  # lmsysorg/sglang:v0.5.5-cu126
 
     def detect(self, words: list[str]) -> EngineEntry | None:
         found = python_module(words)
