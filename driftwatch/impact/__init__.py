@@ -1,8 +1,10 @@
 """Impact models: estimate the throughput effect of one configuration difference.
 
-A model is ``(key, baseline_value, current_value, ctx, params) -> Estimate``; ``throughput_ratio``
-is current ÷ baseline for that change alone, None when there is no sound model. Models are looked
-up by name (the names rules/*.yaml use). Assumptions and constants: MODELS.md.
+A model is ``(name, baseline_value, current_value, ctx, params) -> Estimate``: ``name`` is the
+difference's concept when one applies (``parallel.tensor``; values then in concept space), else its
+native key; ``throughput_ratio`` is current ÷ baseline for that change alone, None when there is no
+sound model. Models are looked up by name (the names rules/*.yaml use). Assumptions and constants:
+MODELS.md.
 """
 from __future__ import annotations
 
@@ -18,10 +20,10 @@ from .environment import environment
 from .expected_tokens import alpha_from_accept_length, expected_tokens, step_cost
 from .features import feature_toggle
 from .kernels import kernel_choice
-from .none import no_impact, unknown
+from .none import command_change, no_impact, unknown
 from .parallelism import parallelism
 from .speculative import speculative_steps, speculative_toggle
-from .versions import engine_version, interpreter_change, model_change
+from .versions import engine_change, engine_version, interpreter_change, model_change
 
 __all__ = ["ImpactContext", "Estimate", "Model", "MODELS", "get_model", "combine",
            "expected_tokens", "alpha_from_accept_length", "step_cost"]
@@ -31,9 +33,9 @@ def _never_raises(name: str, fn: Model) -> Model:
     """Odd values degrade to 'no estimate' instead of an exception; odd ratios are dropped."""
 
     @functools.wraps(fn)
-    def wrapper(key, baseline_value, current_value, ctx, params=None):
+    def wrapper(name, baseline_value, current_value, ctx, params=None):
         try:
-            est = fn(key, baseline_value, current_value, ctx, params if isinstance(params, dict) else {})
+            est = fn(name, baseline_value, current_value, ctx, params if isinstance(params, dict) else {})
         except Exception as exc:  # noqa: BLE001 - a model must never break a comparison
             return Estimate(None, LOW, f"model {name} could not use these values "
                             f"({type(exc).__name__}: {exc}); impact unknown")
@@ -58,6 +60,8 @@ MODELS: dict[str, Model] = {name: _never_raises(name, fn) for name, fn in {
     "model_change": model_change,
     "interpreter_change": interpreter_change,
     "engine_version": engine_version,
+    "engine_change": engine_change,
+    "command_change": command_change,
     "environment": environment,
     "no_impact": no_impact,
     "unknown": unknown,

@@ -1,7 +1,11 @@
 """Shared types and defensive helpers for the impact models.
 
-Every model is a pure function ``(key, baseline_value, current_value, ctx, params) -> Estimate``.
-Models never raise on odd values: the helpers below turn anything unusable into ``None``.
+Every model is a pure function ``(name, baseline_value, current_value, ctx, params) -> Estimate``.
+``name`` is the difference's concept (``parallel.tensor``, see driftwatch/concepts.py) when one
+applies, else its native key (``env.NCCL_P2P_DISABLE``, an engine field with no concept); the values
+are then concept-space values (booleans mean "feature on"). Models speak concepts, never an engine's
+field names, so one model serves every engine. Models never raise on odd values: the helpers below
+turn anything unusable into ``None``.
 """
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-RUNTIME = "runtime"  # value computed by SGLang at start-up (unknown to us)
+RUNTIME = "runtime"  # value the engine computes at start-up (unknown to us)
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
 _CONF_ORDER = {LOW: 0, MEDIUM: 1, HIGH: 2}
@@ -20,6 +24,14 @@ SINGLE, AGGREGATE, CAPACITY, STABILITY, NONE_DIM = "single-stream", "aggregate",
 
 @dataclass
 class ImpactContext:
+    """Both sides of a comparison as the models see them.
+
+    ``baseline``/``current``: concept -> concept-space value for every field the side's engine maps
+    (not only the differing ones). ``*_runtime``: the concepts whose value that side's engine
+    computes at start-up. Metrics keep their own names (``accept_length``, ``throughput``,
+    ``max_running_requests``, ``concurrency``). ``engine``: how people write the engine ("SGLang"),
+    None when unknown or not the same on both sides ("the engine" in details)."""
+
     baseline: dict[str, Any]
     current: dict[str, Any]
     baseline_runtime: set[str] = field(default_factory=set)
@@ -28,6 +40,7 @@ class ImpactContext:
     current_metrics: dict[str, float] = field(default_factory=dict)
     concurrency: int = 1
     gpus: int | None = None
+    engine: str | None = None
 
 
 @dataclass
@@ -93,21 +106,38 @@ def as_bool(value: Any) -> bool | None:
     return None
 
 
-def is_runtime(value: Any, key: str | None = None, runtime_set: set[str] | None = None) -> bool:
-    return (isinstance(value, str) and value.strip().lower() == RUNTIME) or (
-        key is not None and bool(runtime_set) and key in runtime_set
-    )
+def is_runtime(value: Any, name: str | None = None, runtime_set: set[str] | None = None) -> bool:
+    """Whether a value is computed at start-up: the "runtime" marker, or ``name`` (a concept) in the
+    side's runtime set."""
+    try:
+        listed = name is not None and bool(runtime_set) and name in runtime_set
+    except TypeError:
+        listed = False
+    return (isinstance(value, str) and value.strip().lower() == RUNTIME) or listed
 
 
-def side_value(ctx: ImpactContext, side: str, field_name: str, key: str, given: Any) -> Any:
-    """The value of ``field_name`` on one side: the model's argument when it is the key, else ctx."""
-    if field_name == key:
+def side_value(ctx: ImpactContext, side: str, concept: str, name: str, given: Any) -> Any:
+    """The value of ``concept`` on one side: the model's argument when the model was called for that
+    concept (``name``), else the side's dict in ctx."""
+    if concept == name:
         return given
     values = (ctx.baseline if side == "baseline" else ctx.current) or {}
     try:
-        return values.get(field_name)
+        return values.get(concept)
     except AttributeError:
         return None
+
+
+def engine_label(ctx: ImpactContext) -> str:
+    """The engine as people write it ("SGLang"), or "the engine" when unknown."""
+    label = getattr(ctx, "engine", None)
+    return label.strip() if isinstance(label, str) and label.strip() else "the engine"
+
+
+def on_off(value: Any) -> str:
+    """A feature flag in words: on / off (concept-space booleans mean "feature on")."""
+    b = None if value is None else as_bool(value)
+    return show(value) if b is None or is_runtime(value) else ("on" if b else "off")
 
 
 def side_runtime(ctx: ImpactContext, side: str) -> set[str]:

@@ -1,13 +1,15 @@
-"""`kv_capacity`: mem_fraction_static, context_length, chunked_prefill_size, max_total_tokens,
-cuda_graph_max_bs. These change how many and how long requests fit, not one stream's decode speed,
-except CUDA-graph batch limits below the running batch (decode falls back to eager mode).
+"""`kv_capacity`: kv.memory_fraction, kv.context_length, prefill.chunk_size, kv.max_total_tokens,
+kv.page_size, batch.max_prefill_tokens, cuda_graph.max_batch (and engine fields with no concept, such
+as SGLang's mamba_* state-cache settings). These change how many and how long requests fit, not one
+stream's decode speed, except CUDA-graph batch limits below the running batch (decode falls back to
+eager mode).
 """
 from __future__ import annotations
 
 from typing import Any
 
 from .base import (CAPACITY, HIGH, LOW, MEDIUM, AGGREGATE, Estimate, ImpactContext, as_int, concurrency_of,
-                   is_runtime, param, show, side_runtime, unknown_estimate)
+                   engine_label, is_runtime, param, show, side_runtime, unknown_estimate)
 
 # Concurrency from which a smaller KV pool may limit the running batch (below: few requests fit
 # in any pool that loads at all). A documented judgement, not a measurement.
@@ -16,17 +18,19 @@ POOL_PRESSURE_CONCURRENCY = 8
 # of eager PyTorch at decode batch sizes; prior, low confidence.
 EAGER_DECODE_RATIO = 0.85
 
-GRAPH_KEYS = ("cuda_graph_max_bs", "cuda_graph_max_bs_decode")
+GRAPH_LIMIT = "cuda_graph.max_batch"
+CONTEXT_LENGTH = "kv.context_length"
+PREFILL_CHUNK = "prefill.chunk_size"
 
 
-def _graph_limit(key, baseline_value, current_value, ctx, params) -> Estimate:
+def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
     c = concurrency_of(ctx)
-    b_base = None if is_runtime(baseline_value, key, side_runtime(ctx, "baseline")) else as_int(baseline_value)
-    b_cur = None if is_runtime(current_value, key, side_runtime(ctx, "current")) else as_int(current_value)
+    b_base = None if is_runtime(baseline_value, name, side_runtime(ctx, "baseline")) else as_int(baseline_value)
+    b_cur = None if is_runtime(current_value, name, side_runtime(ctx, "current")) else as_int(current_value)
     if b_base is None or b_cur is None:
         if c == 1:
             return Estimate(1.0, MEDIUM, f"CUDA-graph batch limit {show(baseline_value)} → {show(current_value)}: "
-                            f"SGLang always captures batch 1, so one stream keeps its graphs")
+                            f"{engine_label(ctx)} always captures batch 1, so one stream keeps its graphs")
         return unknown_estimate(f"CUDA-graph batch limit {show(baseline_value)} → {show(current_value)}: "
                                 f"unknown whether batches of {c} still run with graphs")
     covered_base, covered_cur = c <= b_base, c <= b_cur
@@ -40,16 +44,16 @@ def _graph_limit(key, baseline_value, current_value, ctx, params) -> Estimate:
                     AGGREGATE)
 
 
-def kv_capacity(key: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
+def kv_capacity(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
                 params: dict) -> Estimate:
-    if key in GRAPH_KEYS:
-        return _graph_limit(key, baseline_value, current_value, ctx, params)
+    if name == GRAPH_LIMIT:
+        return _graph_limit(name, baseline_value, current_value, ctx, params)
     c = concurrency_of(ctx)
-    change = f"{key} {show(baseline_value)} → {show(current_value)}"
+    change = f"{name} {show(baseline_value)} → {show(current_value)}"
     extra = ""
-    if key == "context_length":
+    if name == CONTEXT_LENGTH:
         extra = "; requests longer than the smaller limit are rejected"
-    elif key == "chunked_prefill_size":
+    elif name == PREFILL_CHUNK:
         extra = "; long prompts are prefilled in different chunks (time to first token)"
     threshold = int(param(params, "pool_pressure_concurrency", POOL_PRESSURE_CONCURRENCY))
     if c < threshold:

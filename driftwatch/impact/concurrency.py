@@ -1,4 +1,5 @@
-"""`concurrency_cap`: max_running_requests against the client concurrency.
+"""`concurrency_cap`: batch.max_running_requests (the engine's cap on requests decoded at once)
+against the client concurrency.
 
 The running batch is b = min(cap, concurrency). Aggregate throughput ∝ b / cost(k, b) with the
 baseline's speculative configuration (roofline step cost, expected_tokens.step_cost), i.e. about
@@ -13,41 +14,42 @@ from . import calibration as cal
 from .base import (AGGREGATE, CAPACITY, HIGH, MEDIUM, SINGLE, Estimate, ImpactContext, as_int,
                    concurrency_of, is_runtime, param, show, side_metrics, side_runtime, unknown_estimate)
 from .expected_tokens import step_cost
-from .speculative import read_side
+from .speculative import MAX_RUNNING, MAX_RUNNING_METRIC, read_side
 
-KEY = "max_running_requests"
+CONCEPT = MAX_RUNNING  # "batch.max_running_requests"
+METRIC = MAX_RUNNING_METRIC  # "max_running_requests": the cap as measured (start-up log, server info)
 
 
-def _cap(ctx: ImpactContext, side: str, key: str, value: Any) -> tuple[int | None, str]:
-    """(cap, how it is known). Unknown start-up values fall back to a measured metric of that name."""
-    if value is not None and not is_runtime(value, key, side_runtime(ctx, side)):
+def _cap(ctx: ImpactContext, side: str, name: str, value: Any) -> tuple[int | None, str]:
+    """(cap, how it is known). Unknown start-up values fall back to the measured metric."""
+    if value is not None and not is_runtime(value, name, side_runtime(ctx, side)):
         v = as_int(value)
         return (v, "set") if v is not None and v >= 1 else (None, f"unusable value {value!r}")
-    m = as_int(side_metrics(ctx, side).get(KEY))
+    m = as_int(side_metrics(ctx, side).get(METRIC))
     if m is not None and m >= 1:
         return m, "measured at start-up"
     return None, "computed at start-up"
 
 
-def concurrency_cap(key: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
+def concurrency_cap(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
                     params: dict) -> Estimate:
     c = concurrency_of(ctx)
-    base_cap, base_how = _cap(ctx, "baseline", key, baseline_value)
-    cur_cap, cur_how = _cap(ctx, "current", key, current_value)
+    base_cap, base_how = _cap(ctx, "baseline", name, baseline_value)
+    cur_cap, cur_how = _cap(ctx, "current", name, current_value)
     if base_cap is None or cur_cap is None:
         which = "baseline" if base_cap is None else "current"
         how = base_how if base_cap is None else cur_how
         if c == 1 and "unusable" not in how:
             return Estimate(1.0, HIGH, f"the {which} cap is {how}, but any cap ≥ 1 serves one stream", SINGLE)
-        return unknown_estimate(f"max_running_requests {show(baseline_value)} → {show(current_value)}: the {which} "
-                                f"cap is {how}; its effect at concurrency {c} is unknown (read "
-                                f"max_running_requests from /server_info)", AGGREGATE)
+        return unknown_estimate(f"{CONCEPT} {show(baseline_value)} → {show(current_value)}: the {which} "
+                                f"cap is {how}; its effect at concurrency {c} is unknown (pass the cap the "
+                                f"server reports at start-up as --{which}-metric {METRIC}=N)", AGGREGATE)
     if base_cap >= c and cur_cap >= c:
         return Estimate(1.0, HIGH, f"no effect at concurrency {c}: both caps ({base_cap} → {cur_cap}) admit "
                         f"every request", CAPACITY)
     b_base, b_cur = min(base_cap, c), min(cur_cap, c)
     knee = param(params, "knee_tokens", cal.KNEE_TOKENS)
-    spec = read_side(ctx, "baseline", key, baseline_value)
+    spec = read_side(ctx, "baseline", name, baseline_value)
     if isinstance(spec, str) or knee <= 0:
         k, tokens, d, how = 0, 1, 0.0, "plain decoding assumed"
     else:

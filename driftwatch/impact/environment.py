@@ -1,4 +1,6 @@
-"""`environment`: env.NAME keys (CUDA_VISIBLE_DEVICES, NCCL_*, CUDA_HOME, ...)."""
+"""`environment`: env.NAME keys (CUDA_VISIBLE_DEVICES, NCCL_*, CUDA_HOME, ...), host.gpus.
+
+Reads the tensor-parallel size of each side as the concept parallel.tensor (any engine)."""
 from __future__ import annotations
 
 from typing import Any
@@ -8,7 +10,10 @@ from .base import (HIGH, MEDIUM, NONE_DIM, STABILITY, Estimate, ImpactContext, a
 
 # Environment variables that cannot change a running engine's speed.
 NO_IMPACT = {"TZ", "LANG", "LANGUAGE", "TERM", "PYTHONUNBUFFERED", "PYTHONIOENCODING", "HOME", "USER",
-             "LOGNAME", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "SGLANG_LOG_LEVEL", "NO_COLOR"}
+             "LOGNAME", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "SGLANG_LOG_LEVEL", "VLLM_LOGGING_LEVEL",
+             "NO_COLOR"}
+
+TENSOR = "parallel.tensor"
 
 _NCCL_WHY = {
     "NCCL_P2P_DISABLE": "GPU-to-GPU peer copies on/off: with P2P disabled all-reduces go through host memory "
@@ -30,7 +35,7 @@ def _devices(value: Any) -> list[str] | None:
 
 
 def _tp(ctx: ImpactContext, side: str) -> int | None:
-    return as_int(side_value(ctx, side, "tp_size", "", None))
+    return as_int(side_value(ctx, side, TENSOR, "", None))
 
 
 def environment(key: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
@@ -49,7 +54,7 @@ def environment(key: str, baseline_value: Any, current_value: Any, ctx: ImpactCo
                                     STABILITY)
         if b is not None and c is not None and len(b) != len(c):
             return unknown_estimate(f"{change}: GPU count {len(b)} → {len(c)}; what matters is the tp/dp layout "
-                                    f"using them (see tp_size/dp_size)")
+                                    f"using them (see parallel.tensor/parallel.data)")
         return unknown_estimate(f"{change}: a different device set (other PCIe/NVLink topology, GPUs shared "
                                 f"with other work?); re-measure")
     if name.startswith("NCCL_"):

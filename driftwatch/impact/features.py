@@ -1,40 +1,80 @@
-"""`feature_toggle`: radix cache, overlap schedule, schedule policy and similar scheduler switches."""
+"""`feature_toggle`: scheduler.overlap, kv.prefix_cache, scheduler.policy, cuda_graph.enabled and
+similar switches.
+
+Concept booleans mean "feature on" whatever the engine's flag is called: SGLang's
+`--disable-overlap-schedule` arrives as `scheduler.overlap` False, a vLLM-style enable flag as the
+same; a model never sees the engine's polarity.
+"""
 from __future__ import annotations
 
 from typing import Any
 
-from .base import (AGGREGATE, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, as_bool, concurrency_of, param,
+from ..concepts import is_concept
+from .base import (AGGREGATE, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, concurrency_of, on_off, param,
                    show, unknown_estimate)
 
 # SGLang v0.4 release notes: the zero-overhead (overlap) batch scheduler gave ~1.1× throughput.
 # Turning it off therefore costs ≈ 1/1.1. Prior, low confidence; smaller when GPU time dominates.
 OVERLAP_SPEEDUP = 1.1
 
+OVERLAP, PREFIX_CACHE, POLICY, CUDA_GRAPHS = ("scheduler.overlap", "kv.prefix_cache", "scheduler.policy",
+                                              "cuda_graph.enabled")
 
-def feature_toggle(key: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
+
+def _flag(value: Any) -> bool | None:
+    """A concept boolean (True = feature on); None when the value is not a clear on/off."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in ("1", "true", "yes", "on"):
+            return True
+        if v in ("0", "false", "no", "off"):
+            return False
+    return None
+
+
+def _change(name: str, baseline_value: Any, current_value: Any) -> str:
+    b, c = _flag(baseline_value), _flag(current_value)
+    if is_concept(name) and b is not None and c is not None:
+        return f"{name} {on_off(b)} → {on_off(c)}"
+    return f"{name} {show(baseline_value)} → {show(current_value)}"
+
+
+def feature_toggle(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
                    params: dict) -> Estimate:
     c = concurrency_of(ctx)
-    change = f"{key} {show(baseline_value)} → {show(current_value)}"
-    if key == "disable_overlap_schedule":
-        b, cv = as_bool(baseline_value), as_bool(current_value)
+    change = _change(name, baseline_value, current_value)
+    if name == OVERLAP:
+        b, cv = _flag(baseline_value), _flag(current_value)
         if b is None or cv is None:
             return unknown_estimate(f"{change}: not a boolean")
         if b == cv:
             return Estimate(1.0, MEDIUM, f"{change}: overlap schedule unchanged")
         s = param(params, "overlap_speedup", OVERLAP_SPEEDUP)
-        ratio = 1.0 / s if cv else s
-        return Estimate(ratio, LOW, f"overlap scheduler {'off' if cv else 'on'}: CPU batch scheduling "
-                        f"{'no longer' if cv else 'now'} hidden behind GPU work; prior ×{s:g} from SGLang's "
-                        f"zero-overhead scheduler ⇒ ×{ratio:.2f}")
-    if key == "disable_radix_cache":
+        ratio = s if cv else 1.0 / s
+        return Estimate(ratio, LOW, f"overlap scheduler {'on' if cv else 'off'}: CPU batch scheduling "
+                        f"{'now' if cv else 'no longer'} hidden behind GPU work; prior ×{s:g} (measured for "
+                        f"SGLang v0.4's zero-overhead scheduler) ⇒ ×{ratio:.2f}")
+    if name == PREFIX_CACHE:
+        now_on = _flag(current_value)
         if c == 1:
-            return Estimate(1.0, MEDIUM, f"{change}: decode speed of one stream is unchanged; prompts sharing a "
-                            f"prefix are prefilled again (time to first token up)", SINGLE)
+            how = ("prompts sharing a prefix now skip its prefill (time to first token down)" if now_on else
+                   "prompts sharing a prefix are prefilled again (time to first token up)")
+            return Estimate(1.0, MEDIUM, f"{change}: decode speed of one stream is unchanged; {how}", SINGLE)
         return unknown_estimate(f"{change}: prefix reuse across requests changes; the effect depends on how much "
                                 f"prompts share (chat history, system prompts)", AGGREGATE)
-    if key == "schedule_policy":
+    if name == POLICY:
         if c == 1:
             return Estimate(1.0, MEDIUM, f"{change}: with one request there is nothing to reorder", SINGLE)
         return unknown_estimate(f"{change}: request order changes prefix-cache hits and fairness at "
                                 f"concurrency {c}; no sound number", AGGREGATE)
+    if name == CUDA_GRAPHS:
+        now_on = _flag(current_value)
+        how = ("decode steps replay captured graphs instead of launching each kernel" if now_on else
+               "every decode step launches each kernel from Python again")
+        return unknown_estimate(f"{change}: {how}; the launch overhead weighs most on small batches and small "
+                                f"models; no sound number")
     return unknown_estimate(f"{change}: a scheduler feature changed; no sound number")

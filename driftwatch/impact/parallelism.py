@@ -1,4 +1,5 @@
-"""`parallelism`: tp_size, dp_size, pp_size, ep_size, enable_dp_attention / attn_dp_size.
+"""`parallelism`: parallel.tensor, .data, .pipeline, .expert, .dp_attention / .attention_data (and
+engine fields with no concept, such as SGLang's moe_a2a_backend: "no sound number").
 
 No sound general number: it depends on the interconnect (NVLink vs PCIe), the model's size and
 whether it still fits. For a tensor-parallel change at low concurrency we give a rough prior:
@@ -14,20 +15,23 @@ from .base import (AGGREGATE, LOW, MEDIUM, SINGLE, STABILITY, Estimate, ImpactCo
 
 TP_EXPONENT = 0.6  # rough prior, low confidence
 
+TENSOR, DATA, PIPELINE, EXPERT = "parallel.tensor", "parallel.data", "parallel.pipeline", "parallel.expert"
+DP_ATTENTION = ("parallel.dp_attention", "parallel.attention_data")
 
-def _int(ctx, side, key, value):
-    if is_runtime(value, key, side_runtime(ctx, side)):
+
+def _int(ctx, side, name, value):
+    if is_runtime(value, name, side_runtime(ctx, side)):
         return None
     return as_int(value)
 
 
-def parallelism(key: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
+def parallelism(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
                 params: dict) -> Estimate:
     c = concurrency_of(ctx)
-    change = f"{key} {show(baseline_value)} → {show(current_value)}"
+    change = f"{name} {show(baseline_value)} → {show(current_value)}"
     gpus = as_int(ctx.gpus)
-    if key in ("tp_size", "tensor_parallel_size"):
-        tb, tc = _int(ctx, "baseline", key, baseline_value), _int(ctx, "current", key, current_value)
+    if name == TENSOR:
+        tb, tc = _int(ctx, "baseline", name, baseline_value), _int(ctx, "current", name, current_value)
         if tb is None or tc is None or tb < 1 or tc < 1:
             return unknown_estimate(f"{change}: tensor parallelism unknown on one side")
         if gpus is not None and tc > gpus:
@@ -44,22 +48,22 @@ def parallelism(key: str, baseline_value: Any, current_value: Any, ctx: ImpactCo
                                     f"on the KV pool per GPU{fit}", AGGREGATE)
         return Estimate(ratio, LOW, f"{change}: each GPU reads 1/tp of the weights, all-reduces eat part of the gain; "
                         f"rough prior (tp ratio)^{exp:g} ⇒ ×{ratio:.2f}{fit}", SINGLE)
-    if key in ("dp_size", "data_parallel_size"):
-        db, dc = _int(ctx, "baseline", key, baseline_value), _int(ctx, "current", key, current_value)
+    if name == DATA:
+        db, dc = _int(ctx, "baseline", name, baseline_value), _int(ctx, "current", name, current_value)
         if c == 1 and db is not None and dc is not None:
             return Estimate(1.0, MEDIUM, f"{change}: one stream runs on one replica, its speed is unchanged "
                             f"(more replicas help only at concurrency above 1)", SINGLE)
         return unknown_estimate(f"{change}: more data-parallel replicas raise aggregate throughput at high "
                                 f"concurrency (at most ×{dc}/{db}) but each needs its own GPUs and KV pool"
                                 if db and dc else f"{change}: data parallelism unknown on one side", AGGREGATE)
-    if key in ("enable_dp_attention", "attn_dp_size"):
+    if name in DP_ATTENTION:
         return Estimate(None, LOW, f"{change}: DP attention shards the KV cache by request; it raises aggregate "
                         f"throughput of large MoE models at high concurrency and usually slows a single stream; "
                         f"no sound number", AGGREGATE if c > 1 else SINGLE)
-    if key in ("pp_size", "pipeline_parallel_size"):
+    if name == PIPELINE:
         return unknown_estimate(f"{change}: pipeline parallelism adds per-stage latency for one stream and "
                                 f"helps only with many requests in flight; no sound number")
-    if key in ("ep_size", "expert_parallel_size"):
+    if name == EXPERT:
         return unknown_estimate(f"{change}: expert parallelism changes MoE all-to-all traffic; depends on the "
                                 f"interconnect; no sound number")
     return unknown_estimate(f"{change}: parallel layout changed; no sound number")

@@ -1,9 +1,10 @@
 """Speculative decoding: number of draft steps (`speculative_steps`) and on/off/algorithm
 (`speculative_toggle`).
 
-Both read the whole speculative configuration of each side from the context (algorithm, steps,
-topk, draft tokens), so one estimate covers a steps change that drags topk/draft along. Throughput
-per stream ∝ E / cost (see expected_tokens.py); assumptions and calibration in MODELS.md.
+Both read the whole speculative configuration of each side from the context (the concepts
+speculative.algorithm, .steps, .topk, .draft_tokens and model.path), so one estimate covers a steps
+change that drags topk/draft along, whatever the engine calls those fields. Throughput per stream
+∝ E / cost (see expected_tokens.py); assumptions and calibration in MODELS.md.
 """
 from __future__ import annotations
 
@@ -12,18 +13,22 @@ from typing import Any
 
 from . import calibration as cal
 from .base import (AGGREGATE, HIGH, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, as_float, as_int,
-                   concurrency_of, is_runtime, min_conf, param, show, side_metrics, side_runtime,
+                   concurrency_of, engine_label, is_runtime, min_conf, param, show, side_metrics, side_runtime,
                    side_value, unknown_estimate)
 from .expected_tokens import alpha_from_accept_length, expected_tokens, step_cost
 
-ALGO, STEPS, TOPK, DRAFT = ("speculative_algorithm", "speculative_num_steps",
-                            "speculative_eagle_topk", "speculative_num_draft_tokens")
+ALGO, STEPS, TOPK, DRAFT = ("speculative.algorithm", "speculative.steps",
+                            "speculative.topk", "speculative.draft_tokens")
+MODEL_PATH = "model.path"
+MAX_RUNNING = "batch.max_running_requests"  # concept
+MAX_RUNNING_METRIC = "max_running_requests"  # metric of the same meaning (start-up log, server info)
 ACCEPT_KEYS = ("accept_length", "spec_accept_length", "accept_len")
 _OFF_WORDS = ("", "NONE", "NULL", "OFF", "FALSE", "DISABLED")
 
 
 def normalise_algorithm(value: Any) -> str | None:
-    """Upper-cased algorithm, None when off; NEXTN (and MTP) read as EAGLE, as SGLang does."""
+    """Upper-cased algorithm, None when off; NEXTN (and MTP) read as EAGLE (SGLang treats NEXTN as
+    EAGLE; MTP heads are EAGLE-style drafters)."""
     if value is None or value is False:
         return None
     if isinstance(value, str):
@@ -52,10 +57,11 @@ class SpecSide:
         return f"E({self.steps})" if self.topk == 1 else f"E({self.steps}, topk {self.topk})"
 
 
-def read_side(ctx: ImpactContext, side: str, key: str, given: Any) -> SpecSide | str:
-    """The speculative configuration of one side, or a reason why it is unknown."""
+def read_side(ctx: ImpactContext, side: str, name: str, given: Any) -> SpecSide | str:
+    """The speculative configuration of one side, or a reason why it is unknown. ``name``/``given``:
+    the concept the model was called for and that side's value of it."""
     runtime = side_runtime(ctx, side)
-    raw_algo = side_value(ctx, side, ALGO, key, given)
+    raw_algo = side_value(ctx, side, ALGO, name, given)
     if is_runtime(raw_algo, ALGO, runtime):
         return f"the {side} speculative algorithm is computed at start-up"
     try:
@@ -64,29 +70,29 @@ def read_side(ctx: ImpactContext, side: str, key: str, given: Any) -> SpecSide |
         return str(exc)
     if algo is None:
         return SpecSide(None)
-    model_path = str(side_value(ctx, side, "model_path", key, None) or "").lower()
+    model_path = str(side_value(ctx, side, MODEL_PATH, name, None) or "").lower()
     d_steps, d_topk, d_draft = (cal.ARCH_DEFAULTS_LLAMA if ("llama" in model_path or "grok" in model_path)
                                 else cal.ARCH_DEFAULTS_OTHER)
     notes: list[str] = []
     values = {}
-    for name in (STEPS, TOPK, DRAFT):
-        raw = side_value(ctx, side, name, key, given)
-        if raw is None or is_runtime(raw, name, runtime):
-            values[name] = None
+    for concept in (STEPS, TOPK, DRAFT):
+        raw = side_value(ctx, side, concept, name, given)
+        if raw is None or is_runtime(raw, concept, runtime):
+            values[concept] = None
             continue
         v = as_int(raw)
-        if v is None or v < (0 if name == STEPS else 1):
-            return f"{name} = {raw!r} on the {side} side is not a usable count"
-        values[name] = v
+        if v is None or v < (0 if concept == STEPS else 1):
+            return f"{concept} = {raw!r} on the {side} side is not a usable count"
+        values[concept] = v
     steps, topk, draft = values[STEPS], values[TOPK], values[DRAFT]
     if steps is None:
         steps = d_steps
-        notes.append(f"{side} steps unset: SGLang's architecture default {d_steps} assumed")
+        notes.append(f"{side} steps unset: {engine_label(ctx)}'s architecture default {d_steps} assumed")
     if topk is None:
         topk = d_topk
         notes.append(f"{side} topk unset: {d_topk} assumed")
     if topk == 1:
-        draft = steps + 1  # SGLang forces it
+        draft = steps + 1  # a chain verifies every draft plus the bonus token (SGLang forces it)
     elif draft is None:
         draft = d_draft
         notes.append(f"{side} draft tokens unset: {d_draft} assumed")
@@ -103,14 +109,15 @@ def measured_accept_length(ctx: ImpactContext, side: str) -> float | None:
 
 
 def effective_batch(ctx: ImpactContext) -> int:
-    """Client concurrency, capped by the current side's max_running_requests when it is known."""
+    """Client concurrency, capped by the current side's batch.max_running_requests when it is known
+    (its value, else a measured max_running_requests metric)."""
     c = concurrency_of(ctx)
     cap = None
-    raw = (ctx.current or {}).get("max_running_requests") if isinstance(ctx.current, dict) else None
-    if not is_runtime(raw, "max_running_requests", side_runtime(ctx, "current")):
+    raw = (ctx.current or {}).get(MAX_RUNNING) if isinstance(ctx.current, dict) else None
+    if not is_runtime(raw, MAX_RUNNING, side_runtime(ctx, "current")):
         cap = as_int(raw)
     if cap is None:
-        cap = as_int(side_metrics(ctx, "current").get("max_running_requests"))
+        cap = as_int(side_metrics(ctx, "current").get(MAX_RUNNING_METRIC))
     return min(c, cap) if cap is not None and cap >= 1 else c
 
 
@@ -202,9 +209,9 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
     return Estimate(ratio, conf, detail, dim)
 
 
-def _read_both(key, baseline_value, current_value, ctx):
-    base = read_side(ctx, "baseline", key, baseline_value)
-    cur = read_side(ctx, "current", key, current_value)
+def _read_both(name, baseline_value, current_value, ctx):
+    base = read_side(ctx, "baseline", name, baseline_value)
+    cur = read_side(ctx, "current", name, current_value)
     return base, cur
 
 
@@ -221,9 +228,10 @@ def _algorithm_change(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params:
         dim)
 
 
-def speculative_steps(key: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
+def speculative_steps(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
                       params: dict) -> Estimate:
-    base, cur = _read_both(key, baseline_value, current_value, ctx)
+    """speculative.steps / .topk / .draft_tokens: the joint drafting change, carried by one finding."""
+    base, cur = _read_both(name, baseline_value, current_value, ctx)
     for s in (base, cur):
         if isinstance(s, str):
             return unknown_estimate(s)
@@ -231,15 +239,15 @@ def speculative_steps(key: str, baseline_value: Any, current_value: Any, ctx: Im
         return Estimate(1.0, HIGH, "speculative decoding is off on both sides: its step settings are unused")
     if base.on and cur.on and base.algorithm != cur.algorithm:
         return _algorithm_change(base, cur, ctx, params)
-    if key == DRAFT and base.on and cur.on and base.topk != cur.topk:
-        return Estimate(1.0, MEDIUM, f"{key} {show(baseline_value)} → {show(current_value)}: counted in the "
-                        f"speculative_eagle_topk estimate (topk {base.topk} → {cur.topk}), not twice")
-    if key in (TOPK, DRAFT) and base.on and cur.on and base.steps != cur.steps:
-        return Estimate(1.0, MEDIUM, f"{key} {show(baseline_value)} → {show(current_value)}: counted in the "
-                        f"speculative_num_steps estimate ({base.steps} → {cur.steps} steps), not twice")
-    if key == DRAFT and base.on and cur.on and base.topk == cur.topk == 1 and base.steps == cur.steps:
-        return Estimate(1.0, HIGH, f"with topk 1 SGLang forces draft tokens to steps + 1 = {base.steps + 1}: "
-                        f"{show(baseline_value)} → {show(current_value)} has no effect")
+    if name == DRAFT and base.on and cur.on and base.topk != cur.topk:
+        return Estimate(1.0, MEDIUM, f"{name} {show(baseline_value)} → {show(current_value)}: counted in the "
+                        f"{TOPK} estimate (topk {base.topk} → {cur.topk}), not twice")
+    if name in (TOPK, DRAFT) and base.on and cur.on and base.steps != cur.steps:
+        return Estimate(1.0, MEDIUM, f"{name} {show(baseline_value)} → {show(current_value)}: counted in the "
+                        f"{STEPS} estimate ({base.steps} → {cur.steps} steps), not twice")
+    if name == DRAFT and base.on and cur.on and base.topk == cur.topk == 1 and base.steps == cur.steps:
+        return Estimate(1.0, HIGH, f"with topk 1 {engine_label(ctx)} forces draft tokens to steps + 1 = "
+                        f"{base.steps + 1}: {show(baseline_value)} → {show(current_value)} has no effect")
     if base.on and cur.on and (base.steps, base.topk, base.tokens) == (cur.steps, cur.topk, cur.tokens):
         notes = base.notes + cur.notes
         return Estimate(1.0, LOW if notes else HIGH,
@@ -248,9 +256,10 @@ def speculative_steps(key: str, baseline_value: Any, current_value: Any, ctx: Im
     return estimate_speculation(base, cur, ctx, params)
 
 
-def speculative_toggle(key: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
+def speculative_toggle(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
                        params: dict) -> Estimate:
-    base, cur = _read_both(key, baseline_value, current_value, ctx)
+    """speculative.algorithm: speculation switched on, off, or to another drafter."""
+    base, cur = _read_both(name, baseline_value, current_value, ctx)
     for s in (base, cur):
         if isinstance(s, str):
             return unknown_estimate(s)
@@ -258,7 +267,7 @@ def speculative_toggle(key: str, baseline_value: Any, current_value: Any, ctx: I
         if not base.on:
             return Estimate(1.0, HIGH, "speculative decoding is off on both sides")
         return Estimate(1.0, HIGH, f"{show(baseline_value)} and {show(current_value)} are the same algorithm "
-                        f"({base.algorithm}) in SGLang")
+                        f"({base.algorithm}) for {engine_label(ctx)}")
     if base.on and cur.on:
         return _algorithm_change(base, cur, ctx, params)
     est = estimate_speculation(base, cur, ctx, params)

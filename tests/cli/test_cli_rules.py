@@ -38,6 +38,31 @@ def test_rules_show(invoke):
     assert by_name.code == 0 and "DW101" in by_name.stdout
 
 
+def test_rules_list_prints_concepts_and_keys(invoke):
+    run = invoke("rules", "list")
+    header = run.stdout.splitlines()[0].split()
+    assert header[-2:] == ["concepts", "keys"]
+    line = next(ln for ln in run.stdout.splitlines() if ln.startswith("DW301"))
+    assert "parallel.tensor" in line
+    line = next(ln for ln in run.stdout.splitlines() if ln.startswith("DW403"))
+    assert "kv.prefix_cache" in line and "radix_eviction_policy" in line
+
+
+def test_rules_show_prints_each_concept_with_its_meaning(invoke):
+    run = invoke("rules", "show", "DW301")
+    assert run.code == 0
+    assert "concepts:  parallel.tensor: tensor-parallel GPUs per replica" in run.stdout
+    assert "parallel.pipeline: pipeline-parallel stages" in run.stdout
+    assert "keys:      -" in run.stdout
+    # a glob concept is expanded to the concepts it covers
+    shown = invoke("rules", "show", "DW901").stdout
+    assert "server.port (via server.*)" in shown and "model.served_name" in shown
+    assert "unit.Service.User" in shown
+    # the new rules
+    assert "keys:      launcher.engine" in invoke("rules", "show", "engine-change").stdout
+    assert "keys:      exec.argv" in invoke("rules", "show", "DW510").stdout
+
+
 def test_rules_show_unknown_exit2(dw):
     assert_one_line_error(dw("rules", "show", "DW000"), "DW000")
 
@@ -82,6 +107,30 @@ def test_broken_user_rule_file_exit2_names_file(dw, tmp_path):
     (site / "broken.yaml").write_text("rules:\n  - id: DW101\n    name: x\n    keys: [a]\n    severity: low\n"
                                       "    dimension: none\n    model: no_such_model\n    explanation: x\n")
     assert_one_line_error(dw(*args), "broken.yaml", "no_such_model")
+
+
+def test_user_rule_by_concept_is_listed_and_shown(invoke, tmp_path):
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "tp.yaml").write_text(
+        "rules:\n  - id: ACME002\n    name: acme-parallel\n    concepts: [parallel.tensor, 'speculative.*']\n"
+        "    severity: high\n    dimension: single-stream\n    model: parallelism\n    explanation: 'acme: {label}'\n")
+    listed = invoke("rules", "list", "--rules", tmp_path / "site")
+    assert listed.code == 0 and "ACME002" in listed.stdout
+    shown = invoke("rules", "show", "ACME002", "--rules", tmp_path / "site")
+    assert shown.code == 0 and "parallel.tensor" in shown.stdout
+    assert "speculative.topk (via speculative.*)" in shown.stdout
+
+
+def test_user_rule_without_keys_or_concepts_exit2_names_file(dw, tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "empty.yaml").write_text("rules:\n  - id: ACME003\n    name: x\n    severity: low\n"
+                                     "    dimension: none\n    model: no_impact\n    explanation: x\n")
+    assert_one_line_error(dw("rules", "list", "--rules", site), "empty.yaml", "ACME003", "concepts", "keys")
+    (site / "empty.yaml").write_text("rules:\n  - id: ACME003\n    name: x\n    concepts: [parallel.tensr]\n"
+                                     "    severity: low\n    dimension: none\n    model: no_impact\n"
+                                     "    explanation: x\n")
+    assert_one_line_error(dw("rules", "show", "ACME003", "--rules", site), "empty.yaml", "parallel.tensr")
 
 
 def test_missing_rules_dir_exit2(dw, tmp_path):

@@ -4,12 +4,12 @@ import pytest
 from driftwatch.errors import DriftwatchError
 from driftwatch.impact import MODELS, Estimate, ImpactContext, combine, get_model
 
-BASE = {"speculative_algorithm": None, "tp_size": 2, "max_running_requests": 16}
+BASE = {"speculative.algorithm": None, "parallel.tensor": 2, "batch.max_running_requests": 16}
 
 
-def ctx(base=None, cur=None, bm=None, cm=None, conc=1, brt=(), crt=(), gpus=None):
+def ctx(base=None, cur=None, bm=None, cm=None, conc=1, brt=(), crt=(), gpus=None, engine=None):
     return ImpactContext(dict(base or BASE), dict(cur or BASE), set(brt), set(crt), dict(bm or {}),
-                         dict(cm or {}), conc, gpus)
+                         dict(cm or {}), conc, gpus, engine)
 
 
 cap = get_model("concurrency_cap")
@@ -18,14 +18,14 @@ kv = get_model("kv_capacity")
 
 # --- concurrency_cap ------------------------------------------------------------------------
 def test_caps_above_concurrency_have_no_effect():
-    e = cap("max_running_requests", 16, 48, ctx(conc=1), {})
+    e = cap("batch.max_running_requests", 16, 48, ctx(conc=1), {})
     assert e.throughput_ratio == 1.0 and e.confidence == "high" and "concurrency 1" in e.detail
-    e = cap("max_running_requests", 64, 32, ctx(conc=32), {})
+    e = cap("batch.max_running_requests", 64, 32, ctx(conc=32), {})
     assert e.throughput_ratio == 1.0 and e.dimension == "capacity"
 
 
 def test_cap_below_concurrency_scales_aggregate():
-    e = cap("max_running_requests", 64, 16, ctx(conc=64), {})
+    e = cap("batch.max_running_requests", 64, 16, ctx(conc=64), {})
     # plain decoding: b / (1 + b/256); 16 vs 64
     want = (16 / (1 + 16 / 256)) / (64 / (1 + 64 / 256))
     assert e.throughput_ratio == pytest.approx(want)
@@ -33,39 +33,39 @@ def test_cap_below_concurrency_scales_aggregate():
 
 
 def test_cap_raised_above_concurrency_gains():
-    e = cap("max_running_requests", 8, 48, ctx(conc=32), {})
+    e = cap("batch.max_running_requests", 8, 48, ctx(conc=32), {})
     assert e.throughput_ratio > 3.0
 
 
 def test_small_batches_are_nearly_linear():
-    e = cap("max_running_requests", 4, 2, ctx(conc=8), {})
+    e = cap("batch.max_running_requests", 4, 2, ctx(conc=8), {})
     assert e.throughput_ratio == pytest.approx(0.5, abs=0.01)
 
 
 def test_runtime_cap_unknown_at_high_concurrency_but_fine_for_one_stream():
-    e = cap("max_running_requests", 16, "runtime", ctx(conc=64), {})
+    e = cap("batch.max_running_requests", 16, "runtime", ctx(conc=64), {})
     assert e.throughput_ratio is None and e.confidence == "low" and "start-up" in e.detail
-    e = cap("max_running_requests", 16, "runtime", ctx(conc=1), {})
+    e = cap("batch.max_running_requests", 16, "runtime", ctx(conc=1), {})
     assert e.throughput_ratio == 1.0
-    e = cap("max_running_requests", None, None, ctx(conc=1, brt={"max_running_requests"}), {})
+    e = cap("batch.max_running_requests", None, None, ctx(conc=1, brt={"batch.max_running_requests"}), {})
     assert e.throughput_ratio == 1.0
 
 
 def test_runtime_cap_uses_measured_metric():
-    e = cap("max_running_requests", "runtime", "runtime",
+    e = cap("batch.max_running_requests", "runtime", "runtime",
             ctx(bm={"max_running_requests": 26}, cm={"max_running_requests": 21}, conc=64), {})
     assert e.throughput_ratio == pytest.approx(0.84, abs=0.02) and "26 → 21" in e.detail
 
 
 @pytest.mark.parametrize("bad", ["lots", -3, 0, 2.5, [1], None])
 def test_cap_odd_values(bad):
-    e = cap("max_running_requests", bad, 16, ctx(conc=32), {})
+    e = cap("batch.max_running_requests", bad, 16, ctx(conc=32), {})
     assert e.throughput_ratio is None or e.throughput_ratio > 0
 
 
 # --- kv_capacity ----------------------------------------------------------------------------
-@pytest.mark.parametrize("key,b,c", [("mem_fraction_static", 0.88, 0.8), ("context_length", 131072, "runtime"),
-                                     ("chunked_prefill_size", 8192, 4096), ("max_total_tokens", 455357, 377207)])
+@pytest.mark.parametrize("key,b,c", [("kv.memory_fraction", 0.88, 0.8), ("kv.context_length", 131072, "runtime"),
+                                     ("prefill.chunk_size", 8192, 4096), ("kv.max_total_tokens", 455357, 377207)])
 def test_capacity_is_neutral_for_one_stream(key, b, c):
     e = kv(key, b, c, ctx(conc=1), {})
     assert e.throughput_ratio == 1.0 and e.dimension == "capacity"
@@ -73,22 +73,22 @@ def test_capacity_is_neutral_for_one_stream(key, b, c):
 
 
 def test_capacity_unknown_under_pool_pressure():
-    e = kv("mem_fraction_static", 0.88, 0.7, ctx(conc=64), {})
+    e = kv("kv.memory_fraction", 0.88, 0.7, ctx(conc=64), {})
     assert e.throughput_ratio is None and e.confidence == "low"
 
 
 def test_context_length_mentions_rejection():
-    assert "rejected" in kv("context_length", 131072, 19000, ctx(), {}).detail
+    assert "rejected" in kv("kv.context_length", 131072, 19000, ctx(), {}).detail
 
 
 def test_cuda_graph_limit_below_batch_penalised():
-    e = kv("cuda_graph_max_bs", 64, 16, ctx(conc=32), {})
+    e = kv("cuda_graph.max_batch", 64, 16, ctx(conc=32), {})
     assert e.throughput_ratio == pytest.approx(0.85) and e.confidence == "low"
-    e = kv("cuda_graph_max_bs", 16, 64, ctx(conc=32), {})
+    e = kv("cuda_graph.max_batch", 16, 64, ctx(conc=32), {})
     assert e.throughput_ratio == pytest.approx(1 / 0.85)
-    e = kv("cuda_graph_max_bs", 64, 32, ctx(conc=8), {})
+    e = kv("cuda_graph.max_batch", 64, 32, ctx(conc=8), {})
     assert e.throughput_ratio == 1.0 and e.confidence == "high"
-    e = kv("cuda_graph_max_bs", "runtime", 8, ctx(conc=1), {})
+    e = kv("cuda_graph.max_batch", "runtime", 8, ctx(conc=1), {})
     assert e.throughput_ratio == 1.0
 
 
@@ -97,63 +97,64 @@ par = get_model("parallelism")
 
 
 def test_tp_down_rough_prior_in_band():
-    e = par("tp_size", 2, 1, ctx(conc=1), {})
+    e = par("parallel.tensor", 2, 1, ctx(conc=1), {})
     assert 0.5 <= e.throughput_ratio <= 0.7 and e.confidence == "low" and "rough prior" in e.detail
 
 
 def test_tp_more_than_gpus_wont_start():
-    e = par("tp_size", 2, 8, ctx(conc=1, gpus=4), {})
+    e = par("parallel.tensor", 2, 8, ctx(conc=1, gpus=4), {})
     assert e.throughput_ratio is None and e.dimension == "stability"
 
 
 def test_tp_at_concurrency_and_dp_and_dp_attention():
-    assert par("tp_size", 2, 1, ctx(conc=32), {}).throughput_ratio is None
-    assert par("dp_size", 1, 2, ctx(conc=1), {}).throughput_ratio == 1.0
-    assert par("dp_size", 1, 2, ctx(conc=64), {}).throughput_ratio is None
-    assert par("enable_dp_attention", False, True, ctx(conc=64), {}).throughput_ratio is None
+    assert par("parallel.tensor", 2, 1, ctx(conc=32), {}).throughput_ratio is None
+    assert par("parallel.data", 1, 2, ctx(conc=1), {}).throughput_ratio == 1.0
+    assert par("parallel.data", 1, 2, ctx(conc=64), {}).throughput_ratio is None
+    assert par("parallel.dp_attention", False, True, ctx(conc=64), {}).throughput_ratio is None
 
 
 # --- kernels, features, versions, environment, none -----------------------------------------
 def test_kernel_choice_has_no_number():
-    for key in ("attention_backend", "quantization", "kv_cache_dtype", "sampling_backend", "weird"):
+    for key in ("kernel.attention_backend", "quant.method", "kv.cache_dtype", "kernel.sampling_backend", "weird"):
         e = get_model("kernel_choice")(key, "a", "b", ctx(), {})
         assert e.throughput_ratio is None and e.confidence == "low" and key in e.detail
 
 
 def test_overlap_schedule_prior():
     f = get_model("feature_toggle")
-    assert f("disable_overlap_schedule", False, True, ctx(), {}).throughput_ratio == pytest.approx(1 / 1.1)
-    assert f("disable_overlap_schedule", True, False, ctx(), {}).throughput_ratio == pytest.approx(1.1)
-    assert f("disable_overlap_schedule", "maybe", True, ctx(), {}).throughput_ratio is None
+    # concept space: scheduler.overlap True = overlap on (SGLang's --disable-overlap-schedule arrives inverted)
+    assert f("scheduler.overlap", True, False, ctx(), {}).throughput_ratio == pytest.approx(1 / 1.1)
+    assert f("scheduler.overlap", False, True, ctx(), {}).throughput_ratio == pytest.approx(1.1)
+    assert f("scheduler.overlap", "maybe", True, ctx(), {}).throughput_ratio is None
 
 
 def test_radix_and_policy():
     f = get_model("feature_toggle")
-    assert f("disable_radix_cache", False, True, ctx(conc=1), {}).throughput_ratio == 1.0
-    assert f("disable_radix_cache", False, True, ctx(conc=32), {}).throughput_ratio is None
-    assert f("schedule_policy", "fcfs", "lpm", ctx(conc=1), {}).throughput_ratio == 1.0
-    assert f("schedule_policy", "fcfs", "lpm", ctx(conc=32), {}).throughput_ratio is None
+    assert f("kv.prefix_cache", True, False, ctx(conc=1), {}).throughput_ratio == 1.0
+    assert f("kv.prefix_cache", True, False, ctx(conc=32), {}).throughput_ratio is None
+    assert f("scheduler.policy", "fcfs", "lpm", ctx(conc=1), {}).throughput_ratio == 1.0
+    assert f("scheduler.policy", "fcfs", "lpm", ctx(conc=32), {}).throughput_ratio is None
 
 
 def test_model_and_build_changes():
-    e = get_model("model_change")("model_path", "/a/Qwen3.6-27B", "/a/Qwen3.6-27B-FP8", ctx(), {})
+    e = get_model("model_change")("model.path", "/a/Qwen3.6-27B", "/a/Qwen3.6-27B-FP8", ctx(), {})
     assert e.throughput_ratio is None and "not comparable" in e.detail
     e = get_model("interpreter_change")("launcher.interpreter", "/root/ml-env/bin/python3", "/opt/v/bin/python", ctx(), {})
     assert e.throughput_ratio is None and e.confidence == "low" and "re-measure" in e.detail
-    e = get_model("engine_version")("engine.version", "0.5.12", "0.5.23", ctx(), {})
+    e = get_model("engine_version")("engine.version", "0.5.12", "0.5.23", ctx(engine="SGLang"), {})
     assert e.throughput_ratio is None and "different SGLang build" in e.detail
 
 
 def test_environment():
     env = get_model("environment")
-    e = env("env.CUDA_VISIBLE_DEVICES", "0,1", "0", ctx(cur={"tp_size": 2}), {})
+    e = env("env.CUDA_VISIBLE_DEVICES", "0,1", "0", ctx(cur={"parallel.tensor": 2}), {})
     assert e.throughput_ratio is None and e.dimension == "stability"
     e = env("env.CUDA_VISIBLE_DEVICES", "0,1", "2,3", ctx(), {})
     assert e.throughput_ratio is None and "device set" in e.detail
     assert env("env.CUDA_VISIBLE_DEVICES", "0,1", "0, 1", ctx(), {}).throughput_ratio == 1.0
     e = env("env.NCCL_P2P_DISABLE", "1", None, ctx(), {})
     assert e.throughput_ratio is None and "P2P" in e.detail
-    one = {"tp_size": 1}
+    one = {"parallel.tensor": 1}
     assert env("env.NCCL_P2P_DISABLE", "1", None, ctx(one, one), {}).throughput_ratio == 1.0
     assert env("env.CUDA_HOME", "/usr/local/cuda-13.0", "/usr/local/cuda-12.8", ctx(), {}).dimension == "stability"
     assert env("env.TZ", "UTC", "CET", ctx(), {}).throughput_ratio == 1.0
@@ -161,7 +162,7 @@ def test_environment():
 
 
 def test_no_impact_and_unknown():
-    e = get_model("no_impact")("port", 30000, 30001, ctx(), {})
+    e = get_model("no_impact")("server.port", 30000, 30001, ctx(), {})
     assert (e.throughput_ratio, e.confidence) == (1.0, "high") and "does not affect throughput" in e.detail
     e = get_model("unknown")("mamba_full_memory_ratio", 0.5, None, ctx(), {})
     assert (e.throughput_ratio, e.confidence) == (None, "low") and "no rule knows this setting" in e.detail
@@ -171,7 +172,8 @@ def test_no_impact_and_unknown():
 def test_registry_names():
     assert set(MODELS) == {"speculative_steps", "speculative_toggle", "concurrency_cap", "kv_capacity",
                            "parallelism", "kernel_choice", "feature_toggle", "model_change",
-                           "interpreter_change", "engine_version", "environment", "no_impact", "unknown"}
+                           "interpreter_change", "engine_version", "engine_change", "command_change",
+                           "environment", "no_impact", "unknown"}
 
 
 def test_unknown_model_name():
@@ -192,12 +194,13 @@ ODD = [None, "runtime", "", "abc", -1, 0, 1e308, float("inf"), float("nan"), [1,
 @pytest.mark.parametrize("name", sorted(MODELS))
 def test_no_model_raises_on_odd_values(name):
     model = MODELS[name]
-    weird_ctx = ImpactContext({"tp_size": "x", "speculative_algorithm": 5}, None, None, None, {"accept_length": "x"},
-                              None, "many", "four")
+    weird_ctx = ImpactContext({"parallel.tensor": "x", "speculative.algorithm": 5}, None, None, None,
+                              {"accept_length": "x"}, None, "many", "four", 42)
     for v in ODD:
         for c in (ctx(), weird_ctx):
-            for key in ("speculative_num_steps", "max_running_requests", "tp_size", "cuda_graph_max_bs",
-                        "env.CUDA_VISIBLE_DEVICES", "disable_overlap_schedule", None):
+            for key in ("speculative.steps", "batch.max_running_requests", "parallel.tensor", "cuda_graph.max_batch",
+                        "env.CUDA_VISIBLE_DEVICES", "scheduler.overlap", "kv.prefix_cache", "launcher.engine",
+                        "exec.argv", None):
                 e = model(key, v, 1, c, {"alpha_prior": v})
                 assert isinstance(e, Estimate) and e.confidence in ("high", "medium", "low")
                 assert e.throughput_ratio is None or e.throughput_ratio > 0

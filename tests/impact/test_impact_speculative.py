@@ -6,17 +6,17 @@ from driftwatch.impact import ImpactContext, get_model
 steps = get_model("speculative_steps")
 toggle = get_model("speculative_toggle")
 
+# Sides are concept dicts (driftwatch/concepts.py), as every engine maps its native fields.
+ALGO, STEPS, TOPK, DRAFT = "speculative.algorithm", "speculative.steps", "speculative.topk", "speculative.draft_tokens"
+
 # seed 000: Qwen3.6-27B on 2×A6000 — 70 tok/s at 3 steps (NEXTN, topk 1), 40 tok/s at 1 step.
-SEED0_BASE = {"model_path": "/root/models/Qwen3.6-27B", "speculative_algorithm": "EAGLE",
-              "speculative_num_steps": 3, "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4,
-              "max_running_requests": 16, "context_length": 131072, "tp_size": 2}
-SEED0_CUR = dict(SEED0_BASE, speculative_num_steps=1, speculative_num_draft_tokens=2,
-                 max_running_requests=48, context_length="runtime")
+SEED0_BASE = {"model.path": "/root/models/Qwen3.6-27B", ALGO: "EAGLE", STEPS: 3, TOPK: 1, DRAFT: 4,
+              "batch.max_running_requests": 16, "kv.context_length": 131072, "parallel.tensor": 2}
+SEED0_CUR = {**SEED0_BASE, STEPS: 1, DRAFT: 2, "batch.max_running_requests": 48, "kv.context_length": "runtime"}
 # seeds 001/004: Qwen3.5-122B-A10B on 4× RTX PRO 6000 — 1 → 2 steps, topk 1.
-SEED4_BASE = {"model_path": "/models/Qwen3.5-122B-A10B", "speculative_algorithm": "EAGLE",
-              "speculative_num_steps": 1, "speculative_eagle_topk": 1, "max_running_requests": "runtime",
-              "tp_size": 4}
-SEED4_CUR = dict(SEED4_BASE, speculative_num_steps=2)
+SEED4_BASE = {"model.path": "/models/Qwen3.5-122B-A10B", ALGO: "EAGLE", STEPS: 1, TOPK: 1,
+              "batch.max_running_requests": "runtime", "parallel.tensor": 4}
+SEED4_CUR = {**SEED4_BASE, STEPS: 2}
 
 
 def ctx(base, cur, bm=None, cm=None, conc=1, brt=(), crt=()):
@@ -24,7 +24,7 @@ def ctx(base, cur, bm=None, cm=None, conc=1, brt=(), crt=()):
 
 
 def test_seed_000_current_accept_length_only_within_25_percent():
-    e = steps("speculative_num_steps", 3, 1, ctx(SEED0_BASE, SEED0_CUR, {"throughput": 70}, {"accept_length": 1.75}), {})
+    e = steps(STEPS, 3, 1, ctx(SEED0_BASE, SEED0_CUR, {"throughput": 70}, {"accept_length": 1.75}), {})
     predicted = 70 * e.throughput_ratio
     assert predicted == pytest.approx(46.9, abs=0.3)           # calibration table value
     assert abs(predicted - 40) / 40 <= 0.25
@@ -33,14 +33,14 @@ def test_seed_000_current_accept_length_only_within_25_percent():
 
 
 def test_seed_000_with_both_accept_lengths():
-    e = steps("speculative_num_steps", 3, 1,
+    e = steps(STEPS, 3, 1,
               ctx(SEED0_BASE, SEED0_CUR, {"throughput": 70, "accept_length": 3.1}, {"accept_length": 1.75}), {})
     assert 70 * e.throughput_ratio == pytest.approx(41.4, abs=0.3)
     assert e.confidence == "high"
 
 
 def test_seed_001_one_stream_prior():
-    e = steps("speculative_num_steps", 1, 2, ctx(SEED4_BASE, SEED4_CUR, conc=1), {})
+    e = steps(STEPS, 1, 2, ctx(SEED4_BASE, SEED4_CUR, conc=1), {})
     measured = 182 / 122
     assert e.throughput_ratio == pytest.approx(1.359, abs=0.005)
     assert abs(e.throughput_ratio - measured) / measured <= 0.15
@@ -48,7 +48,7 @@ def test_seed_001_one_stream_prior():
 
 
 def test_seed_004_concurrency_64_prior():
-    e = steps("speculative_num_steps", 1, 2, ctx(SEED4_BASE, SEED4_CUR, conc=64), {})
+    e = steps(STEPS, 1, 2, ctx(SEED4_BASE, SEED4_CUR, conc=64), {})
     measured = 1844 / 1566
     assert abs(e.throughput_ratio - measured) / measured <= 0.05
     assert e.dimension == "aggregate"
@@ -56,8 +56,8 @@ def test_seed_004_concurrency_64_prior():
 
 def test_seed_004_decomposed_with_measured_runtime_caps():
     c = ctx(SEED4_BASE, SEED4_CUR, {"max_running_requests": 26}, {"max_running_requests": 21}, conc=64)
-    s = steps("speculative_num_steps", 1, 2, c, {})
-    cap = get_model("concurrency_cap")("max_running_requests", "runtime", "runtime", c, {})
+    s = steps(STEPS, 1, 2, c, {})
+    cap = get_model("concurrency_cap")("batch.max_running_requests", "runtime", "runtime", c, {})
     joint = s.throughput_ratio * cap.throughput_ratio
     measured = 1844 / 1566
     assert "batch 21" in s.detail
@@ -65,120 +65,119 @@ def test_seed_004_decomposed_with_measured_runtime_caps():
 
 
 def test_more_steps_help_less_at_high_concurrency():
-    r = [steps("speculative_num_steps", 1, 2, ctx(SEED4_BASE, SEED4_CUR, conc=c), {}).throughput_ratio
+    r = [steps(STEPS, 1, 2, ctx(SEED4_BASE, SEED4_CUR, conc=c), {}).throughput_ratio
          for c in (1, 8, 64, 256)]
     assert r == sorted(r, reverse=True)
     # at very large batches verifying more tokens outweighs the extra accepted ones
-    big = steps("speculative_num_steps", 1, 5, ctx(SEED4_BASE, dict(SEED4_CUR, speculative_num_steps=5), conc=512), {})
+    big = steps(STEPS, 1, 5, ctx(SEED4_BASE, {**SEED4_CUR, STEPS: 5}, conc=512), {})
     assert big.throughput_ratio < 1.0
 
 
 def test_ratio_monotonic_in_measured_acceptance():
     ratios = []
     for L in (1.2, 1.5, 1.75, 1.9):
-        e = steps("speculative_num_steps", 3, 1, ctx(SEED0_BASE, SEED0_CUR, {}, {"accept_length": L}), {})
+        e = steps(STEPS, 3, 1, ctx(SEED0_BASE, SEED0_CUR, {}, {"accept_length": L}), {})
         ratios.append(e.throughput_ratio)
     # the higher α, the more the 3-step baseline gained over 1 step, so the larger the loss
     assert ratios == sorted(ratios, reverse=True)
 
 
 def test_symmetry_of_direction():
-    up = steps("speculative_num_steps", 1, 3, ctx(SEED0_CUR, SEED0_BASE), {}).throughput_ratio
-    down = steps("speculative_num_steps", 3, 1, ctx(SEED0_BASE, SEED0_CUR), {}).throughput_ratio
+    up = steps(STEPS, 1, 3, ctx(SEED0_CUR, SEED0_BASE), {}).throughput_ratio
+    down = steps(STEPS, 3, 1, ctx(SEED0_BASE, SEED0_CUR), {}).throughput_ratio
     assert up * down == pytest.approx(1.0)
 
 
 def test_params_override_prior_and_decay():
-    e = steps("speculative_num_steps", 1, 2, ctx(SEED4_BASE, SEED4_CUR), {"alpha_prior": 0.6})
-    e0 = steps("speculative_num_steps", 1, 2, ctx(SEED4_BASE, SEED4_CUR), {})
+    e = steps(STEPS, 1, 2, ctx(SEED4_BASE, SEED4_CUR), {"alpha_prior": 0.6})
+    e0 = steps(STEPS, 1, 2, ctx(SEED4_BASE, SEED4_CUR), {})
     assert e.throughput_ratio < e0.throughput_ratio
-    d = steps("speculative_num_steps", 1, 2, ctx(SEED4_BASE, SEED4_CUR), {"decay": 0.8})
+    d = steps(STEPS, 1, 2, ctx(SEED4_BASE, SEED4_CUR), {"decay": 0.8})
     assert d.throughput_ratio < e0.throughput_ratio and d.confidence == "low"
 
 
 def test_topk_change_with_steps_change_is_not_counted_twice():
-    base = dict(SEED0_BASE, speculative_eagle_topk=4, speculative_num_draft_tokens=8)
-    e = steps("speculative_eagle_topk", 4, 1, ctx(base, SEED0_CUR), {})
+    base = {**SEED0_BASE, TOPK: 4, DRAFT: 8}
+    e = steps(TOPK, 4, 1, ctx(base, SEED0_CUR), {})
     assert e.throughput_ratio == 1.0 and "not twice" in e.detail
 
 
 def test_draft_tokens_forced_with_topk_1():
-    cur = dict(SEED0_BASE, speculative_num_draft_tokens=8)
-    e = steps("speculative_num_draft_tokens", 4, 8, ctx(SEED0_BASE, cur), {})
+    cur = {**SEED0_BASE, DRAFT: 8}
+    e = steps(DRAFT, 4, 8, ctx(SEED0_BASE, cur), {})
     assert e.throughput_ratio == 1.0 and e.confidence == "high"
 
 
 def test_unset_steps_assume_architecture_default_with_low_confidence():
-    cur = dict(SEED0_CUR, speculative_num_steps=None, speculative_eagle_topk=None,
-               speculative_num_draft_tokens=None)
-    e = steps("speculative_num_steps", 3, None, ctx(SEED0_BASE, cur, {}, {"accept_length": 1.75}), {})
+    cur = {**SEED0_CUR, STEPS: None, TOPK: None, DRAFT: None}
+    e = steps(STEPS, 3, None, ctx(SEED0_BASE, cur, {}, {"accept_length": 1.75}), {})
     assert e.throughput_ratio == 1.0 and "architecture default 3" in e.detail
     assert e.confidence == "low"
 
 
 def test_unset_steps_on_llama_assume_5_4_8():
-    base = dict(SEED0_BASE, model_path="/m/Meta-Llama-3-8B-Instruct")
-    cur = dict(base, speculative_num_steps=None, speculative_eagle_topk=None, speculative_num_draft_tokens=None)
-    e = steps("speculative_num_steps", 3, None, ctx(base, cur), {})
+    base = {**SEED0_BASE, "model.path": "/m/Meta-Llama-3-8B-Instruct"}
+    cur = {**base, STEPS: None, TOPK: None, DRAFT: None}
+    e = steps(STEPS, 3, None, ctx(base, cur), {})
     assert "E(5, topk 4)" in e.detail and "architecture default 5" in e.detail
     assert e.throughput_ratio > 1.0 and e.confidence == "low"
 
 
 def test_toggle_off_at_one_stream_loses_the_speculative_gain():
-    cur = dict(SEED0_BASE, speculative_algorithm=None)
-    e = toggle("speculative_algorithm", "EAGLE", None, ctx(SEED0_BASE, cur, {"accept_length": 3.1}), {})
+    cur = {**SEED0_BASE, ALGO: None}
+    e = toggle(ALGO, "EAGLE", None, ctx(SEED0_BASE, cur, {"accept_length": 3.1}), {})
     assert e.throughput_ratio == pytest.approx((1 / (1 + 1 / 256)) / (3.1 / (1.06 + 4 / 256)), rel=1e-6)
     assert "off" in e.detail
 
 
 def test_toggle_on_gains_and_is_inverse_of_off():
-    off = dict(SEED0_BASE, speculative_algorithm=None)
-    on = toggle("speculative_algorithm", None, "EAGLE", ctx(off, SEED0_BASE), {}).throughput_ratio
-    down = toggle("speculative_algorithm", "EAGLE", None, ctx(SEED0_BASE, off), {}).throughput_ratio
+    off = {**SEED0_BASE, ALGO: None}
+    on = toggle(ALGO, None, "EAGLE", ctx(off, SEED0_BASE), {}).throughput_ratio
+    down = toggle(ALGO, "EAGLE", None, ctx(SEED0_BASE, off), {}).throughput_ratio
     assert on > 2.5 and on * down == pytest.approx(1.0)
 
 
 def test_toggle_nextn_equals_eagle():
-    e = toggle("speculative_algorithm", "NEXTN", "EAGLE",
-               ctx(dict(SEED0_BASE, speculative_algorithm="NEXTN"), SEED0_BASE), {})
+    e = toggle(ALGO, "NEXTN", "EAGLE",
+               ctx({**SEED0_BASE, ALGO: "NEXTN"}, SEED0_BASE), {})
     assert e.throughput_ratio == 1.0 and e.confidence == "high"
 
 
 def test_algorithm_change_has_no_number_without_measurements():
-    e = toggle("speculative_algorithm", "EAGLE", "EAGLE3",
-               ctx(SEED0_BASE, dict(SEED0_BASE, speculative_algorithm="EAGLE3")), {})
+    e = toggle(ALGO, "EAGLE", "EAGLE3",
+               ctx(SEED0_BASE, {**SEED0_BASE, ALGO: "EAGLE3"}), {})
     assert e.throughput_ratio is None and e.confidence == "low"
 
 
 def test_algorithm_change_with_both_measurements():
-    e = toggle("speculative_algorithm", "EAGLE", "EAGLE3",
-               ctx(SEED0_BASE, dict(SEED0_BASE, speculative_algorithm="EAGLE3"),
+    e = toggle(ALGO, "EAGLE", "EAGLE3",
+               ctx(SEED0_BASE, {**SEED0_BASE, ALGO: "EAGLE3"},
                    {"accept_length": 3.0}, {"accept_length": 2.4}), {})
     assert e.throughput_ratio == pytest.approx(0.8, abs=0.01) and e.confidence == "medium"
 
 
 def test_ngram_without_measurement_is_unknown():
-    cur = dict(SEED0_BASE, speculative_algorithm="NGRAM")
-    off = dict(SEED0_BASE, speculative_algorithm=None)
-    e = toggle("speculative_algorithm", None, "NGRAM", ctx(off, cur), {})
+    cur = {**SEED0_BASE, ALGO: "NGRAM"}
+    off = {**SEED0_BASE, ALGO: None}
+    e = toggle(ALGO, None, "NGRAM", ctx(off, cur), {})
     assert e.throughput_ratio is None and "NGRAM" in e.detail
 
 
 @pytest.mark.parametrize("bad", [None, "runtime", "three", -1, 2.5, [3], {"a": 1}, True, float("nan")])
 def test_odd_values_never_raise(bad):
     for model in (steps, toggle):
-        e = model("speculative_num_steps", bad, 1, ctx(dict(SEED0_BASE, speculative_num_steps=bad), SEED0_CUR), {})
+        e = model(STEPS, bad, 1, ctx({**SEED0_BASE, STEPS: bad}, SEED0_CUR), {})
         assert e.confidence in ("high", "medium", "low")
-        e = model("speculative_algorithm", bad, "EAGLE", ctx(dict(SEED0_BASE, speculative_algorithm=bad), SEED0_BASE),
+        e = model(ALGO, bad, "EAGLE", ctx({**SEED0_BASE, ALGO: bad}, SEED0_BASE),
                   {"alpha_prior": "x", "decay": bad})
         assert e.throughput_ratio is None or e.throughput_ratio > 0
 
 
 def test_garbage_steps_give_no_ratio():
-    e = steps("speculative_num_steps", "three", 1, ctx(dict(SEED0_BASE, speculative_num_steps="three"), SEED0_CUR), {})
+    e = steps(STEPS, "three", 1, ctx({**SEED0_BASE, STEPS: "three"}, SEED0_CUR), {})
     assert e.throughput_ratio is None and e.confidence == "low"
 
 
 def test_runtime_algorithm_gives_no_ratio():
-    e = steps("speculative_num_steps", 3, 1, ctx(SEED0_BASE, SEED0_CUR, crt={"speculative_algorithm"}), {})
+    e = steps(STEPS, 3, 1, ctx(SEED0_BASE, SEED0_CUR, crt={ALGO}), {})
     assert e.throughput_ratio is None
