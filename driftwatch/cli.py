@@ -12,6 +12,7 @@ import click
 
 from . import __version__
 from .errors import EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, DriftwatchError, InputError
+from .report import format_names
 
 
 def _ssh_options(func):
@@ -301,7 +302,7 @@ def baseline_show(name, fmt, baselines_dir):
 @click.option("--baseline-metric", multiple=True, help="Override/add a baseline metric, e.g. throughput=70.")
 @click.option("--current-metric", multiple=True, help="A figure measured now, e.g. accept_length=1.75.")
 @click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency the prediction is for.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(format_names("comparison")), default="text", show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here (atomically).")
 @click.option("--rules", "rules_dir", type=str, help="Directory of extra/overriding rules/*.yaml.")
 @click.option("--ignore", "ignores", multiple=True, help="Rule id or key to ignore (repeatable; globs allowed).")
@@ -316,7 +317,8 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
     from .baseline import baselines_dir as resolve_dir, load_baseline, parse_metrics
     from .compare import compare as run_compare
     from .ignore import from_cli, load_ignore_file
-    from .report import render_comparison
+    from .report import get_format
+    from .report.data import comparison_to_dict
     from .rulebook import load_rules
     from .sources import snapshot_from_unit_file
     b_metrics = parse_metrics(baseline_metric, "--baseline-metric")
@@ -334,7 +336,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
         from .sources import collect_one
         current = collect_one(base.host, base.unit, _ssh_settings(ssh), inventory)
     result = run_compare(base, current, rules, ignore, concurrency, b_metrics, c_metrics, engine_version)
-    _emit(render_comparison(result, fmt), output)
+    _emit(get_format(fmt).render_comparison(comparison_to_dict(result)), output)
     sys.exit(EXIT_DRIFT if result.drift else EXIT_OK)
 
 
@@ -359,7 +361,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @click.option("--state", help="State file for --only-changes.")
 @click.option("--only-changes", is_flag=True, default=None, help="Mail only when the findings differ from the last mail.")
 @click.option("--always", is_flag=True, help="Mail even when every host matches.")
-@click.option("--format", "fmt", type=click.Choice(["text", "markdown", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(format_names("fleet")), default="text", show_default=True)
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the report here (atomically).")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the report (still mailed / written).")
 @click.option("--config", "config_path", help="Config file [default: ~/.config/driftwatch/config.yaml, /etc/driftwatch/config.yaml].")
@@ -377,9 +379,9 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
            baselines_dir, **ssh):
     """Check hosts against a baseline; print, write and mail one drift report (for cron)."""
     from .baseline import baselines_dir as resolve_dir, load_baseline
-    from .fleet_report import build_report, compare_entry, entries_from_raws, host_entry
     from .ignore import from_cli, load_ignore_file
-    from .report.fleet import render_markdown, render_text
+    from .report import get_format
+    from .report.data import build_report, compare_entry, entries_from_raws, host_entry
     from .rulebook import load_rules
     from .settings import load_report_settings, merge
     from .sources import collect_live, inventory_targets, raw_to_snapshot, snapshot_from_unit_file
@@ -419,9 +421,7 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
         raws = collect_live(targets, _ssh_settings(ssh, parallel), settings.get("inventory"))
         entries += entries_from_raws(raws, base, rules_loaded, ignore, concurrency, engine_version, raw_to_snapshot)
     doc = build_report(base, entries)
-    renderers = {"text": render_text, "markdown": render_markdown,
-                 "json": lambda d: json.dumps(d, indent=2, default=str) + "\n"}
-    text = renderers[fmt](doc)
+    text = get_format(fmt).render_fleet(doc)
     trouble = doc["summary"]["unreadable"] > 0
     if output:
         from .store import write_atomic

@@ -12,8 +12,8 @@ from .baseline import Baseline
 from .diff import Difference, EnginePair, diff_snapshots, read_pair
 from .ignore import IgnoreEntry
 from .impact import ImpactContext, combine, get_model
-from .model import RUNTIME
 from .redact import mask_fingerprints
+from .report.wording import display_pair
 from .rulebook import Rule, match_rule
 from .snapshot import Snapshot
 
@@ -68,26 +68,6 @@ class Comparison:
 def _side_values(config) -> tuple[dict[str, Any], set[str]]:
     """What impact models read of one side: concept -> value, and the concepts computed at start-up."""
     return config.concept_values()
-
-
-def _format_value(value: Any, source: str | None) -> str:
-    if source == RUNTIME and value is None:
-        return "computed at start-up"
-    if value is None:
-        return "unset" if source in (None, "absent") else "default (none)"
-    if isinstance(value, bool):
-        text = "on" if value else "off"
-    else:
-        text = str(value)
-    return f"{text} (default)" if source == "default" else text
-
-
-def display_pair(diff: Difference) -> tuple[str, str]:
-    """How a difference's two sides read to a person; secrets never show."""
-    if diff.secret:
-        return ("(redacted)" if diff.baseline is not None else "unset",
-                "changed (redacted)" if diff.current is not None else "unset")
-    return _format_value(diff.baseline, diff.baseline_source), _format_value(diff.current, diff.current_source)
 
 
 class _SafeFormat(dict):
@@ -190,61 +170,3 @@ def _predict(findings: list[Finding]) -> float | None:
     if ratio is not None and abs(ratio - 1.0) < 1e-9 and unquantified(findings):
         return None
     return ratio
-
-
-def _json_value(diff: Difference, side: str) -> Any:
-    if diff.secret:
-        value = diff.baseline if side == "baseline" else diff.current
-        if value is None:
-            return None
-        return "(redacted)" if side == "baseline" else "changed (redacted)"
-    return diff.baseline if side == "baseline" else diff.current
-
-
-def _mask_tree(value: Any) -> Any:
-    if isinstance(value, str):
-        return mask_fingerprints(value)
-    if isinstance(value, dict):
-        return {k: _mask_tree(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_mask_tree(v) for v in value]
-    return value
-
-
-def finding_to_dict(f: Finding) -> dict:
-    d = f.difference
-    out = {
-        "rank": f.rank, "key": d.key, "flag": d.label,
-        "baseline": _json_value(d, "baseline"), "current": _json_value(d, "current"),
-        "baseline_source": d.baseline_source, "current_source": d.current_source,
-        "rule": f.rule.id, "severity": f.rule.severity,
-        "impact": {"dimension": f.dimension,
-                   "throughput_ratio": None if f.throughput_ratio is None else round(f.throughput_ratio, 3),
-                   "confidence": f.confidence},
-        "explanation": f.explanation,
-    }
-    if d.details:
-        out["details"] = _mask_tree(d.details)
-    if f.ignored_because:
-        out["ignored_because"] = f.ignored_because
-    return out
-
-
-def comparison_to_dict(c: Comparison) -> dict:
-    """The driftwatch.compare/v1 document (design.md); scripts read it, so keep it stable."""
-    b = c.baseline
-    return {
-        "schema": COMPARE_SCHEMA,
-        "baseline": {"name": b.name, "host": b.host, "unit": b.unit, "metrics": dict(c.baseline_metrics),
-                     "engine_version": c.pair.baseline.version},
-        "target": {"host": c.current.host, "unit": c.current.unit, "source": c.current.source,
-                   "metrics": dict(c.current_metrics), "engine_version": c.pair.current.version,
-                   "engine_version_reason": c.pair.current.version_reason},
-        "concurrency": c.concurrency,
-        "drift": c.drift,
-        "predicted_throughput_ratio": c.predicted_throughput_ratio,
-        "predicted_throughput": c.predicted_throughput,
-        "findings": [finding_to_dict(f) for f in c.findings],
-        "ignored": [finding_to_dict(f) for f in c.ignored],
-        "notes": list(c.notes),
-    }

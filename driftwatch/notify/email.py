@@ -26,7 +26,8 @@ from email.utils import formatdate, getaddresses, make_msgid, parseaddr
 
 from driftwatch import __version__
 from driftwatch.errors import InputError, NotifyError
-from driftwatch.report import fleet
+from driftwatch.report import get_format
+from driftwatch.report.wording import subject
 
 SECURITY_MODES = ("starttls", "ssl", "plain")
 PASSWORD_ENV = "DRIFTWATCH_SMTP_PASSWORD"
@@ -158,7 +159,7 @@ def build_message(report: dict, sender: str, recipients: list[str],
                   subject_prefix: str = "[driftwatch]") -> EmailMessage:
     """A multipart/alternative message (text/plain first, then text/html) for `report`.
 
-    Headers: From, To, Subject (fleet.subject), Date, Message-ID, Auto-Submitted: auto-generated,
+    Headers: From, To, Subject (report.wording.subject), Date, Message-ID, Auto-Submitted: auto-generated,
     X-Mailer. Both parts are UTF-8, quoted-printable (readable raw, safe for long lines).
     """
     sender = _check_address(sender, "sender (From)")
@@ -169,15 +170,17 @@ def build_message(report: dict, sender: str, recipients: list[str],
         raise InputError("no e-mail recipient given")
 
     msg = EmailMessage()
-    msg["Subject"] = fleet.subject(report, prefix=subject_prefix)
+    msg["Subject"] = subject(report, prefix=subject_prefix)
     msg["From"] = sender
     msg["To"] = ", ".join(recipients)
     msg["Date"] = formatdate(localtime=True)
     msg["Message-ID"] = make_msgid(domain=_msgid_domain(sender))
     msg["Auto-Submitted"] = "auto-generated"  # RFC 3834: no auto-replies / vacation loops
     msg["X-Mailer"] = f"driftwatch {__version__}"
-    msg.set_content(fleet.render_text(report), subtype="plain", charset="utf-8", cte="quoted-printable")
-    msg.add_alternative(fleet.render_html(report), subtype="html", charset="utf-8", cte="quoted-printable")
+    msg.set_content(get_format("text").render_fleet(report), subtype="plain", charset="utf-8",
+                    cte="quoted-printable")
+    msg.add_alternative(get_format("html").render_fleet(report), subtype="html", charset="utf-8",
+                        cte="quoted-printable")
     return msg
 
 

@@ -1,10 +1,22 @@
-"""JSON compare report: the driftwatch.compare/v1 document."""
+"""JSON: the document itself (`driftwatch.compare/v1`, `driftwatch.report/v1`), for scripts."""
 from __future__ import annotations
 
 import json
 
-from ..compare import Comparison, comparison_to_dict
+from .interface import Format
 
 
-def render(c: Comparison) -> str:
-    return json.dumps(comparison_to_dict(c), indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n"
+def dump(doc: dict) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n"
+
+
+class JsonFormat(Format):
+    name = "json"
+    media_type = "application/json"
+    suffix = ".json"
+
+    def render_comparison(self, doc: dict) -> str:
+        return dump(doc)
+
+    def render_fleet(self, doc: dict) -> str:
+        return dump(doc)

@@ -1,31 +1,74 @@
-"""Markdown compare report (for tickets and chat)."""
+"""Markdown (tickets, chat, pull requests): GitHub tables, every value escaped."""
 from __future__ import annotations
 
-from tabulate import tabulate
+import re
+from typing import Iterable
 
-from ..compare import Comparison, display_pair
-from .common import header_lines, impact_text, summary
+from . import view
+from . import wording as w
+from .interface import Format
+
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
 
 
-def _cell(text: str) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+def md(text: str) -> str:
+    """Text for a paragraph or a table cell: ASCII punctuation that means markup is backslash-escaped."""
+    return _SPECIAL.sub(r"\\\1", w.clean(text))
 
 
-def render(c: Comparison) -> str:
-    out = [f"## driftwatch: {c.current.host or c.current.unit} vs baseline `{c.baseline.name}`", ""]
-    out += [f"- {_cell(line)}" for line in header_lines(c)]
-    out += ["", f"**{_cell(summary(c))}**", ""]
-    if c.findings:
-        rows = []
-        for f in c.findings:
-            base, cur = display_pair(f.difference)
-            rows.append([f.rank, f"`{_cell(f.difference.label)}`", _cell(base), _cell(cur), _cell(impact_text(f)),
-                         f"{f.rule.id}: {_cell(f.explanation)}"])
-        out.append(tabulate(rows, headers=["#", "flag", "baseline", "current", "impact", "explanation"],
-                            tablefmt="github"))
+def code(text: str) -> str:
+    """A code span that no backtick inside can end early; pipes escaped so a table cell holds."""
+    text = w.clean(text).replace("|", "\\|")
+    fence = "``" if "`" in text else "`"
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def table(headers: list[str], rows: Iterable[list[str]]) -> list[str]:
+    """A GitHub table; `rows` hold already-escaped cells."""
+    out = ["| " + " | ".join(md(h) for h in headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return out
+
+
+class MarkdownFormat(Format):
+    name = "markdown"
+    media_type = "text/markdown"
+    suffix = ".md"
+
+    def render_comparison(self, doc: dict) -> str:
+        out = [f"## driftwatch: {md(w.comparison_title(doc))}", ""]
+        out += [f"- {md(line)}" for line in w.comparison_header(doc)]
+        if w.comparison_summary(doc):
+            out += ["", f"**{md(w.comparison_summary(doc))}**"]
         out.append("")
-    for f in c.ignored:
-        out.append(f"- ignored `{_cell(f.difference.label)}` ({f.rule.id}): {_cell(f.ignored_because)}")
-    for note in c.notes:
-        out.append(f"- note: {_cell(note)}")
-    return "\n".join(out).rstrip() + "\n"
+        findings = view.comparison_findings(doc)
+        if findings:
+            rows = [[md(w.rank_text(f)), code(w.finding_name(f)), *(md(v) for v in w.finding_pair(f)),
+                     md(w.impact_text(f)), md(w.rule_explanation(f))] for f in findings]
+            out += table(w.FINDING_COLUMNS, rows) + [""]
+        out += [f"- ignored {md(w.ignored_text(f))}" for f in view.comparison_ignored(doc)]
+        out += [f"- note: {md(n)}" for n in view.comparison_notes(doc)]
+        return "\n".join(out).rstrip() + "\n"
+
+    def render_fleet(self, doc: dict) -> str:
+        lines = [f"# driftwatch: {md(w.headline(doc))}", "", f"Baseline: {md(w.baseline_line(doc))}  "]
+        if doc.get("generated_at"):
+            lines.append(f"Generated: {md(str(doc['generated_at']))}  ")
+        lines += [" · ".join(w.count_parts(doc)).capitalize(), ""]
+        rows = [[md(c) for c in row] for row in w.fleet_rows(doc)]
+        lines += table(w.FLEET_COLUMNS, rows) if rows else ["*(no hosts in this report)*"]
+        for h in view.detailed_hosts(doc):
+            lines += ["", f"## {md(w.host_title(h))}: {md(view.status(h))}, predicted {md(w.predicted(h))}", ""]
+            summary = w.comparison_summary(view.comparison(h))
+            if summary:
+                lines += [md(summary), ""]
+            rows = [[md(w.rank_text(f)), md(w.finding_name(f)), *(md(v) for v in w.finding_pair(f)),
+                     md(w.impact_text(f) + (f" [{w.rule_tag(f)}]" if w.rule_tag(f) else "")),
+                     md(w.explanation_text(f))] for f in view.findings(h)]
+            lines += table(w.FINDING_COLUMNS, rows) if rows else ["*(no findings listed)*"]
+        errors = view.unreadable_hosts(doc)
+        if errors:
+            lines += ["", f"## Unreadable hosts ({len(errors)})", ""]
+            lines += [f"- {md(w.host_title(h))}: {md(w.host_error(h))}" for h in errors]
+        return "\n".join(lines).rstrip() + "\n"

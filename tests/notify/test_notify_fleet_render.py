@@ -9,7 +9,12 @@ from html.parser import HTMLParser
 
 import pytest
 
-from driftwatch.report.fleet import render_html, render_markdown, render_text, subject
+from driftwatch.report import get_format
+from driftwatch.report.wording import subject
+
+render_text = get_format("text").render_fleet
+render_markdown = get_format("markdown").render_fleet
+render_html = get_format("html").render_fleet
 
 PLANTED = "PLANTED-not-in-schema-7c1e"
 
@@ -82,7 +87,7 @@ def test_text_summary_and_findings(report):
     # per-host ranked findings
     sec = t.index("== ct129 sglang-qwen.service: drift")
     assert t.index("1. --speculative-num-steps: 3 \u2192 1", sec) < t.index("2. --cuda-graph-max-bs: 8 \u2192 <none>", sec)
-    assert "impact: single-stream \u00d70.60 (medium confidence)  [DW101 high]" in t
+    assert "impact: \u00d70.60 single-stream, medium confidence  [DW101 high]" in t  # compare's wording
     assert "single-stream decoding falls from about 70 to about 42 tok/s." in t.replace("\n     ", " ")
     assert "== Unreadable hosts (1)" in t and "ct200 sglang-qwen.service: timeout after 10 s" in t
     assert "env.HF_TOKEN: changed (redacted) \u2192 changed (redacted)" in t
@@ -104,8 +109,8 @@ def test_values_formatting(report):
     f2 = report["hosts"][1]["comparison"]["findings"][1]
     f2["baseline"], f2["current"] = True, "line1\nline2"
     t = render_text(report)
-    assert '(unset) \u2192 {"algorithm": "EAGLE", "steps": 3}' in t
-    assert "true \u2192 line1\\nline2" in t
+    assert 'unset \u2192 {"algorithm": "EAGLE", "steps": 3}' in t  # compare's wording: unset, on/off
+    assert "on \u2192 line1\\nline2" in t
 
 
 # --------------------------------------------------------------------------- never render what is not in the schema

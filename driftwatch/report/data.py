@@ -1,0 +1,146 @@
+"""The report documents, built in one place: what every format renders and what scripts read.
+
+- `comparison_to_dict(Comparison)` -> `driftwatch.compare/v1` (design.md; scripts read it, so it only
+  ever changes additively);
+- `build_report(baseline, entries)` -> `driftwatch.report/v1`: many (host, unit) pairs compared with
+  one baseline; a host that could not be read is an entry with its error, never a reason to stop
+  the others.
+
+Everything a format shows is in these dicts: values (secrets already replaced), sources, impact,
+the explanation, the summary sentence and the facts of the header lines. Formats compute nothing.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..baseline import Baseline
+from ..compare import COMPARE_SCHEMA, Comparison, Finding, compare, unquantified
+from ..errors import DriftwatchError
+from ..model import RawUnit
+from ..redact import mask_fingerprints
+from ..snapshot import Snapshot, now_utc
+from . import wording
+
+REPORT_SCHEMA = "driftwatch.report/v1"
+
+
+# --------------------------------------------------------------------------- driftwatch.compare/v1
+
+
+def _json_value(diff, side: str) -> Any:
+    if diff.secret:
+        value = diff.baseline if side == "baseline" else diff.current
+        if value is None:
+            return None
+        return wording.REDACTED if side == "baseline" else wording.CHANGED_REDACTED
+    return diff.baseline if side == "baseline" else diff.current
+
+
+def _mask_tree(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask_fingerprints(value)
+    if isinstance(value, dict):
+        return {k: _mask_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask_tree(v) for v in value]
+    return value
+
+
+def finding_to_dict(f: Finding) -> dict:
+    d = f.difference
+    out = {
+        "rank": f.rank, "key": d.key, "concept": d.concept, "flag": d.label,
+        "baseline": _json_value(d, "baseline"), "current": _json_value(d, "current"),
+        "baseline_source": d.baseline_source, "current_source": d.current_source,
+    }
+    if d.secret:
+        out["secret"] = True  # the values above are placeholders: compared by fingerprint only
+    out.update({
+        "rule": f.rule.id, "severity": f.rule.severity,
+        "impact": {"dimension": f.dimension,
+                   "throughput_ratio": None if f.throughput_ratio is None else round(f.throughput_ratio, 3),
+                   "confidence": f.confidence},
+        "explanation": f.explanation,
+    })
+    if d.details:
+        out["details"] = _mask_tree(d.details)
+    if f.ignored_because:
+        out["ignored_because"] = f.ignored_because
+    return out
+
+
+def summary(c: Comparison) -> str:
+    """One paragraph: the prediction and where most of it comes from."""
+    top = c.findings[0] if c.findings else None
+    top_line = wording.change_line(top.difference.label, *wording.display_pair(top.difference)) if top else None
+    return wording.summary_sentence(
+        baseline_name=c.baseline.name, findings=len(c.findings), ignored=len(c.ignored), top_line=top_line,
+        top_moves=top is not None and top.throughput_ratio not in (None, 1.0), concurrency=c.concurrency,
+        predicted=c.predicted_throughput, ratio=c.predicted_throughput_ratio,
+        baseline_tps=c.baseline_metrics.get("throughput"), measured_tps=c.current_metrics.get("throughput"),
+        unquantified=[f.difference.label for f in unquantified(c.findings)],
+        withheld=getattr(c, "prediction_withheld", None))
+
+
+def comparison_to_dict(c: Comparison) -> dict:
+    """The driftwatch.compare/v1 document (design.md); scripts read it, so keep it stable."""
+    b = c.baseline
+    return {
+        "schema": COMPARE_SCHEMA,
+        "baseline": {"name": b.name, "host": b.host, "unit": b.unit, "metrics": dict(c.baseline_metrics),
+                     "engine": c.pair.baseline.engine, "engine_label": c.pair.baseline.label,
+                     "engine_version": c.pair.baseline.version},
+        "target": {"host": c.current.host, "unit": c.current.unit, "source": c.current.source,
+                   "metrics": dict(c.current_metrics), "engine": c.pair.current.engine,
+                   "engine_label": c.pair.current.label,
+                   "engine_version": c.pair.current.version,
+                   "engine_version_reason": c.pair.current.version_reason},
+        "concurrency": c.concurrency,
+        "drift": c.drift,
+        "predicted_throughput_ratio": c.predicted_throughput_ratio,
+        "predicted_throughput": c.predicted_throughput,
+        "prediction_withheld": getattr(c, "prediction_withheld", None),  # why there is no prediction at all
+        "summary": summary(c),
+        "findings": [finding_to_dict(f) for f in c.findings],
+        "ignored": [finding_to_dict(f) for f in c.ignored],
+        "notes": list(c.notes),
+    }
+
+
+# --------------------------------------------------------------------------- driftwatch.report/v1
+
+
+def host_entry(host: str | None, unit: str | None, status: str, comparison: dict | None = None,
+               error: str | None = None) -> dict:
+    return {"host": host or "local", "unit": unit, "status": status, "error": error, "comparison": comparison}
+
+
+def compare_entry(baseline: Baseline, snap: Snapshot, rules, ignore, concurrency, engine_version) -> dict:
+    result = compare(baseline, snap, rules, ignore, concurrency, engine_version=engine_version)
+    return host_entry(snap.host, snap.unit, "drift" if result.drift else "clean", comparison_to_dict(result))
+
+
+def entries_from_raws(raws: list[RawUnit], baseline: Baseline, rules, ignore, concurrency, engine_version,
+                      to_snapshot) -> list[dict]:
+    entries = []
+    for raw in raws:
+        try:
+            snap = to_snapshot(raw, engine_version)
+            entries.append(compare_entry(baseline, snap, rules, ignore, concurrency, engine_version))
+        except DriftwatchError as exc:
+            entries.append(host_entry(raw.host, raw.unit, "error", error=str(exc)))
+    return entries
+
+
+def build_report(baseline: Baseline, entries: list[dict]) -> dict:
+    drifted = sum(1 for e in entries if e["status"] == "drift")
+    unreadable = sum(1 for e in entries if e["status"] == "error")
+    return {
+        "schema": REPORT_SCHEMA,
+        "generated_at": now_utc(),
+        "baseline": {"name": baseline.name, "host": baseline.host, "unit": baseline.unit,
+                     "metrics": dict(baseline.metrics)},
+        "summary": {"hosts": len(entries), "drifted": drifted, "clean": len(entries) - drifted - unreadable,
+                    "unreadable": unreadable},
+        "hosts": entries,
+    }

@@ -1,0 +1,65 @@
+"""The interface every report format implements (one module per format, like pip-audit's `_format/`).
+
+A format turns a finished document into text: a comparison (`driftwatch.compare/v1`, built by
+report/data.py from a `Comparison`), a fleet report (`driftwatch.report/v1`), and later a history.
+It computes nothing: every number and every fact is in the document, every phrase comes from
+report/wording.py, and the format only lays them out and escapes them for its medium.
+
+Adding a format is one module with a `Format` subclass and one line in report/__init__.py.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+
+from ..errors import InputError
+
+COMPARISON = "comparison"
+FLEET = "fleet"
+HISTORY = "history"
+KINDS = (COMPARISON, FLEET, HISTORY)
+
+# Which kind of document a schema names.
+SCHEMA_KINDS = {"driftwatch.compare/v1": COMPARISON, "driftwatch.report/v1": FLEET}
+
+
+class UnsupportedDocument(InputError):
+    """A format asked to render a kind of document it has no layout for."""
+
+
+class Format(ABC):
+    """One output format. Subclasses set `name`, `media_type` and `suffix` and render documents."""
+
+    name: str = ""  # what --format takes: text, json, markdown, html
+    media_type: str = "text/plain"  # MIME type of the output (mail parts, HTTP)
+    suffix: str = ".txt"  # file name suffix for the output
+
+    @abstractmethod
+    def render_comparison(self, doc: dict) -> str:
+        """A `driftwatch.compare/v1` document (one unit against its baseline)."""
+
+    @abstractmethod
+    def render_fleet(self, doc: dict) -> str:
+        """A `driftwatch.report/v1` document (many hosts against one baseline)."""
+
+    def render_history(self, doc: dict) -> str:
+        """A history document (when each difference first appeared); not every format has one yet."""
+        raise UnsupportedDocument(f"the {self.name} format cannot render a history")
+
+    def supports(self, kind: str) -> bool:
+        """Whether this format renders documents of `kind` (comparison, fleet, history)."""
+        if kind == HISTORY:
+            return type(self).render_history is not Format.render_history
+        return kind in (COMPARISON, FLEET)
+
+    def render(self, doc: dict) -> str:
+        """Render any document, by its `schema`."""
+        kind = SCHEMA_KINDS.get(doc.get("schema") if isinstance(doc, dict) else None)
+        if kind == COMPARISON:
+            return self.render_comparison(doc)
+        if kind == FLEET:
+            return self.render_fleet(doc)
+        schema = doc.get("schema") if isinstance(doc, dict) else None
+        raise UnsupportedDocument(f"the {self.name} format cannot render a document of schema {schema!r}")
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"

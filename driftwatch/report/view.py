@@ -1,0 +1,122 @@
+"""Read report documents defensively for the formats: the parts they show, in display order.
+
+Formats read `driftwatch.compare/v1` and `driftwatch.report/v1` dicts only through these accessors
+and report/wording.py, so a field missing or of the wrong type never breaks a render, and a field
+not named here (even one holding a secret) is never shown. Sorting for display is all this does.
+
+Display order of hosts: drifted hosts first, worst first (lowest predicted throughput ratio, then
+most high-severity findings), then unreadable hosts, then clean hosts; ties by host name.
+"""
+from __future__ import annotations
+
+
+def _dict(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _list_of_dicts(value) -> list[dict]:
+    return [x for x in value if isinstance(x, dict)] if isinstance(value, list) else []
+
+
+def by_rank(findings: list[dict]) -> list[dict]:
+    def key(f: dict):
+        rank = f.get("rank")
+        return (0, rank) if isinstance(rank, (int, float)) and not isinstance(rank, bool) else (1, 0)
+
+    return sorted(findings, key=key)
+
+
+# --------------------------------------------------------------------------- a comparison
+
+
+def comparison_findings(doc: dict) -> list[dict]:
+    """A comparison's findings, by rank."""
+    return by_rank(_list_of_dicts(doc.get("findings")))
+
+
+def comparison_ignored(doc: dict) -> list[dict]:
+    return _list_of_dicts(doc.get("ignored"))
+
+
+def comparison_notes(doc: dict) -> list[str]:
+    notes = doc.get("notes")
+    return [str(n) for n in notes if n is not None] if isinstance(notes, list) else []
+
+
+def drift(doc: dict) -> bool:
+    return bool(doc.get("drift"))
+
+
+# --------------------------------------------------------------------------- a fleet report
+
+
+def baseline(report: dict) -> dict:
+    return _dict(report.get("baseline"))
+
+
+def hosts(report: dict) -> list[dict]:
+    return _list_of_dicts(report.get("hosts"))
+
+
+def comparison(h: dict) -> dict:
+    return _dict(h.get("comparison"))
+
+
+def findings(h: dict) -> list[dict]:
+    """A host's findings, by rank."""
+    return comparison_findings(comparison(h))
+
+
+def status(h: dict) -> str:
+    return str(h.get("status") or "?")
+
+
+def _severity_count(h: dict, levels=("critical", "high")) -> int:
+    return sum(1 for f in findings(h) if f.get("severity") in levels)
+
+
+def _worst_key(h: dict):
+    ratio = comparison(h).get("predicted_throughput_ratio")
+    has_ratio = isinstance(ratio, (int, float)) and not isinstance(ratio, bool)
+    return (0 if has_ratio else 1, ratio if has_ratio else 0, -_severity_count(h),
+            -len(findings(h)), str(h.get("host")), str(h.get("unit")))
+
+
+def _by_name(h: dict):
+    return str(h.get("host")), str(h.get("unit"))
+
+
+def ordered_hosts(report: dict) -> list[dict]:
+    """Hosts in display order: drifted (worst first), unreadable, clean, others."""
+    hs = hosts(report)
+    drifted = sorted((h for h in hs if status(h) == "drift"), key=_worst_key)
+    errors = sorted((h for h in hs if status(h) == "error"), key=_by_name)
+    clean = sorted((h for h in hs if status(h) == "clean"), key=_by_name)
+    other = [h for h in hs if status(h) not in ("drift", "error", "clean")]
+    return drifted + errors + clean + other
+
+
+def detailed_hosts(report: dict) -> list[dict]:
+    """Hosts that get a section of their own: drifted ones, and any host with findings listed."""
+    return [h for h in ordered_hosts(report) if status(h) == "drift" or findings(h)]
+
+
+def unreadable_hosts(report: dict) -> list[dict]:
+    return [h for h in ordered_hosts(report) if status(h) == "error"]
+
+
+def counts(report: dict) -> dict:
+    """hosts/drifted/clean/unreadable: the report's summary where given, else counted from hosts."""
+    hs = hosts(report)
+    counted = {
+        "hosts": len(hs),
+        "drifted": sum(1 for h in hs if status(h) == "drift"),
+        "clean": sum(1 for h in hs if status(h) == "clean"),
+        "unreadable": sum(1 for h in hs if status(h) == "error"),
+    }
+    summary = _dict(report.get("summary"))
+    out = {}
+    for k, v in counted.items():
+        s = summary.get(k)
+        out[k] = s if isinstance(s, int) and not isinstance(s, bool) else v
+    return out

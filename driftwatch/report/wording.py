@@ -1,0 +1,360 @@
+"""How driftwatch's results read to a person: one wording for every format.
+
+A finding reads the same everywhere: in `compare` (text, Markdown, HTML, and the explanation inside
+the JSON, which compare.py writes with `display_pair`), in the fleet `report` and in the mail. Every
+phrase is built here from the documents report/data.py produces (`driftwatch.compare/v1`,
+`driftwatch.report/v1`); formats only lay the phrases out and escape them.
+
+Values:    3 · on / off · unset · 0.85 (default) · default (none) · computed at start-up ·
+           (redacted) → changed (redacted) · "" · {"algorithm": "EAGLE"} (containers as JSON)
+Change:    --speculative-num-steps 3 → 1
+Impact:    ×0.61 single-stream, low confidence · capacity; speed unchanged (high confidence) ·
+           single-stream, not quantified · no throughput impact · unknown impact
+Numbers:   42.5 tok/s, 70 tok/s (one decimal at most) · ×0.61 (two decimals)
+
+Control characters (a newline inside a value) are shown as visible escapes, so every phrase is
+one line. Nothing here computes drift: the documents hold every number.
+"""
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from ..model import DEFAULT, RUNTIME
+from . import view
+
+ARROW = "\u2192"  # →
+DASH = "\u2014"  # —
+TIMES = "\u00d7"  # ×
+ELLIPSIS = "\u2026"  # …
+
+COMPUTED = "computed at start-up"
+UNSET = "unset"
+REDACTED = "(redacted)"
+CHANGED_REDACTED = "changed (redacted)"
+
+FINDING_COLUMNS = ["#", "flag", "baseline", "current", "impact", "explanation"]
+FLEET_COLUMNS = ["host", "unit", "status", "top finding", "predicted"]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+
+
+# --------------------------------------------------------------------------- small pieces
+
+
+def clean(text: Any) -> str:
+    """One display line: control characters (newlines included) become visible escapes."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
+
+
+def shorten(text: str, width: int | None) -> str:
+    return text if not width or len(text) <= width else text[: width - 1] + ELLIPSIS
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def tps_text(value: Any) -> str:
+    """Tokens per second: 42.5 -> '42.5', 42.0 -> '42', 1566 -> '1566'."""
+    if not is_number(value):
+        return value_text(value)
+    text = f"{value:.1f}"
+    return text[:-2] if text.endswith(".0") else text
+
+
+def ratio_text(value: Any) -> str:
+    """'×0.61', or '' when there is no ratio."""
+    return f"{TIMES}{value:.2f}" if is_number(value) else ""
+
+
+def engine_text(label: Any, version: Any) -> str:
+    """'SGLang 0.5.12'; 'no known engine' for a unit that runs none."""
+    if not label:
+        return "no known engine"
+    return f"{clean(label)} {clean(version)}" if version not in (None, "") else clean(label)
+
+
+# --------------------------------------------------------------------------- a finding's values
+
+
+def value_text(value: Any, source: str | None = None) -> str:
+    """One side of a difference: where it came from matters as much as what it is."""
+    if value is None:
+        if source == RUNTIME:
+            return COMPUTED
+        return "default (none)" if source == DEFAULT else UNSET
+    if isinstance(value, bool):
+        text = "on" if value else "off"
+    elif is_number(value):
+        text = str(value)
+    elif isinstance(value, str):
+        text = clean(value) if value != "" else '""'
+    else:
+        try:
+            text = json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "), default=str)
+        except (TypeError, ValueError):
+            text = str(value)
+        text = clean(text)
+    return f"{text} (default)" if source == DEFAULT else text
+
+
+def pair_text(baseline: Any, baseline_source: str | None, current: Any, current_source: str | None,
+              secret: bool = False) -> tuple[str, str]:
+    """Both sides of a difference; a secret's values never show, only whether they are set."""
+    if secret:
+        return (REDACTED if baseline is not None else UNSET, CHANGED_REDACTED if current is not None else UNSET)
+    return value_text(baseline, baseline_source), value_text(current, current_source)
+
+
+def display_pair(diff) -> tuple[str, str]:
+    """Both sides of a `Difference` (compare.py writes its explanations with this)."""
+    return pair_text(diff.baseline, diff.baseline_source, diff.current, diff.current_source, bool(diff.secret))
+
+
+def finding_pair(f: dict) -> tuple[str, str]:
+    """Both sides of a finding of a `driftwatch.compare/v1` document."""
+    return pair_text(f.get("baseline"), f.get("baseline_source"), f.get("current"), f.get("current_source"),
+                     bool(f.get("secret")))
+
+
+def finding_name(f: dict) -> str:
+    """How a person recognises the setting: --flag, NAME, User=; else its key."""
+    return clean(f.get("flag") or f.get("key") or "?")
+
+
+def change_text(base: str, cur: str, width: int | None = None) -> str:
+    """'3 → 1' (each side cut to `width` characters when given)."""
+    return f"{shorten(base, width)} {ARROW} {shorten(cur, width)}"
+
+
+def change_line(name: str, base: str, cur: str, width: int | None = None) -> str:
+    """A finding's one-line change: '--speculative-num-steps 3 → 1'."""
+    return f"{name} {change_text(base, cur, width)}"
+
+
+def finding_change(f: dict, width: int | None = None) -> str:
+    return change_text(*finding_pair(f), width=width)
+
+
+def finding_line(f: dict, width: int | None = None) -> str:
+    return change_line(finding_name(f), *finding_pair(f), width=width)
+
+
+def impact_text(f: dict) -> str:
+    """'×0.61 single-stream, low confidence'; 'capacity; speed unchanged (high confidence)';
+    'single-stream, not quantified'; 'no throughput impact'; 'unknown impact'."""
+    imp = f.get("impact") if isinstance(f.get("impact"), dict) else {}
+    dim = clean(imp.get("dimension") or "none")
+    r = imp.get("throughput_ratio")
+    r = r if is_number(r) else None
+    conf = clean(imp["confidence"]) if imp.get("confidence") else None
+    unchanged = r is not None and abs(r - 1.0) < 1e-9
+    if dim == "none" and (r is None or unchanged):
+        return "no throughput impact" if r is not None else "unknown impact"
+    if r is None:
+        return f"{dim}, not quantified"
+    if unchanged:
+        return f"{dim}; speed unchanged" + (f" ({conf} confidence)" if conf else "")
+    return f"{ratio_text(r)} {dim}" + (f", {conf} confidence" if conf else "")
+
+
+def rule_tag(f: dict) -> str:
+    """'DW101 high'."""
+    return " ".join(clean(x) for x in (f.get("rule"), f.get("severity")) if x)
+
+
+def rank_text(f: dict) -> str:
+    rank = f.get("rank")
+    return clean(rank) if rank is not None else "-"
+
+
+def explanation_text(f: dict) -> str:
+    return clean(f.get("explanation") or "")
+
+
+def rule_explanation(f: dict) -> str:
+    """'DW101 --speculative-num-steps 3 → 1: each target forward pass …' (the rule id, then why)."""
+    return " ".join(x for x in (clean(f.get("rule") or ""), explanation_text(f)) if x)
+
+
+def ignored_text(f: dict) -> str:
+    """'--port (DW901: port differs by design)'."""
+    return f"{finding_name(f)} ({clean(f.get('rule') or '?')}: {clean(f.get('ignored_because') or '')})"
+
+
+# --------------------------------------------------------------------------- a comparison
+
+
+def _label(side: dict) -> str | None:
+    """The engine's display name (`engine_label`); its registry name for documents without one."""
+    if side.get("engine_label") is not None or side.get("engine") == "none":
+        return side.get("engine_label") or None
+    return side.get("engine") or ("engine" if side.get("engine_version") else None)
+
+
+def comparison_header(doc: dict) -> list[str]:
+    """'baseline: 70toks (sglang-qwen.service on ct129; SGLang 0.5.12)',
+    'current:  sglang-qwen.service (local file); SGLang 0.5.12 (inferred: …)'."""
+    b = doc.get("baseline") if isinstance(doc.get("baseline"), dict) else {}
+    t = doc.get("target") if isinstance(doc.get("target"), dict) else {}
+    unit = clean(t.get("unit") or "-")
+    where = f"{unit} on {clean(t['host'])}" if t.get("host") else f"{unit} (local file)"
+    src = t.get("source")
+    source = {"systemctl cat": " read by systemctl cat", "disk": " read from disk (systemctl cat failed)",
+              "file": "", None: ""}.get(src, f" from {clean(src)}")
+    reason = f" ({clean(t['engine_version_reason'])})" if t.get("engine_version_reason") else ""
+    return [
+        f"baseline: {clean(b.get('name') or '?')} ({clean(b.get('unit') or '-')} on {clean(b.get('host') or 'no host')}; "
+        f"{engine_text(_label(b), b.get('engine_version'))})",
+        f"current:  {where}{source}; {engine_text(_label(t), t.get('engine_version'))}{reason}",
+    ]
+
+
+def comparison_title(doc: dict) -> str:
+    """'ct129 vs baseline 70toks' (the unit stands for the host when it was a local file)."""
+    b = doc.get("baseline") if isinstance(doc.get("baseline"), dict) else {}
+    t = doc.get("target") if isinstance(doc.get("target"), dict) else {}
+    return f"{clean(t.get('host') or t.get('unit') or '?')} vs baseline {clean(b.get('name') or '?')}"
+
+
+def comparison_summary(doc: dict) -> str:
+    """The one-paragraph summary report/data.py wrote into the document ('' when absent)."""
+    return clean(doc.get("summary")) if isinstance(doc.get("summary"), str) else ""
+
+
+def summary_sentence(baseline_name: str, findings: int, ignored: int, top_line: str | None,
+                     top_moves: bool, concurrency: int, predicted: float | None, ratio: float | None,
+                     baseline_tps: float | None, measured_tps: float | None,
+                     unquantified: list[str], withheld: str | None = None) -> str:
+    """The comparison's summary, from facts report/data.py gathers:
+    '3 differences from baseline 70toks: predicted 42.5 tok/s vs 70 baseline (×0.61) at concurrency 1;
+    most of it from --speculative-num-steps 3 → 1.'"""
+    if not findings:
+        tail = f" ({ignored} ignored)" if ignored else ""
+        return f"No drift from baseline {baseline_name}{tail}."
+    head = f"{findings} difference{'s' if findings != 1 else ''} from baseline {baseline_name}"
+    if predicted is not None and baseline_tps is not None and ratio is not None:
+        pred = (f"predicted {tps_text(predicted)} tok/s vs {tps_text(baseline_tps)} baseline "
+                f"({ratio_text(ratio)}) at concurrency {concurrency}")
+    elif ratio is not None:
+        pred = (f"predicted throughput {ratio_text(ratio)} of the baseline at concurrency {concurrency} "
+                f"(record --metric throughput=N on the baseline for tok/s)")
+    elif withheld:
+        pred = f"no quantitative prediction ({clean(withheld)})"
+    else:
+        pred = "no quantitative prediction"
+    most = f"most of it from {top_line}" if top_moves else f"top finding: {top_line}"
+    extra = f"; measured now: {tps_text(measured_tps)} tok/s" if measured_tps is not None else ""
+    if unquantified:
+        n = len(unquantified)
+        names = ", ".join(unquantified[:4]) + (f" {ELLIPSIS}" if n > 4 else "")
+        extra += (f"; {n} change{'s' if n != 1 else ''} without a throughput model "
+                  f"({names}) {'are' if n != 1 else 'is'} not in the prediction: re-measure")
+    return f"{head}: {pred}; {most}{extra}."
+
+
+# --------------------------------------------------------------------------- a fleet report
+
+
+def baseline_name(report: dict) -> str:
+    b = view.baseline(report)
+    return clean(b.get("name") or b.get("host") or "the baseline")
+
+
+def baseline_line(report: dict) -> str:
+    """'70toks (ct129, sglang-qwen.service; 70 tok/s)'."""
+    b = view.baseline(report)
+    where = ", ".join(clean(b[k]) for k in ("host", "unit") if b.get(k))
+    metrics = b.get("metrics") if isinstance(b.get("metrics"), dict) else {}
+    bits = [where] if where else []
+    if metrics.get("throughput") is not None:
+        bits.append(f"{tps_text(metrics['throughput'])} tok/s")
+    return baseline_name(report) + (f" ({'; '.join(bits)})" if bits else "")
+
+
+def host_title(h: dict) -> str:
+    return f"{clean(h.get('host') or '?')} {clean(h.get('unit') or '?')}"
+
+
+def host_error(h: dict) -> str:
+    return clean(h.get("error") or "unknown error")
+
+
+def predicted(h: dict) -> str:
+    """'42.5 tok/s (×0.61)', '×0.61' or '—' (always '—' for a clean host)."""
+    if view.status(h) == "clean":
+        return DASH
+    c = view.comparison(h)
+    tp, r = c.get("predicted_throughput"), ratio_text(c.get("predicted_throughput_ratio"))
+    if is_number(tp):
+        return f"{tps_text(tp)} tok/s" + (f" ({r})" if r else "")
+    return r or DASH
+
+
+def top_finding(h: dict, width: int = 32) -> str:
+    """The host's first finding as one change line, or why it could not be read."""
+    if view.status(h) == "error":
+        return shorten(clean(h.get("error") or "unreadable"), 2 * width)
+    fs = view.findings(h)
+    return finding_line(fs[0], width) if fs else DASH
+
+
+def fleet_rows(report: dict) -> list[list[str]]:
+    """The summary table (FLEET_COLUMNS), hosts in display order."""
+    return [[clean(h.get("host") or "?"), clean(h.get("unit") or "?"), view.status(h), top_finding(h), predicted(h)]
+            for h in view.ordered_hosts(report)]
+
+
+def count_parts(report: dict) -> list[str]:
+    """['hosts: 14', 'drifted: 2', 'clean: 11', 'unreadable: 1'] (joined by each format)."""
+    c = view.counts(report)
+    return [f"{k}: {c[k]}" for k in ("hosts", "drifted", "clean", "unreadable")]
+
+
+def _headline_parts(report: dict) -> tuple[str, str]:
+    c = view.counts(report)
+    name = baseline_name(report)
+    n, d, u = c["hosts"], c["drifted"], c["unreadable"]
+    s = "s" if n != 1 else ""
+    if d:
+        main = f"{d} of {n} host{s} drifted from {name}"
+    elif u:
+        main = f"{c['clean']} of {n} host{s} match {name}"
+    else:
+        main = f"{n} host{s} match{'es' if n == 1 else ''} {name}"
+    return main, (f", {u} unreadable" if u else "")
+
+
+def headline(report: dict) -> str:
+    """'2 of 14 hosts drifted from 70toks, 1 unreadable' / '14 hosts match 70toks'."""
+    main, tail = _headline_parts(report)
+    return main + tail
+
+
+def _worst_host_phrase(report: dict) -> str:
+    drifted = [h for h in view.ordered_hosts(report) if view.status(h) == "drift"]
+    if not drifted:
+        return ""
+    w = drifted[0]
+    host = clean(w.get("host") or "?")
+    comp = view.comparison(w)
+    tp, r = comp.get("predicted_throughput"), comp.get("predicted_throughput_ratio")
+    if is_number(tp):
+        return f": {host} predicted {tps_text(tp)} tok/s"
+    if is_number(r):
+        return f": {host} predicted {r * 100:.0f}% of baseline throughput"
+    if view.findings(w):
+        return f": {host} {top_finding(w, width=20)}"
+    return f": {host}"
+
+
+def subject(report: dict, prefix: str = "[driftwatch]") -> str:
+    """One header line, worst host first:
+    '[driftwatch] 2 of 14 hosts drifted from 70toks: ct129 predicted 42 tok/s, 1 unreadable',
+    '[driftwatch] 14 hosts match 70toks', '[driftwatch] 13 of 14 hosts match 70toks, 1 unreadable'."""
+    main, tail = _headline_parts(report)
+    text = main + _worst_host_phrase(report) + tail
+    prefix = clean(prefix or "").strip()
+    return clean(f"{prefix} {text}" if prefix else text)
