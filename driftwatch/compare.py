@@ -59,6 +59,7 @@ class Comparison:
     predicted_throughput_ratio: float | None
     predicted_throughput: float | None
     notes: list[str] = field(default_factory=list)
+    prediction_withheld: str | None = None  # why there is no prediction at all (other model/engine, no start)
 
     @property
     def drift(self) -> bool:
@@ -124,7 +125,8 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
     gpus = current.runtime.get("gpus")
     ctx = ImpactContext(baseline=b_values, current=c_values, baseline_runtime=b_runtime, current_runtime=c_runtime,
                         baseline_metrics=b_metrics, current_metrics=c_metrics, concurrency=max(1, conc),
-                        gpus=len(gpus) if isinstance(gpus, list) else None)
+                        gpus=len(gpus) if isinstance(gpus, list) else None,
+                        engine=pair.current.label if pair.same_engine and pair.current.label else None)
     findings: list[Finding] = []
     ignored: list[Finding] = []
     for diff in diffs:
@@ -140,10 +142,13 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
             ignored.append(finding)
         else:
             findings.append(finding)
-    findings.sort(key=lambda f: (-f.weight(), _SEVERITY_ORDER.get(f.rule.severity, 9), f.key))
+    # A unit that will not start serves nothing: that outranks any speed estimate.
+    findings.sort(key=lambda f: (f.key != "engine.startup", -f.weight(), _SEVERITY_ORDER.get(f.rule.severity, 9),
+                                 f.key))
     for rank, finding in enumerate(findings, start=1):
         finding.rank = rank
-    ratio = _predict(findings)
+    withheld = _prediction_withheld(findings)
+    ratio = None if withheld else _predict(findings)
     throughput = b_metrics.get("throughput")
     predicted = round(throughput * ratio, 1) if ratio is not None and throughput is not None else None
     notes = list(dict.fromkeys(pair.baseline.notes + pair.current.notes))
@@ -152,7 +157,25 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
     return Comparison(baseline=baseline, current=current, pair=pair, findings=findings, ignored=ignored,
                       concurrency=ctx.concurrency, baseline_metrics=b_metrics, current_metrics=c_metrics,
                       predicted_throughput_ratio=None if ratio is None else round(ratio, 3),
-                      predicted_throughput=predicted, notes=notes)
+                      predicted_throughput=predicted, notes=notes, prediction_withheld=withheld)
+
+
+# Findings after which no throughput figure of the baseline says anything about the current unit.
+_NOT_COMPARABLE = (
+    ("engine.startup", None, "the current unit will not start"),
+    ("launcher.engine", None, "the current unit runs another engine"),
+    (None, "model.path", "the current unit serves a different model"),
+)
+
+
+def _prediction_withheld(findings: list[Finding]) -> str | None:
+    """Why no prediction is made (None: predict). A ratio against another model, another engine or
+    a server that does not start would be confidently wrong."""
+    for key, concept, why in _NOT_COMPARABLE:
+        for f in findings:
+            if (key is not None and f.key == key) or (concept is not None and f.difference.concept == concept):
+                return why
+    return None
 
 
 def unquantified(findings: list[Finding]) -> list[Finding]:

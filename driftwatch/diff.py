@@ -278,9 +278,10 @@ def _dict_diff(prefix: str, label_fmt: str, base: dict, cur: dict, secret_aware:
 def _launcher_diff(b: Snapshot, c: Snapshot) -> list[Difference]:
     diffs = []
     same_venv = b.launcher.venv is not None and b.launcher.venv == c.launcher.venv
+    other_engine = b.launcher.engine != c.launcher.engine  # said once, by the launcher.engine finding
     for attr, label in (("interpreter", "interpreter"), ("entry", "entry point"), ("image", "container image")):
         bv, cv = getattr(b.launcher, attr), getattr(c.launcher, attr)
-        if attr in ("interpreter", "entry") and same_venv:
+        if attr in ("interpreter", "entry") and (same_venv or other_engine):
             continue  # python vs python3, `-m sglang.launch_server` vs `sglang serve`: the same SGLang
         if bv != cv:
             diffs.append(Difference(key=f"launcher.{attr}", label=label, baseline=bv, current=cv,
@@ -348,9 +349,35 @@ def _engine_diff(baseline: Snapshot, current: Snapshot, pair: EnginePair) -> lis
         diffs.append(Difference(key="launcher.engine", label="engine", baseline=b.title, current=c.title,
                                 notes=[f"the unit now runs {c.title} where the baseline ran {b.title}: "
                                        "settings and throughput are not comparable flag by flag"]))
-    if (not pair.same_engine or b.engine == NO_ENGINE) and baseline.engine_argv != current.engine_argv:
+    if NO_ENGINE not in (b.engine, c.engine):
+        diffs += diff_concepts(b, c)  # a migration: what it changed, in words both engines share
+    elif baseline.engine_argv != current.engine_argv:
         diffs.append(Difference(key="exec.argv", label="arguments", baseline=shlex.join(baseline.engine_argv),
                                 current=shlex.join(current.engine_argv)))
+    return diffs
+
+
+def diff_concepts(b: EngineConfig, c: EngineConfig) -> list[Difference]:
+    """Settings of two different engines compared by concept (SGLang --max-running-requests 16 vs
+    vLLM --max-num-seqs 256). Only concepts one side sets; keyed by the current side's field."""
+    diffs = []
+    for concept in sorted({bd.concept for bd in b.bindings.values()} & {bd.concept for bd in c.bindings.values()}):
+        b_key, c_key = _key_of(b, concept), _key_of(c, concept)
+        bv, bs = _flag_state(b.flags.get(b_key))
+        cv, cs = _flag_state(c.flags.get(c_key))
+        if EXPLICIT not in (bs, cs):
+            continue
+        b_concept, c_concept = b.bindings[b_key].to_concept_value(bv), c.bindings[c_key].to_concept_value(cv)
+        if not _changed(b_concept, c_concept) and RUNTIME not in (bs, cs):
+            continue
+        b_flag = get_engine(b.engine).primary_flag(b_key, b.version) or b_key
+        c_flag = get_engine(c.engine).primary_flag(c_key, c.version) or c_key
+        label = f"{concept} ({b_flag} → {c_flag})" if b_flag != c_flag else f"{concept} ({c_flag})"
+        diffs.append(Difference(key=c_key, label=label, baseline=b_concept, current=c_concept,
+                                baseline_source=bs, current_source=cs, concept=concept,
+                                concept_baseline=b_concept, concept_current=c_concept,
+                                secret=is_secret_field(b_key) or is_secret_field(c_key)
+                                or is_redacted(bv) or is_redacted(cv)))
     return diffs
 
 

@@ -223,7 +223,8 @@ class CatalogSet:
         if not versions:
             raise CatalogError(f"no {self.label} catalogs are installed")
         if not _RELEASE_RE.match(requested.strip()):
-            raise CatalogError(f"{requested!r} is not a {self.label} release number "
+            article = "an" if self.label[:1].upper() in "AEFHILMNORSX" else "a"  # an SGLang, a vLLM
+            raise CatalogError(f"{requested!r} is not {article} {self.label} release number "
                                f"(shipped: {', '.join(versions)})")
         requested = requested.strip().lstrip("v")
         if requested in versions:

@@ -75,7 +75,6 @@ def _bad_units(tmp_path):
     ("empty.service", "empty"),
     ("latin1.service", "UTF-8"),
     ("noexec.service", "ExecStart"),
-    ("nginx.service", "SGLang"),
     ("quotes.service", "quot"),
     ("huge.service", "too large"),
 ])
@@ -85,15 +84,22 @@ def test_bad_unit_file(dw, tmp_path, name, needle):
     assert_one_line_error(run, name, needle)
 
 
-@pytest.mark.parametrize("name", ["binary.service", "noexec.service", "nginx.service"])
+@pytest.mark.parametrize("name", ["binary.service", "noexec.service"])
 def test_bad_unit_as_adhoc_baseline(dw, tmp_path, name):
     _bad_units(tmp_path)
     assert_one_line_error(dw("compare", "--baseline", tmp_path / name, "--unit-file", U40), name)
 
 
-def test_bad_unit_in_show(dw, tmp_path):
+def test_unit_without_engine_is_read_not_refused(dw, tmp_path):
+    # Issue 8: a unit that runs no known engine is still a readable unit (engine: none).
     _bad_units(tmp_path)
-    assert_one_line_error(dw("show", "--unit-file", tmp_path / "nginx.service"), "nginx.service")
+    shown = dw("show", "--unit-file", tmp_path / "nginx.service")
+    assert shown.code == 0 and "engine:      none" in shown.stdout, shown
+    run = dw("compare", "--baseline", tmp_path / "nginx.service", "--unit-file", U40, "--format", "json")
+    assert run.code == 1, run
+    doc = run.json()
+    assert doc["predicted_throughput_ratio"] is None
+    assert "launcher.engine" in [f["key"] for f in doc["findings"]]
 
 
 @pytest.mark.parametrize("args,needle", [
