@@ -40,7 +40,8 @@ class Rule:
     params: dict = field(default_factory=dict)
     reference: str | None = None
     version_added: str | None = None
-    origin: str = "shipped"
+    origin: str = "shipped"  # the file it came from (or "built-in")
+    shipped: bool = True  # False for rules from the user's --rules directory: they win ties
     concepts: list[str] = field(default_factory=list)  # globs against Difference.concept (concepts.py)
 
     def matches(self, key: str, kind: str, concept: str | None = None) -> bool:
@@ -153,6 +154,7 @@ def load_rules(user_dir: str | None = None) -> list[Rule]:
     rules = {r.id: r for r in load_rules_dir(shipped_rules_dir(), models)}
     if user_dir:
         for rule in load_rules_dir(Path(user_dir), models):
+            rule.shipped = False
             rules[rule.id] = rule
     return sorted(rules.values(), key=lambda r: r.id)
 
@@ -171,5 +173,5 @@ def match_rule(rules: list[Rule], key: str, kind: str, concept: str | None = Non
     candidates = [r for r in rules if r.matches(key, kind, concept)]
     if not candidates:
         return UNKNOWN_RULE
-    return max(candidates, key=lambda r: (r.specificity(key, concept), r.origin != "shipped",
+    return max(candidates, key=lambda r: (r.specificity(key, concept), not r.shipped,
                                           r.matched_by_key(key, concept)))
