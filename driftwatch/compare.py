@@ -60,6 +60,8 @@ class Comparison:
     predicted_throughput: float | None
     notes: list[str] = field(default_factory=list)
     prediction_withheld: str | None = None  # why there is no prediction at all (other model/engine, no start)
+    warnings: list[str] = field(default_factory=list)  # what makes the numbers less trustworthy
+    measured_throughput_ratio: float | None = None  # measured now ÷ measured on the baseline, when both are
 
     @property
     def drift(self) -> bool:
@@ -157,7 +159,33 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
     return Comparison(baseline=baseline, current=current, pair=pair, findings=findings, ignored=ignored,
                       concurrency=ctx.concurrency, baseline_metrics=b_metrics, current_metrics=c_metrics,
                       predicted_throughput_ratio=None if ratio is None else round(ratio, 3),
-                      predicted_throughput=predicted, notes=notes, prediction_withheld=withheld)
+                      predicted_throughput=predicted, notes=notes, prediction_withheld=withheld,
+                      warnings=_warnings(b_metrics, ctx.concurrency, concurrency),
+                      measured_throughput_ratio=_measured_ratio(b_metrics, c_metrics))
+
+
+def _warnings(b_metrics: dict[str, float], compared_at: int, asked: int | None) -> list[str]:
+    """A prediction at another concurrency than the baseline's throughput was measured at scales
+    that throughput by models, not by measurement: say so."""
+    if b_metrics.get("throughput") is None:
+        return []
+    measured_at = b_metrics.get("concurrency")
+    if measured_at is None:
+        if asked is not None and asked != 1:
+            return [f"the baseline's throughput was recorded without the concurrency it was measured at "
+                    f"(record --metric concurrency=N); predicting for concurrency {compared_at}"]
+        return []
+    if int(measured_at) != compared_at:
+        return [f"the baseline's throughput was measured at concurrency {measured_at:g}, the prediction is for "
+                f"concurrency {compared_at}: tok/s figures are not comparable without re-measuring"]
+    return []
+
+
+def _measured_ratio(b_metrics: dict[str, float], c_metrics: dict[str, float]) -> float | None:
+    b, c = b_metrics.get("throughput"), c_metrics.get("throughput")
+    if b is None or c is None or b <= 0:
+        return None
+    return round(c / b, 3)
 
 
 # Findings after which no throughput figure of the baseline says anything about the current unit.

@@ -44,6 +44,7 @@ class Difference:
     concept: str | None = None  # engine-neutral name (speculative.steps, parallel.tensor, ...), when one applies
     concept_baseline: Any = None  # the two sides as concept values (booleans mean "on"), for impact models
     concept_current: Any = None
+    origin: dict = field(default_factory=dict)  # {"baseline": file, "current": file} that set each side
 
     def model_inputs(self) -> tuple[str, Any, Any]:
         """(name, baseline, current) as impact models read them: by concept where one applies."""
@@ -351,9 +352,11 @@ def _engine_diff(baseline: Snapshot, current: Snapshot, pair: EnginePair) -> lis
                                        "settings and throughput are not comparable flag by flag"]))
     if NO_ENGINE not in (b.engine, c.engine):
         diffs += diff_concepts(b, c)  # a migration: what it changed, in words both engines share
-    elif baseline.engine_argv != current.engine_argv:
-        diffs.append(Difference(key="exec.argv", label="arguments", baseline=shlex.join(baseline.engine_argv),
-                                current=shlex.join(current.engine_argv)))
+    elif baseline.expanded_argv[1:] != current.expanded_argv[1:]:
+        # The whole command line after the program: for `sh -c 'a && b'` every command of the script
+        # counts, not only the innermost one the wrapper layer reached.
+        diffs.append(Difference(key="exec.argv", label="arguments", baseline=shlex.join(baseline.expanded_argv[1:]),
+                                current=shlex.join(current.expanded_argv[1:])))
     return diffs
 
 
@@ -391,6 +394,10 @@ def diff_snapshots(baseline: Snapshot, current: Snapshot, pair: EnginePair) -> l
                         {k: v for k, v in current.environment.items() if k not in used}, secret_aware=True)
     diffs += _dict_diff("unit.", "{name}=", baseline.unit_keys, current.unit_keys)
     diffs += _launcher_diff(baseline, current)
+    b_prefixes, c_prefixes = _prefix_set(baseline.prefixes), _prefix_set(current.prefixes)
+    if b_prefixes != c_prefixes:  # `-` ignores a failed start, `!` runs privileged, …
+        diffs.append(Difference(key="exec.prefixes", label="ExecStart prefixes", baseline=b_prefixes or None,
+                                current=c_prefixes or None))
     if (pair.same_engine and baseline.engine_version and current.engine_version
             and baseline.engine_version != current.engine_version):
         changed = default_changes(pair.baseline, pair.current)
@@ -403,7 +410,34 @@ def diff_snapshots(baseline: Snapshot, current: Snapshot, pair: EnginePair) -> l
     if bg is not None and cg is not None and _gpu_summary(bg) != _gpu_summary(cg):
         diffs.append(Difference(key="host.gpus", label="GPUs", baseline=_gpu_summary(bg), current=_gpu_summary(cg)))
     diffs += _runtime_truths(current, pair.current)
+    for diff in diffs:
+        _attach_origin(diff, baseline, current)
     return diffs
+
+
+def _prefix_set(prefixes: str) -> str:
+    """ExecStart prefixes that change how the command runs, in a fixed order; `@` only renames
+    argv[0] (the launch is the same) and is compared through the argv."""
+    return "".join(sorted(set(prefixes) - {"@"}))
+
+
+def _origin_key(diff: Difference) -> str | None:
+    if diff.key.startswith(("env.", "unit.")):
+        return diff.key
+    if diff.key.startswith(("launcher.", "exec.")) or diff.baseline_source or diff.current_source:
+        return "ExecStart"  # engine flags and the launcher are written on the ExecStart= line
+    return None
+
+
+def _attach_origin(diff: Difference, baseline: Snapshot, current: Snapshot) -> None:
+    """Name the file (fragment or drop-in) that set each side: the template-vs-live question."""
+    key = _origin_key(diff)
+    if key is None:
+        return
+    origin = {side: snap.origins[key] for side, snap in (("baseline", baseline), ("current", current))
+              if key in snap.origins}
+    if origin:
+        diff.origin = origin
 
 
 _VAR_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)")

@@ -42,6 +42,7 @@ class Snapshot:
     issues: list[Issue] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     runtime: dict[str, Any] = field(default_factory=dict)  # loaded ExecStart, running argv, gpus, measured
+    origins: dict[str, str] = field(default_factory=dict)  # "ExecStart" / "env.NAME" / "unit.S.K" -> file that set it
 
     @property
     def engine_argv(self) -> list[str]:
@@ -65,6 +66,28 @@ def _locate(message: str, where: str, prefix: str = "") -> str:
             return f"{where}:{m.group(1)}: {prefix}{m.group(2)}"
         return f"{where}: {prefix}{rest.lstrip()}"
     return f"{where}: {prefix}{message}"
+
+
+def _origins(unit, environment: dict[str, str], environment_files: list[str]) -> dict[str, str]:
+    """Which file (fragment or drop-in) set ExecStart, each environment variable and each unit key:
+    the last assignment in systemd's order wins, as it does for the value."""
+    from .parse.environment import parse_environment_values
+    origins: dict[str, str] = {}
+    for a in unit.assignments:
+        if a.path is None or a.section != "Service":
+            continue
+        if a.key == "ExecStart":
+            if a.value:
+                origins["ExecStart"] = a.path
+        elif a.key == "Environment":
+            for name in parse_environment_values([a.value], None, []):
+                origins[f"env.{name}"] = a.path
+        elif not a.key.startswith("Exec"):
+            origins[f"unit.Service.{a.key}"] = a.path
+    for name in environment:  # set by an EnvironmentFile= rather than Environment=
+        if f"env.{name}" not in origins and environment_files:
+            origins[f"env.{name}"] = environment_files[-1]
+    return origins
 
 
 def now_utc() -> str:
@@ -153,7 +176,8 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
         prefixes=command.prefixes, environment=environment,
         environment_files=list(result.environment_files), unit_keys=unit_keys, launcher=launcher,
         engine_version=recorded, engine=engine, issues=list(engine.issues),
-        warnings=list(unit.warnings) + [f"ExecStart: {p}" for p in launcher.problems], runtime=runtime)
+        warnings=list(unit.warnings) + [f"ExecStart: {p}" for p in launcher.problems], runtime=runtime,
+        origins=_origins(unit, result.environment, list(result.environment_files)))
 
 
 def engine_to_dict(engine: EngineConfig, include_defaults: bool = False) -> dict:
@@ -192,6 +216,7 @@ def snapshot_to_dict(snap: Snapshot) -> dict:
         "issues": [issue.to_dict() for issue in snap.issues],
         "warnings": list(snap.warnings),
         "runtime": dict(snap.runtime),
+        "origins": dict(snap.origins),
         "unit_text": snap.unit_text,
     }
 
@@ -231,6 +256,7 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
             environment_files=list(data.get("environment_files") or []),
             unit_keys={str(k): str(v) for k, v in (data.get("unit_keys") or {}).items()},
             launcher=launcher, engine_version=recorded, engine=engine, issues=list(engine.issues),
-            warnings=list(data.get("warnings") or []), runtime=dict(data.get("runtime") or {}))
+            warnings=list(data.get("warnings") or []), runtime=dict(data.get("runtime") or {}),
+            origins={str(k): str(v) for k, v in (data.get("origins") or {}).items()})
     except (KeyError, TypeError, AttributeError) as exc:
         raise InputError(f"{origin}: snapshot is missing or has a malformed field ({exc})") from None

@@ -62,6 +62,8 @@ def finding_to_dict(f: Finding) -> dict:
                    "confidence": f.confidence},
         "explanation": f.explanation,
     })
+    if d.origin:
+        out["origin"] = dict(d.origin)  # the file (fragment or drop-in) that set each side
     if d.details:
         out["details"] = _mask_tree(d.details)
     if f.ignored_because:
@@ -79,7 +81,7 @@ def summary(c: Comparison) -> str:
         predicted=c.predicted_throughput, ratio=c.predicted_throughput_ratio,
         baseline_tps=c.baseline_metrics.get("throughput"), measured_tps=c.current_metrics.get("throughput"),
         unquantified=[f.difference.label for f in unquantified(c.findings)],
-        withheld=getattr(c, "prediction_withheld", None))
+        withheld=c.prediction_withheld, measured_ratio=c.measured_throughput_ratio)
 
 
 def comparison_to_dict(c: Comparison) -> dict:
@@ -99,7 +101,9 @@ def comparison_to_dict(c: Comparison) -> dict:
         "drift": c.drift,
         "predicted_throughput_ratio": c.predicted_throughput_ratio,
         "predicted_throughput": c.predicted_throughput,
-        "prediction_withheld": getattr(c, "prediction_withheld", None),  # why there is no prediction at all
+        "prediction_withheld": c.prediction_withheld,  # why there is no prediction at all
+        "measured_throughput_ratio": c.measured_throughput_ratio,
+        "warnings": list(c.warnings),
         "summary": summary(c),
         "findings": [finding_to_dict(f) for f in c.findings],
         "ignored": [finding_to_dict(f) for f in c.ignored],

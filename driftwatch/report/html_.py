@@ -99,6 +99,10 @@ class HtmlFormat(Format):
         if ignored:
             body.append(f'<h2 style="{_H2}">Ignored ({len(ignored)})</h2>')
             body += _list([esc(w.ignored_text(f)) for f in ignored])
+        warnings = view.comparison_warnings(doc)
+        if warnings:
+            body.append(f'<h2 style="{_H2}">Warnings</h2>')
+            body += _list([esc(n) for n in warnings])
         notes = view.comparison_notes(doc)
         if notes:
             body.append(f'<h2 style="{_H2}">Notes</h2>')

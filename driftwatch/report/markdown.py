@@ -48,6 +48,7 @@ class MarkdownFormat(Format):
                      md(w.impact_text(f)), md(w.rule_explanation(f))] for f in findings]
             out += table(w.FINDING_COLUMNS, rows) + [""]
         out += [f"- ignored {md(w.ignored_text(f))}" for f in view.comparison_ignored(doc)]
+        out += [f"- **warning:** {md(n)}" for n in view.comparison_warnings(doc)]
         out += [f"- note: {md(n)}" for n in view.comparison_notes(doc)]
         return "\n".join(out).rstrip() + "\n"
 

@@ -35,6 +35,7 @@ class TextFormat(Format):
         ignored = view.comparison_ignored(doc)
         if ignored:
             lines.append("ignored: " + "; ".join(w.ignored_text(f) for f in ignored))
+        lines += [f"warning: {w.clean(n)}" for n in view.comparison_warnings(doc)]
         lines += [f"note: {w.clean(n)}" for n in view.comparison_notes(doc)]
         return "\n".join(lines) + "\n"
 

@@ -43,6 +43,11 @@ def comparison_notes(doc: dict) -> list[str]:
     return [str(n) for n in notes if n is not None] if isinstance(notes, list) else []
 
 
+def comparison_warnings(doc: dict) -> list[str]:
+    warnings = doc.get("warnings")
+    return [str(n) for n in warnings if n is not None] if isinstance(warnings, list) else []
+
+
 def drift(doc: dict) -> bool:
     return bool(doc.get("drift"))
 

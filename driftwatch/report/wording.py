@@ -120,8 +120,24 @@ def finding_pair(f: dict) -> tuple[str, str]:
 
 
 def finding_name(f: dict) -> str:
-    """How a person recognises the setting: --flag, NAME, User=; else its key."""
-    return clean(f.get("flag") or f.get("key") or "?")
+    """How a person recognises the setting: --flag, NAME, User=; else its key. A value set by a
+    drop-in says so: '--context-length (from override.conf)'."""
+    return clean(f.get("flag") or f.get("key") or "?") + origin_text(f)
+
+
+def _is_dropin(path: Any) -> bool:
+    return isinstance(path, str) and path.endswith(".conf") and ".d/" in path
+
+
+def origin_text(f: dict) -> str:
+    """' (from override.conf)' when a drop-in set the current (else the baseline) value; '' otherwise."""
+    origin = f.get("origin") if isinstance(f.get("origin"), dict) else {}
+    for side in ("current", "baseline"):
+        path = origin.get(side)
+        if _is_dropin(path):
+            name = path.rsplit("/", 1)[-1]
+            return f" (from {clean(name)}{'' if side == 'current' else ', baseline'})"
+    return ""
 
 
 def change_text(base: str, cur: str, width: int | None = None) -> str:
@@ -227,7 +243,8 @@ def comparison_summary(doc: dict) -> str:
 def summary_sentence(baseline_name: str, findings: int, ignored: int, top_line: str | None,
                      top_moves: bool, concurrency: int, predicted: float | None, ratio: float | None,
                      baseline_tps: float | None, measured_tps: float | None,
-                     unquantified: list[str], withheld: str | None = None) -> str:
+                     unquantified: list[str], withheld: str | None = None,
+                     measured_ratio: float | None = None) -> str:
     """The comparison's summary, from facts report/data.py gathers:
     '3 differences from baseline 70toks: predicted 42.5 tok/s vs 70 baseline (×0.61) at concurrency 1;
     most of it from --speculative-num-steps 3 → 1.'"""
@@ -247,6 +264,8 @@ def summary_sentence(baseline_name: str, findings: int, ignored: int, top_line: 
         pred = "no quantitative prediction"
     most = f"most of it from {top_line}" if top_moves else f"top finding: {top_line}"
     extra = f"; measured now: {tps_text(measured_tps)} tok/s" if measured_tps is not None else ""
+    if measured_ratio is not None and ratio is not None:
+        extra += f"; the findings explain {ratio_text(ratio)} of the observed {ratio_text(measured_ratio)}"
     if unquantified:
         n = len(unquantified)
         names = ", ".join(unquantified[:4]) + (f" {ELLIPSIS}" if n > 4 else "")

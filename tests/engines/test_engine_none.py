@@ -351,9 +351,6 @@ def test_argument_environment_and_user_changed(dw, write, name):
     ("docker-rm.service", "docker rm -f x", "docker rm -f y"),  # the container removed changed
     ("script.service", "cd /srv", "cd /tmp"),  # where the script runs changed
 ])
-@pytest.mark.xfail(strict=True, reason="seam bug: for engine none, diff._engine_diff compares only the innermost "
-                   "command's arguments (launcher.engine_argv), so the other commands of a `sh -c` script are "
-                   "never compared: a changed ExecStart reports no drift")
 def test_changed_shell_script_is_drift(dw, write, name, old, new):
     text = UNITS[name][0]
     base = write(name, text, "baseline")

@@ -12,7 +12,8 @@ RULES = load_rules()
 
 def rule(rule_id, keys=(), concepts=(), origin="shipped", when="any"):
     return Rule(id=rule_id, name=rule_id.lower(), keys=list(keys), severity="low", dimension="none",
-                model="no_impact", explanation="x", when=when, origin=origin, concepts=list(concepts))
+                model="no_impact", explanation="x", when=when, origin=origin, concepts=list(concepts),
+                shipped=origin == "shipped")
 
 
 # --- shipped rules speak concepts ------------------------------------------------------------
