@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .errors import BaselineError, InputError
 from .snapshot import SNAPSHOT_SCHEMA, Snapshot, now_utc, snapshot_from_dict, snapshot_to_dict
-from .store import dump_yaml, read_yaml, write_new
+from .fileio import dump_yaml, read_yaml, write_new
 
 BASELINE_SCHEMA = "driftwatch.baseline/v1"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")

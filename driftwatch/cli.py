@@ -40,7 +40,7 @@ def _ssh_settings(kw: dict, parallel: int = 32):
 
 def _emit(text: str, output: str | None = None) -> None:
     if output:
-        from .store import write_atomic
+        from .fileio import write_atomic
         write_atomic(output, text)
     else:
         click.echo(text, nl=False)
@@ -86,7 +86,7 @@ def _one_target(unit_file, host, unit, snapshot_file, engine_version, inventory,
             snap.unit = validate_unit_name(unit)
         return snap
     if snapshot_file:
-        from .sources import read_snapshot_file
+        from .store import read_snapshot_file
         return read_snapshot_file(snapshot_file, engine_version)
     if host:
         if not unit:
@@ -116,7 +116,8 @@ def _one_target(unit_file, host, unit, snapshot_file, engine_version, inventory,
 @_ssh_options
 def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_version, parallel, quiet, **ssh):
     """Read units (local files or live hosts) and save one snapshot each in the store."""
-    from .sources import save_snapshot, snapshot_from_unit_file
+    from .sources import snapshot_from_unit_file
+    from .store import save_snapshot
     if host_name and not unit_files:
         hosts, host_name = tuple(hosts) + (host_name,), None
     if not hosts and not inventory and not unit_files:
@@ -135,7 +136,8 @@ def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_versio
 
 def _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh) -> bool:
     from .collect.unitname import validate_unit_name
-    from .sources import collect_live, inventory_targets, raw_to_snapshot, save_snapshot
+    from .sources import collect_live, inventory_targets, raw_to_snapshot
+    from .store import save_snapshot
     if hosts:
         if not unit:
             raise InputError("reading hosts needs --unit UNIT (or an --inventory that lists units)")
@@ -246,7 +248,7 @@ def baseline_list(baselines_dir):
     """Named baselines with their host, unit and metrics."""
     from tabulate import tabulate
     from .baseline import BASELINE_SCHEMA, baselines_dir as resolve_dir, list_baselines
-    from .store import read_yaml
+    from .fileio import read_yaml
     directory = resolve_dir(baselines_dir)
     rows = []
     for name in list_baselines(directory):
@@ -424,7 +426,7 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
     text = get_format(fmt).render_fleet(doc)
     trouble = doc["summary"]["unreadable"] > 0
     if output:
-        from .store import write_atomic
+        from .fileio import write_atomic
         try:
             write_atomic(output, text)
         except DriftwatchError as exc:  # still print and mail the report

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import InputError
-from .store import read_yaml
+from .fileio import read_yaml
 
 DEFAULT_IGNORE_FILE = ".driftwatch.yaml"
 

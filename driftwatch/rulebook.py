@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import InputError
-from .store import read_yaml
+from .fileio import read_yaml
 
 SEVERITIES = ("high", "medium", "low", "info")
 DIMENSIONS = ("single-stream", "aggregate", "capacity", "stability", "none")

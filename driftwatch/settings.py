@@ -30,22 +30,18 @@ DRIFTWATCH_FROM. Empty variables count as unset.
 The settings dict uses flat keys (the CLI's option names): email, sender, subject_prefix,
 inventory, baseline, state, only_changes, smtp_host, smtp_port, smtp_user, smtp_security,
 smtp_password_file, smtp_ca_file, smtp_timeout; plus config_file (the file read, or None). The
-password itself is never stored in it: `smtp_settings()` reads it at the last moment.
+password itself is never stored in it: `notify.deliver.smtp_settings()` reads it at the last moment.
 """
 
 from __future__ import annotations
 
 import os
-import socket
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import yaml
-
 from driftwatch.errors import InputError
-from driftwatch.parse.readfile import read_text_file
-from driftwatch.store import yaml_problem
-from driftwatch.notify.email import PASSWORD_ENV, SECURITY_MODES, SMTPSettings, load_password_file
+from driftwatch.fileio import read_yaml
+from driftwatch.notify.email import PASSWORD_ENV, SECURITY_MODES
 
 DEFAULTS: dict[str, Any] = {
     "email": [],
@@ -164,12 +160,7 @@ def _normalize(key: str, value: Any, where: str) -> Any:
 
 
 def _read_config(path: str) -> dict:
-    text = read_text_file(path, "config file", allow_empty=True, limit=MAX_CONFIG_BYTES)
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        line, problem = yaml_problem(e)
-        raise InputError(f"{path}{f':{line}' if line else ''}: invalid YAML: {problem}") from None
+    doc = read_yaml(path, "config file", limit=MAX_CONFIG_BYTES)
     if doc is None:
         return {}
     if not isinstance(doc, dict):
@@ -271,23 +262,4 @@ def merge(cli: Mapping[str, Any], settings: Mapping[str, Any]) -> dict:
     return out
 
 
-def default_sender() -> str:
-    host = socket.getfqdn() or "localhost"
-    return f"driftwatch@{host}"
-
-
-def smtp_settings(settings: Mapping[str, Any], env: Mapping[str, str]) -> SMTPSettings:
-    """SMTPSettings from merged settings; the password is read now, from the password file
-    (CLI or config) or DRIFTWATCH_SMTP_PASSWORD, in that order of the merged settings."""
-    password = None
-    if settings.get("smtp_password_file"):
-        password = load_password_file(settings["smtp_password_file"])
-    elif env.get(PASSWORD_ENV):
-        password = env[PASSWORD_ENV]
-    return SMTPSettings(host=settings.get("smtp_host") or "localhost", port=settings.get("smtp_port"),
-                        user=settings.get("smtp_user") or None, password=password,
-                        security=settings.get("smtp_security") or "starttls",
-                        timeout=settings.get("smtp_timeout") or 30.0, ca_file=settings.get("smtp_ca_file"))
-
-
-__all__ = ["DEFAULTS", "default_config_paths", "load_report_settings", "merge", "smtp_settings", "default_sender"]
+__all__ = ["DEFAULTS", "default_config_paths", "load_report_settings", "merge"]

@@ -1,21 +1,18 @@
-"""Turn what the user named (a unit file, a saved snapshot, a live host) into Snapshots.
+"""Turn what the user named (a unit file, a live host) into Snapshots.
 
-Local reads never import SSH code; live reads go through the collect stage.
+Local reads never import SSH code; live reads go through the collect stage. Saved snapshots are
+read and written by the snapshot store (`store.py`).
 """
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DriftwatchError, InputError
+from .fileio import read_text_file
 from .model import RawUnit
-from .parse.readfile import read_text_file
-from .snapshot import Snapshot, build_snapshot, snapshot_from_dict, snapshot_to_dict
-from .store import dump_yaml, read_yaml, write_atomic, write_new
-
-DEFAULT_STORE = "~/.local/state/driftwatch"
+from .snapshot import Snapshot, build_snapshot
 
 
 @dataclass
@@ -27,10 +24,6 @@ class SSHSettings:
     connect_timeout: float = 10.0
     command_timeout: float = 30.0
     parallel: int = 32
-
-
-def read_snapshot_file(path: str, engine_version: str | None = None) -> Snapshot:
-    return snapshot_from_dict(read_yaml(path, "snapshot"), path, engine_version)
 
 
 def collect_live(targets: list[tuple[str, str]], ssh: SSHSettings, inventory: str | None = None,
@@ -82,27 +75,6 @@ def collect_one(host: str, unit: str, ssh: SSHSettings, inventory: str | None = 
     validate_unit_name(unit)
     [raw] = collect_live([(host, unit)], ssh, inventory)
     return raw_to_snapshot(raw, engine_version)
-
-
-def _safe_component(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9@._:-]", "_", text or "local") or "local"
-
-
-def save_snapshot(snapshot: Snapshot, store: str | None) -> Path:
-    """STORE/HOST/UNIT/STAMP.yaml plus latest.yaml, each written atomically."""
-    root = Path(os.path.expanduser(store or DEFAULT_STORE))
-    folder = root / _safe_component(snapshot.host or "local") / _safe_component(snapshot.unit or "unit")
-    stamp = snapshot.collected_at.replace(":", "").replace("-", "")
-    text = dump_yaml(snapshot_to_dict(snapshot))
-    for n in range(1000):  # two snapshots in one second (or one run naming a unit twice) both survive
-        path = folder / (f"{stamp}.yaml" if n == 0 else f"{stamp}-{n}.yaml")
-        try:
-            write_new(path, text)
-            break
-        except InputError:
-            continue
-    write_atomic(folder / "latest.yaml", text)
-    return path
 
 
 def snapshot_from_unit_file(path: str, host: str | None = None, engine_version: str | None = None) -> Snapshot:

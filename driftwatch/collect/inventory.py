@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from driftwatch.errors import InputError
-from driftwatch.parse.readfile import read_text_file
-from driftwatch.store import yaml_problem
+from driftwatch.fileio import read_text_file, yaml_problem
 
 
 @dataclass

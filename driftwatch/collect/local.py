@@ -24,6 +24,7 @@ from driftwatch.collect.interface import SOURCE_DISK, SOURCE_FILE, UNIT_NOT_FOUN
 from driftwatch.collect.unitname import dropin_dir_names, fragment_names, validate_unit_name
 from driftwatch.errors import InputError
 from driftwatch.model import RawUnit
+from driftwatch.timestamps import utc_now
 
 SEARCH_PATH = (  # systemd's system unit path, minus generator/transient/control directories
     "/etc/systemd/system",
@@ -174,8 +175,10 @@ class LocalCollector(Collector):
         text, paths = read_unit_tree(self.root, unit)
         if text is None:
             return RawUnit(host=self.host, unit=unit, source=SOURCE_DISK, status=UNIT_NOT_FOUND,
-                           error=f"{unit}: no unit file under {self.root} in {', '.join(SEARCH_PATH)}")
-        return RawUnit(host=self.host, unit=unit, text=text, source=SOURCE_DISK, paths=paths)
+                           error=f"{unit}: no unit file under {self.root} in {', '.join(SEARCH_PATH)}",
+                           collected_at=utc_now())
+        return RawUnit(host=self.host, unit=unit, text=text, source=SOURCE_DISK, paths=paths,
+                       collected_at=utc_now())
 
     @classmethod
     def from_unit_file(cls, path: str, host: str | None = None, unit: str | None = None) -> RawUnit:
@@ -201,4 +204,5 @@ class LocalCollector(Collector):
                 unit = base
         else:
             unit = validate_unit_name(unit)
-        return RawUnit(host=host or "localhost", unit=unit, text=text, source=SOURCE_FILE, paths=[path])
+        return RawUnit(host=host or "localhost", unit=unit, text=text, source=SOURCE_FILE, paths=[path],
+                       collected_at=utc_now())

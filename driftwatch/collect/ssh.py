@@ -15,7 +15,6 @@ import os
 import socket
 import threading
 import time
-from datetime import datetime, timezone
 
 from driftwatch.collect.commands import MAX_OUTPUT_BYTES, build_command, parse_output
 from driftwatch.collect.hostkeys import KnownHosts, host_lookup_name
@@ -24,6 +23,7 @@ from driftwatch.collect.interface import (
 )
 from driftwatch.collect.sshconfig import Endpoint
 from driftwatch.model import RawUnit
+from driftwatch.timestamps import utc_now
 
 DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 
@@ -31,10 +31,6 @@ DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 # with a status and one error line, so cron must not get 20 lines of paramiko internals too.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 logging.getLogger("paramiko").propagate = False
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 class SSHConnection:
@@ -310,7 +306,7 @@ class SSHCollector(Collector):
         if self._failure is not None:
             status, error = self._failure
             return RawUnit(host=self.host, unit=cmd.unit, source="", status=status, error=error,
-                           collected_at=_now())
+                           collected_at=utc_now())
         try:
             self.connect()
             output, timed_out = self.connection.run(cmd.command, cmd.script.encode(),
@@ -328,7 +324,7 @@ class SSHCollector(Collector):
             self._gpus_done, self._gpus = True, raw.gpus
         else:
             raw.gpus = self._gpus
-        raw.collected_at = _now()
+        raw.collected_at = utc_now()
         return raw
 
     def close(self) -> None:

@@ -1,11 +1,36 @@
-"""Decide whether a fleet report is mailed, mail it, and remember what was sent (--only-changes)."""
+"""Decide whether a fleet report is mailed, mail it, and remember what was sent (--only-changes).
+
+`deliver` takes the merged settings dict of `driftwatch.settings` (flat keys: email, sender,
+state, only_changes, smtp_*); this module reads it, `driftwatch.settings` never imports it, so
+settings → notify is the only direction between the two.
+"""
 from __future__ import annotations
 
 import os
-from typing import Mapping
+import socket
+from typing import Any, Mapping
 
-from .email import build_message, send_message
+from .email import PASSWORD_ENV, SMTPSettings, build_message, load_password_file, send_message
 from .state import load_state, save_state, should_send, state_for
+
+
+def default_sender() -> str:
+    host = socket.getfqdn() or "localhost"
+    return f"driftwatch@{host}"
+
+
+def smtp_settings(settings: Mapping[str, Any], env: Mapping[str, str]) -> SMTPSettings:
+    """SMTPSettings from merged settings; the password is read now, from the password file
+    (CLI or config) or DRIFTWATCH_SMTP_PASSWORD, in that order of the merged settings."""
+    password = None
+    if settings.get("smtp_password_file"):
+        password = load_password_file(settings["smtp_password_file"])
+    elif env.get(PASSWORD_ENV):
+        password = env[PASSWORD_ENV]
+    return SMTPSettings(host=settings.get("smtp_host") or "localhost", port=settings.get("smtp_port"),
+                        user=settings.get("smtp_user") or None, password=password,
+                        security=settings.get("smtp_security") or "starttls",
+                        timeout=settings.get("smtp_timeout") or 30.0, ca_file=settings.get("smtp_ca_file"))
 
 
 def deliver(doc: dict, settings: Mapping, always: bool) -> str:
@@ -14,7 +39,6 @@ def deliver(doc: dict, settings: Mapping, always: bool) -> str:
     Raises NotifyError when a mail was due and could not be delivered; the state file is then left
     as it was, so the next run tries again.
     """
-    from ..settings import default_sender, smtp_settings
     state_path = settings.get("state")
     previous = load_state(state_path) if state_path else None
     send, why = should_send(doc, previous, bool(settings.get("only_changes")), always)
@@ -28,3 +52,6 @@ def deliver(doc: dict, settings: Mapping, always: bool) -> str:
     if state_path:
         save_state(state_path, state_for(doc, sent=True))
     return f"mailed {msg['Subject']!s} to {', '.join(settings['email'])}"
+
+
+__all__ = ["deliver", "default_sender", "smtp_settings"]

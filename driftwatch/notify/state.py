@@ -20,10 +20,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from typing import Any
 
 from driftwatch.errors import InputError
+from driftwatch.fileio import write_atomic
+from driftwatch.identity import finding_id
 
 STATE_SCHEMA = "driftwatch.state/v1"
 
@@ -37,20 +38,21 @@ def _items(report: dict) -> list[list]:
     for h in report.get("hosts") or []:
         if not isinstance(h, dict):
             continue
-        host, unit = str(h.get("host")), str(h.get("unit"))
+        where = finding_id(h.get("host"), h.get("unit"), None)
         if h.get("status") == "error":
-            items.add(_canon(["unreadable", host, unit]))
+            items.add(_canon(["unreadable", where.host, where.unit]))
         comp = h.get("comparison") if isinstance(h.get("comparison"), dict) else {}
         for f in comp.get("findings") or []:
             if isinstance(f, dict):
-                items.add(_canon(["finding", host, unit, f.get("key"), f.get("baseline"), f.get("current"),
-                                  f.get("rule")]))
+                items.add(_canon(["finding", *finding_id(where.host, where.unit, f.get("key")),
+                                  f.get("baseline"), f.get("current"), f.get("rule")]))
     return sorted(items)
 
 
 def fingerprint(report: dict) -> str:
-    """sha256 over the set of (host, unit, key, baseline, current, rule) findings and the
-    unreadable (host, unit) pairs. Independent of timestamps, ranks, wording, error text and order."""
+    """sha256 over the set of findings — identity (host, unit, key) as `identity.finding_id`, with
+    baseline, current and rule — and the unreadable (host, unit) pairs. Independent of timestamps,
+    ranks, wording, error text and order."""
     h = hashlib.sha256(STATE_SCHEMA.encode())
     for item in _items(report):
         h.update(b"\n" + item.encode("utf-8"))
@@ -94,37 +96,14 @@ def load_state(path: str) -> dict | None:
 
 
 def save_state(path: str, data: dict) -> None:
-    """Write `data` as JSON atomically: temp file in the same directory, fsync, os.replace,
-    fsync the directory. Creates the directory when missing."""
+    """Write `data` as JSON atomically (`fileio.write_atomic`: temp file in the same directory,
+    fsync, os.replace, fsync the directory). Creates the directory when missing."""
     path = os.path.expanduser(str(path))
-    directory = os.path.dirname(os.path.abspath(path))
+    text = json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False, default=str) + "\n"
     try:
-        os.makedirs(directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    except OSError as e:
-        raise InputError(f"state file {path}: cannot write in {directory}: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, sort_keys=True, ensure_ascii=False, default=str)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise InputError(f"state file {path}: cannot write: {e.strerror or e}") from None
-    try:
-        dfd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(dfd)
-        finally:
-            os.close(dfd)
-    except OSError:  # pragma: no cover - some filesystems refuse fsync on a directory
-        pass
+        write_atomic(path, text)
+    except InputError as e:
+        raise InputError(f"state file {e}") from None
 
 
 def should_send(report: dict, state: dict | None, only_changes: bool, always: bool) -> tuple[bool, str]:

@@ -85,7 +85,7 @@ def test_environment_files_and_running_argv_are_scrubbed():
     from a live host, never reach the stored snapshot in clear."""
     from driftwatch.model import RawUnit
     from driftwatch.snapshot import build_snapshot, snapshot_to_dict
-    from driftwatch.store import dump_yaml
+    from driftwatch.fileio import dump_yaml
 
     raw = RawUnit(host="h", unit="u.service",
                   text="[Service]\nEnvironmentFile=/root/sglang.env\n"

@@ -120,3 +120,27 @@ def test_systemd_analyze_verify(tmp_path):
                        env={**os.environ, "SYSTEMD_LOG_LEVEL": "warning"})
     assert r.returncode == 0, r.stderr
     assert "driftwatch-report" not in r.stderr, r.stderr
+
+
+def test_templates_are_files_filled_by_one_function():
+    from driftwatch.cron_example import TEMPLATES, fill_template
+    folder = ROOT / "driftwatch" / "data" / "templates"
+    assert sorted(TEMPLATES.values()) == sorted(p.name for p in folder.glob("*.in"))
+    assert fill_template(TEMPLATES["timer"]) == (folder / TEMPLATES["timer"]).read_text()
+    with pytest.raises(ValueError, match="placeholders"):
+        fill_template(TEMPLATES["service"], user="x")  # state_dir and exec_start missing
+    with pytest.raises(ValueError, match="placeholders"):
+        fill_template(TEMPLATES["timer"], user="x")  # nothing to put it in
+    svc = cron_example(inventory="/srv/{user}.yaml")["service"]
+    assert "/srv/{user}.yaml" in svc  # a value is inserted as it is, never filled in again
+
+
+def test_templates_ship_in_the_wheel():
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    globs = data["tool"]["setuptools"]["package-data"]["driftwatch.data"]
+    shipped = {p for g in globs for p in (ROOT / "driftwatch" / "data").glob(g)}
+    assert set((ROOT / "driftwatch" / "data" / "templates").glob("*.in")) <= shipped

@@ -7,7 +7,8 @@ import os
 import pytest
 
 from driftwatch.errors import InputError
-from driftwatch.settings import DEFAULTS, default_config_paths, load_report_settings, merge, smtp_settings
+from driftwatch.notify.deliver import smtp_settings
+from driftwatch.settings import DEFAULTS, default_config_paths, load_report_settings, merge
 
 CONFIG = """\
 email: [ops@example.com, oncall@example.com]

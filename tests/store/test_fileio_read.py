@@ -5,7 +5,7 @@ import os
 import pytest
 
 from driftwatch.errors import InputError
-from driftwatch.parse.readfile import MAX_UNIT_BYTES, read_text_file
+from driftwatch.fileio import MAX_TEXT_BYTES as MAX_UNIT_BYTES, read_text_file
 
 
 def test_ok(tmp_path):

@@ -1,0 +1,208 @@
+"""Every file driftwatch reads or writes goes through here: one text reader, one atomic writer,
+one YAML loader and dumper.
+
+- `read_text_file`: UTF-8 text with one clear error per failure (missing, directory, too large,
+  binary, not UTF-8, empty), checked before anything is parsed.
+- `write_atomic` / `write_new`: nothing a user keeps is ever half-written. The text goes to a
+  synced temp file in the target's directory (same filesystem), then is renamed over the target
+  (`write_atomic`) or hard-linked to it, which fails if it exists (`write_new`: never overwrites,
+  no race); the directory is synced after, so the new name survives a crash.
+- `read_yaml` / `load_yaml_text`: ``yaml.safe_load`` only; errors name the file and the line.
+- `dump_yaml`: block style, multi-line strings as literal blocks (unit text stays reviewable in git).
+
+Errors are `InputError`s whose message is one line naming the file.
+"""
+from __future__ import annotations
+
+import os
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import InputError
+
+MAX_TEXT_BYTES = 1_000_000
+MAX_YAML_BYTES = 20_000_000
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_text_file(path: str | os.PathLike, what: str = "unit file", *, allow_empty: bool = False,
+                   limit: int = MAX_TEXT_BYTES) -> str:
+    """Return the UTF-8 text of ``path``.
+
+    Raises InputError (one line, naming the file) when the file is missing, a directory, not readable,
+    larger than ``limit`` bytes (checked before reading; at most ``limit`` + 1 bytes are ever read),
+    binary (NUL bytes), not UTF-8 (byte offset given) or empty / whitespace only (unless ``allow_empty``).
+    FIFOs such as ``<(systemctl cat x)`` are accepted.
+    """
+    name = os.fspath(path)
+    if isinstance(name, bytes):
+        name = os.fsdecode(name)
+    try:
+        st = os.stat(name)
+    except FileNotFoundError:
+        raise InputError(f"{name}: no such file ({what} not found)") from None
+    except PermissionError:
+        raise InputError(f"{name}: permission denied, cannot read {what}") from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{name}: cannot read {what}: {getattr(exc, 'strerror', None) or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{name}: is a directory, not a {what}")
+    if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+        raise InputError(f"{name}: {what} is too large ({st.st_size} bytes; the limit is {limit} bytes)")
+    try:
+        with open(name, "rb") as fh:
+            data = fh.read(limit + 1)
+    except PermissionError:
+        raise InputError(f"{name}: permission denied, cannot read {what}") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory, not a {what}") from None
+    except OSError as exc:
+        raise InputError(f"{name}: cannot read {what}: {exc.strerror or exc}") from None
+    if len(data) > limit:
+        raise InputError(f"{name}: {what} is too large (more than {limit} bytes)")
+    nul = data.find(b"\0")
+    if nul >= 0:
+        raise InputError(f"{name}: {what} is binary (NUL byte at offset {nul}), expected text")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{name}: {what} is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start})"
+        ) from None
+    if not allow_empty and not text.strip():
+        raise InputError(f"{name}: file is empty")
+    return text
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _sync_directory(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:  # pragma: no cover - a directory we just wrote in, but unreadable
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # pragma: no cover - some filesystems refuse fsync on a directory
+        pass
+    finally:
+        os.close(fd)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _temp_copy(target: Path, text: str, mode: int) -> str:
+    """Write text to a synced temp file beside target (same filesystem, so rename is atomic)."""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write here: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+    except BaseException as exc:
+        _unlink(tmp)
+        if isinstance(exc, OSError):
+            raise InputError(f"{target}: cannot write: {exc.strerror or exc}") from None
+        raise
+    return tmp
+
+
+def write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> None:
+    """Replace path with text in one rename: readers see the old file or the new one, never half."""
+    target = Path(path)
+    tmp = _temp_copy(target, text, mode)
+    try:
+        os.replace(tmp, target)
+    except BaseException as exc:
+        _unlink(tmp)
+        if isinstance(exc, OSError):
+            raise InputError(f"{target}: cannot write: {exc.strerror or exc}") from None
+        raise
+    _sync_directory(target.parent)
+
+
+def write_new(path: str | os.PathLike, text: str, force: bool = False, mode: int = 0o644) -> None:
+    """Atomic write that refuses to replace an existing file unless force (no race: link, not rename)."""
+    target = Path(path)
+    if force:
+        write_atomic(target, text, mode)
+        return
+    tmp = _temp_copy(target, text, mode)
+    try:
+        os.link(tmp, target)  # fails if target exists: never overwrites
+    except FileExistsError:
+        raise InputError(f"{target}: already exists (use --force to replace it)") from None
+    except OSError as exc:
+        raise InputError(f"{target}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        _unlink(tmp)
+    _sync_directory(target.parent)
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style, multi-line strings as literal blocks (unit text stays reviewable in git)."""
+
+
+def _str_representer(dumper: yaml.SafeDumper, data: str):
+    style = "|" if "\n" in data and not any(c in data for c in "\r\t") else None
+    if style and any(line != line.rstrip() for line in data.split("\n")):
+        style = None  # trailing spaces cannot round-trip through a literal block
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+_Dumper.add_representer(str, _str_representer)
+
+
+def dump_yaml(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+
+
+def yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, str]:
+    """(1-based line or None, one-line reason) of a YAML error, for messages that name the line."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc).splitlines()[0]
+    return (mark.line + 1 if mark is not None else None), " ".join(str(problem).split())
+
+
+def load_yaml_text(text: str, where: str, what: str) -> Any:
+    """safe_load `text` read from `where`. A YAML error is one line for people and for editors
+    that jump to ``FILE:LINE``: ``WHERE:4: invalid YAML in WHAT (line 4, column 9): reason``."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        line, problem = yaml_problem(exc)
+        if line is None:
+            raise InputError(f"{where}: invalid YAML in {what}: {problem}") from None
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        raise InputError(f"{where}:{line}: invalid YAML in {what} (line {line}, column {mark.column + 1}): "
+                         f"{problem}") from None
+
+
+def read_yaml(path: str | os.PathLike, what: str, *, limit: int = MAX_YAML_BYTES) -> Any:
+    """safe_load a YAML file (empty -> None); errors name the file and the line."""
+    name = os.fspath(path)
+    return load_yaml_text(read_text_file(name, what, allow_empty=True, limit=limit), name, what)
+
+
+__all__ = ["MAX_TEXT_BYTES", "MAX_YAML_BYTES", "read_text_file", "write_atomic", "write_new", "dump_yaml",
+           "yaml_problem", "load_yaml_text", "read_yaml"]

@@ -1,0 +1,31 @@
+"""`driftwatch snapshot` through the real console script writes into the store's layout."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from driftwatch.store import LATEST, SnapshotStore
+
+ROOT = Path(__file__).resolve().parents[2]
+DW = Path(sys.executable).with_name("driftwatch")
+U70 = ROOT / "examples" / "sglang-qwen-70toks.service"
+
+
+def test_snapshot_command_saves_in_time_order(tmp_path):
+    store = tmp_path / "store"
+    run = subprocess.run([str(DW), "snapshot", "--unit-file", str(U70), "--unit-file", str(U70),
+                          "--host-name", "ct129", "--store", str(store)],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert run.returncode == 0, run.stderr
+    saved = [Path(line.split("\t")[3]) for line in run.stdout.splitlines()]
+    assert len(saved) == 2 and saved[0] != saved[1]
+    assert all(re.fullmatch(r"\d{8}T\d{6}Z-\d{2}\.yaml", p.name) for p in saved), saved
+    assert [p.name for p in saved] == sorted(p.name for p in saved)
+    assert [r.path for r in SnapshotStore(store).records("ct129")] == saved
+    stamp = yaml.safe_load(saved[1].read_text())["collected_at"]
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", stamp)
+    assert (saved[1].parent / LATEST).read_text() == saved[1].read_text()
