@@ -135,6 +135,7 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
     # α per side: from its own accept length, else from the other side's (same algorithm), else prior.
     alphas: dict[str, float] = {}
     expected: dict[str, float] = {}
+    shallow: dict[str, float] = {}  # E with a shallow side's α carried to deeper steps (the floor)
     source: dict[str, str] = {}
     notes: list[str] = base.notes + cur.notes
     for s, sp in sides.items():
@@ -154,12 +155,23 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
         if s in expected:
             continue
         other = "current" if s == "baseline" else "baseline"
+        prior = param(params, "alpha_prior", -1.0)
+        if prior < 0:
+            prior = cal.ALPHA_PRIOR.get(sp.algorithm, -1.0)
         if other in alphas and sides[other].algorithm == sp.algorithm:
             alpha, source[s] = alphas[other], "transferred"
+            if sp.steps > sides[other].steps and 0.0 <= prior <= 1.0 and prior > alpha:
+                # A shallow measurement observes only the first draft positions; the seeds (000, 001)
+                # show MTP/EAGLE acceptance does not fall at deeper ones, so the measured α is a
+                # floor there, not an estimate: use the prior, and give the floor as the bound.
+                shallow[s] = expected_tokens(alpha, sp.steps, decay, sp.topk)
+                notes.append(f"an accept length measured at {sides[other].steps} step"
+                             f"{'s' if sides[other].steps != 1 else ''} does not observe draft positions "
+                             f"beyond it: the {s} side's {sp.steps} steps use the {sp.algorithm} prior "
+                             f"α {prior:.2f} (the measured α {alpha:.2f} throughout would give "
+                             "×{shallow_ratio:.2f}); measure the accept length on the " + s + " side to pin it")
+                alpha, source[s] = prior, "prior"
         else:
-            prior = param(params, "alpha_prior", -1.0)
-            if prior < 0:
-                prior = cal.ALPHA_PRIOR.get(sp.algorithm, -1.0)
             if not (0.0 <= prior <= 1.0):
                 return unknown_estimate(
                     f"no accept length measured for {sp.algorithm} and no sound prior for its acceptance "
@@ -174,6 +186,10 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
 
     cost_b, cost_c = cost(base), cost(cur)
     ratio = (expected["current"] / cost_c) / (expected["baseline"] / cost_b)
+    if shallow:
+        alt = {**expected, **shallow}
+        shallow_ratio = (alt["current"] / cost_c) / (alt["baseline"] / cost_b)
+        notes = [n.replace("{shallow_ratio:.2f}", f"{shallow_ratio:.2f}") for n in notes]
 
     srcs = {source[s] for s, sp in sides.items() if sp.on}
     if srcs == {"measured"}:
