@@ -26,6 +26,7 @@ import importlib
 # engine name -> module. Adding an engine: one module and one line here.
 ENGINES = {
     "sglang": "tools.catalog.sglang",
+    "vllm": "tools.catalog.vllm",
 }
 
 

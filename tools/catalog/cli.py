@@ -25,6 +25,14 @@ def now_utc() -> str:
 def generate(engine: str, python: str, version: str | None = None,
              generated_at: str | None = None) -> dict:
     """Dump ``engine``'s catalog from an oracle interpreter; add generated_at."""
+    return generate_files(engine, python, version, generated_at)[0]
+
+
+def generate_files(engine: str, python: str, version: str | None = None,
+                   generated_at: str | None = None) -> tuple[dict, dict]:
+    """(catalog, {file name: document}): the catalog plus the extra documents
+    an engine's dump returns under ``_files`` (vLLM: ``envs-<VERSION>.json``),
+    each with generated_at; written beside the catalog."""
     mod = load_engine(engine)
     if not version:
         # Unknown up front: ask the interpreter which release it has (the
@@ -38,7 +46,20 @@ def generate(engine: str, python: str, version: str | None = None,
         raise SystemExit(f"{python} has {mod.DISTRIBUTION} {doc['version']}, "
                          f"not {version}")
     doc["generated_at"] = generated_at or now_utc()
-    return doc
+    files = doc.pop("_files", None) or {}
+    for extra in files.values():
+        extra["generated_at"] = doc["generated_at"]
+    return doc, files
+
+
+def base_of(mod):
+    """(base_plan, base_venv) for engines that layer their oracle venvs on a
+    shared base venv (``BASE_PLAN``, optional ``BASE_VENV``), else None."""
+    plan = getattr(mod, "BASE_PLAN", None)
+    if not plan:
+        return None
+    return plan, Path(getattr(mod, "BASE_VENV", None)
+                      or oracle.DEFAULT_ORACLE_ROOT / "_base")
 
 
 def catalog_path(engine: str, version: str, out: Path | None = None) -> Path:
@@ -60,6 +81,8 @@ def parser(engine: str | None = None) -> argparse.ArgumentParser:
                     help="use this existing oracle interpreter; install nothing")
     ap.add_argument("--base-python", default=sys.executable,
                     help="interpreter used to create the venv")
+    ap.add_argument("--install-only", action="store_true",
+                    help="prepare the oracle venv, dump nothing")
     ap.add_argument("--out", type=Path,
                     help="output directory (default: the engine's package catalogs dir)")
     return ap
@@ -80,12 +103,18 @@ def main(argv: list[str] | None = None, engine: str | None = None) -> int:
             ap.error("--version is required unless --python is given")
         venv = a.venv or oracle.default_venv(mod.NAME, a.version)
         python = str(oracle.prepare_venv(mod.install_plan(a.version), a.version,
-                                         venv, a.base_python))
+                                         venv, a.base_python,
+                                         base=base_of(mod)))
     t1 = time.monotonic()
-    doc = generate(engine, python, a.version)
+    if a.install_only:
+        print(f"{python}: ready (venv {t1 - t0:.0f}s)")
+        return 0
+    doc, files = generate_files(engine, python, a.version)
     path = catalog_path(engine, doc["version"], a.out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render(doc), encoding="utf-8")
+    for name, extra in sorted(files.items()):
+        (path.parent / name).write_text(render(extra), encoding="utf-8")
     t2 = time.monotonic()
     print(f"{path}: {doc['counts']['actions']} actions, "
           f"{doc['counts']['option_strings']} option strings "

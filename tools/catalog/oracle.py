@@ -50,18 +50,54 @@ def _run(cmd: list[str], **kw) -> None:
     subprocess.run(cmd, check=True, **kw)
 
 
+BASE_PTH = "_driftwatch_base.pth"
+
+
+def site_packages(python) -> str:
+    """The purelib directory of an interpreter (a venv's site-packages)."""
+    return subprocess.run(
+        [str(python), "-c",
+         "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+
+
+def link_base(py: Path, base_py: Path) -> None:
+    """Layer a base venv under a venv: a ``.pth`` in the venv's
+    site-packages appends the base venv's site-packages to ``sys.path``.
+    The venv's own packages come first; pip in the venv sees the base's
+    packages as installed (so a base torch satisfies ``torch==...``) and
+    never touches them (it only uninstalls inside its own environment)."""
+    pth = Path(site_packages(py)) / BASE_PTH
+    want = site_packages(base_py) + "\n"
+    if not pth.exists() or pth.read_text() != want:
+        pth.write_text(want)
+
+
 def prepare_venv(plan: list[list[str]], version: str, venv: Path,
-                 base_python: str = sys.executable) -> Path:
+                 base_python: str = sys.executable,
+                 base: tuple[list[list[str]], Path] | None = None) -> Path:
     """Create or reuse an oracle venv for an install plan (pip argument
     lists, run in order); return its python.
 
     A stamp file in the venv records ``{"version", "plan"}``; a venv whose
     stamp matches is reused as is, otherwise the pip steps run again. Refuses
     a venv whose torch is a CUDA build.
+
+    ``base = (base_plan, base_venv)``: first prepare a shared base venv
+    (stamped with version ``"base"``; e.g. the CPU torch alone) and layer it
+    under this one (``link_base``), so several releases share one torch
+    install. The stamp then also records ``base``. Engines without a base
+    (SGLang) get the same venvs and stamps as before.
     """
     py = venv / "bin" / "python"
     stamp = venv / STAMP_NAME
     want = {"version": version, "plan": plan}
+    base_py = None
+    if base is not None:
+        base_plan, base_venv = base
+        base_py = prepare_venv(base_plan, "base", Path(base_venv), base_python)
+        want["base"] = {"venv": str(base_venv), "plan": base_plan}
     if py.exists() and stamp.exists():
         try:
             if json.loads(stamp.read_text()) == want:
@@ -72,6 +108,8 @@ def prepare_venv(plan: list[list[str]], version: str, venv: Path,
     venv.parent.mkdir(parents=True, exist_ok=True)
     if not py.exists():
         _run([base_python, "-m", "venv", str(venv)])
+    if base_py is not None:
+        link_base(py, base_py)
     pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     for args in plan:
         _run(pip + args)
