@@ -282,7 +282,9 @@ def converter_name(t) -> str:
         cls = (getattr(t, "__defaults__", None) or (None,))[-1]
         if isinstance(cls, type):
             return f"parse_dataclass({cls.__name__})"
-    return short
+    # module-level functions and methods by qualname
+    # (CompilationConfig.from_cli), closures by their own name
+    return short if "<locals>" in qual else qual
 
 
 def _innermost(t):
@@ -347,6 +349,8 @@ def help_deprecation(text):
     note = sentences[i]
     # "... Use --new-flag instead." in the note or the sentence after it.
     short = ad.replacement(" ".join(sentences[i:i + 2]))
+    if short:
+        short = re.split(r",\s+(?:and|but|which)\b", short)[0]
     m = _REMOVED_IN.search(t)
     return ad.clean_msg(short or note), (m.group(1) if m else None)
 
@@ -473,6 +477,22 @@ def dump(stubs=()) -> dict:
         platform_name = current_platform_name()
     t2 = time.monotonic()
 
+    variables = env_variables()
+    doc = catalog_of(parser, version, _fields(), source, stubs=stubs)
+    t3 = time.monotonic()
+    doc["parser"].update(platform=platform_name, cpu_platform_patched=patched)
+    doc["counts"]["env_variables"] = len(variables)
+    doc["dump_seconds"] = {"import": _round(t1 - t0), "build": _round(t2 - t1),
+                           "total": _round(t3 - t0)}
+    doc["_files"] = {f"envs-{version}.json": envs_document(version, variables)}
+    return doc
+
+
+def records(parser):
+    """(options, positionals, settings) of a vLLM parser: the generic dump
+    plus what vLLM needs (readable converter names, full help, deprecation
+    notes and ``removed_in`` from help, ``deprecated_kwarg`` from the
+    parser's ``_deprecated`` set, ``negative_option_strings``)."""
     options, positionals, settings = ad.dump_parser(parser, CONVERTERS)
     for act, rec in options + positionals:
         typ, tname = type_info(act.type)
@@ -498,11 +518,14 @@ def dump(stubs=()) -> dict:
         neg = negative_option_strings(parser, act)
         if neg:
             rec["negative_option_strings"] = neg
-    fields = _fields()
-    used = ad.attach_fields(options + positionals, fields, {})
-    variables = env_variables()
-    t3 = time.monotonic()
+    return options, positionals, settings
 
+
+def catalog_of(parser, version, fields, source, stubs=()):
+    """The catalog document of a built ``vllm serve`` parser (no timings,
+    platform or generated_at: ``dump`` adds those)."""
+    options, positionals, settings = records(parser)
+    used = ad.attach_fields(options + positionals, fields, {})
     doc = ad.catalog(
         NAME, version, GENERATED_BY,
         options=[rec for _a, rec in options],
@@ -511,17 +534,11 @@ def dump(stubs=()) -> dict:
         settings=settings,
         stubs=stubs,
         extra={
-            "parser": {**source, "prog": parser.prog, "argv": list(BUILD_ARGV),
-                       "platform": platform_name,
-                       "cpu_platform_patched": patched},
+            "parser": {**source, "prog": parser.prog, "argv": list(BUILD_ARGV)},
             "envs_file": f"envs-{version}.json",
         },
     )
     doc["allow_abbrev"] = settings["allow_abbrev"]
     doc["counts"]["deprecated"] = sum(
         1 for _a, r in options + positionals if r["deprecated"])
-    doc["counts"]["env_variables"] = len(variables)
-    doc["dump_seconds"] = {"import": _round(t1 - t0), "build": _round(t2 - t1),
-                           "total": _round(t3 - t0)}
-    doc["_files"] = {f"envs-{version}.json": envs_document(version, variables)}
     return doc
