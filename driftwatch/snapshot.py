@@ -5,7 +5,6 @@ engine argv and the recorded release), so two units can be compared under one re
 """
 from __future__ import annotations
 
-import datetime as _dt
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -16,6 +15,7 @@ from .model import EngineConfig, Issue, Launcher, RawUnit
 from .parse.execstart import ExecStartError, resolve_exec_start
 from .parse.unitfile import parse_unit_text
 from .redact import find_secrets, is_secret_field, scrub, scrub_text
+from .timestamps import utc_now as now_utc
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
 # [Service] keys whose drift we report besides ExecStart/Environment (which are read deeper).
@@ -88,10 +88,6 @@ def _origins(unit, environment: dict[str, str], environment_files: list[str]) ->
         if f"env.{name}" not in origins and environment_files:
             origins[f"env.{name}"] = environment_files[-1]
     return origins
-
-
-def now_utc() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
 def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str | None = None) -> Snapshot:

@@ -54,3 +54,10 @@ def test_file_stamps_are_fixed_width_and_read_back():
     for bad in ("20260102T030405", "2026-01-02T03:04:05Z", "20261302T030405Z"):
         with pytest.raises(ValueError):
             parse_file_stamp(bad)
+
+
+def test_one_helper_for_every_stamp():
+    import driftwatch.collect.local as local
+    import driftwatch.collect.ssh as ssh
+    import driftwatch.snapshot as snapshot
+    assert snapshot.now_utc is utc_now and ssh.utc_now is utc_now and local.utc_now is utc_now
