@@ -1,0 +1,202 @@
+"""Engine flags of both sides -> differences, under one release, grouped under their cause.
+
+Both sides are typed under one catalog first, so aliases, prefixes, `=` vs space, NEXTN vs EAGLE and
+an explicit value equal to the default compare equal. Switching speculative decoding on/off/to another
+algorithm is one difference that carries its steps/topk/draft settings; values the engine derives from
+the steps belong to the steps difference. Two different engines are compared by concept.
+"""
+from __future__ import annotations
+
+from ..engines.registry import get_engine
+from ..model import EXPLICIT, RUNTIME, EngineConfig
+from ..parse.wrappers import NO_ENGINE
+from ..redact import is_redacted, is_secret_field
+from ..snapshot import Snapshot
+from .difference import Difference, EnginePair
+from .values import _changed, _flag_state
+
+SPECULATIVE_DETAILS = ("speculative.steps", "speculative.topk", "speculative.draft_tokens",
+                       "speculative.draft_model")
+
+
+def read_pair(baseline: Snapshot, current: Snapshot, engine_version: str | None = None) -> EnginePair:
+    """Type both sides under one release of their engine unless each side records its own."""
+    b_engine, c_engine = get_engine(baseline.launcher.engine), get_engine(current.launcher.engine)
+    if b_engine is not c_engine or b_engine.name == NO_ENGINE:
+        # Different engines (or none): each side is read by itself; flags are not compared.
+        b = b_engine.read_config(baseline.engine_argv, engine_version=engine_version if b_engine is c_engine else None,
+                                 recorded_version=baseline.engine_version,
+                                 recorded_from=baseline.engine_version_from)
+        c = c_engine.read_config(current.engine_argv, engine_version=engine_version if b_engine is c_engine else None,
+                                 recorded_version=current.engine_version, recorded_from=current.engine_version_from)
+        return EnginePair(b, c, b_engine is c_engine)
+    engine = b_engine
+    if engine_version:
+        b = engine.read_config(baseline.engine_argv, engine_version=engine_version)
+        c = engine.read_config(current.engine_argv, engine_version=engine_version)
+        return EnginePair(b, c, True)
+    if baseline.engine_version or current.engine_version:
+        if baseline.engine_version:
+            b = engine.read_config(baseline.engine_argv, recorded_version=baseline.engine_version,
+                                   recorded_from=baseline.engine_version_from)
+        else:
+            b = engine.read_config(baseline.engine_argv, engine_version=current.engine_version)
+            b.version_reason = (f"the current unit's {engine.label} {current.engine_version} "
+                                "(the baseline records none)")
+        if current.engine_version:
+            c = engine.read_config(current.engine_argv, recorded_version=current.engine_version,
+                                   recorded_from=current.engine_version_from)
+        else:
+            c = engine.read_config(current.engine_argv, engine_version=b.version)
+            c.version_reason = f"the baseline's {engine.label} {b.version} (the current unit records none)"
+        return EnginePair(b, c, b.version == c.version)
+    version, why = engine.choose_release([baseline.engine_argv, current.engine_argv])
+    b = engine.read_config(baseline.engine_argv, engine_version=version)
+    c = engine.read_config(current.engine_argv, engine_version=version)
+    for config in (b, c):
+        config.version_reason = f"inferred: {why}"
+    return EnginePair(b, c, True)
+
+
+def default_changes(b: EngineConfig, c: EngineConfig) -> dict[str, dict]:
+    """Settings neither unit sets whose release default differs (or exists on one side only)."""
+    changes = {}
+    for key in sorted(set(b.flags) | set(c.flags)):
+        bv, bs = _flag_state(b.flags.get(key))
+        cv, cs = _flag_state(c.flags.get(key))
+        if EXPLICIT in (bs, cs) or RUNTIME in (bs, cs):
+            continue
+        if bs == "absent" or cs == "absent" or _changed(bv, cv):
+            changes[key] = {"baseline": bv if bs != "absent" else "not in this release",
+                            "current": cv if cs != "absent" else "not in this release"}
+    return changes
+
+
+def diff_flags(b: EngineConfig, c: EngineConfig) -> list[Difference]:
+    """Differences in what the units ask for. Defaults both sides leave alone are not drift here:
+    when releases differ they belong to the engine.version finding (default_changes)."""
+    diffs: list[Difference] = []
+    for key in sorted(set(b.flags) | set(c.flags)):
+        bv, bs = _flag_state(b.flags.get(key))
+        cv, cs = _flag_state(c.flags.get(key))
+        if EXPLICIT not in (bs, cs):
+            continue
+        if not _changed(bv, cv) and not (RUNTIME in (bs, cs) and (bv is None or cv is None)):
+            continue  # an explicit value equal to the other side's default is spelling, not drift
+        kind = "changed"
+        if bs != EXPLICIT and cs == EXPLICIT:
+            kind = "added"
+        elif bs == EXPLICIT and cs != EXPLICIT:
+            kind = "removed"
+        flag_obj = c.flags.get(key) or b.flags.get(key)
+        label = (c.flags.get(key).flag if cs == EXPLICIT else None) or (b.flags.get(key).flag if bs == EXPLICIT
+                                                                        else None) or flag_obj.flag or key
+        notes = [v.note for v in (b.flags.get(key), c.flags.get(key)) if v is not None and v.note]
+        diffs.append(_with_concept(Difference(
+            key=key, label=_primary_label(key, b, c, label), baseline=bv, current=cv,
+            baseline_source=bs, current_source=cs, kind=kind, notes=notes,
+            secret=is_secret_field(key) or is_redacted(bv) or is_redacted(cv)), b, c))
+    return _group_speculative(diffs, b, c)
+
+
+def _with_concept(diff: Difference, b: EngineConfig, c: EngineConfig) -> Difference:
+    """Name the difference's concept and give both sides as concept values."""
+    binding = c.bindings.get(diff.key) or b.bindings.get(diff.key)
+    if binding is not None:
+        diff.concept = binding.concept
+        diff.concept_baseline = binding.to_concept_value(diff.baseline)
+        diff.concept_current = binding.to_concept_value(diff.current)
+    return diff
+
+
+def _primary_label(key: str, b: EngineConfig, c: EngineConfig, fallback: str) -> str:
+    """The long, canonical spelling (--speculative-num-steps), not an abbreviation someone typed."""
+    for config in (c, b):
+        primary = get_engine(config.engine).primary_flag(key, config.version)
+        if primary is not None:
+            return primary
+    return fallback
+
+
+def _key_of(config: EngineConfig, concept: str) -> str | None:
+    """The native field that expresses `concept` in this config (explicit binding first)."""
+    keys = [k for k, binding in config.bindings.items() if binding.concept == concept]
+    keys.sort(key=lambda k: config.flags[k].source != EXPLICIT if k in config.flags else True)
+    return keys[0] if keys else None
+
+
+def _concept_state(b: EngineConfig, c: EngineConfig, concept: str) -> dict:
+    """{"baseline": value, "current": value} of a concept, by each side's native field."""
+    out = {}
+    for side, config in (("baseline", b), ("current", c)):
+        key = _key_of(config, concept)
+        out[side] = _flag_state(config.flags.get(key))[0] if key else None
+    return out
+
+
+def _group_speculative(diffs: list[Difference], b: EngineConfig, c: EngineConfig) -> list[Difference]:
+    """Report speculative settings under their cause, by concept: an algorithm change carries the
+    steps/topk/draft settings of both sides; values the engine derives from the steps (draft tokens
+    forced to steps + 1) belong to the steps finding."""
+    by_concept = {d.concept: d for d in diffs if d.concept}
+    order = [d for d in diffs]
+
+    def drop(diff: Difference) -> None:
+        order.remove(diff)
+
+    algo = by_concept.get("speculative.algorithm")
+    if algo is not None:
+        for concept in SPECULATIVE_DETAILS:
+            detail = by_concept.get(concept)
+            key = _key_of(c, concept) or _key_of(b, concept)
+            if key is not None:
+                algo.details[key] = _concept_state(b, c, concept)
+            if detail is not None:
+                drop(detail)
+                algo.notes.extend(detail.notes)
+        return order
+    steps = by_concept.get("speculative.steps")
+    draft = by_concept.get("speculative.draft_tokens")
+    if draft is not None:
+        derived = any(v is not None and v.follows == "speculative.steps"
+                      for v in (b.flags.get(draft.key), c.flags.get(draft.key)))
+        if derived or (draft.current_source != EXPLICIT and draft.baseline_source != EXPLICIT):
+            drop(draft)
+            if steps is None:
+                key = _key_of(c, "speculative.steps") or _key_of(b, "speculative.steps") or "speculative_num_steps"
+                state = _concept_state(b, c, "speculative.steps")
+                steps = _with_concept(Difference(key=key, label=_primary_label(key, b, c, key),
+                                                 baseline=state["baseline"], current=state["current"]), b, c)
+                order.append(steps)
+            steps.details[draft.key] = {"baseline": draft.baseline, "current": draft.current}
+            steps.notes.append(f"draft tokens {draft.baseline} → {draft.current} follow (steps + 1 with topk 1)")
+    if steps is not None:
+        for concept in ("speculative.topk", "speculative.algorithm"):
+            key = _key_of(c, concept) or _key_of(b, concept)
+            if key is not None:
+                steps.details.setdefault(key, _concept_state(b, c, concept))
+    return order
+
+
+def diff_concepts(b: EngineConfig, c: EngineConfig) -> list[Difference]:
+    """Settings of two different engines compared by concept (SGLang --max-running-requests 16 vs
+    vLLM --max-num-seqs 256). Only concepts one side sets; keyed by the current side's field."""
+    diffs = []
+    for concept in sorted({bd.concept for bd in b.bindings.values()} & {bd.concept for bd in c.bindings.values()}):
+        b_key, c_key = _key_of(b, concept), _key_of(c, concept)
+        bv, bs = _flag_state(b.flags.get(b_key))
+        cv, cs = _flag_state(c.flags.get(c_key))
+        if EXPLICIT not in (bs, cs):
+            continue
+        b_concept, c_concept = b.bindings[b_key].to_concept_value(bv), c.bindings[c_key].to_concept_value(cv)
+        if not _changed(b_concept, c_concept) and RUNTIME not in (bs, cs):
+            continue
+        b_flag = get_engine(b.engine).primary_flag(b_key, b.version) or b_key
+        c_flag = get_engine(c.engine).primary_flag(c_key, c.version) or c_key
+        label = f"{concept} ({b_flag} → {c_flag})" if b_flag != c_flag else f"{concept} ({c_flag})"
+        diffs.append(Difference(key=c_key, label=label, baseline=b_concept, current=c_concept,
+                                baseline_source=bs, current_source=cs, concept=concept,
+                                concept_baseline=b_concept, concept_current=c_concept,
+                                secret=is_secret_field(b_key) or is_secret_field(c_key)
+                                or is_redacted(bv) or is_redacted(cv)))
+    return diffs

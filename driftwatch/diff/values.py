@@ -1,0 +1,48 @@
+"""When two values are the same setting: spelling (0.8 vs 0.80, JSON key order, /x/ vs /x) is not drift."""
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+from typing import Any
+
+from deepdiff import DeepDiff
+
+from ..model import FlagValue
+
+_NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
+
+
+def _norm(value: Any) -> Any:
+    """Comparable form: numbers (also numeric strings) as floats, tuples as lists, strings stripped."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if _NUMBER.match(text):
+            return float(text)
+        if text[:1] in "[{":  # a JSON value written with other spacing or key order
+            try:
+                return _norm(json.loads(text))
+            except ValueError:
+                return text
+        if text.startswith("/") and len(text) > 1:
+            return posixpath.normpath(text)  # /models/x/ is /models/x
+        return text
+    if isinstance(value, (list, tuple)):
+        return [_norm(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _norm(v) for k, v in value.items()}
+    return str(value)
+
+
+def _flag_state(value: FlagValue | None) -> tuple[Any, str]:
+    if value is None:
+        return None, "absent"
+    return value.value, value.source
+
+
+def _changed(a: Any, b: Any) -> bool:
+    return bool(DeepDiff(_norm(a), _norm(b), ignore_numeric_type_changes=True, ignore_order=False))
