@@ -118,12 +118,22 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
             concurrency: int | None = None, baseline_metrics: dict[str, float] | None = None,
             current_metrics: dict[str, float] | None = None, engine_version: str | None = None) -> Comparison:
     pair = read_pair(baseline.snapshot, current, engine_version)
-    diffs = diff_snapshots(baseline.snapshot, current, pair) + _startup_differences(pair)
+    startup = _startup_differences(pair)
+    for diff in startup:  # what will not start is written on the ExecStart= line
+        if "ExecStart" in current.origins:
+            diff.origin = {"current": current.origins["ExecStart"]}
+    diffs = diff_snapshots(baseline.snapshot, current, pair) + startup
     b_metrics = {**baseline.metrics, **(baseline_metrics or {})}
     c_metrics = {**current.runtime.get("measured", {}), **(current_metrics or {})}
     conc = concurrency or int(b_metrics.get("concurrency") or c_metrics.get("concurrency") or 1)
     b_values, b_runtime = _side_values(pair.baseline)
     c_values, c_runtime = _side_values(pair.current)
+    # Measured beats assumed: a value the server reported at start-up replaces one the engine
+    # would compute (or a release default guessed for it), and a measured change is a finding.
+    for metrics, values, runtime, config in ((b_metrics, b_values, b_runtime, pair.baseline),
+                                             (c_metrics, c_values, c_runtime, pair.current)):
+        _apply_measured(metrics, values, runtime, config)
+    diffs += _measured_differences(diffs, b_metrics, c_metrics)
     gpus = current.runtime.get("gpus")
     ctx = ImpactContext(baseline=b_values, current=c_values, baseline_runtime=b_runtime, current_runtime=c_runtime,
                         baseline_metrics=b_metrics, current_metrics=c_metrics, concurrency=max(1, conc),
@@ -138,7 +148,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
         finding = Finding(difference=diff, rule=rule, throughput_ratio=estimate.throughput_ratio,
                           confidence=estimate.confidence, dimension=estimate.dimension or rule.dimension,
                           detail=mask_fingerprints(estimate.detail), explanation=_explain(rule, diff, estimate.detail))
-        entry = next((e for e in ignore or [] if e.matches(rule.id, diff.key)), None)
+        entry = next((e for e in ignore or [] if e.matches(rule, diff)), None)
         if entry is not None:
             finding.ignored_because = entry.reason
             ignored.append(finding)
@@ -162,6 +172,41 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
                       predicted_throughput=predicted, notes=notes, prediction_withheld=withheld,
                       warnings=_warnings(b_metrics, ctx.concurrency, concurrency),
                       measured_throughput_ratio=_measured_ratio(b_metrics, c_metrics))
+
+
+# Metrics that are the start-up value of a concept (read from the engine's log or endpoint).
+MEASURED_CONCEPTS = {"max_running_requests": "batch.max_running_requests",
+                     "context_length": "kv.context_length",
+                     "max_total_tokens": "kv.max_total_tokens"}
+
+
+def _apply_measured(metrics: dict, values: dict, runtime: set, config) -> None:
+    """Measured start-up values replace what is not set on the command line."""
+    for metric, concept in MEASURED_CONCEPTS.items():
+        if metric not in metrics:
+            continue
+        keys = [k for k, b in config.bindings.items() if b.concept == concept]
+        if any(config.flags[k].source == "explicit" for k in keys if k in config.flags):
+            continue  # the unit sets it: the flag is what the server runs with
+        values[concept] = metrics[metric]
+        runtime.discard(concept)
+
+
+def _measured_differences(diffs: list[Difference], b_metrics: dict, c_metrics: dict) -> list[Difference]:
+    """A start-up value measured on both sides that differs, when no flag difference already
+    carries that concept (seed 004: max_running_requests 26 → 21, computed by SGLang)."""
+    carried = {d.concept for d in diffs if d.concept}
+    out = []
+    for metric, concept in MEASURED_CONCEPTS.items():
+        b, c = b_metrics.get(metric), c_metrics.get(metric)
+        if b is None or c is None or b == c or concept in carried:
+            continue
+        b, c = (int(v) if float(v).is_integer() else v for v in (b, c))  # counts read as counts
+        out.append(Difference(key=f"measured.{metric}", label=f"{metric} (measured at start-up)",
+                              baseline=b, current=c, baseline_source="measured", current_source="measured",
+                              concept=concept, concept_baseline=b, concept_current=c,
+                              notes=["both values were measured on the running servers, not read from the units"]))
+    return out
 
 
 def _warnings(b_metrics: dict[str, float], compared_at: int, asked: int | None) -> list[str]:

@@ -127,6 +127,8 @@ class HtmlFormat(Format):
             summary = w.comparison_summary(view.comparison(h))
             if summary:
                 body.append(f'<p style="{_P}">{esc(summary)}</p>')
+            for warning in view.comparison_warnings(view.comparison(h)):
+                body.append(f'<p style="{_P}"><strong>warning:</strong> {esc(warning)}</p>')
             rows = _finding_rows(view.findings(h))
             body += _table(w.FINDING_COLUMNS, rows, mono_cols=(1, 2, 3)) if rows \
                 else ["<p><em>(no findings listed)</em></p>"]

@@ -64,6 +64,9 @@ class MarkdownFormat(Format):
             summary = w.comparison_summary(view.comparison(h))
             if summary:
                 lines += [md(summary), ""]
+            warnings = view.comparison_warnings(view.comparison(h))
+            if warnings:
+                lines += [f"- **warning:** {md(x)}" for x in warnings] + [""]
             rows = [[md(w.rank_text(f)), md(w.finding_name(f)), *(md(v) for v in w.finding_pair(f)),
                      md(w.impact_text(f) + (f" [{w.rule_tag(f)}]" if w.rule_tag(f) else "")),
                      md(w.explanation_text(f))] for f in view.findings(h)]

@@ -262,7 +262,7 @@ def summary_sentence(baseline_name: str, findings: int, ignored: int, top_line: 
         pred = f"no quantitative prediction ({clean(withheld)})"
     else:
         pred = "no quantitative prediction"
-    most = f"most of it from {top_line}" if top_moves else f"top finding: {top_line}"
+    most = f"most of it from {top_line}" if top_moves and not withheld else f"top finding: {top_line}"
     extra = f"; measured now: {tps_text(measured_tps)} tok/s" if measured_tps is not None else ""
     if measured_ratio is not None and ratio is not None:
         extra += f"; the findings explain {ratio_text(ratio)} of the observed {ratio_text(measured_ratio)}"

@@ -192,11 +192,6 @@ def test_5_report_json_carries_the_warning(dw, steps1):
     assert len(warnings) == 1 and "concurrency 16" in warnings[0], warnings
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "driftwatch/report/text.py TextFormat.render_fleet (likewise markdown.py/html_.py render_fleet, hence the "
-    "mail) never renders view.comparison_warnings(h's comparison): `report --concurrency 16` against a "
-    "baseline measured at concurrency 1 prints 'predicted 46.5 tok/s (×0.66)' with no warning; only compare's "
-    "render_comparison and the JSON carry it"))
 def test_5_report_text_warns_too(dw, steps1):
     run = dw("report", "--baseline", BASELINE_70, "--unit-file", steps1, "--concurrency", "16")
     assert run.code == 1, run
@@ -355,11 +350,6 @@ def test_9_dropin_on_the_baseline_side_is_named_as_such(dw, tmp_path):
     assert "--context-length (from override.conf, baseline)" in cells, cells
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "driftwatch/compare.py _startup_differences builds the engine.startup Difference after diff_snapshots "
-    "has run _attach_origin, and never sets its origin (diff.py _origin_key would return None for "
-    "'engine.startup' anyway): a drop-in ExecStart= that stops the unit from starting yields the rank-1 "
-    "finding with no 'origin' and no '(from override.conf)'"))
 def test_9_startup_failure_from_a_dropin_names_the_dropin(dw, tmp_path):
     cur = write(tmp_path, "live.cat", dropin_cat(extra_flags=" --tp-size two"))
     doc = dw("compare", "--baseline", UNIT_70, "--unit-file", cur, "--format", "json").json()
