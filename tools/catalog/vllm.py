@@ -349,6 +349,11 @@ def help_deprecation(text):
     note = sentences[i]
     # "... Use --new-flag instead." in the note or the sentence after it.
     short = ad.replacement(" ".join(sentences[i:i + 2]))
+    # only a replacement that names a flag or field ("use --new-flag",
+    # "use `pooler_config`", "use cp_kv_cache_interleave_size"), not prose
+    # ("[DEPRECATED] The task to use the model for.")
+    if short and not re.match(r"(?:use|set) (?:`|--|\w+[_.]\w)", short):
+        short = None
     if short:
         short = re.split(r",\s+(?:and|but|which)\b", short)[0]
     m = _REMOVED_IN.search(t)
@@ -376,18 +381,36 @@ def env_variables():
     default (the lambda evaluated with no VLLM_* set), the lambda's source,
     and choices where the release declares them (``env_with_choices``)."""
     import inspect
+    import os
 
     import vllm.envs as envs
 
     out = []
     for name, fn in envs.environment_variables.items():
         rec = {"name": name}
+
+        def read():
+            # some lambdas store what they made up in os.environ
+            # (get_env_or_set_default): undo that after each read
+            saved = dict(os.environ)
+            try:
+                return fn()
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
+
         try:
-            value = fn()
+            value = read()
             ok, j = ad.jsonable(value)
-            rec["default"] = j if ok else None
-            if not ok:
-                rec["default_repr"] = repr(value)
+            if repr(read()) != repr(value):
+                # made up on each read (0.33 VLLM_MM_SHM_NAME: a random
+                # name): no default to record
+                rec["default"] = None
+                rec["default_varies"] = True
+            else:
+                rec["default"] = j if ok else None
+                if not ok:
+                    rec["default_repr"] = repr(value)
         except Exception as e:  # e.g. reads os.environ[...] unconditionally
             rec["default"] = None
             rec["default_error"] = type(e).__name__
