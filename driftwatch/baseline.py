@@ -51,21 +51,10 @@ def list_baselines(directory: Path) -> list[str]:
 
 
 def parse_metrics(pairs: tuple[str, ...] | list[str], option: str = "--metric") -> dict[str, float]:
-    """['throughput=70', 'accept_length=3.1'] -> {'throughput': 70.0, ...}; bad pairs are InputErrors."""
-    metrics: dict[str, float] = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or not re.match(r"^[a-z][a-z0-9_]*$", key):
-            raise InputError(f"{option} {pair!r}: expected KEY=NUMBER, e.g. throughput=70")
-        try:
-            number = float(value)
-        except ValueError:
-            raise InputError(f"{option} {pair!r}: {value!r} is not a number") from None
-        if not math.isfinite(number):
-            raise InputError(f"{option} {pair!r}: a metric must be a finite number")
-        metrics[key] = number
-    return metrics
+    """['throughput=70', 'accept_length=3.1'] -> {'throughput': 70.0, ...}. Malformed pairs, unknown
+    names and impossible values are InputErrors (driftwatch/metrics.py)."""
+    from .metrics import parse_metrics as parse
+    return parse(pairs, option)
 
 
 def baseline_to_dict(baseline: Baseline) -> dict:

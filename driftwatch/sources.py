@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import DriftwatchError, InputError
-from .fileio import read_text_file
+from .fileio import MAX_TEXT_BYTES, read_text_file
 from .model import RawUnit
 from .snapshot import Snapshot, build_snapshot
 
@@ -77,14 +77,32 @@ def collect_one(host: str, unit: str, ssh: SSHSettings, inventory: str | None = 
     return raw_to_snapshot(raw, engine_version)
 
 
+STDIN = "-"
+
+
+def read_stdin_text() -> str:
+    """Standard input, with the same checks as a unit file (size, binary, UTF-8, empty)."""
+    import sys
+    import tempfile
+    data = sys.stdin.buffer.read(MAX_TEXT_BYTES + 1) if sys.stdin is not None else b""
+    with tempfile.NamedTemporaryFile(prefix="driftwatch-stdin-") as tmp:
+        tmp.write(data)
+        tmp.flush()
+        try:
+            return read_text_file(tmp.name, "unit on standard input")
+        except InputError as exc:
+            raise InputError(str(exc).replace(tmp.name, "standard input", 1)) from None
+
+
 def snapshot_from_unit_file(path: str, host: str | None = None, engine_version: str | None = None) -> Snapshot:
-    """Read a unit file on this machine (plain, or saved `systemctl cat` output) into a Snapshot."""
-    text = read_text_file(path)
+    """Read a unit file on this machine (plain, or saved `systemctl cat` output) into a Snapshot.
+    PATH `-` is standard input (`systemctl cat UNIT | driftwatch check --unit-file -`)."""
+    text = read_stdin_text() if path == STDIN else read_text_file(path)
     raw = RawUnit(host=host or "", unit="", text=text, source="file", paths=[])
-    snap = build_snapshot(raw, engine_version=engine_version, origin=path)
-    if not snap.paths:
+    snap = build_snapshot(raw, engine_version=engine_version, origin="standard input" if path == STDIN else path)
+    if not snap.paths and path != STDIN:
         snap.paths = [os.path.abspath(path)]
     if not snap.unit:
-        snap.unit = Path(path).name
+        snap.unit = "stdin" if path == STDIN else Path(path).name
     snap.host = host
     return snap

@@ -115,36 +115,78 @@ def comparison_to_dict(c: Comparison) -> dict:
 
 
 def host_entry(host: str | None, unit: str | None, status: str, comparison: dict | None = None,
-               error: str | None = None) -> dict:
-    return {"host": host or "local", "unit": unit, "status": status, "error": error, "comparison": comparison}
+               error: str | None = None, failure: str | None = None, file: str | None = None) -> dict:
+    """One (host, unit) of a report. An unreadable one (status "error") says why in `error` and what
+    kind of failure it was in `failure` (the collector's status: unreachable, timeout, auth failed,
+    host key refused, unit not found, unit masked, error; "invalid unit" for a unit read but refused).
+    A local unit file is labelled by the path the user gave (`host` and `file`), never by a
+    `# /path` header inside it."""
+    entry = {"host": host or "local", "unit": unit, "status": status, "error": error, "comparison": comparison}
+    if failure is not None or status == "error":
+        entry["failure"] = failure or "error"
+    if file is not None:
+        entry["file"] = file
+    return entry
 
 
-def compare_entry(baseline: Baseline, snap: Snapshot, rules, ignore, concurrency, engine_version) -> dict:
+def compare_entry(baseline: Baseline, snap: Snapshot, rules, ignore, concurrency, engine_version,
+                  file: str | None = None) -> dict:
     result = compare(baseline, snap, rules, ignore, concurrency, engine_version=engine_version)
-    return host_entry(snap.host, snap.unit, "drift" if result.drift else "clean", comparison_to_dict(result))
+    return host_entry(file if file is not None else snap.host, snap.unit, "drift" if result.drift else "clean",
+                      comparison_to_dict(result), file=file)
+
+
+def file_entry(path: str, baseline: Baseline, read, rules, ignore, concurrency, engine_version) -> dict:
+    """A local unit file compared with the baseline (`read(path)` gives its Snapshot), labelled by
+    the path as given; a file that cannot be read or parsed is an entry with its error."""
+    try:
+        snap = read(path)
+    except DriftwatchError as exc:
+        return host_entry(path, path.rstrip("/").rsplit("/", 1)[-1], "error", error=str(exc),
+                          failure="invalid unit", file=path)
+    return compare_entry(baseline, snap, rules, ignore, concurrency, engine_version, file=path)
 
 
 def entries_from_raws(raws: list[RawUnit], baseline: Baseline, rules, ignore, concurrency, engine_version,
                       to_snapshot) -> list[dict]:
     entries = []
     for raw in raws:
+        if raw.status not in ("ok", "fallback"):
+            error = f"{raw.host}: {raw.unit}: {raw.status}" + (f": {raw.error}" if raw.error else "")
+            entries.append(host_entry(raw.host, raw.unit, "error", error=error, failure=raw.status))
+            continue
         try:
             snap = to_snapshot(raw, engine_version)
             entries.append(compare_entry(baseline, snap, rules, ignore, concurrency, engine_version))
         except DriftwatchError as exc:
-            entries.append(host_entry(raw.host, raw.unit, "error", error=str(exc)))
+            entries.append(host_entry(raw.host, raw.unit, "error", error=str(exc), failure="invalid unit"))
     return entries
 
 
+def _counts(statuses_by_host: dict[str, list[str]]) -> tuple[int, int, int]:
+    """(drifted, clean, unreadable) hosts: a host drifted when any of its units did, unreadable when
+    any could not be read, clean when every unit matches."""
+    drifted = sum(1 for s in statuses_by_host.values() if "drift" in s)
+    unreadable = sum(1 for s in statuses_by_host.values() if "error" in s)
+    clean = sum(1 for s in statuses_by_host.values() if s and all(x == "clean" for x in s))
+    return drifted, clean, unreadable
+
+
 def build_report(baseline: Baseline, entries: list[dict]) -> dict:
-    drifted = sum(1 for e in entries if e["status"] == "drift")
-    unreadable = sum(1 for e in entries if e["status"] == "error")
+    """`summary` counts hosts (`hosts`, `drifted`, `clean`, `unreadable`: a host with two units is
+    one host) and, under `units`, the (host, unit) pairs with the same four counts."""
+    by_host: dict[str, list[str]] = {}
+    for e in entries:
+        by_host.setdefault(str(e["host"]), []).append(e["status"])
+    drifted, clean, unreadable = _counts(by_host)
+    u_drifted, u_clean, u_unreadable = _counts({str(i): [e["status"]] for i, e in enumerate(entries)})
     return {
         "schema": REPORT_SCHEMA,
         "generated_at": now_utc(),
         "baseline": {"name": baseline.name, "host": baseline.host, "unit": baseline.unit,
                      "metrics": dict(baseline.metrics)},
-        "summary": {"hosts": len(entries), "drifted": drifted, "clean": len(entries) - drifted - unreadable,
-                    "unreadable": unreadable},
+        "summary": {"hosts": len(by_host), "drifted": drifted, "clean": clean, "unreadable": unreadable,
+                    "units": {"total": len(entries), "drifted": u_drifted, "clean": u_clean,
+                              "unreadable": u_unreadable}},
         "hosts": entries,
     }

@@ -1,6 +1,14 @@
-"""Plain text (terminal, cron output, the mail's text part): tables via tabulate."""
+"""Plain text (terminal, cron output, the mail's text part): tables via tabulate.
+
+`TextFormat(width=N)` fits every line in N columns (the CLI passes the terminal's width: `COLUMNS`,
+else the tty's; `terminal_width`): table columns are narrowed, the explanation column first, and
+their cells wrapped. Without a width (files, mail, pipes) the layout is the fixed default.
+"""
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 import textwrap
 
 from tabulate import tabulate
@@ -9,10 +17,60 @@ from . import view
 from . import wording as w
 from .interface import Format
 
+# Default caps per column of the findings table (#, flag, baseline, current, impact, explanation),
+# and how columns give up width to fit a terminal: (column, narrowest), in order. The explanation
+# keeps a readable width as long as the other columns can give some up.
+_FINDING_CAPS = [None, 30, 22, 22, 24, 70]
+_FINDING_SHRINK = [(5, 40), (4, 14), (3, 12), (2, 10), (1, 16), (5, 20), (1, 10), (4, 8), (3, 8), (2, 8)]
+# The host table (host, unit, status, top finding, predicted).
+_FLEET_CAPS = [40, 30, None, 64, 22]
+_FLEET_SHRINK = [(3, 24), (0, 24), (1, 20), (4, 10), (3, 12), (0, 12), (1, 12), (3, 8), (0, 8), (1, 8), (4, 8)]
+_GAP = 2  # tabulate's "simple" format puts two spaces between columns
+
+
+def terminal_width(stream=None) -> int | None:
+    """`COLUMNS` when set, else the width of the terminal `stream` (stdout) is, else None."""
+    env = os.environ.get("COLUMNS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    stream = stream if stream is not None else sys.stdout
+    try:
+        if stream is not None and stream.isatty():
+            return shutil.get_terminal_size().columns
+    except (AttributeError, OSError, ValueError):
+        pass
+    return None
+
 
 def _wrap(text: str, indent: str, width: int = 78) -> list[str]:
-    return textwrap.wrap(text, width=width, initial_indent=indent, subsequent_indent=indent,
-                         break_long_words=True, break_on_hyphens=False) or [indent.rstrip()]
+    return textwrap.wrap(text, width=max(width, len(indent) + 10), initial_indent=indent,
+                         subsequent_indent=indent, break_long_words=True,
+                         break_on_hyphens=False) or [indent.rstrip()]
+
+
+def _natural(rows: list[list[str]], col: int) -> int:
+    return max([max((len(x) for x in str(r[col]).splitlines()), default=0) for r in rows])
+
+
+def _fit_caps(rows: list[list[str]], headers: list[str], caps: list, steps: list[tuple[int, int]],
+              width: int | None) -> list:
+    """Column caps so the table is at most `width` wide, narrowing columns step by step."""
+    caps = list(caps)
+    if width is None or not rows:
+        return caps
+    natural = [_natural(rows, i) for i in range(len(headers))]
+    header = [len(str(h)) + 2 for h in headers]  # tabulate pads every header by two (MIN_PADDING)
+
+    def shown(i: int) -> int:
+        return max(natural[i] if caps[i] is None else min(natural[i], caps[i]), header[i])
+
+    for col, narrowest in steps:
+        excess = sum(shown(i) for i in range(len(headers))) + _GAP * (len(headers) - 1) - width
+        if excess <= 0:
+            break
+        current = shown(col)
+        caps[col] = max(narrowest, header[col], current - excess) if current > narrowest else current
+    return caps
 
 
 class TextFormat(Format):
@@ -20,52 +78,86 @@ class TextFormat(Format):
     media_type = "text/plain"
     suffix = ".txt"
 
+    def __init__(self, width: int | None = None):
+        self.width = width if width and width > 0 else None
+
+    def _fit(self, line: str, indent: str = "  ") -> list[str]:
+        """One logical line, wrapped to the width when there is one (continuations indented)."""
+        if self.width is None or len(line) <= self.width:
+            return [line]
+        return textwrap.wrap(line, width=max(self.width, 20), subsequent_indent=indent, break_long_words=True,
+                             break_on_hyphens=False) or [line]
+
+    def _finding_list(self, findings: list[dict]) -> list[str]:
+        """The ranked findings as blocks (as in the fleet report), for a terminal too narrow for the table."""
+        lines: list[str] = []
+        for f in findings:
+            tag = w.rule_tag(f)
+            lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)}", "     ")
+            lines += self._fit(f"     impact: {w.impact_text(f)}" + (f"  [{tag}]" if tag else ""), "     ")
+            if f.get("explanation"):
+                lines += self._para(w.explanation_text(f), "     ")
+        return lines
+
+    def _para(self, text: str, indent: str) -> list[str]:
+        return _wrap(text, indent, 78 if self.width is None else min(78, self.width))
+
     def render_comparison(self, doc: dict) -> str:
         """Header lines, the ranked table, the summary paragraph, ignored findings and notes."""
-        lines = w.comparison_header(doc) + [""]
+        lines = [part for line in w.comparison_header(doc) for part in self._fit(line, "          ")] + [""]
         findings = view.comparison_findings(doc)
         if findings:
             rows = [[w.rank_text(f), w.finding_name(f), *w.finding_pair(f), w.impact_text(f),
                      w.rule_explanation(f)] for f in findings]
-            lines.append(tabulate(rows, headers=w.FINDING_COLUMNS, tablefmt="simple",
-                                  maxcolwidths=[None, 30, 22, 22, 24, 70]))
+            caps = _fit_caps(rows, w.FINDING_COLUMNS, _FINDING_CAPS, _FINDING_SHRINK, self.width)
+            table = tabulate(rows, headers=w.FINDING_COLUMNS, tablefmt="simple", maxcolwidths=caps)
+            if self.width is not None and max(len(x) for x in table.splitlines()) > self.width:
+                lines += self._finding_list(findings)  # too narrow for a table: one block per finding
+            else:
+                lines.append(table)
             lines.append("")
         if w.comparison_summary(doc):
-            lines.append(w.comparison_summary(doc))
+            lines += self._fit(w.comparison_summary(doc), "")
         ignored = view.comparison_ignored(doc)
         if ignored:
-            lines.append("ignored: " + "; ".join(w.ignored_text(f) for f in ignored))
-        lines += [f"warning: {w.clean(n)}" for n in view.comparison_warnings(doc)]
-        lines += [f"note: {w.clean(n)}" for n in view.comparison_notes(doc)]
+            lines += self._fit("ignored: " + "; ".join(w.ignored_text(f) for f in ignored))
+        for n in view.comparison_warnings(doc):
+            lines += self._fit(f"warning: {w.clean(n)}")
+        for n in view.comparison_notes(doc):
+            lines += self._fit(f"note: {w.clean(n)}")
         return "\n".join(lines) + "\n"
 
     def render_fleet(self, doc: dict) -> str:
         """Headline, counts, the host table, each drifted host's findings, unreadable hosts."""
-        lines = [f"driftwatch report: {w.headline(doc)}", f"baseline: {w.baseline_line(doc)}"]
+        lines = self._fit(f"driftwatch report: {w.headline(doc)}") + self._fit(f"baseline: {w.baseline_line(doc)}")
         if doc.get("generated_at"):
             lines.append(f"generated: {w.clean(doc['generated_at'])}")
         lines += [", ".join(w.count_parts(doc)), ""]
         rows = w.fleet_rows(doc)
         if rows:
-            lines.append(tabulate(rows, headers=w.FLEET_COLUMNS, tablefmt="simple", disable_numparse=True))
+            caps = _fit_caps(rows, w.FLEET_COLUMNS, _FLEET_CAPS if self.width else [None] * 5, _FLEET_SHRINK,
+                             self.width)
+            lines.append(tabulate(rows, headers=w.FLEET_COLUMNS, tablefmt="simple", disable_numparse=True,
+                                  maxcolwidths=caps))
         else:
             lines.append("(no hosts in this report)")
         for h in view.detailed_hosts(doc):
-            lines += ["", f"== {w.host_title(h)}: {view.status(h)}, predicted {w.predicted(h)}"]
+            lines += [""] + self._fit(f"== {w.host_title(h)}: {view.status(h)}, predicted {w.predicted(h)}", "   ")
             summary = w.comparison_summary(view.comparison(h))
             if summary:
-                lines += _wrap(summary, "   ")
+                lines += self._para(summary, "   ")
             fs = view.findings(h)
             if not fs:
                 lines.append("   (no findings listed)")
             for f in fs:
                 tag = w.rule_tag(f)
-                lines.append(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)}")
-                lines.append(f"     impact: {w.impact_text(f)}" + (f"  [{tag}]" if tag else ""))
+                lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)}", "     ")
+                lines += self._fit(f"     impact: {w.impact_text(f)}" + (f"  [{tag}]" if tag else ""), "     ")
                 if f.get("explanation"):
-                    lines += _wrap(w.explanation_text(f), "     ")
+                    lines += self._para(w.explanation_text(f), "     ")
         errors = view.unreadable_hosts(doc)
         if errors:
             lines += ["", f"== Unreadable hosts ({len(errors)})"]
-            lines += [f"   {w.host_title(h)}: {w.host_error(h)}" for h in errors]
+            for h in errors:
+                lines += self._fit(f"   {w.host_title(h)}: {w.host_error(h)}", "     ")
         return "\n".join(lines).rstrip() + "\n"
