@@ -326,11 +326,30 @@ def fake_doc():
     fields = {f.name: f for f in dataclasses.fields(FakeEngineArgs)}
     source = {"built_by": "test", "make_arg_parser": "test.make_arg_parser",
               "FlexibleArgumentParser": "test.FakeFlexibleArgumentParser"}
-    return V.catalog_of(fake_serve_parser(), "0.99.0", fields, source)
+    return V.catalog_of(fake_serve_parser(), "0.99.0", fields, source,
+                        aliases=V.serve_aliases(FakeServeSubcommand, fields))
 
 
 def _opt(doc, primary):
     return next(o for o in doc["options"] if o["primary"] == primary)
+
+
+class FakeServeSubcommand:
+    @staticmethod
+    def cmd(args):
+        if hasattr(args, "model_tag") and args.model_tag is not None:
+            args.model = args.model_tag
+        if args.headless:
+            args.api_server_count = 0
+        else:
+            args.tensor_parallel_size = args.max_num_seqs
+
+
+def test_serve_aliases():
+    fields = {f.name for f in dataclasses.fields(FakeEngineArgs)}
+    # model_tag is no field: an alias; max_num_seqs is one: a computed copy
+    assert V.serve_aliases(FakeServeSubcommand, fields) == {"model_tag": "model"}
+    assert V.serve_aliases(object, fields) == {}
 
 
 def test_positional_model_tag(fake_doc):
@@ -338,7 +357,8 @@ def test_positional_model_tag(fake_doc):
     assert pos["primary"] == pos["dest"] == "model_tag"
     assert pos["option_strings"] == [] and pos["position"] == 0
     assert pos["nargs"] == "?" and pos["required"] is False
-    assert pos["not_a_field"] is True
+    assert pos["field"] == "model" and "not_a_field" not in pos
+    assert fake_doc["field_aliases"] == {"model_tag": "model"}
     assert fake_doc["counts"]["positionals"] == 1
     assert not any(o["primary"] == "model_tag" for o in fake_doc["options"])
 
@@ -413,7 +433,8 @@ def test_top_level(fake_doc):
     assert [o["primary"] for o in d["options"]] == sorted(o["primary"] for o in d["options"])
     # deterministic text
     fields = {f.name: f for f in dataclasses.fields(FakeEngineArgs)}
-    again = V.catalog_of(fake_serve_parser(), "0.99.0", fields, d["parser"] | {})
+    again = V.catalog_of(fake_serve_parser(), "0.99.0", fields, d["parser"] | {},
+                         aliases={"model_tag": "model"})
     again["parser"] = d["parser"]
     assert ad.render(again) == ad.render(d)
 

@@ -469,6 +469,22 @@ def _fields():
     return fields
 
 
+def serve_aliases(serve_cls, fields):
+    """``args.<field> = args.<dest>`` copies in ``ServeSubcommand.cmd`` where
+    ``dest`` is no field itself: the positional ``model_tag`` -> ``model``
+    in every release. (``args.api_server_count = args.data_parallel_size``
+    is a computed value, not an alias, and is left out.)"""
+    import inspect
+
+    try:
+        src = inspect.getsource(serve_cls.cmd)
+    except (OSError, TypeError, AttributeError):
+        return {}
+    return {m.group(2): m.group(1)
+            for m in re.finditer(r"args\.(\w+)\s*=\s*args\.(\w+)\s*$", src, re.M)
+            if m.group(2) not in fields and m.group(1) in fields}
+
+
 def _round(x):
     return round(x, 1)
 
@@ -501,7 +517,14 @@ def dump(stubs=()) -> dict:
     t2 = time.monotonic()
 
     variables = env_variables()
-    doc = catalog_of(parser, version, _fields(), source, stubs=stubs)
+    fields = _fields()
+    try:
+        _m, serve_cls = _first_attr(_SERVE_SUBCOMMAND, "ServeSubcommand")
+        aliases = serve_aliases(serve_cls, fields)
+    except ImportError:
+        aliases = {}
+    doc = catalog_of(parser, version, fields, source, stubs=stubs,
+                     aliases=aliases)
     t3 = time.monotonic()
     doc["parser"].update(platform=platform_name, cpu_platform_patched=patched)
     doc["counts"]["env_variables"] = len(variables)
@@ -544,11 +567,12 @@ def records(parser):
     return options, positionals, settings
 
 
-def catalog_of(parser, version, fields, source, stubs=()):
+def catalog_of(parser, version, fields, source, stubs=(), aliases=None):
     """The catalog document of a built ``vllm serve`` parser (no timings,
-    platform or generated_at: ``dump`` adds those)."""
+    platform or generated_at: ``dump`` adds those). ``aliases``: {dest:
+    field} copies made after parsing (``serve_aliases``)."""
     options, positionals, settings = records(parser)
-    used = ad.attach_fields(options + positionals, fields, {})
+    used = ad.attach_fields(options + positionals, fields, aliases or {})
     doc = ad.catalog(
         NAME, version, GENERATED_BY,
         options=[rec for _a, rec in options],
