@@ -88,6 +88,10 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
                                                      for g in rt["gpus"] if isinstance(g, dict)))
         if rt.get("measured"):
             lines.append("measured:    " + ", ".join(f"{k}={v:g}" for k, v in rt["measured"].items()))
+    if snap.source != "file" and not rt.get("running_argv") and "active_state" not in rt and "main_pid" not in rt:
+        # read live from a host without systemd: no MainPID, and no process had argv/port evidence
+        lines.append("running:     unknown (no systemd MainPID, and no process whose command line or --port "
+                     "is this unit's)")
     for note in e.notes:
         lines.append(f"note: {note}")
     for warning in snap.warnings:

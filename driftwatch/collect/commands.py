@@ -16,7 +16,10 @@ content can forge a header. Sections, in order:
                                not run: no ``/run/systemd/system``, nothing is loaded);
 ``PROC <pid>``                ``/proc/PID/cmdline`` as hex (``od``): MainPID's or, only where
                                systemd cannot be asked, every process whose command line
-                               mentions sglang (at most 16);
+                               mentions sglang (at most 16); one of those is taken as the unit's
+                               server only on evidence (``match_process``): its command line is the
+                               unit's, or it serves the unit's ``--port``; else the running process
+                               is unknown;
 ``INTERP``/``VERSION``/``VERSIONRC``  the unit's interpreter and the ``Version:`` of the
                                ``sglang-*.dist-info/METADATA`` beside it (read, never executed);
 ``GPU``/``GPURC``             ``nvidia-smi --query-gpu=index,name,memory.total``;
@@ -303,6 +306,60 @@ def parse_cmdline_hex(hexdump: bytes) -> list[str] | None:
     return [a.decode("utf-8", "surrogateescape") for a in argv]
 
 
+def _port(engine_argv: list[str]) -> str | None:
+    """The last ``--port N`` / ``--port=N`` of an engine's arguments (None: the engine's default)."""
+    port = None
+    for i, word in enumerate(engine_argv):
+        if word == "--port" and i + 1 < len(engine_argv):
+            port = engine_argv[i + 1]
+        elif word.startswith("--port="):
+            port = word.split("=", 1)[1]
+    return port
+
+
+def _unit_command(text: str | None, unit: str, environment_files: dict[str, str]):
+    """(expanded ExecStart argv, its Launcher) of the unit text; None when it cannot be read."""
+    if not text:
+        return None
+    try:
+        from driftwatch.engines.registry import find_launcher
+        from driftwatch.parse.execstart import resolve_exec_start
+        from driftwatch.parse.unitfile import parse_unit_text
+        result = resolve_exec_start(parse_unit_text(text, name=unit), environment_files or None)
+        argv = list(result.expanded_argv)
+        return argv, find_launcher(argv, dict(result.environment))
+    except Exception:  # noqa: BLE001 - no evidence from a unit we cannot read: the process stays unknown
+        return None
+
+
+def match_process(text: str | None, unit: str, candidates: list[tuple[int, list[str]]],
+                  environment_files: dict[str, str] | None = None) -> list[str] | None:
+    """Which of the engine processes found without systemd (no MainPID to ask) runs ``unit``, on
+    evidence only: its command line is the unit's (the whole argv, or the same engine with the same
+    arguments behind other wrappers), else it is the one process of that engine serving the unit's
+    port (``--port``, or both the engine's default). None: the running process is unknown; an
+    unrelated SGLang on the host is never taken for this unit's server."""
+    command = _unit_command(text, unit, environment_files or {})
+    if command is None or not candidates:
+        return None
+    from driftwatch.engines.registry import find_launcher
+    argv, launcher = command
+    same, by_port = [], []
+    for pid, proc_argv in sorted(candidates):
+        try:
+            running = find_launcher(list(proc_argv))
+        except Exception:  # noqa: BLE001
+            continue
+        if proc_argv == argv or (running.engine == launcher.engine != "none"
+                                 and running.engine_argv == launcher.engine_argv):
+            same.append(proc_argv)
+        elif running.engine == launcher.engine != "none" and _port(running.engine_argv) == _port(launcher.engine_argv):
+            by_port.append(proc_argv)
+    if same:
+        return same[0]
+    return by_port[0] if len(by_port) == 1 else None
+
+
 def is_engine_argv(argv: list[str]) -> bool:
     if any("sglang.launch_server" in a for a in argv):
         return True
@@ -392,11 +449,12 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, timed_out: boo
         p, argv = _int(arg), parse_cmdline_hex(content)
         if p is not None and argv:
             procs.append((p, argv))
+    environment_files = {a: c.decode("utf-8", "replace") for a, c in s.all("ENV")}
     if raw.main_pid is not None:
         raw.running_argv = next((a for p, a in procs if p == raw.main_pid), None)
-    else:
-        engines = sorted((p, a) for p, a in procs if is_engine_argv(a))
-        raw.running_argv = engines[0][1] if engines else None
+    else:  # no systemd to ask: a process is this unit's only on argv or port evidence
+        engines = [(p, a) for p, a in procs if is_engine_argv(a)]
+        raw.running_argv = match_process(raw.text, unit, engines, environment_files)
 
     version = (s.text("VERSION") or "").strip()
     if _int(s.text("VERSIONRC")) == 0 and _VERSION.match(version):
@@ -404,7 +462,7 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, timed_out: boo
     if _int(s.text("GPURC")) == 0:
         raw.gpus = parse_gpus(s.text("GPU") or "")
     raw.measured = parse_journal(s.text("JOURNAL") or "")
-    raw.environment_files = {a: c.decode("utf-8", "replace") for a, c in s.all("ENV")}
+    raw.environment_files = environment_files
     return raw
 
 
