@@ -146,6 +146,8 @@ class TextFormat(Format):
             summary = w.comparison_summary(view.comparison(h))
             if summary:
                 lines += self._para(summary, "   ")
+            for warning in view.comparison_warnings(view.comparison(h)):
+                lines += self._para(f"warning: {w.clean(warning)}", "   ")
             fs = view.findings(h)
             if not fs:
                 lines.append("   (no findings listed)")
