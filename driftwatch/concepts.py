@@ -30,6 +30,7 @@ CONCEPTS: dict[str, str] = {
     "kv.cache_dtype": "number format of the KV cache",
     "kv.prefix_cache": "prefix (radix) cache on",
     "prefill.chunk_size": "chunked-prefill chunk size in tokens",
+    "prefill.chunked": "chunked prefill on (long prompts split across steps)",
     # CUDA graphs and compilation
     "cuda_graph.enabled": "CUDA graphs captured for decode",
     "cuda_graph.max_batch": "largest batch decoded with a CUDA graph",
@@ -40,6 +41,7 @@ CONCEPTS: dict[str, str] = {
     "parallel.pipeline": "pipeline-parallel stages",
     "parallel.data": "data-parallel replicas",
     "parallel.expert": "expert-parallel size",
+    "parallel.expert_enabled": "expert parallelism on (MoE experts spread over the GPUs, not tensor-split)",
     "parallel.dp_attention": "data-parallel attention on",
     "parallel.attention_data": "data-parallel attention groups inside the tensor-parallel group",
     # kernels and numerics

@@ -50,6 +50,11 @@ class Engine(ABC):
     def choose_release(self, argvs: list[list[str]]) -> tuple[str, str]:
         """The newest release under which every argv parses, and a sentence saying why."""
 
+    def detect_image(self, image: str, args: list[str]) -> EngineEntry | None:
+        """The entry point when a container image's own entrypoint starts this engine
+        (`docker run … vllm/vllm-openai:v0.15.0 ARGS`); `args` are the words after the image."""
+        return None
+
     def concept_bindings(self) -> dict[str, Binding]:
         """Native field -> concept. Fields without a concept are compared by key only."""
         return {}

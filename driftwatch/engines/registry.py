@@ -11,9 +11,11 @@ from ..parse.wrappers import NO_ENGINE, peel_wrappers
 from .interface import Engine
 from .none import NONE_ENGINE
 from .sglang.engine import ENGINE as SGLANG
+from .vllm.engine import ENGINE as VLLM
 
 ENGINES: dict[str, Engine] = {
     SGLANG.name: SGLANG,
+    VLLM.name: VLLM,
 }
 
 
@@ -43,6 +45,14 @@ def _detect(words: list[str]):
     return None
 
 
+def _detect_image(image: str, args: list[str]):
+    for engine in ENGINES.values():
+        entry = engine.detect_image(image, args)
+        if entry is not None:
+            return engine.name, entry
+    return None
+
+
 def find_launcher(argv: list[str], environment: dict[str, str] | None = None) -> Launcher:
     """Peel wrappers off argv until a registered engine's entry point (engine "none" if none)."""
-    return peel_wrappers(argv, _detect, environment)
+    return peel_wrappers(argv, _detect, environment, _detect_image)

@@ -40,6 +40,7 @@ _SHELL_SEPARATORS = {"&&", "||", ";", "|", "&", "|&"}
 _REDIRECT = re.compile(r"(?:(?<=\s)|^)\d*(?:&>>|&>|>>|>&|<&|>\||>|<)\s*(?:&?\d+\b|[^\s;&|]+)")
 
 Detect = Callable[[list[str]], "tuple[str, object] | None"]  # words -> (engine name, EngineEntry)
+DetectImage = Callable[[str, list[str]], "tuple[str, object] | None"]  # (image, args) -> the same
 
 
 def basename(path: str) -> str:
@@ -183,9 +184,21 @@ def _shell_segments(script: str, environment: dict[str, str] | None = None,
     return segments
 
 
+def _docker_entrypoint(options: list[str]) -> str | None:
+    """The `--entrypoint CMD` of `docker run` options, if any."""
+    for i, word in enumerate(options):
+        if word.startswith("--entrypoint="):
+            return word.split("=", 1)[1] or None
+        if word == "--entrypoint" and i + 1 < len(options):
+            return options[i + 1] or None
+    return None
+
+
 class _Peeler:
-    def __init__(self, detect: Detect, environment: dict[str, str] | None = None):
+    def __init__(self, detect: Detect, environment: dict[str, str] | None = None,
+                 detect_image: DetectImage | None = None):
         self.detect = detect
+        self.detect_image = detect_image
         self.environment = dict(environment or {})  # the unit's Environment=, for `bash -c '… $VAR …'`
         self.budget = 4096  # total peeling steps, nested shells included: bounds hostile input
 
@@ -269,8 +282,17 @@ class _Peeler:
                     break
                 image = words[idx]
                 wrappers.append(f"{name} run")
-                wrapper_args.append(" ".join([f"{name} run", *self._docker_options(words, start, idx, env)]))
+                options = self._docker_options(words, start, idx, env)
+                wrapper_args.append(" ".join([f"{name} run", *options]))
+                entrypoint = _docker_entrypoint(options)
                 words = words[idx + 1:]
+                if entrypoint:  # --entrypoint replaces the image's own command
+                    words = [entrypoint, *words]
+                elif self.detect_image is not None:
+                    found = self.detect_image(image, words)  # an image whose entrypoint is an engine
+                    if found is not None:
+                        engine, entry = found
+                        return launcher(engine, entry.entry, entry.interpreter, entry.engine_argv)
             elif name == "numactl":
                 wrappers.append("numactl")
                 words = words[_skip_options(words, _NUMACTL_VALUE_OPTS, 1):]
@@ -365,7 +387,9 @@ class _Peeler:
                         wrapper_args=wrapper_args + inner.wrapper_args, problems=problems + inner.problems)
 
 
-def peel_wrappers(argv: list[str], detect: Detect, environment: dict[str, str] | None = None) -> Launcher:
+def peel_wrappers(argv: list[str], detect: Detect, environment: dict[str, str] | None = None,
+                  detect_image: DetectImage | None = None) -> Launcher:
     """Unwrap `argv` until `detect` recognises an engine; engine "none" when nothing does.
-    `environment` (the unit's Environment=) fills `$VAR` that a `bash -c` script expands itself."""
-    return _Peeler(detect, environment).peel(list(argv))
+    `environment` (the unit's Environment=) fills `$VAR` that a `bash -c` script expands itself;
+    `detect_image` recognises a `docker run` image whose own entrypoint is an engine."""
+    return _Peeler(detect, environment, detect_image).peel(list(argv))

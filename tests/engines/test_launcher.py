@@ -166,9 +166,9 @@ def test_bash_c_redirections_are_not_engine_args(tail):
 
 
 @pytest.mark.parametrize("cmd, entry, args", [
-    ("vllm serve meta/llama --tp 2", "vllm", ["serve", "meta/llama", "--tp", "2"]),
+    ("vllm chat --url http://x", "vllm", ["chat", "--url", "http://x"]),  # vLLM's client, not a server
     ("python -m http.server 8000", "python -m http.server", ["8000"]),
-    ("/usr/bin/python3 -m vllm.entrypoints.openai.api_server", "python -m vllm.entrypoints.openai.api_server", []),
+    ("/usr/bin/python3 -m vllm.entrypoints.api_server", "python -m vllm.entrypoints.api_server", []),  # demo server
     ("env A=1 /usr/bin/true", "/usr/bin/true", []),
     ("docker run --rm nginx:latest", "", []),
     ("numactl -N 0 /opt/bin/llama-server -m x.gguf", "/opt/bin/llama-server", ["-m", "x.gguf"]),

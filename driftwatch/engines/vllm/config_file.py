@@ -1,0 +1,129 @@
+"""The YAML file of `vllm serve --config FILE`: where its text comes from, and how it travels.
+
+vLLM reads CLI options from that file at start-up (flexible.py applies them as vLLM does). The file
+lives on the server, so driftwatch gets its text from whoever has it:
+
+- offline, the user passes it: `driftwatch --engine-config FILE …` (for any `--config` path) or
+  `--engine-config /etc/vllm/qwen.yaml=FILE` (for that path only); the same list, separated by `:`,
+  in $DRIFTWATCH_ENGINE_CONFIG;
+- a collector that fetched it from the host calls `provide()` the same way.
+
+When the engine entry is detected, the file's parsed content is put into the engine argv right after
+the path, as one word `--config={"driftwatch_config_file": PATH, "data": …}` (see `with_payloads`):
+snapshots and baselines then carry the settings the unit ran with, and re-reading a saved snapshot
+needs no file. The engine types that word as the value of `--config` (rewrites.py), so the
+redaction policy keeps it, with credentials inside it cut out like those of any typed JSON value.
+The word is never passed to vLLM's parser (`split_payloads` takes it out first; vLLM itself would
+ignore a `--config=` word anyway).
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+
+import yaml
+
+PAYLOAD_KEY = "driftwatch_config_file"
+PAYLOAD_PREFIX = '--config={"' + PAYLOAD_KEY + '":'
+ANY_PATH = "*"
+ENV_VAR = "DRIFTWATCH_ENGINE_CONFIG"
+
+_lock = threading.RLock()
+_provided: dict[str, str] = {}  # path as the unit writes it (or ANY_PATH) -> file text
+_env_read: list[str] = []  # the $DRIFTWATCH_ENGINE_CONFIG value already read
+
+
+def provide(text: str, path: str = ANY_PATH) -> None:
+    """Make a config file's text known for `--config path` (ANY_PATH: for every --config)."""
+    with _lock:
+        _provided[path] = text
+
+
+def clear() -> None:
+    with _lock:
+        _provided.clear()
+        _env_read.clear()
+
+
+def _read_env() -> None:
+    """$DRIFTWATCH_ENGINE_CONFIG, once per value. A FILE that cannot be read is bad input."""
+    value = os.environ.get(ENV_VAR, "")
+    if not value or value in _env_read:
+        return
+    _env_read.append(value)
+    for item in filter(None, value.split(os.pathsep)):
+        try:
+            provide_option(item)
+        except OSError as exc:
+            from ...errors import InputError
+            raise InputError(f"{ENV_VAR}: {item}: {exc.strerror or exc}") from None
+
+
+def provided(path: str) -> str | None:
+    """The text given for `--config path`: that exact path, else the same file name, else ANY_PATH."""
+    with _lock:
+        _read_env()
+        if path in _provided:
+            return _provided[path]
+        base = os.path.basename(path)
+        for known, text in _provided.items():
+            if known != ANY_PATH and os.path.basename(known) == base:
+                return text
+        return _provided.get(ANY_PATH)
+
+
+def provide_option(value: str) -> None:
+    """`--engine-config [PATH=]FILE` from the command line. Raises OSError for an unreadable FILE."""
+    path, sep, local = value.partition("=")
+    if not sep:
+        path, local = ANY_PATH, value
+    with open(local, encoding="utf-8") as fh:
+        provide(fh.read(), path or ANY_PATH)
+
+
+def payload(path: str, text: str) -> str:
+    """The argv word carrying the parsed file (or why it could not be parsed)."""
+    try:
+        doc = {PAYLOAD_KEY: path, "data": yaml.safe_load(text)}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark is not None else ""
+        doc = {PAYLOAD_KEY: path, "error": f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}"}
+    return "--config=" + json.dumps(doc, default=str, separators=(",", ":"))
+
+
+def with_payloads(argv: list[str]) -> list[str]:
+    """argv with the known text of each `--config PATH` inlined after the path (once)."""
+    if "--config" not in argv or any(w.startswith(PAYLOAD_PREFIX) for w in argv):
+        return argv
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        out.append(argv[i])
+        if argv[i] == "--config" and i + 1 < len(argv):
+            path = argv[i + 1]
+            out.append(path)
+            text = provided(path)
+            if text is not None:
+                out.append(payload(path, text))
+            i += 2
+            continue
+        i += 1
+    return out
+
+
+def split_payloads(argv: list[str]) -> tuple[list[str], dict[str, dict]]:
+    """(argv without payload words, {path: {"data": …} or {"error": …}})."""
+    words, payloads = [], {}
+    for word in argv:
+        if word.startswith(PAYLOAD_PREFIX):
+            try:
+                doc = json.loads(word[len("--config="):])
+            except json.JSONDecodeError:
+                continue
+            if isinstance(doc, dict) and isinstance(doc.get(PAYLOAD_KEY), str):
+                payloads[doc[PAYLOAD_KEY]] = doc
+            continue
+        words.append(word)
+    return words, payloads
