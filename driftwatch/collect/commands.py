@@ -16,15 +16,18 @@ content can forge a header. Sections, in order:
                                not run: no ``/run/systemd/system``, nothing is loaded);
 ``PROC <pid>``                ``/proc/PID/cmdline`` as hex (``od``): MainPID's or, only where
                                systemd cannot be asked, every process whose command line
-                               mentions sglang (at most 16); one of those is taken as the unit's
+                               mentions sglang or vllm (at most 16); one of those is taken as the unit's
                                server only on evidence (``match_process``): its command line is the
                                unit's, or it serves the unit's ``--port``; else the running process
                                is unknown;
 ``INTERP``/``VERSION``/``VERSIONRC``  the unit's interpreter and the ``Version:`` of the
-                               ``sglang-*.dist-info/METADATA`` beside it (read, never executed);
+                               ``sglang-*.dist-info/METADATA`` (``vllm-*`` when the unit starts
+                               vLLM) beside it (read, never executed);
 ``GPU``/``GPURC``             ``nvidia-smi --query-gpu=index,name,memory.total``;
 ``JOURNAL``                   ``journalctl`` of the unit's current invocation (-n 500) lines with ``accept len`` or
-                               ``gen throughput`` (the last 20); only where systemd runs
+                               ``gen throughput`` (SGLang), ``Avg generation throughput``, ``Mean
+                               acceptance length`` or ``Speculative metrics:`` (vLLM) (the last 20);
+                               only where systemd runs
                                (``/run/systemd/system`` exists, systemd's own sd_booted test);
 ``ENV <path>``                ``EnvironmentFile=`` files named in the unit (first 64 KiB each);
 ``END``                       the script finished (absent: the command timed out mid-way).
@@ -126,7 +129,7 @@ if [ -n "$PID" ] && [ -r "/proc/$PID/cmdline" ]; then
   sec "PROC $PID"; od -An -v -tx1 "/proc/$PID/cmdline"
 elif [ -z "$SHOW" ]; then  # no systemd to ask: look for the engine; with systemd, MainPID=0 means stopped
   n=0
-  for f in $(grep -l -a -e 'sglan[g]' /proc/[0-9]*/cmdline 2>/dev/null); do
+  for f in $(grep -l -a -e 'sglan[g]' -e 'vll[m]' /proc/[0-9]*/cmdline 2>/dev/null); do
     p=${f#/proc/}; p=${p%/cmdline}
     sec "PROC $p"; od -An -v -tx1 "$f"
     n=$((n + 1)); if [ "$n" -ge @MAXPROCS@ ]; then break; fi
@@ -153,7 +156,7 @@ if [ -z "$PY" ]; then PY=$SP; fi
 if [ -z "$PY" ] && [ -n "$PID" ]; then PY=$(tr '\000' '\n' <"/proc/$PID/cmdline" | head -n 1); fi
 case "${PY##*/}" in
   python*) ;;
-  sglang)
+  sglang|vllm)
     l=$(head -n 1 "$PY" 2>/dev/null)
     case "$l" in '#!'*) PY=${l#??}; PY=${PY#"${PY%%[! ]*}"}; PY=${PY%% *} ;; *) PY= ;; esac
     case "${PY##*/}" in python*) ;; *) PY= ;; esac ;;
@@ -165,10 +168,15 @@ if [ -n "$PY" ]; then
   # writable by the service user, and we often run as root).
   sec INTERP; printf '%s\n' "$PY"
   V=; R=${PY%/bin/*}
-  for m in "$R"/lib/python3*/site-packages/sglang-*.dist-info/METADATA \
-           "$R"/lib/python3*/dist-packages/sglang-*.dist-info/METADATA \
-           "$R"/local/lib/python3*/dist-packages/sglang-*.dist-info/METADATA; do
-    if [ -f "$m" ]; then V=$(sed -n 's/^Version: *//p' "$m" | head -n 1); break; fi
+  # the engine the unit starts decides whose metadata is read (a venv may hold both)
+  case "$UNITTEXT" in *vllm*) DISTS="vllm sglang" ;; *) DISTS="sglang vllm" ;; esac
+  for d in $DISTS; do
+    for m in "$R"/lib/python3*/site-packages/$d-*.dist-info/METADATA \
+             "$R"/lib/python3*/dist-packages/$d-*.dist-info/METADATA \
+             "$R"/local/lib/python3*/dist-packages/$d-*.dist-info/METADATA; do
+      if [ -f "$m" ]; then V=$(sed -n 's/^Version: *//p' "$m" | head -n 1); break; fi
+    done
+    if [ -n "$V" ]; then break; fi
   done
   sec VERSION; printf '%s\n' "$V"
   sec VERSIONRC; if [ -n "$V" ]; then echo 0; else echo 1; fi
@@ -184,7 +192,8 @@ if [ -d /run/systemd/system ] && command -v journalctl >/dev/null 2>&1; then
     $T journalctl _SYSTEMD_INVOCATION_ID="$IID" -n 500 --no-pager -o cat
   else
     $T journalctl -u "$U" -n 500 --no-pager -o cat
-  fi | grep -a -e 'accept len' -e 'gen throughput' | tail -n 20
+  fi | grep -a -e 'accept len' -e 'gen throughput' -e 'Avg generation throughput' -e 'Mean acceptance length' \
+         -e 'Speculative metrics:' | tail -n 20
 fi
 while IFS= read -r e; do
   case "$e" in /*) ;; *) continue ;; esac
@@ -268,6 +277,15 @@ def split_sections(output: bytes, nonce: str) -> Sections:
 _HEADER = re.compile(r"^# (/\S.*)$")
 _ACCEPT = re.compile(r"accept len:\s*([0-9]+(?:\.[0-9]+)?)")
 _THROUGHPUT = re.compile(r"gen throughput \(token/s\):\s*([0-9]+(?:\.[0-9]+)?)")
+# vLLM (vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/metrics.py, 0.10 - 0.33; V0's
+# vllm/engine/metrics.py in 0.8.x): the periodic stats line, and the speculative-decoding line whose
+# mean acceptance length counts the bonus token, as SGLang's accept len does. 0.8.x's V0 line gives
+# the system efficiency (emitted / (k + 1) per step) and k instead.
+_VLLM_THROUGHPUT = re.compile(r"Avg generation throughput:\s*([0-9]+(?:\.[0-9]+)?) tokens/s"
+                              r"(?:.*?Running:\s*([0-9]+) reqs)?")
+_VLLM_ACCEPT = re.compile(r"Mean acceptance length:\s*([0-9]+(?:\.[0-9]+)?)")
+_VLLM_V0_SPEC = re.compile(r"Speculative metrics:.*?System efficiency:\s*([0-9.]+).*?"
+                           r"Number of speculative tokens:\s*([0-9]+)")
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!_-]*$")
 _CHANGED = "changed on disk"
 
@@ -361,9 +379,9 @@ def match_process(text: str | None, unit: str, candidates: list[tuple[int, list[
 
 
 def is_engine_argv(argv: list[str]) -> bool:
-    if any("sglang.launch_server" in a for a in argv):
+    if any("sglang.launch_server" in a or "vllm.entrypoints.openai.api_server" in a for a in argv):
         return True
-    return any(posixpath.basename(a) == "sglang" and b == "serve" for a, b in zip(argv, argv[1:]))
+    return any(posixpath.basename(a) in ("sglang", "vllm") and b == "serve" for a, b in zip(argv, argv[1:]))
 
 
 def parse_gpus(text: str) -> list[dict] | None:
@@ -377,6 +395,8 @@ def parse_gpus(text: str) -> list[dict] | None:
 
 
 def parse_journal(text: str) -> dict[str, float]:
+    """The last accept length and decode throughput the engine logged (SGLang or vLLM lines).
+    vLLM's interval lines with no running request (idle) say nothing about speed and are skipped."""
     measured: dict[str, float] = {}
     for line in text.splitlines():
         m = _ACCEPT.search(line)
@@ -385,6 +405,17 @@ def parse_journal(text: str) -> dict[str, float]:
         m = _THROUGHPUT.search(line)
         if m:
             measured["throughput"] = float(m.group(1))
+        m = _VLLM_THROUGHPUT.search(line)
+        if m and float(m.group(1)) > 0 and (m.group(2) is None or int(m.group(2)) > 0):
+            measured["throughput"] = float(m.group(1))
+        m = _VLLM_ACCEPT.search(line)
+        if m:
+            measured["accept_length"] = float(m.group(1))
+        m = _VLLM_V0_SPEC.search(line)
+        if m:
+            efficiency, k = float(m.group(1)), int(m.group(2))
+            if efficiency == efficiency and k > 0:  # not nan
+                measured["accept_length"] = round(efficiency * (k + 1), 3)
     return measured
 
 
