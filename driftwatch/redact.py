@@ -1,43 +1,133 @@
-"""Keep secrets on the host: redact API keys and secret-looking environment values before any output.
+"""Keep secrets on the host: a value is stored or shown in clear only when driftwatch knows it is not secret.
 
-A redacted value becomes `<redacted:XXXXXXXXXXXX>`, a short SHA-256 fingerprint, so two snapshots can
-still tell "unchanged" from "changed" without either holding the secret. Reports never show the
+The policy (README, "Secrets"):
+
+- a **typed engine flag** is shown in clear unless it is a credential (a string-valued flag whose
+  field says so: ``api_key``, ``admin_api_key``, ``hf_token``, ``ssl_keyfile_password``);
+- an **environment variable** is shown in clear when its name is on the allowlist of operational
+  names (`PUBLIC_ENV`, `PUBLIC_ENV_PREFIXES`, and ``public_env:`` in ``.driftwatch.yaml``) and does
+  not itself look secret, or when its value is plainly public: a number, a boolean, a path without
+  userinfo, a device list, an address, a URL without credentials, option words;
+- a **unit key** is shown in clear unless it carries secrets by design (``SetCredential=``,
+  ``LoadCredential=`` contents, ``LogExtraFields=``; the arguments of ``ExecStartPre=`` and the
+  other ``Exec*=`` hooks in the stored unit text), or is a vendor ``X-`` key whose value is not
+  plainly public; comments in the stored unit text are fingerprinted;
+- words of a command line that no engine types: values of options whose name looks secret (or
+  abbreviates an engine's credential flag), ``NAME=VALUE`` words as environment variables;
+- **everything else** is fingerprinted before it is stored anywhere (raw unit text included), and
+  credentials inside values shown in clear are cut out: URL userinfo (``https://u:PASS@``,
+  ``hf://TOKEN@``), secret query parameters (``?token=``, ``&sig=``), JSON values under secret
+  keys, ``Authorization:`` and other secret headers in shell text, well-known token shapes.
+
+A redacted value becomes ``<redacted:XXXXXXXXXXXX>``, a short SHA-256 fingerprint, so two snapshots
+can still tell "unchanged" from "changed" without either holding the secret. Reports never show the
 fingerprint: they say "(redacted)" or "changed (redacted)".
 """
 from __future__ import annotations
 
+import fnmatch
 import hashlib
+import json
+import os
 import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any, Iterable
 
 REDACTED_PREFIX = "<redacted:"
-_SECRET_ENV_WORDS = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "KEY", "CREDENTIAL")
-_SECRET_FIELD_PARTS = {"key", "secret", "password", "passwd", "credential", "credentials"}
+CONFIG_FILE = ".driftwatch.yaml"
+
+# Operational environment variables: what they hold is configuration, never a credential (a name
+# that looks secret, such as VLLM_API_KEY, is still redacted).
+PUBLIC_ENV = frozenset({
+    "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER", "CUDA_HOME", "CUDA_PATH", "CUDA_LAUNCH_BLOCKING", "PATH", "LD_LIBRARY_PATH",
+    "LD_PRELOAD", "PYTHONPATH", "PYTHONHOME", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE", "VIRTUAL_ENV",
+    "CONDA_PREFIX", "CONDA_DEFAULT_ENV", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LANGUAGE", "TZ", "TERM",
+    "TMPDIR", "HF_HOME", "HF_HUB_CACHE", "HF_DATASETS_CACHE", "HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE",
+    "HF_HUB_ENABLE_HF_TRANSFER", "HF_HUB_DISABLE_TELEMETRY", "HF_ENDPOINT", "TRANSFORMERS_CACHE",
+    "TRANSFORMERS_OFFLINE", "TOKENIZERS_PARALLELISM", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+    "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "MALLOC_ARENA_MAX", "MASTER_ADDR", "MASTER_PORT",
+    "WORLD_SIZE", "RANK", "LOCAL_RANK", "NODE_RANK", "DOCKER_HOST", "NO_PROXY", "no_proxy",
+})
+PUBLIC_ENV_PREFIXES = ("NCCL_", "CUDA_", "CUBLAS_", "CUDNN_", "NVTE_", "TORCH_", "PYTORCH_", "TORCHINDUCTOR_",
+                       "OMP_", "MKL_", "KMP_", "GOMP_", "SGLANG_", "SGL_", "VLLM_", "FLASHINFER_", "TRITON_",
+                       "HSA_", "ROCM_", "HIP_", "MIOPEN_", "UCX_", "GLOO_", "NVSHMEM_", "XDG_", "LC_")
+
+_SECRET_ENV_PARTS = {"TOKEN", "SECRET", "SECRETS", "PASSWORD", "PASSWD", "PASS", "PWD", "KEY", "APIKEY",
+                     "CREDENTIAL", "CREDENTIALS", "CREDS", "AUTH", "PAT", "COOKIE", "SIG", "SIGNATURE",
+                     "PRIVATE", "BEARER", "JWT", "DSN", "PASSPHRASE", "OTP", "SESSION"}
+_SECRET_ENV_SUFFIXES = ("TOKEN", "SECRET", "PASSWORD", "PASSWD", "APIKEY", "CREDENTIAL", "CREDENTIALS")
+_NOT_SECRET_ENV = {"PWD", "OLDPWD", "KEYBOARD", "SSH_AUTH_SOCK"}
+_SECRET_FIELD_PARTS = {"key", "secret", "password", "passwd", "credential", "credentials", "apikey", "passphrase"}
 # `*_token` fields that hold credentials (hf_token, api_token); not counts like `…_per_token`.
 _TOKEN_OWNERS = {"hf", "api", "auth", "access", "bearer", "github", "gh", "wandb", "hub", "admin", "session",
-                 "refresh", "id", "secret", "bot", "service", "client"}
+                 "refresh", "id", "secret", "bot", "service", "client", "deploy", "private", "personal", "oauth"}
+# Substrings of an option name (dashes and underscores removed) that mark its value a secret in a
+# command line no engine types (`--requirepass`, `--db-password`, `--apikey`).
+_SECRET_OPTION_WORDS = ("apikey", "secret", "password", "passwd", "passphrase", "credential", "requirepass",
+                        "authtoken", "accesstoken", "apitoken", "hftoken", "bearer", "privatekey", "accesskey",
+                        "secretkey", "sessionkey", "signingkey", "clientsecret", "cookie")
+_SECRET_QUERY = {"token", "access_token", "auth", "auth_token", "sig", "signature", "key", "apikey", "api_key",
+                 "password", "pass", "pwd", "secret", "client_secret", "code", "session", "jwt", "x-amz-signature",
+                 "x-amz-credential", "x-amz-security-token", "x-goog-signature", "x-goog-credential", "hf_token",
+                 "private_token", "refresh_token", "id_token"}
+_SECRET_UNIT_KEYS = {"SetCredential", "SetCredentialEncrypted", "LoadCredential", "LoadCredentialEncrypted",
+                     "LogExtraFields"}
+EXEC_HOOKS = ("ExecStartPre", "ExecStartPost", "ExecCondition", "ExecReload", "ExecStop", "ExecStopPost")
+
+
+# --------------------------------------------------------------------------- names
 
 
 def is_secret_env(name: str) -> bool:
-    """HF_TOKEN, OPENAI_API_KEY, DB_PASSWORD: yes. TOKENIZERS_PARALLELISM: no (TOKEN must be a word)."""
-    upper = name.upper()
-    if any(word in upper for word in _SECRET_ENV_WORDS if word != "TOKEN"):
-        return True
-    return any(part in ("TOKEN", "AUTH") or part.endswith("TOKEN") for part in upper.split("_"))
+    """HF_TOKEN, OPENAI_API_KEY, DB_PASS, GH_PAT: yes. TOKENIZERS_PARALLELISM, PWD: no (a word of the name)."""
+    upper = str(name).upper()
+    if upper in _NOT_SECRET_ENV:
+        return False
+    parts = [p for p in re.split(r"[^A-Z0-9]+", upper) if p]
+    return any(p in _SECRET_ENV_PARTS or p.endswith(_SECRET_ENV_SUFFIXES) for p in parts)
 
 
 def is_secret_field(name: str) -> bool:
     """api_key, admin_api_key, hf_token, ssl_keyfile_password: yes; max_total_tokens, tokenizer_path: no."""
-    parts = name.lower().replace("-", "_").strip("_").split("_")
+    parts = str(name).lower().replace("-", "_").strip("_").split("_")
     if _SECRET_FIELD_PARTS.intersection(parts):
         return True
     return parts[-1] == "token" and (len(parts) == 1 or parts[-2] in _TOKEN_OWNERS)
 
 
-def is_secret_option(option: str) -> bool:
-    return is_secret_field(option.split("=", 1)[0].lstrip("-"))
+def is_secret_option(option: str, credential_options: Iterable[str] = ()) -> bool:
+    """Whether the value of `option` (``--api-key``, ``--api-k``, ``--requirepass``, ``-p``…) is a secret
+    in a command line no engine types. `credential_options` are the engines' credential flags: any
+    abbreviation of one (argparse accepts unique prefixes) counts."""
+    name = option.split("=", 1)[0]
+    bare = name.lstrip("-")
+    if not bare or not name.startswith("-"):
+        return False
+    if is_secret_field(bare):
+        return True
+    squashed = bare.lower().replace("-", "").replace("_", "")
+    if any(w in squashed for w in _SECRET_OPTION_WORDS) or squashed.endswith(("token", "pass", "pwd")):
+        return not squashed.endswith(("tokens", "tokenizer"))
+    if name.startswith("--") and len(name) >= 5:
+        return any(c.startswith(name) for c in credential_options)
+    return False
 
 
-def fingerprint(value: str) -> str:
+def is_public_env_name(name: str, extra: Iterable[str] = ()) -> bool:
+    """On the allowlist (shipped, or `public_env:` patterns) and not itself secret-looking."""
+    if is_secret_env(name):
+        return False
+    if name in PUBLIC_ENV or name.startswith(PUBLIC_ENV_PREFIXES):
+        return True
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in extra)
+
+
+# --------------------------------------------------------------------------- values
+
+
+def fingerprint(value: Any) -> str:
     digest = hashlib.sha256(b"driftwatch-redact:" + str(value).encode("utf-8", "surrogatepass")).hexdigest()
     return f"{REDACTED_PREFIX}{digest[:12]}>"
 
@@ -52,60 +142,6 @@ def redact_value(value):
     return fingerprint(value)
 
 
-def redact_argv(argv: list[str]) -> tuple[list[str], list[str]]:
-    """argv with secret option values replaced, plus the clear-text secrets found (to scrub raw text)."""
-    out: list[str] = []
-    secrets: list[str] = []
-    i = 0
-    while i < len(argv):
-        word = argv[i]
-        if word.startswith("--") and is_secret_option(word):
-            if "=" in word:
-                name, value = word.split("=", 1)
-                if value and not is_redacted(value):
-                    secrets.append(value)
-                    word = f"{name}={fingerprint(value)}"
-                out.append(word)
-            else:
-                out.append(word)
-                if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-                    value = argv[i + 1]
-                    if not is_redacted(value):
-                        secrets.append(value)
-                        value = fingerprint(value)
-                    out.append(value)
-                    i += 1
-        else:
-            out.append(word)
-        i += 1
-    return out, secrets
-
-
-_INLINE_SECRET = re.compile(r"(--[A-Za-z0-9-]*(?:api-key|token|secret|password|passwd|credential)[A-Za-z0-9-]*)"
-                            r"(=|\s+)(\"[^\"]*\"|'[^']*'|[^\s\"']+)", re.IGNORECASE)
-_ENV_SECRET = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*(?:TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL)[A-Za-z0-9_]*)"
-                         r"=(\"[^\"]*\"|'[^']*'|[^\s\"']+)", re.IGNORECASE)
-
-
-def scrub_text(text: str, secrets: list[str]) -> str:
-    """Remove secrets from raw unit text: known values first, then anything that looks like one."""
-    text = scrub(text, sorted({s for s in secrets if len(s) >= 3}, key=len, reverse=True))
-
-    def flag(m: re.Match) -> str:
-        if not is_secret_option(m.group(1)) or is_redacted(m.group(3).strip("'\"")):
-            return m.group(0)
-        return f"{m.group(1)}{m.group(2)}{fingerprint(m.group(3).strip(chr(34) + chr(39)))}"
-
-    def env(m: re.Match) -> str:
-        value = m.group(2).strip("'\"")
-        if is_redacted(value) or not is_secret_env(m.group(1)):
-            return m.group(0)
-        return f"{m.group(1)}={fingerprint(value)}"
-
-    text = _INLINE_SECRET.sub(flag, text)
-    return _ENV_SECRET.sub(env, text)
-
-
 _FINGERPRINT = re.compile(r"<redacted:[0-9a-f]*>")
 
 
@@ -114,46 +150,517 @@ def mask_fingerprints(text: str) -> str:
     return _FINGERPRINT.sub("(redacted)", text)
 
 
-_QUOTED_ENV_SECRET = re.compile(r"([\"'])([A-Za-z_][A-Za-z0-9_]*)=(.*?)\1")
-_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+CHANGED_FINGERPRINT = "changed (redacted)"
 
 
-_URL_USERINFO = re.compile(r"\b[a-z][a-z0-9+.-]*://[^/\s:@]+:([^/\s@]+)@", re.IGNORECASE)
+def has_fingerprint(value: Any) -> bool:
+    """Whether a value (a string, or a list/dict holding strings) contains a redaction fingerprint."""
+    if isinstance(value, str):
+        return REDACTED_PREFIX in value and _FINGERPRINT.search(value) is not None
+    if isinstance(value, dict):
+        return any(has_fingerprint(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(has_fingerprint(v) for v in value)
+    return False
 
 
-def find_secrets(argvs: list[list[str]], environments: list[dict[str, str]], texts: list[str],
-                 secret_flag_values: list[str]) -> list[str]:
-    """Every clear-text secret we can see, so it can be replaced wherever it appears.
+def mask_tree(value: Any) -> Any:
+    """`mask_fingerprints` through lists and dicts (for JSON documents)."""
+    if isinstance(value, str):
+        return mask_fingerprints(value)
+    if isinstance(value, dict):
+        return {k: mask_tree(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_tree(v) for v in value]
+    return value
 
-    Sources: values of secret flags (however spelled, found by the typed parse), NAME=VALUE argv
-    words and environment entries with secret-looking names, and assignments in the raw unit text
-    (including ones a drop-in overrides later)."""
-    found = [str(v) for v in secret_flag_values if v not in (None, "")]
-    for argv in argvs:
-        found += redact_argv(argv)[1]
+
+_UNITS = r"(?:[kKMGTP]i?[bB]?|[kKMGT]iB|ms|us|ns|s|m|min|h|d|%)?"
+_PLAIN = [
+    re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?" + _UNITS),  # 4, 0.85, 1e400, 512M, 30s
+    re.compile(r"(?i:true|false|yes|no|on|off|none|null|auto|all|void|default)"),
+    re.compile(r"(?:(?:\d+|GPU-[0-9a-fA-F-]+|MIG-[0-9A-Za-z/-]+),)*(?:\d+|GPU-[0-9a-fA-F-]+|MIG-[0-9A-Za-z/-]+)"),
+    re.compile(r"(?:\d+-\d+,)*\d+-\d+"),  # CPU ranges 0-15,32-47
+    re.compile(r"(?:\d{1,3}\.){3}\d{1,3}(?:/\d{1,2})?(?::\d{1,5})?|localhost(?::\d{1,5})?|:\d{1,5}"
+               r"|\[[0-9a-fA-F:.]*\](?::\d{1,5})?|::"),
+    re.compile(r"(?:(?:~|\.{1,2})?/[^\s:?#\x00-\x1f\x7f]*)(?::(?:~|\.{1,2})?/[^\s:?#\x00-\x1f\x7f]*)*"),
+    re.compile(r"%[A-Za-z%]"),
+]
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s\"']*")
+_SHAPES = re.compile(  # well-known credential shapes, wherever they appear
+    r"(?<![A-Za-z0-9])(?:sk-[A-Za-z0-9_-]{16,}|hf_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_-]{16,}|xox[abprs]-[A-Za-z0-9-]{10,}|AKIA[0-9A-Z]{16}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"
+    r"|-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\s\S]{0,20000}?(?:-----END [A-Z ]{0,40}PRIVATE KEY-----|\Z)")
+
+
+def is_plain_public(value: Any) -> bool:
+    """A value whose kind is plainly not a credential: a number, a boolean, a path without userinfo,
+    a device or CPU list, an address, a URL without credentials, a specifier, option words
+    (``--tp 2 --port 30000``). Fingerprints are public too."""
+    if not isinstance(value, str):
+        return isinstance(value, (int, float, bool)) or value is None
+    text = value.strip()
+    if text == "" or is_redacted(text):
+        return True
+    if len(text) > 4096:
+        return False
+    if any(p.fullmatch(text) for p in _PLAIN):
+        return True
+    if _URL.fullmatch(text):
+        return cut_credentials(text)[0] == text
+    words = text.split()
+    if len(words) > 1 or text.startswith("-"):
+        expect_secret = False
+        for w in words:
+            if w.startswith("-") and len(w) > 1 and not _PLAIN[0].fullmatch(w):
+                name, eq, val = w.partition("=")
+                if is_secret_option(name):
+                    return False
+                if eq and not is_plain_public(val):
+                    return False
+                continue
+            if expect_secret or not (is_redacted(w) or any(p.fullmatch(w) for p in _PLAIN)
+                                     or (_URL.fullmatch(w) and cut_credentials(w)[0] == w)):
+                return False
+        return not expect_secret
+    return False
+
+
+# --------------------------------------------------------------------------- credentials inside values
+
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,30}://)([^/\s@?#\"']{1,512})@")
+_QUERY = re.compile(r"([?&;])([A-Za-z0-9_.-]{1,64})=([^&#\s\"'<>;]{1,4096})")
+_HEADER = re.compile(r"(?i)\b((?:proxy-)?authorization|x-[a-z0-9-]{0,40}(?:key|token|secret|auth)[a-z0-9-]{0,20}"
+                     r"|api[-_]?key|cookie|x-auth)\s{0,8}:\s{0,8}((?:(?:bearer|basic|token|digest|apikey)\s{1,8})?)"
+                     r"([^\s\"'\\]{1,4096})")
+_JSON_KEY = re.compile(r"([\"'])([A-Za-z0-9_.-]{1,64})\1\s{0,8}:\s{0,8}([\"'])((?:\\.|(?!\3)[^\\]){0,4096})\3")
+_OPTION_TEXT = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9_-]{0,80})(=|[ \t]{1,8})"
+                          r"(\"[^\"]{0,4096}\"|'[^']{0,4096}'|[^\s\"';&|]{1,4096})")
+_ASSIGN_TEXT = re.compile(r"(?<![\w./$-])([A-Za-z_][A-Za-z0-9_]{0,80})="
+                          r"(\"[^\"]{0,4096}\"|'[^']{0,4096}'|[^\s\"';&|]{1,4096})")
+ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
+
+
+def _secret_query_key(name: str) -> bool:
+    lower = name.lower()
+    return lower in _SECRET_QUERY or is_secret_field(lower) or lower.startswith(("x-amz-sig", "x-amz-cred"))
+
+
+def cut_credentials(text: str) -> tuple[str, list[str]]:
+    """(text with every credential inside it fingerprinted, the clear credentials found).
+
+    URL userinfo (``scheme://user:PASS@``: the password; ``scheme://TOKEN@``: all of it), secret query
+    parameters, JSON/dict values under secret keys, secret HTTP headers, well-known token shapes."""
+    if not isinstance(text, str) or not text:
+        return text, []
+    found: list[str] = []
+
+    def keep(secret: str) -> str:
+        if is_redacted(secret) or not secret:
+            return secret
+        found.append(secret)
+        return fingerprint(secret)
+
+    def userinfo(m: re.Match) -> str:
+        info = m.group(2)
+        if is_redacted(info):
+            return m.group(0)
+        user, colon, password = info.partition(":")
+        if colon:
+            return f"{m.group(1)}{user}:{keep(password)}@" if password and not is_redacted(password) else m.group(0)
+        return f"{m.group(1)}{keep(info)}@"
+
+    def query(m: re.Match) -> str:
+        if not _secret_query_key(m.group(2)) or is_redacted(m.group(3)):
+            return m.group(0)
+        return f"{m.group(1)}{m.group(2)}={keep(m.group(3))}"
+
+    def header(m: re.Match) -> str:
+        return f"{m.group(1)}: {m.group(2)}{keep(m.group(3))}"
+
+    def json_key(m: re.Match) -> str:
+        if not (is_secret_field(m.group(2)) or is_secret_env(m.group(2))) or is_redacted(m.group(4)) \
+                or not m.group(4):
+            return m.group(0)
+        return f"{m.group(1)}{m.group(2)}{m.group(1)}: {m.group(3)}{keep(m.group(4))}{m.group(3)}"
+
+    if "@" in text:
+        text = _USERINFO.sub(userinfo, text)
+    if "=" in text:
+        text = _QUERY.sub(query, text)
+    if ":" in text:
+        text = _HEADER.sub(header, text)
+        text = _JSON_KEY.sub(json_key, text)
+    text = _SHAPES.sub(lambda m: keep(m.group(0)), text)
+    return text, found
+
+
+def shown(value: Any, limit: int = 120) -> str:
+    """A value for a message: itself when plainly public, else only its length ("(12 characters, not shown)")."""
+    text = str(value)
+    if is_plain_public(text) and len(text) <= limit:
+        return text
+    return f"({len(text)} characters, not shown)"
+
+
+# --------------------------------------------------------------------------- public_env: in .driftwatch.yaml
+
+_PATTERN = re.compile(r"^[A-Za-z_*?][A-Za-z0-9_*?\[\]]*$")
+_PUBLIC_ENV_CACHE: dict[tuple, tuple[str, ...]] = {}
+
+
+def load_public_env(path: str | os.PathLike | None = None) -> tuple[str, ...]:
+    """Names (or glob patterns: ``MY_APP_*``) users declare not secret, from ``public_env:`` in
+    ``.driftwatch.yaml`` (the working directory's, or `path`). A malformed list is an InputError
+    naming the file and the entry."""
+    from .errors import InputError
+
+    target = os.fspath(path) if path is not None else CONFIG_FILE
+    try:
+        st = os.stat(target)
+    except OSError:
+        return ()
+    key = (os.path.abspath(target), st.st_mtime_ns, st.st_size)
+    if key in _PUBLIC_ENV_CACHE:
+        return _PUBLIC_ENV_CACHE[key]
+    from .fileio import read_yaml
+    data = read_yaml(target, "driftwatch config")
+    names: list[str] = []
+    raw = data.get("public_env") if isinstance(data, dict) else None
+    if raw is not None:
+        if not isinstance(raw, list):
+            raise InputError(f"{target}: public_env must be a list of environment variable names")
+        for i, entry in enumerate(raw, start=1):
+            if not isinstance(entry, str) or not _PATTERN.match(entry):
+                raise InputError(f"{target}: public_env entry {i} is not an environment variable name "
+                                 f"(letters, digits, '_', and the globs '*' '?')")
+            if is_secret_env(entry.replace("*", "").replace("?", "")):
+                raise InputError(f"{target}: public_env entry {i} ({entry}) looks like a secret's name; "
+                                 "secret-looking names are always redacted")
+            names.append(entry)
+    _PUBLIC_ENV_CACHE[key] = tuple(names)
+    return tuple(names)
+
+
+# --------------------------------------------------------------------------- the redactor
+
+
+def _quote_systemd(word: str) -> str:
+    """A word as systemd reads it back (double quotes, C escapes for quotes, backslashes, controls)."""
+    if word and not re.search(r"[\s\"'\\;]|[\x00-\x1f\x7f]", word):
+        return word
+    body = "".join("\\" + c if c in "\"\\" else f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else c
+                   for c in word)
+    return f'"{body}"'
+
+
+@dataclass
+class Redactor:
+    """Decides, for one unit, what is stored in clear.
+
+    Used in two passes: `learn_*` and the per-field methods find the clear secrets (typed credential
+    flags, non-public environment values, credentials inside values…); `scrub` then replaces each
+    of them wherever it appears. Strong secrets (credentials by name or shape) are replaced inside
+    any text; weak ones (values merely not known to be public) only as whole words, and never where
+    a typed engine flag shows the same value in clear."""
+
+    public_env: tuple[str, ...] = ()
+    credential_options: tuple[str, ...] = ()  # every engine's credential flags (--api-key, --hf-token, …)
+    strong: set[str] = field(default_factory=set)
+    weak: set[str] = field(default_factory=set)
+    typed_public: set[str] = field(default_factory=set)
+
+    # -- learning
+    def add(self, value: Any, strong: bool = True) -> None:
+        if not isinstance(value, str) or not value or is_redacted(value):
+            return
+        if strong:
+            self.strong.add(value)
+        else:
+            self.weak.add(value)
+
+    def fp(self, value: str, strong: bool = True) -> str:
+        self.add(value, strong)
+        return value if is_redacted(value) else fingerprint(value)
+
+    def learn_typed(self, flags: dict, is_credential) -> None:
+        """Typed engine flags: credential values are strong secrets; other string values are public."""
+        for key, value in flags.items():
+            credential = is_credential(key, value.value)
+            values = value.value if isinstance(value.value, list) else [value.value]
+            for v in values:
+                if not isinstance(v, str):
+                    continue
+                if credential:
+                    self.add(v)
+                else:
+                    self.typed_public.add(v)
+
+    # -- one value
+    def cut(self, text: str) -> str:
+        out, found = cut_credentials(text)
+        for s in found:
+            self.add(s)
+        return out
+
+    def env_value(self, name: str, value: str) -> str:
+        """An environment variable's value as stored: in clear (credentials cut) or a fingerprint."""
+        if not isinstance(value, str):
+            value = str(value)
+        if is_redacted(value):
+            return value
+        if is_secret_env(name):
+            return self.fp(value)
+        cut = self.cut(value)
+        if is_public_env_name(name, self.public_env) or is_plain_public(cut):
+            return cut
+        return self.fp(value, strong=False)
+
+    def unit_value(self, section: str, key: str, value: str) -> str:
+        """A unit key's value as stored."""
+        if value == "" or is_redacted(value):
+            return value
+        if key in ("SetCredential", "SetCredentialEncrypted"):
+            ident, colon, data = value.partition(":")
+            return f"{ident}:{self.fp(data)}" if colon else self.fp(value)
+        if key in ("LoadCredential", "LoadCredentialEncrypted"):
+            ident, colon, source = value.partition(":")
+            if colon and is_plain_public(source) and not _URL.match(source):
+                return value
+            return f"{ident}:{self.fp(source)}" if colon else value if _PATTERN.match(ident) else self.fp(value)
+        if key in ("LogExtraFields", "Environment", "UnsetEnvironment"):
+            return self.assignments(value, env=key != "LogExtraFields")
+        if key.startswith("X-") or section.startswith("X-") or is_secret_field(key) or is_secret_env(key):
+            cut = self.cut(value)
+            return cut if is_plain_public(cut) and not is_secret_field(key) else self.fp(value, strong=False)
+        return self.text(value)
+
+    def assignments(self, value: str, env: bool = True) -> str:
+        """`A=1 "B=x y"` (Environment=, LogExtraFields=) with each value redacted; a value that does not
+        split (bad quoting) is fingerprinted whole."""
+        from .parse.specifiers import LexInvalid, extract_word
+        words, i = [], 0
+        while True:
+            try:
+                word, i = extract_word(value, i)
+            except LexInvalid:
+                words.append(self.fp(value[i:], strong=False))
+                break
+            if word is None:
+                break
+            name, eq, val = word.partition("=")
+            if not eq:
+                words.append(_quote_systemd(word) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", word)
+                             else self.fp(word, strong=False))
+                continue
+            shown_value = self.env_value(name, val) if env else (
+                val if is_plain_public(val) else self.fp(val, strong=not val or is_secret_env(name)))
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):
+                words.append(self.fp(word, strong=False))
+            else:
+                words.append(_quote_systemd(f"{name}={shown_value}"))
+        return " ".join(words)
+
+    def text(self, text: str) -> str:
+        """Free text (a message, `systemctl show` output, a script): credentials cut, secret options' and
+        secret-named assignments' values fingerprinted."""
+        if not isinstance(text, str) or not text:
+            return text
+        text = self.cut(text)
+
+        def option(m: re.Match) -> str:
+            value = m.group(3)
+            bare = value.strip("'\"")
+            if not is_secret_option(m.group(1), self.credential_options) or is_redacted(bare) or not bare:
+                return m.group(0)
+            return f"{m.group(1)}{m.group(2)}{self.fp(bare)}"
+
+        def assign(m: re.Match) -> str:
+            value = m.group(2).strip("'\"")
+            if is_redacted(value) or not value or not is_secret_env(m.group(1)):
+                return m.group(0)
+            return f"{m.group(1)}={self.fp(value)}"
+
+        if "-" in text:
+            text = _OPTION_TEXT.sub(option, text)
+        if "=" in text:
+            text = _ASSIGN_TEXT.sub(assign, text)
+        return text
+
+    # -- command lines
+    def words(self, argv: list[str], typed: dict[str, bool] | None = None) -> list[str]:
+        """A command line's words. `typed` maps the option spellings an engine typed to whether each is
+        a credential: their values are public (credentials cut) or secret; any other word of a typed
+        command line is public only when plainly so or when it is a typed value. Without `typed`
+        (wrappers, engine none), values of secret-named options and `NAME=VALUE` words follow the
+        name; other words are kept (credentials cut)."""
+        out: list[str] = []
+        pending: str | None = None  # what the next value word is: "secret" | "typed" | "other"
+        shell_next = False
         for word in argv:
-            m = _ASSIGN.match(word)
-            if m and is_secret_env(m.group(1)):
-                found.append(m.group(2))
-    for env in environments:
-        found += [v for k, v in env.items() if is_secret_env(k)]
-        found += [m.group(1) for v in env.values() for m in _URL_USERINFO.finditer(v)]  # scheme://u:PASS@
-    for argv in argvs:
-        found += [m.group(1) for w in argv for m in _URL_USERINFO.finditer(w)]
-    for text in texts:
-        found += [m.group(1) for m in _URL_USERINFO.finditer(text)]
-        for m in _QUOTED_ENV_SECRET.finditer(text):
-            if is_secret_env(m.group(2)):
-                found.append(m.group(3))
-        for m in _ENV_SECRET.finditer(text):
-            if is_secret_env(m.group(1)):
-                found.append(m.group(2).strip("'\""))
-    return sorted({s for s in found if s and not is_redacted(s) and len(s) >= 3}, key=len, reverse=True)
+            if not isinstance(word, str):
+                word = str(word)
+            is_option = word.startswith("-") and len(word) > 1 and not _PLAIN[0].fullmatch(word)
+            if is_option:
+                pending, shell_next = None, False
+                name, eq, value = word.partition("=")
+                if typed is not None and name in typed:
+                    secret = typed[name]
+                else:
+                    secret = is_secret_option(name, self.credential_options) or (typed is not None and any(
+                        t.startswith(name) or name.startswith(t) for t in typed if typed[t]))
+                if eq:
+                    if secret:
+                        out.append(f"{name}={self.fp(value)}")
+                    elif typed is not None and name not in typed:
+                        out.append(f"{name}={self._typed_word(value)}")
+                    else:
+                        out.append(f"{name}={self.cut(value)}")
+                    continue
+                out.append(word)
+                pending = "secret" if secret else "typed" if typed is not None and name in typed else "other"
+                shell_next = typed is None and re.fullmatch(r"-[A-Za-z]*c[A-Za-z]*", word) is not None
+                continue
+            if pending == "secret":
+                out.append(self.fp(word))
+            elif pending == "typed":
+                out.append(self.cut(word))
+            elif typed is not None:
+                out.append(self._typed_word(word))
+            elif shell_next:
+                out.append(self.script(word))
+            else:
+                m = ASSIGNMENT.match(word)
+                out.append(f"{m.group(1)}={self.env_value(m.group(1), m.group(2))}" if m else self.cut(word))
+            pending, shell_next = None, False
+        return out
+
+    def _typed_word(self, word: str) -> str:
+        """A word of a typed command line that no typed option explains: public only when plainly so."""
+        cut = self.cut(word)
+        if word in self.typed_public or cut in self.typed_public or is_plain_public(cut):
+            return cut
+        return self.fp(word, strong=False)
+
+    def script(self, script: str) -> str:
+        """A `sh -c` script: its words learned like a command line's, then the text scrubbed."""
+        try:
+            lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|")
+            lexer.whitespace_split = True
+            tokens = list(lexer)
+        except ValueError:
+            tokens = None
+        if tokens is not None and len(tokens) <= 100_000:
+            self.words(tokens)
+        return self.text(script)
+
+    # -- the last pass
+    def scrub(self, value: Any) -> Any:
+        """Replace every learned secret in `value` (a string, or lists/dicts of them)."""
+        if isinstance(value, list):
+            return [self.scrub(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self.scrub(v) for k, v in value.items()}
+        if not isinstance(value, str) or not value:
+            return value
+        if value in self.strong or (value in self.weak and value not in self.typed_public):
+            return fingerprint(value)
+        for secret in self._substrings():
+            if secret in value:
+                value = value.replace(secret, fingerprint(secret))
+        for secret in self._bounded():
+            if secret in value:
+                value = re.sub(r"(?<![A-Za-z0-9_.-])" + re.escape(secret) + r"(?![A-Za-z0-9_.-])",
+                               lambda m: fingerprint(m.group(0)), value)
+        return value
+
+    def _substrings(self) -> list[str]:
+        key = (len(self.strong), len(self.weak))
+        if getattr(self, "_sub_key", None) != key:
+            self._sub_key = key
+            strong = {s for s in self.strong if len(s) >= 4}
+            weak = {s for s in self.weak if len(s) >= 8 and s not in self.typed_public}
+            self._sub = sorted(strong | weak, key=len, reverse=True)
+            self._bnd = sorted({s for s in self.weak if 3 <= len(s) < 8 and s not in self.typed_public}
+                               | {s for s in self.strong if len(s) < 4}, key=len, reverse=True)
+        return self._sub
+
+    def _bounded(self) -> list[str]:
+        self._substrings()
+        return self._bnd
+
+    # -- the stored unit text
+    def unit_text(self, unit) -> str:
+        """The unit as stored: re-rendered from its parsed assignments (one file after another, with the
+        `# /path` headers of `systemctl cat`), every value through the policy; comments fingerprinted,
+        `Exec*=` hooks keep their executable only."""
+        lines: list[str] = []
+        files: list[str | None] = []
+        for a in unit.assignments:
+            if a.path not in files:
+                files.append(a.path)
+        for p in unit.paths:
+            if p not in files:
+                files.append(p)
+        for path in files:
+            if lines:
+                lines.append("")
+            if path is not None and unit.paths:
+                lines.append(f"# {path}")
+            section = None
+            for a in unit.assignments:
+                if a.path != path:
+                    continue
+                if a.section != section:
+                    if section is not None:
+                        lines.append("")
+                    section = a.section
+                    lines.append(f"[{section}]")
+                lines.append(f"{a.key}={self.assignment_value(a.section, a.key, a.value)}")
+            comments = [c for c in getattr(unit, "comments", ()) if c[0] == path]
+            if comments:
+                lines.append(f"# {len(comments)} comment line{'s' if len(comments) != 1 else ''}: "
+                             f"{fingerprint(chr(10).join(c[1] for c in comments))}")
+        return self.scrub("\n".join(lines) + "\n")
+
+    def assignment_value(self, section: str, key: str, value: str) -> str:
+        if value == "":
+            return ""
+        if key == "ExecStart" or key in EXEC_HOOKS:
+            from .parse.specifiers import LexInvalid, extract_word
+            words, i = [], 0
+            try:
+                while True:
+                    word, i = extract_word(value, i, relax_escape=True)
+                    if word is None:
+                        break
+                    words.append(word)
+            except LexInvalid:
+                return self.fp(value, strong=False)
+            if key != "ExecStart":  # hooks carry secrets by accident: keep the program, hide the rest
+                head = [words[0]] if words and is_plain_public(words[0].lstrip("-@:+!")) else []
+                rest = words[len(head):]
+                return " ".join([_quote_systemd(w) for w in head]
+                                + ([self.fp(" ".join(rest))] if rest else []))
+            shown_words = [_quote_systemd(w) for w in self.words(words)]
+            line = " ".join(shown_words)
+            if len(line) <= 100:
+                return line
+            # as people write long command lines: one option per continuation line
+            return "".join(("" if i == 0 else " \\\n  " if w.startswith("--") else " ") + w
+                           for i, w in enumerate(shown_words))
+        return self.unit_value(section, key, value)
 
 
-def scrub(text: str, secrets: list[str]) -> str:
-    """Replace every known secret (longest first) by its fingerprint."""
-    for secret in secrets:
-        if secret in text:
-            text = text.replace(secret, fingerprint(secret))
-    return text
+def credential_kind(key: str, value: Any) -> bool:
+    """A typed flag holds a credential: its field says so and its value is text (not a switch)."""
+    if not is_secret_field(key):
+        return False
+    values = value if isinstance(value, list) else [value]
+    return any(isinstance(v, str) for v in values)
+
+
+__all__ = ["PUBLIC_ENV", "PUBLIC_ENV_PREFIXES", "Redactor", "credential_kind", "cut_credentials", "fingerprint",
+           "is_plain_public", "is_public_env_name", "is_redacted", "is_secret_env", "is_secret_field",
+           "is_secret_option", "load_public_env", "mask_fingerprints", "redact_value", "shown"]

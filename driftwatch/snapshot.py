@@ -14,7 +14,10 @@ from .errors import DriftwatchError, InputError
 from .model import EngineConfig, Issue, Launcher, RawUnit
 from .parse.execstart import ExecStartError, resolve_exec_start
 from .parse.unitfile import parse_unit_text
-from .redact import find_secrets, is_secret_field, scrub, scrub_text
+from .parse.environment import parse_environment_file
+from .parse.said import public
+from .parse.wrappers import NO_ENGINE
+from .redact import Redactor, credential_kind, is_secret_field, load_public_env
 from .timestamps import utc_now as now_utc
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
@@ -90,6 +93,37 @@ def _origins(unit, environment: dict[str, str], environment_files: list[str]) ->
     return origins
 
 
+def _typed_options(config: EngineConfig) -> dict[str, bool]:
+    """The option spellings an engine typed in this argv, and whether each holds a credential."""
+    return {v.flag: credential_kind(k, v.value) for k, v in config.explicit().items()
+            if isinstance(v.flag, str) and v.flag.startswith("-")}
+
+
+_CREDENTIAL_OPTIONS: tuple[str, ...] | None = None
+
+
+def credential_options() -> tuple[str, ...]:
+    """Every credential flag of every registered engine's catalogs (`--api-key`, `--hf-token`, …):
+    an abbreviation of one is a secret's name wherever it appears in a command line."""
+    global _CREDENTIAL_OPTIONS
+    if _CREDENTIAL_OPTIONS is None:
+        from .engines.registry import ENGINES
+        found: set[str] = set()
+        for engine in ENGINES.values():
+            catalogs = getattr(engine, "catalogs", None)
+            for version in getattr(catalogs, "versions", ()) or ():
+                try:
+                    options = catalogs.load(version).options
+                except DriftwatchError:
+                    continue
+                for spec in options:
+                    if is_secret_field(spec.field) and spec.action in ("store", "append", "extend") \
+                            and spec.type in (None, "str"):
+                        found.update(o for o in spec.option_strings if o.startswith("--"))
+        _CREDENTIAL_OPTIONS = tuple(sorted(found))
+    return _CREDENTIAL_OPTIONS
+
+
 def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str | None = None) -> Snapshot:
     """Parse a collected unit into a Snapshot. Raises InputError/UnitError/EngineError naming `origin`."""
     where = origin or f"{raw.host}:{raw.unit}"
@@ -100,10 +134,10 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
                                path=raw.paths[0] if raw.paths else origin)
         result = resolve_exec_start(unit, raw.environment_files or None)
         command = result.command
-    except ExecStartError as exc:
-        raise type(exc)(_locate(str(exc), where, "systemd would refuse this unit: ")) from None
+    except ExecStartError as exc:  # systemd's wording quotes the value: the public form never does
+        raise type(exc)(_locate(public(exc), where, "systemd would refuse this unit: ")) from None
     except DriftwatchError as exc:
-        raise type(exc)(_locate(str(exc), where)) from None
+        raise type(exc)(_locate(public(exc), where)) from None
     # Read everything in clear first, to learn which values are secrets however they were written
     # (abbreviated flags, ${VAR}, wrapper environments), then scrub them everywhere before storing.
     clear_expanded = list(result.expanded_argv)
@@ -116,30 +150,34 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     recorded_from = None if raw.engine_version or not recorded else f"named by the image tag {launcher.image}"
     clear_engine = engine_plugin.read_config(launcher.engine_argv, engine_version=engine_version,
                                              recorded_version=recorded, recorded_from=recorded_from)
-    secret_values = [v.value for k, v in clear_engine.explicit().items() if is_secret_field(k)]
+    policy = Redactor(public_env=load_public_env(), credential_options=credential_options())
+    policy.learn_typed(clear_engine.explicit(), credential_kind)
+    running_typed: dict[str, bool] | None = None
+    running_launcher = None
     if raw.running_argv:  # the running process may hold other secrets than the unit on disk
         try:
             running_launcher = find_launcher(list(raw.running_argv))
             if running_launcher.engine == launcher.engine:
                 running = engine_plugin.read_config(running_launcher.engine_argv,
                                                     engine_version=clear_engine.version or None)
-                secret_values += [v.value for k, v in running.explicit().items() if is_secret_field(k)]
+                policy.learn_typed(running.explicit(), credential_kind)
+                running_typed = _typed_options(running)
         except DriftwatchError:
-            pass
-    secrets = find_secrets(
-        [list(command.argv), clear_expanded, list(raw.running_argv or [])],
-        [dict(result.environment), dict(launcher.env)],
-        [raw.text, raw.loaded_exec_start or ""] + list((raw.environment_files or {}).values()),
-        secret_values)
-    argv = [scrub(w, secrets) for w in command.argv]
-    expanded = [scrub(w, secrets) for w in clear_expanded]
+            running_launcher = None
+    # Each field through the policy (learning every secret), then one scrub of them all.
     clear_engine_argv = list(launcher.engine_argv)
-    launcher.engine_argv = [scrub(w, secrets) for w in launcher.engine_argv]
-    launcher.env = {k: scrub(v, secrets) for k, v in launcher.env.items()}
-    launcher.wrapper_args = [scrub(w, secrets) for w in launcher.wrapper_args]
-    environment = {k: scrub(v, secrets) for k, v in {**result.environment, **launcher.env}.items()}
-    engine = clear_engine if launcher.engine_argv == clear_engine_argv else engine_plugin.read_config(
-        launcher.engine_argv, engine_version=engine_version, recorded_version=recorded, recorded_from=recorded_from)
+    engine_argv = policy.words(clear_engine_argv, _typed_options(clear_engine) if launcher.engine != NO_ENGINE
+                               else None)
+    if running_launcher is not None and running_typed is not None:
+        policy.words(list(running_launcher.engine_argv), running_typed)
+    argv = policy.words(list(command.argv))
+    expanded = policy.words(clear_expanded)
+    wrapper_args = [policy.text(w) for w in launcher.wrapper_args]
+    launcher_env = {k: policy.env_value(k, v) for k, v in launcher.env.items()}
+    environment = {k: policy.env_value(k, v) for k, v in {**result.environment, **launcher.env}.items()}
+    for text in (raw.environment_files or {}).values():  # variables a later file overrides still hold secrets
+        for k, v in parse_environment_file(text if isinstance(text, str) else "").items():
+            policy.env_value(k, v)
     unit_keys: dict[str, str] = {}
     for section, keys in unit.sections().items():
         if section != "Service":
@@ -147,19 +185,34 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
         for key, values in keys.items():
             if key in _SKIPPED_SERVICE_KEYS or key.startswith("Exec") or not values:
                 continue
-            unit_keys[f"{section}.{key}"] = " ".join(values) if len(values) > 1 else values[-1]
+            joined = " ".join(values) if len(values) > 1 else values[-1]
+            unit_keys[f"{section}.{key}"] = policy.unit_value(section, key, joined)
     if result.working_directory is not None:
-        unit_keys.setdefault("Service.WorkingDirectory", result.working_directory)
+        unit_keys.setdefault("Service.WorkingDirectory", policy.unit_value("Service", "WorkingDirectory",
+                                                                           result.working_directory))
     if result.user is not None:
-        unit_keys.setdefault("Service.User", result.user)
+        unit_keys.setdefault("Service.User", policy.unit_value("Service", "User", result.user))
     unit_keys.setdefault("Service.Type", result.service_type)
     runtime: dict[str, Any] = {}
     if raw.loaded_exec_start is not None:
-        runtime["loaded_exec_start"] = scrub_text(raw.loaded_exec_start, secrets)
+        runtime["loaded_exec_start"] = policy.text(raw.loaded_exec_start)
     if raw.need_daemon_reload is not None:
         runtime["need_daemon_reload"] = raw.need_daemon_reload
     if raw.running_argv is not None:
-        runtime["running_argv"] = [scrub(w, secrets) for w in raw.running_argv]  # its secrets are in `secrets`
+        runtime["running_argv"] = policy.words(list(raw.running_argv))
+    unit_text = policy.unit_text(unit)
+    warnings = [policy.text(public(w)) for w in list(unit.warnings) + [f"ExecStart: {p}" for p in launcher.problems]]
+    # The last pass: every secret learned above, wherever it appears.
+    scrub = policy.scrub
+    launcher.engine_argv = scrub(engine_argv)
+    launcher.env = scrub(launcher_env)
+    launcher.wrapper_args = scrub(wrapper_args)
+    argv, expanded, environment, unit_keys = scrub(argv), scrub(expanded), scrub(environment), scrub(unit_keys)
+    runtime = scrub(runtime)
+    engine = clear_engine if launcher.engine_argv == clear_engine_argv else engine_plugin.read_config(
+        launcher.engine_argv, engine_version=engine_version, recorded_version=recorded, recorded_from=recorded_from)
+    for issue in engine.issues:
+        issue.message = scrub(issue.message)
     for name in ("main_pid", "active_state", "gpus"):
         if getattr(raw, name) is not None:
             runtime[name] = getattr(raw, name)
@@ -168,11 +221,11 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     return Snapshot(
         host=raw.host, unit=raw.unit or unit.name, source=raw.source,
         collected_at=raw.collected_at or now_utc(), paths=list(raw.paths or unit.paths),
-        unit_text=scrub_text(raw.text, secrets), argv=argv, expanded_argv=expanded,
+        unit_text=scrub(unit_text), argv=argv, expanded_argv=expanded,
         prefixes=command.prefixes, environment=environment,
         environment_files=list(result.environment_files), unit_keys=unit_keys, launcher=launcher,
         engine_version=recorded, engine=engine, issues=list(engine.issues),
-        warnings=list(unit.warnings) + [f"ExecStart: {p}" for p in launcher.problems], runtime=runtime,
+        warnings=scrub(warnings), runtime=runtime,
         origins=_origins(unit, result.environment, list(result.environment_files)))
 
 

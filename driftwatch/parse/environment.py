@@ -21,11 +21,22 @@ from driftwatch.parse.specifiers import (
     extract_word,
 )
 
+from driftwatch.parse.said import Said
+from driftwatch.redact import shown
+
 WHITESPACE = " \t\n\r"
 NEWLINE = "\n\r"
 COMMENTS = "#;"
 SHELL_NEED_ESCAPE = '"\\`$'
 _NAME_CHARS = set("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+
+
+def _assignment(word: str) -> str:
+    """`NAME=…` for a message: the name when it is one, never the value (it may be a secret)."""
+    name, eq, _ = word.partition("=")
+    if eq and env_name_is_valid(name):
+        return f"{name}= (value not shown)"
+    return f"a word of {len(word)} characters without a valid NAME= (not shown)"
 
 
 def env_name_is_valid(name: str) -> bool:
@@ -54,7 +65,8 @@ def parse_environment_values(values: list[str], specifiers: dict | None = None,
                 word, i = extract_word(value, i)
             except LexInvalid:
                 if warnings is not None:
-                    warnings.append(f"Invalid syntax, ignoring: {value}")
+                    warnings.append(Said(f"Invalid syntax, ignoring: {value}",
+                                         f"Invalid syntax, ignoring: the rest of the value from column {i + 1} (not shown)"))
                 break
             if word is None:
                 break
@@ -62,11 +74,13 @@ def parse_environment_values(values: list[str], specifiers: dict | None = None,
                 word = apply_specifiers(word, specifiers)
             except SpecifierFailure as exc:
                 if warnings is not None:
-                    warnings.append(f"Failed to resolve specifiers in {word}, ignoring: {exc}")
+                    warnings.append(Said(f"Failed to resolve specifiers in {word}, ignoring: {exc}",
+                                         f"Failed to resolve specifiers in {shown(word)}, ignoring: {exc}"))
                 continue
             if not env_assignment_is_valid(word):
                 if warnings is not None:
-                    warnings.append(f"Invalid environment assignment, ignoring: {word}")
+                    warnings.append(Said(f"Invalid environment assignment, ignoring: {word}",
+                                         f"Invalid environment assignment, ignoring: {_assignment(word)}"))
                 continue
             name, _, val = word.partition("=")
             env[name] = val
@@ -183,7 +197,8 @@ def parse_environment_file(text: str, warnings: list[str] | None = None) -> dict
     for key, value in raw.items():  # strv_env_clean at exec time drops invalid entries
         if not env_assignment_is_valid(f"{key}={value}"):
             if warnings is not None:
-                warnings.append(f"Ignoring invalid environment assignment '{key}={value}'")
+                warnings.append(Said(f"Ignoring invalid environment assignment '{key}={value}'",
+                                     f"Ignoring invalid environment assignment {_assignment(key + '=' + value)}"))
             continue
         env[key] = value
     return env

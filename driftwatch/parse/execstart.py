@@ -18,6 +18,7 @@ Ported from systemd 252 src/core/load-fragment.c (config_parse_exec), src/basic/
 from __future__ import annotations
 
 import posixpath
+import re
 from dataclasses import dataclass, field
 
 from driftwatch.errors import UnitError
@@ -33,6 +34,8 @@ from driftwatch.parse.specifiers import (
     unit_specifiers,
 )
 from driftwatch.parse.unitfile import UnitFile
+from driftwatch.parse.said import Said, prefixed, public
+from driftwatch.redact import shown
 
 PATH_MAX = 4096
 LONG_LINE_MAX = 1024 * 1024
@@ -94,6 +97,19 @@ def _path_simplify(p: str) -> str:
     return "/" + "/".join(parts)
 
 
+def _column(value: str, pos: int) -> str:
+    """Where a word starts, never the word: messages must not echo a value (it may be a secret)."""
+    return f"the word at column {pos + 1} of {len(value)} (value not shown)"
+
+
+_PROGRAM = re.compile(r"[A-Za-z0-9@._+/-]{1,255}")
+
+
+def _program(path: str) -> str:
+    """An executable name for a message: itself when it looks like a program name, else its length."""
+    return path if _PROGRAM.fullmatch(path) else shown(path)
+
+
 def _split(value: str, specifiers: dict | None, warnings: list[str]) -> list[Command]:
     """config_parse_exec for one non-empty value. Raises ExecStartError for fatal errors."""
     rvalue = value.split("\0", 1)[0]
@@ -110,8 +126,10 @@ def _split(value: str, specifiers: dict | None, warnings: list[str]) -> list[Com
         try:
             word, newpos = extract_word(s, pos, relax_escape=True)
         except LexInvalid:
-            raise _Ignored(f'Unbalanced quoting, ignoring: "{rvalue}"') from None
-        warnings.append(f'Ignoring unknown escape sequences: "{word}"')
+            raise _Ignored(Said(f'Unbalanced quoting, ignoring: "{rvalue}"',
+                                f"Unbalanced quoting, ignoring: {_column(rvalue, pos)}")) from None
+        warnings.append(Said(f'Ignoring unknown escape sequences: "{word}"',
+                             f"Ignoring unknown escape sequences: {_column(rvalue, pos)}"))
         return word, newpos
 
     def fail(ignore: bool, msg: str):
@@ -126,7 +144,7 @@ def _split(value: str, specifiers: dict | None, warnings: list[str]) -> list[Com
         try:
             firstword, p = extract(p)
         except _Ignored as exc:
-            warnings.append(str(exc))
+            warnings.append(exc.args[0])
             return commands
         if firstword is None:
             return commands
@@ -164,15 +182,20 @@ def _split(value: str, specifiers: dict | None, warnings: list[str]) -> list[Com
             _warn_deprecated(f, warnings)
             path = apply_specifiers(f, specifiers, PATH_MAX - 1)
         except SpecifierFailure as exc:
-            return fail(ignore, f"Failed to resolve unit specifiers in '{f}'{sfx}: {exc}")
+            return fail(ignore, Said(f"Failed to resolve unit specifiers in '{f}'{sfx}: {exc}",
+                                     f"Failed to resolve unit specifiers in {shown(f)}{sfx}: {exc}"))
         if path == "":
-            return fail(ignore, f"Empty path in command line{sfx}: '{rvalue}'")
+            return fail(ignore, Said(f"Empty path in command line{sfx}: '{rvalue}'",
+                                     f"Empty path in command line{sfx}: {shown(rvalue)}"))
         if not _string_is_safe(path):
-            return fail(ignore, f"Executable name contains special characters{sfx}: {path}")
+            return fail(ignore, Said(f"Executable name contains special characters{sfx}: {path}",
+                                     f"Executable name contains special characters{sfx}: {shown(path)}"))
         if path.endswith("/"):
-            return fail(ignore, f"Executable path specifies a directory{sfx}: {path}")
+            return fail(ignore, Said(f"Executable path specifies a directory{sfx}: {path}",
+                                     f"Executable path specifies a directory{sfx}: {shown(path)}"))
         if not path.startswith("/") and not _filename_is_valid(path):
-            return fail(ignore, f"Neither a valid executable name nor an absolute path{sfx}: {path}")
+            return fail(ignore, Said(f"Neither a valid executable name nor an absolute path{sfx}: {path}",
+                                     f"Neither a valid executable name nor an absolute path{sfx}: {_program(path)}"))
 
         argv: list[str] = [] if separate_argv0 else [path]
         exe = _path_simplify(path)
@@ -193,18 +216,20 @@ def _split(value: str, specifiers: dict | None, warnings: list[str]) -> list[Com
             try:
                 word, p = extract(p)
             except _Ignored as exc:
-                return fail(ignore, str(exc))
+                return fail(ignore, exc.args[0])
             if word is None:
                 break
             try:
                 _warn_deprecated(word, warnings)
                 resolved = apply_specifiers(word, specifiers, LONG_LINE_MAX)
             except SpecifierFailure as exc:
-                return fail(ignore, f"Failed to resolve unit specifiers in {word}{sfx}: {exc}")
+                return fail(ignore, Said(f"Failed to resolve unit specifiers in {word}{sfx}: {exc}",
+                                         f"Failed to resolve unit specifiers in {shown(word)}{sfx}: {exc}"))
             argv.append(resolved)
 
         if not argv:
-            return fail(ignore, f"Empty executable name or zeroeth argument{sfx}: {rvalue}")
+            return fail(ignore, Said(f"Empty executable name or zeroeth argument{sfx}: {rvalue}",
+                                     f"Empty executable name or zeroeth argument{sfx}: {shown(rvalue)}"))
         commands.append(Command(prefixes=prefixes, argv=argv, raw=value, path=exe))
     return commands
 
@@ -353,7 +378,9 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
             elif a.value in SERVICE_TYPES:
                 service_type = a.value
             else:
-                warnings.append(f"{_where(unit, 'Type', a)}Failed to parse service type, ignoring: {a.value}")
+                warnings.append(prefixed(_where(unit, 'Type', a), Said(
+                    f"Failed to parse service type, ignoring: {a.value}",
+                    f"Failed to parse service type, ignoring: {shown(a.value)}")))
 
     commands: list[Command] = []
     for a in unit.assignments:
@@ -366,8 +393,9 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
         try:
             commands.extend(_split(a.value, specifiers, w))
         except ExecStartError as exc:
-            raise ExecStartError(f"{_where(unit, 'ExecStart', a)}{exc}") from None
-        warnings.extend(f"{_where(unit, 'ExecStart', a)}{m}" for m in w)
+            raise ExecStartError(prefixed(_where(unit, 'ExecStart', a), exc.args[0] if exc.args else exc)) \
+                from None
+        warnings.extend(prefixed(_where(unit, 'ExecStart', a), m) for m in w)
 
     if service_type is None:  # systemd: Type= unset means simple, or oneshot when there is no ExecStart=
         service_type = "simple" if commands else "oneshot"
@@ -378,18 +406,19 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
         why = ""
         ignored = [m for m in warnings if "ignoring" in m]
         if ignored:
-            why = " (ExecStart= lines ignored by systemd: " + "; ".join(ignored) + ")"
+            why = Said(" (ExecStart= lines ignored by systemd: " + "; ".join(ignored) + ")",
+                       " (ExecStart= lines ignored by systemd: " + "; ".join(public(m) for m in ignored) + ")")
         if not has_stop and not has_success:
-            raise ExecStartError(f"{name}: Service has no ExecStart=, ExecStop=, or SuccessAction=. Refusing.{why}")
+            raise ExecStartError(f"{name}: Service has no ExecStart=, ExecStop=, or SuccessAction=. Refusing." + why)
         if service_type != "oneshot":
             raise ExecStartError(
                 f"{name}: Service has no ExecStart= setting, which is only allowed for Type=oneshot services. "
-                f"Refusing.{why}"
+                "Refusing." + why
             )
         if not remain and not has_success:
             raise ExecStartError(
                 f"{name}: Service has no ExecStart= and no SuccessAction= settings and does not have "
-                f"RemainAfterExit=yes set. Refusing.{why}"
+                "RemainAfterExit=yes set. Refusing." + why
             )
     if len(commands) > 1 and service_type != "oneshot":
         raise ExecStartError(
@@ -412,12 +441,14 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
         try:
             expanded = apply_specifiers(value, specifiers, PATH_MAX - 1)
         except SpecifierFailure as exc:
-            warnings.append(f"Failed to resolve unit specifiers in '{value}', ignoring: {exc}")
+            warnings.append(Said(f"Failed to resolve unit specifiers in '{value}', ignoring: {exc}",
+                                 f"Failed to resolve unit specifiers in {shown(value)}, ignoring: {exc}"))
             continue
         optional = expanded.startswith("-")
         fpath = expanded[1:] if optional else expanded
         if not fpath.startswith("/"):
-            warnings.append(f"Path '{expanded}' is not absolute, ignoring.")
+            warnings.append(Said(f"Path '{expanded}' is not absolute, ignoring.",
+                                 f"Path {shown(expanded)} is not absolute, ignoring."))
             continue
         files_written.append(value)
         if environment_files is None:

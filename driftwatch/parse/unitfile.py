@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass, field
 
 from driftwatch.errors import UnitError
+from driftwatch.parse.said import Said
 
 WHITESPACE = " \t\n\r"
 COMMENTS = "#;"
@@ -55,6 +56,7 @@ class UnitFile:
     assignments: list[Assignment] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     masked: bool = False
+    comments: list[tuple[str | None, str]] = field(default_factory=list)  # (file, comment line)
 
     def raw_values(self, section: str, key: str) -> list[str]:
         """Every value of section/key in file order, without reset semantics."""
@@ -202,7 +204,7 @@ def split_files(text: str, name: str | None = None, path: str | None = None):
             continue
         if current is None:
             if stripped:
-                warnings.append(f"text before the first '# /path' header ignored: {stripped[:80]}")
+                warnings.append(f"text before the first '# /path' header ignored ({len(stripped)} characters, not shown)")
             continue
         current.append((len(current) + 1, line))
     if stopped_at is not None:
@@ -213,12 +215,21 @@ def split_files(text: str, name: str | None = None, path: str | None = None):
     return unit_name, masked, files, warnings
 
 
+_SECTION_TEXT = re.compile(r"\[[A-Za-z0-9 ._@-]{0,64}\]?")
+
+
+def _header_text(line: str) -> str:
+    """A section header for a message: quoted when it is a plain name, else only its length."""
+    return f"'{line}'" if _SECTION_TEXT.fullmatch(line) else f"({len(line)} characters, not shown)"
+
+
 def _string_is_safe(s: str) -> bool:
     return not any(ord(c) < 32 or ord(c) == 127 or c in "\"'\\" for c in s)
 
 
 def _parse_one_file(path: str | None, numbered: list[tuple[int, str]], label: str,
-                    out: list[Assignment], warnings: list[str]) -> None:
+                    out: list[Assignment], warnings: list[str],
+                    comments: list[tuple[str | None, str]] | None = None) -> None:
     section: str | None = None
     continuation: str | None = None
     cont_line = 0
@@ -235,10 +246,12 @@ def _parse_one_file(path: str | None, numbered: list[tuple[int, str]], label: st
             return
         if l[0] == "[":
             if l[-1] != "]":
-                raise UnitError(f"{where(n)}: Invalid section header '{l}'")
+                raise UnitError(Said(f"{where(n)}: Invalid section header '{l}'",
+                                    f"{where(n)}: Invalid section header {_header_text(l)}"))
             sname = l[1:-1]
             if not _string_is_safe(sname):
-                raise UnitError(f"{where(n)}: Bad characters in section header '{l}'")
+                raise UnitError(Said(f"{where(n)}: Bad characters in section header '{l}'",
+                                    f"{where(n)}: Bad characters in section header {_header_text(l)}"))
             section = sname
             return
         if section is None:
@@ -259,6 +272,8 @@ def _parse_one_file(path: str | None, numbered: list[tuple[int, str]], label: st
         last = n
         s = buf.lstrip(WHITESPACE)
         if s and s[0] in COMMENTS:
+            if comments is not None:
+                comments.append((path, s))
             continue
         l = buf
         if not bom_seen and l.startswith("\ufeff"):
@@ -291,8 +306,10 @@ def parse_unit_text(text: str, name: str | None = None, path: str | None = None)
     assignments: list[Assignment] = []
     paths: list[str] = []
     label = unit_name or "<unit>"
+    comments: list[tuple[str | None, str]] = []
     for fpath, numbered in files:
         if fpath is not None:
             paths.append(fpath)
-        _parse_one_file(fpath, numbered, label, assignments, warnings)
-    return UnitFile(name=unit_name, paths=paths, assignments=assignments, warnings=warnings, masked=masked)
+        _parse_one_file(fpath, numbered, label, assignments, warnings, comments)
+    return UnitFile(name=unit_name, paths=paths, assignments=assignments, warnings=warnings, masked=masked,
+                    comments=comments)

@@ -33,7 +33,10 @@ def _json_value(diff, side: str) -> Any:
         if value is None:
             return None
         return wording.REDACTED if side == "baseline" else wording.CHANGED_REDACTED
-    return diff.baseline if side == "baseline" else diff.current
+    base, cur = _mask_tree(diff.baseline), _mask_tree(diff.current)  # a redacted part reads "(redacted)"
+    if side == "current" and cur is not None and base == cur and diff.baseline != diff.current:
+        return wording.CHANGED_REDACTED  # only the redacted part changed
+    return base if side == "baseline" else cur
 
 
 def _mask_tree(value: Any) -> Any:

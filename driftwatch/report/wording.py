@@ -22,6 +22,7 @@ import re
 from typing import Any
 
 from ..model import DEFAULT, RUNTIME
+from ..redact import CHANGED_FINGERPRINT, has_fingerprint, mask_fingerprints
 from . import view
 
 ARROW = "\u2192"  # →
@@ -37,15 +38,18 @@ CHANGED_REDACTED = "changed (redacted)"
 FINDING_COLUMNS = ["#", "flag", "baseline", "current", "impact", "explanation"]
 FLEET_COLUMNS = ["host", "unit", "status", "top finding", "predicted"]
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
+# C0 and C1 controls (ESC, CSI: terminal escapes), DEL, line/paragraph separators, bidi overrides.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 # --------------------------------------------------------------------------- small pieces
 
 
 def clean(text: Any) -> str:
-    """One display line: control characters (newlines included) become visible escapes."""
-    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
+    """One display line: control characters (newlines, terminal escapes) become visible escapes and
+    redaction fingerprints read "(redacted)"."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"),
+                        mask_fingerprints(str(text)))
 
 
 def shorten(text: str, width: int | None) -> str:
@@ -105,7 +109,10 @@ def pair_text(baseline: Any, baseline_source: str | None, current: Any, current_
     """Both sides of a difference; a secret's values never show, only whether they are set."""
     if secret:
         return (REDACTED if baseline is not None else UNSET, CHANGED_REDACTED if current is not None else UNSET)
-    return value_text(baseline, baseline_source), value_text(current, current_source)
+    base, cur = value_text(baseline, baseline_source), value_text(current, current_source)
+    if base == cur and baseline != current and (has_fingerprint(baseline) or has_fingerprint(current)):
+        cur = CHANGED_REDACTED  # only a redacted part differs: say so rather than print two equal sides
+    return base, cur
 
 
 def display_pair(diff) -> tuple[str, str]:
