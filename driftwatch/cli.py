@@ -193,10 +193,14 @@ def check(unit_file, host, unit, snapshot_file, engine_version, fmt, quiet, inve
 @click.option("--concurrency", "old_parallel", type=click.IntRange(1, 1024), hidden=True,
               help="Deprecated spelling of --parallel (everywhere else --concurrency is the client concurrency).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
+@click.option("--keep", type=click.IntRange(1, None), default=None,
+              help="Then keep only the newest N snapshots of each host/unit in the store (as `prune --keep N`).")
+@click.option("--baselines-dir", "keep_baselines_dir", envvar="DRIFTWATCH_BASELINES",
+              help="With --keep: baselines whose snapshots are never deleted [default: ./baselines].")
 @_catalog_option
 @_ssh_options
 def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_version, parallel, old_parallel, quiet,
-             **ssh):
+             keep, keep_baselines_dir, **ssh):
     """Read units (local files or live hosts) and save one snapshot each in the store."""
     if old_parallel is not None:
         if parallel is not None and parallel != old_parallel:
@@ -220,7 +224,30 @@ def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_versio
         click.echo(f"{snap.host or 'local'}\t{snap.unit}\tok\t{saved}")
     if hosts or inventory:
         trouble = _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh)
+    if keep:
+        _prune_store(store, keep, None, keep_baselines_dir, dry_run=False, quiet=True)
     sys.exit(EXIT_TROUBLE if trouble else EXIT_OK)
+
+
+def _prune_store(store, keep, older_than, baselines_dir, dry_run: bool, quiet: bool, host=None, unit=None) -> list:
+    """Retention: delete old snapshots, never the newest of a host/unit nor one a baseline was made from."""
+    from .baseline import baselines_dir as resolve_dir
+    from .history import parse_duration
+    from .store import SnapshotStore, baseline_protections
+    age = parse_duration(older_than) if older_than else None
+    warn = lambda m: click.echo(f"driftwatch: warning: {m}", err=True)  # noqa: E731
+    directory = resolve_dir(baselines_dir)
+    protected = baseline_protections(directory, warn)
+    st = SnapshotStore(store or None, on_problem=warn)
+    gone = st.prune(keep=keep, older_than=age, protected=protected, host=host, unit=unit, dry_run=dry_run)
+    if not quiet:
+        for record in gone:
+            click.echo(f"{'would delete' if dry_run else 'deleted'}\t{record.path}")
+        names = len(protected)
+        click.echo(f"driftwatch: {'would prune' if dry_run else 'pruned'} {len(gone)} snapshot"
+                   f"{'s' if len(gone) != 1 else ''} in {st.root}; kept the newest of each host/unit and "
+                   f"every snapshot of the {names} baseline{'s' if names != 1 else ''} in {directory}/", err=True)
+    return gone
 
 
 def _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh) -> bool:
@@ -404,6 +431,30 @@ def baseline_show(name, fmt, baselines_dir):
     sys.exit(EXIT_OK)
 
 
+def _facts_options(func):
+    """compare: the model's config.json and the GPUs, for the physical impact models (issue 13)."""
+    func = click.option("--gpu", "gpu", help="The current host's GPUs, NAME[xN] as nvidia-smi names them, "
+                        "e.g. 'H200' or 'RTX A6000x2'.")(func)
+    func = click.option("--baseline-model-config", type=click.Path(dir_okay=True),
+                        help="config.json of the baseline's model (default: --model-config's).")(func)
+    func = click.option("--model-config", type=click.Path(dir_okay=True),
+                        help="The model's config.json (or its directory / HF cache folder); never downloaded.")(func)
+    return func
+
+
+def _apply_facts(base, current, kw: dict) -> None:
+    """Record --model-config / --baseline-model-config / --gpu in the snapshots' runtime (popped from kw)."""
+    from .facts import load_model_config, parse_gpu_option
+    model_config, baseline_config, gpu = kw.pop("model_config", None), kw.pop("baseline_model_config", None), \
+        kw.pop("gpu", None)
+    if model_config:
+        current.runtime["model_facts"] = load_model_config(model_config).to_dict()
+    if baseline_config:
+        base.snapshot.runtime["model_facts"] = load_model_config(baseline_config).to_dict()
+    if gpu:
+        current.runtime["gpus"] = parse_gpu_option(gpu)
+
+
 # --------------------------------------------------------------------------- compare
 @cli.command()
 @click.option("--baseline", "baseline_spec", required=True, help="Baseline NAME, a baseline YAML, or a unit file.")
@@ -424,6 +475,7 @@ def baseline_show(name, fmt, baselines_dir):
 @_baselines_dir_option
 @_catalog_option
 @_ssh_options
+@_facts_options
 def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric, current_metric, concurrency, fmt,
             output, rules_dir, ignores, ignore_file, engine_version, inventory, baselines_dir, **ssh):
     """Compare a unit with a known-good baseline and rank what cost throughput."""
@@ -448,6 +500,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
                              "or --host/--unit")
         from .sources import collect_one
         current = collect_one(base.host, base.unit, _ssh_settings(ssh), inventory)
+    _apply_facts(base, current, ssh)
     result = run_compare(base, current, rules, ignore, concurrency, b_metrics, c_metrics, engine_version)
     _check_measured(result)
     _warn_unused_ignores(result, ignore)
@@ -505,13 +558,17 @@ def _warn_unused_ignores(result, ignore, quiet: bool = False) -> None:
 @click.option("--ignore", "ignores", multiple=True, help="Rule id or key to ignore.")
 @click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml].")
 @click.option("--engine-version", help="Read units with this SGLang release's catalog.")
+@click.option("--store", help="Snapshot store that says since when each finding is there "
+                              "[default: ~/.local/state/driftwatch].")
+@click.option("--prometheus", "prometheus_file", type=click.Path(dir_okay=False),
+              help="Also write the report as Prometheus metrics here (node_exporter textfile, atomically).")
 @_baselines_dir_option
 @_catalog_option
 @_ssh_options
 def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, smtp_port, smtp_user,
            smtp_password_file, smtp_security, smtp_ca_file, sender, subject_prefix, state, only_changes, always,
            fmt, output, quiet, config_path, concurrency, parallel, rules_dir, ignores, ignore_file, engine_version,
-           baselines_dir, **ssh):
+           baselines_dir, store, prometheus_file, **ssh):
     """Check hosts against a baseline; print, write and mail one drift report (for cron)."""
     from .baseline import baselines_dir as resolve_dir, load_baseline
     from .ignore import from_cli, load_ignore_file
@@ -554,8 +611,16 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
         entries += entries_from_raws(raws, base, rules_loaded, ignore, concurrency, engine_version, raw_to_snapshot)
     doc = build_report(base, entries)
     _warn_unused_fleet_ignores(doc, ignore, rules_loaded, quiet)
+    _since_from_store(doc, store, base, rules_loaded, ignore, concurrency, engine_version, quiet)
     text = get_format(fmt).render_fleet(doc)
     trouble = doc["summary"]["unreadable"] > 0
+    if prometheus_file:
+        from .fileio import write_atomic
+        try:
+            write_atomic(prometheus_file, get_format("prometheus").render_fleet(doc))
+        except DriftwatchError as exc:  # still print and mail the report
+            click.echo(f"driftwatch: {exc}", err=True)
+            trouble = True
     if output:
         from .fileio import write_atomic
         try:
@@ -574,6 +639,15 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
     if trouble:
         sys.exit(EXIT_TROUBLE)
     sys.exit(EXIT_DRIFT if doc["summary"]["drifted"] else EXIT_OK)
+
+
+def _since_from_store(doc: dict, store, base, rules_loaded, ignore, concurrency, engine_version, quiet) -> None:
+    """Each finding's "since" from the snapshot store (nothing when the store holds no snapshot of it)."""
+    from .history import annotate_since
+    from .store import SnapshotStore
+    warn = (lambda m: None) if quiet else (lambda m: click.echo(f"driftwatch: warning: {m}", err=True))
+    annotate_since(doc, SnapshotStore(store or None, on_problem=warn), base, rules_loaded, ignore, concurrency,
+                   engine_version)
 
 
 def _warn_unused_fleet_ignores(doc: dict, ignore, rules_loaded, quiet: bool) -> None:
@@ -610,6 +684,70 @@ def _mail_report(doc: dict, settings: dict, always: bool, quiet: bool) -> bool:
     if not quiet:
         click.echo(f"driftwatch: {outcome}", err=True)
     return False
+
+
+# --------------------------------------------------------------------------- history and retention
+@cli.command()
+@click.argument("hosts", nargs=-1)
+@click.option("--inventory", type=str, help="Inventory naming the hosts and units to show.")
+@click.option("--unit", help="Only this unit.")
+@click.option("--store", help="Snapshot store [default: ~/.local/state/driftwatch].")
+@click.option("--since", "since_text", help="Changes since WHEN: RFC 3339 (2026-11-28T03:00:00Z) or back from now (7d, 12h).")
+@click.option("--baseline", "baseline_spec", help="Also say, for each finding against this baseline, since when it is there.")
+@click.option("--format", "fmt", type=click.Choice(format_names("history")), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the history here (atomically).")
+@click.option("--rules", "rules_dir", type=str, help="Extra rules directory (with --baseline).")
+@click.option("--ignore", "ignores", multiple=True, help="Rule id or key to ignore (with --baseline).")
+@click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml].")
+@click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency (with --baseline).")
+@click.option("--engine-version", help="Read every snapshot with this engine release's catalog.")
+@_baselines_dir_option
+@_catalog_option
+def history(hosts, inventory, unit, store, since_text, baseline_spec, fmt, output, rules_dir, ignores, ignore_file,
+            concurrency, engine_version, baselines_dir):
+    """What changed when, per host and unit, from the snapshot store (newest first); with
+    --baseline, since when each current finding is there and whether it ever went away."""
+    from .history import groups_for, history_document, parse_when
+    from .report import get_format
+    from .store import SnapshotStore
+    since = parse_when(since_text) if since_text else None
+    st = SnapshotStore(store or None, on_problem=lambda m: click.echo(f"driftwatch: warning: {m}", err=True))
+    base = rules = ignore = None
+    if baseline_spec:
+        from .baseline import baselines_dir as resolve_dir, load_baseline
+        from .ignore import from_cli, load_ignore_file
+        from .rulebook import load_rules
+        from .sources import snapshot_from_unit_file
+        base = load_baseline(baseline_spec, resolve_dir(baselines_dir),
+                             unit_reader=lambda p: snapshot_from_unit_file(p, None, None))
+        rules = load_rules(rules_dir)
+        ignore = from_cli(ignores) + load_ignore_file(ignore_file)
+    pairs = []
+    if inventory:
+        from .sources import inventory_targets
+        pairs = inventory_targets(inventory, unit)
+    groups = groups_for(st, list(hosts), unit, pairs)
+    doc = history_document(st, groups, since, base, rules, ignore, concurrency, engine_version)
+    _emit((get_format(fmt) if output else _terminal_format(fmt)).render_history(doc), output)
+    sys.exit(EXIT_OK)
+
+
+@cli.command()
+@click.option("--keep", type=click.IntRange(1, None), help="Keep the newest N snapshots of each host/unit.")
+@click.option("--older-than", help="Delete snapshots older than D (30m, 12h, 7d, 2w, 1d12h).")
+@click.option("--store", help="Snapshot store [default: ~/.local/state/driftwatch].")
+@click.option("--host", help="Only this host's snapshots.")
+@click.option("--unit", help="Only this unit's snapshots.")
+@click.option("--dry-run", "-n", is_flag=True, help="Say what would be deleted; delete nothing.")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing unless something is wrong.")
+@_baselines_dir_option
+def prune(keep, older_than, store, host, unit, dry_run, quiet, baselines_dir):
+    """Delete old snapshots; never the newest of a host/unit, nor one a baseline was made from.
+    With both --keep and --older-than, a snapshot goes only when both say so."""
+    if keep is None and not older_than:
+        raise InputError("prune needs --keep N and/or --older-than D (e.g. --keep 100, --older-than 30d)")
+    _prune_store(store, keep, older_than, baselines_dir, dry_run=dry_run, quiet=quiet, host=host, unit=unit)
+    sys.exit(EXIT_OK)
 
 
 @cli.command("cron-example")

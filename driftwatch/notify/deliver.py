@@ -11,7 +11,7 @@ import socket
 from typing import Any, Mapping
 
 from .email import PASSWORD_ENV, SMTPSettings, build_message, load_password_file, send_message
-from .state import load_state, save_state, should_send, state_for
+from .state import load_state, mark_changes, save_state, should_send, state_for
 
 
 def default_sender() -> str:
@@ -46,6 +46,7 @@ def deliver(doc: dict, settings: Mapping, always: bool) -> str:
         if state_path:  # remember "clean" too, so the same drift coming back is mailed again
             save_state(state_path, state_for(doc, sent=False))
         return f"no mail sent: {why}"
+    mark_changes(doc, previous)  # each finding: "new since last run" or "still present"
     msg = build_message(doc, settings.get("sender") or default_sender(), list(settings["email"]),
                         subject_prefix=settings.get("subject_prefix") or "[driftwatch]")
     send_message(msg, smtp_settings(settings, os.environ))

@@ -10,7 +10,9 @@ Rules (`should_send`):
 - drift otherwise -> send.
 
 The state file (JSON, schema ``driftwatch.state/v1``) records the fingerprint of the last run that
-was settled. Save it (`save_state(path, state_for(report))`) after a mail was delivered or when no
+was settled, and the identities (`identity.finding_id`: host/unit/key) of its findings, so the next
+mail can say of each finding whether it is "new since last run" or "still present" (`mark_changes`;
+a state file written before the identities were kept marks nothing). Save it (`save_state(path, state_for(report))`) after a mail was delivered or when no
 mail was needed; do NOT save it when delivery failed, so the next run tries again. Because clean
 runs are saved too, drift that is fixed and later comes back is mailed again.
 """
@@ -59,6 +61,41 @@ def fingerprint(report: dict) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def finding_ids(report: dict) -> list[str]:
+    """``host/unit/key`` of every finding of `report`, sorted (what the state file remembers)."""
+    ids = set()
+    for h in report.get("hosts") or []:
+        if not isinstance(h, dict):
+            continue
+        comp = h.get("comparison") if isinstance(h.get("comparison"), dict) else {}
+        for f in comp.get("findings") or []:
+            if isinstance(f, dict):
+                ids.add(str(finding_id(h.get("host"), h.get("unit"), f.get("key"))))
+    return sorted(ids)
+
+
+def mark_changes(report: dict, previous: dict | None) -> dict:
+    """Mark each finding of `report` ``last_run: "new"`` or ``"still present"`` against the
+    findings the `previous` state remembers; counts {"new": n, "still present": m}. Without a
+    previous state that lists its findings, nothing is marked (every finding would be "new")."""
+    counts = {"new": 0, "still present": 0}
+    known = previous.get("findings") if isinstance(previous, dict) else None
+    if not isinstance(known, list):
+        return counts
+    known = {str(k) for k in known}
+    for h in report.get("hosts") or []:
+        if not isinstance(h, dict):
+            continue
+        comp = h.get("comparison") if isinstance(h.get("comparison"), dict) else {}
+        for f in comp.get("findings") or []:
+            if isinstance(f, dict):
+                mark = "still present" if str(finding_id(h.get("host"), h.get("unit"), f.get("key"))) in known \
+                    else "new"
+                f["last_run"] = mark
+                counts[mark] += 1
+    return counts
+
+
 def _counts(report: dict) -> dict:
     hosts = [h for h in report.get("hosts") or [] if isinstance(h, dict)]
     return {"hosts": len(hosts),
@@ -69,7 +106,8 @@ def _counts(report: dict) -> dict:
 def state_for(report: dict, *, sent: bool | None = None) -> dict:
     """The state to save after a settled run of `report`."""
     data = {"schema": STATE_SCHEMA, "fingerprint": fingerprint(report),
-            "generated_at": report.get("generated_at"), "summary": _counts(report)}
+            "generated_at": report.get("generated_at"), "summary": _counts(report),
+            "findings": finding_ids(report)}
     if sent is not None:
         data["sent"] = bool(sent)
     return data
@@ -124,4 +162,5 @@ def should_send(report: dict, state: dict | None, only_changes: bool, always: bo
     return True, what
 
 
-__all__ = ["STATE_SCHEMA", "fingerprint", "state_for", "load_state", "save_state", "should_send"]
+__all__ = ["STATE_SCHEMA", "fingerprint", "finding_ids", "mark_changes", "state_for", "load_state", "save_state",
+           "should_send"]

@@ -2,6 +2,8 @@
 
     get_format("html").render_fleet(doc)      # a driftwatch.report/v1 document
     get_format("text").render_comparison(doc) # a driftwatch.compare/v1 document
+    get_format("text").render_history(doc)    # a driftwatch.history/v1 document (history.py)
+    get_format("prometheus").render_fleet(doc) # node_exporter textfile (fleet reports only)
     format_names("comparison")                # the choices `compare --format` offers
 
 The documents are built in report/data.py; every phrase comes from report/wording.py.
@@ -14,9 +16,11 @@ from .html_ import HtmlFormat
 from .interface import COMPARISON, FLEET, HISTORY, KINDS, Format, UnsupportedDocument
 from .json_ import JsonFormat
 from .markdown import MarkdownFormat
+from .prometheus import PrometheusFormat
 from .text import TextFormat
 
-FORMATS: dict[str, Format] = {f.name: f for f in (TextFormat(), JsonFormat(), MarkdownFormat(), HtmlFormat())}
+FORMATS: dict[str, Format] = {f.name: f for f in (TextFormat(), JsonFormat(), MarkdownFormat(), HtmlFormat(),
+                                                   PrometheusFormat())}
 
 
 def format_names(kind: str | None = None) -> list[str]:

@@ -72,6 +72,8 @@ def _finding_rows(findings: list[dict]) -> list[list[str]]:
     for f in findings:
         tag = w.rule_tag(f)
         impact = esc(w.impact_text(f)) + (f'<br /><span style="{_MUTED}">{esc(tag)}</span>' if tag else "")
+        if w.finding_history(f):
+            impact += f'<br /><span style="{_MUTED}">{esc(w.finding_history(f))}</span>'
         base, cur = w.finding_pair(f)
         rows.append([esc(w.rank_text(f)), esc(w.finding_name(f)), esc(base), esc(cur), impact,
                      esc(w.explanation_text(f))])

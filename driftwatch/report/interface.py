@@ -19,7 +19,8 @@ HISTORY = "history"
 KINDS = (COMPARISON, FLEET, HISTORY)
 
 # Which kind of document a schema names.
-SCHEMA_KINDS = {"driftwatch.compare/v1": COMPARISON, "driftwatch.report/v1": FLEET}
+SCHEMA_KINDS = {"driftwatch.compare/v1": COMPARISON, "driftwatch.report/v1": FLEET,
+                "driftwatch.history/v1": HISTORY}
 
 
 class UnsupportedDocument(InputError):
@@ -42,7 +43,8 @@ class Format(ABC):
         """A `driftwatch.report/v1` document (many hosts against one baseline)."""
 
     def render_history(self, doc: dict) -> str:
-        """A history document (when each difference first appeared); not every format has one yet."""
+        """A `driftwatch.history/v1` document (what changed when, since when each finding is there;
+        built by history.py); not every format has a layout for it."""
         raise UnsupportedDocument(f"the {self.name} format cannot render a history")
 
     def supports(self, kind: str) -> bool:
@@ -58,6 +60,8 @@ class Format(ABC):
             return self.render_comparison(doc)
         if kind == FLEET:
             return self.render_fleet(doc)
+        if kind == HISTORY:
+            return self.render_history(doc)
         schema = doc.get("schema") if isinstance(doc, dict) else None
         raise UnsupportedDocument(f"the {self.name} format cannot render a document of schema {schema!r}")
 

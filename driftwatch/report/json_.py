@@ -1,4 +1,5 @@
-"""JSON: the document itself (`driftwatch.compare/v1`, `driftwatch.report/v1`), for scripts."""
+"""JSON: the document itself (`driftwatch.compare/v1`, `driftwatch.report/v1`, `driftwatch.history/v1`),
+for scripts."""
 from __future__ import annotations
 
 import json
@@ -19,4 +20,7 @@ class JsonFormat(Format):
         return dump(doc)
 
     def render_fleet(self, doc: dict) -> str:
+        return dump(doc)
+
+    def render_history(self, doc: dict) -> str:
         return dump(doc)

@@ -69,10 +69,30 @@ class MarkdownFormat(Format):
                 lines += [f"- **warning:** {md(x)}" for x in warnings] + [""]
             rows = [[md(w.rank_text(f)), md(w.finding_name(f)), *(md(v) for v in w.finding_pair(f)),
                      md(w.impact_text(f) + (f" [{w.rule_tag(f)}]" if w.rule_tag(f) else "")),
-                     md(w.explanation_text(f))] for f in view.findings(h)]
+                     md(w.explanation_text(f) + (f" ({w.finding_history(f)})" if w.finding_history(f) else ""))]
+                    for f in view.findings(h)]
             lines += table(w.FINDING_COLUMNS, rows) if rows else ["*(no findings listed)*"]
         errors = view.unreadable_hosts(doc)
         if errors:
             lines += ["", f"## Unreadable hosts ({len(errors)})", ""]
             lines += [f"- {md(w.host_title(h))}: {md(w.host_error(h))}" for h in errors]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def render_history(self, doc: dict) -> str:
+        lines = ["# driftwatch history", ""] + [f"- {md(line)}" for line in w.history_header(doc)]
+        units = [u for u in doc.get("units") or [] if isinstance(u, dict)]
+        if not units:
+            lines += ["", "*(no snapshots in the store for this selection)*"]
+        for u in units:
+            lines += ["", f"## {md(w.history_unit_title(u))}", ""]
+            rows = [[md(r[0]), code(r[1]), md(r[2]), md(r[3])] for r in w.history_rows(u)]
+            lines += table(w.HISTORY_COLUMNS, rows) if rows else ["*(no changes)*"]
+            if isinstance(doc.get("baseline"), dict):
+                findings = [f for f in u.get("findings") or [] if isinstance(f, dict)]
+                lines += ["", f"Findings of the newest snapshot against {md(w.baseline_name(doc))}:" if findings
+                          else f"No drift from {md(w.baseline_name(doc))} in the newest snapshot.", ""]
+                lines += [f"{md(w.rank_text(f))}. {md(w.history_finding(f))}" for f in findings]
+        problems = [p for p in doc.get("problems") or [] if p]
+        if problems:
+            lines += ["", "## Skipped", ""] + [f"- {md(p)}" for p in problems]
         return "\n".join(lines).rstrip() + "\n"

@@ -155,6 +155,8 @@ class TextFormat(Format):
                 tag = w.rule_tag(f)
                 lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)}", "     ")
                 lines += self._fit(f"     impact: {w.impact_text(f)}" + (f"  [{tag}]" if tag else ""), "     ")
+                if w.finding_history(f):
+                    lines += self._fit(f"     {w.finding_history(f)}", "       ")
                 if f.get("explanation"):
                     lines += self._para(w.explanation_text(f), "     ")
         errors = view.unreadable_hosts(doc)
@@ -162,4 +164,33 @@ class TextFormat(Format):
             lines += ["", f"== Unreadable hosts ({len(errors)})"]
             for h in errors:
                 lines += self._fit(f"   {w.host_title(h)}: {w.host_error(h)}", "     ")
+        return "\n".join(lines).rstrip() + "\n"
+
+    def render_history(self, doc: dict) -> str:
+        """Per unit: a title, its changes newest first (a table), then the baseline's findings
+        with since when each is there; skipped files last."""
+        lines = ["driftwatch history"] + [p for line in w.history_header(doc) for p in self._fit(line, "  ")]
+        units = [u for u in doc.get("units") or [] if isinstance(u, dict)]
+        if not units:
+            lines += ["", "(no snapshots in the store for this selection)"]
+        for u in units:
+            lines += [""] + self._fit(f"== {w.history_unit_title(u)}", "   ")
+            rows = w.history_rows(u)
+            if rows:
+                caps = _fit_caps(rows, w.HISTORY_COLUMNS, [20, 60, 40, 26], [(1, 30), (2, 16), (3, 12)], self.width)
+                lines.append(tabulate(rows, headers=w.HISTORY_COLUMNS, tablefmt="simple", disable_numparse=True,
+                                      maxcolwidths=caps))
+            else:
+                lines.append("   (no changes" + (" in this period)" if doc.get("since") else ")"))
+            findings = [f for f in u.get("findings") or [] if isinstance(f, dict)]
+            if isinstance(doc.get("baseline"), dict):
+                lines += ["", f"   findings of the newest snapshot against {w.baseline_name(doc)}:"
+                          if findings else f"   no drift from {w.baseline_name(doc)} in the newest snapshot"]
+                for f in findings:
+                    head = f"   {w.rank_text(f):>2}. "
+                    lines += textwrap.wrap(w.history_finding(f), width=78 if self.width is None else max(40, self.width),
+                                           initial_indent=head, subsequent_indent=" " * len(head),
+                                           break_long_words=True, break_on_hyphens=False)
+        for problem in doc.get("problems") or []:
+            lines += self._fit(f"warning: {w.clean(problem)}")
         return "\n".join(lines).rstrip() + "\n"

@@ -384,3 +384,114 @@ def subject(report: dict, prefix: str = "[driftwatch]") -> str:
     text = main + _worst_host_phrase(report) + tail
     prefix = clean(prefix or "").strip()
     return clean(f"{prefix} {text}" if prefix else text)
+
+
+# --------------------------------------------------------------------------- history and "since"
+
+
+def since_text(f: dict) -> str:
+    """'since 2026-11-28T03:00:00Z, first seen in snapshot 20261128T030000Z-00.yaml' (the start of the
+    finding's current unbroken run in the store); 'new since the last snapshot (2026-…)' when the
+    newest stored snapshot did not have it; '' without a store."""
+    s = f.get("since") if isinstance(f.get("since"), dict) else None
+    if not s:
+        return ""
+    if s.get("at"):
+        name = f", first seen in snapshot {clean(s['snapshot'])}" if s.get("snapshot") else ""
+        return f"since {clean(s['at'])}{name}"
+    if s.get("after"):
+        return f"new since the last snapshot ({clean(s['after'])})"
+    return ""
+
+
+LAST_RUN = {"new": "new since last run", "still present": "still present"}
+
+
+def last_run_text(f: dict) -> str:
+    """'new since last run' / 'still present' (mail: against the last settled run), else ''."""
+    return LAST_RUN.get(f.get("last_run"), "") if isinstance(f.get("last_run"), str) else ""
+
+
+def finding_history(f: dict) -> str:
+    """'still present; since 2026-11-28T03:00:00Z, first seen in snapshot …' ('' when nothing is known)."""
+    return "; ".join(x for x in (last_run_text(f), since_text(f)) if x)
+
+
+HISTORY_COLUMNS = ["time", "change", "set by", "snapshot"]
+
+
+def _ref_text(ref: Any) -> str:
+    """'2026-11-28T03:00:00Z (snapshot 20261128T030000Z-00.yaml)'."""
+    if not isinstance(ref, dict) or not ref.get("collected_at"):
+        return "?"
+    return f"{clean(ref['collected_at'])} (snapshot {clean(ref.get('snapshot') or '?')})"
+
+
+def history_change(c: dict, width: int | None = None) -> str:
+    """'--speculative-num-steps 3 → 1'; a restart pending appearing: 'restart pending: no → yes'."""
+    base, cur = pair_text(c.get("old"), c.get("old_source"), c.get("new"), c.get("new_source"),
+                          bool(c.get("secret")))
+    name = clean(c.get("flag") or c.get("key") or "?")
+    if c.get("key") in ("process.argv", "systemd.loaded"):
+        return f"{name}: {change_text(base, cur, width)}"
+    return change_line(name, base, cur, width)
+
+
+def history_origin(c: dict) -> str:
+    """The file that set the new side (the old one for a removal): a drop-in by name, else the path."""
+    origin = c.get("origin") if isinstance(c.get("origin"), dict) else {}
+    path = origin.get("new") or origin.get("old")
+    if not isinstance(path, str) or not path:
+        return DASH
+    return clean(path.rsplit("/", 1)[-1] if _is_dropin(path) else path)
+
+
+def history_rows(u: dict) -> list[list[str]]:
+    """HISTORY_COLUMNS rows of one unit's changes, newest first (as the document lists them)."""
+    changes = u.get("changes") if isinstance(u.get("changes"), list) else []
+    return [[clean(c.get("at") or "?"), history_change(c), history_origin(c), clean(c.get("snapshot") or "?")]
+            for c in changes if isinstance(c, dict)]
+
+
+def history_unit_title(u: dict) -> str:
+    """'ct129 sglang-qwen.service: 3 snapshots, 290 runs, 2026-11-20T03:00:00Z → 2026-12-01T10:40:00Z'."""
+    n, runs = u.get("snapshots") or 0, u.get("runs") or 0
+    first = u.get("first") if isinstance(u.get("first"), dict) else {}
+    span = ""
+    if first.get("collected_at") and u.get("last_run"):
+        span = f", {clean(first['collected_at'])} {ARROW} {clean(u['last_run'])}"
+    return (f"{clean(u.get('host') or '?')} {clean(u.get('unit') or '?')}: {n} snapshot{'s' if n != 1 else ''}, "
+            f"{runs} run{'s' if runs != 1 else ''}{span}")
+
+
+def history_finding(f: dict) -> str:
+    """'--speculative-num-steps 3 → 1: since 2026-11-28T03:00:00Z, first seen in snapshot …; never went away'
+    or '…: since T (snapshot S); first seen T0 in snapshot S0; went away at T1 (snapshot S1)'."""
+    since = f.get("since") if isinstance(f.get("since"), dict) else {}
+    first = f.get("first_seen") if isinstance(f.get("first_seen"), dict) else {}
+    head = finding_line(f)
+    if not since.get("collected_at"):
+        return head
+    if not f.get("went_away"):
+        text = (f"{head}: since {clean(since['collected_at'])}, first seen in snapshot "
+                f"{clean(since.get('snapshot') or '?')}; never went away")
+    else:
+        gone = [e.get("gone_at") for e in f.get("episodes") or [] if isinstance(e, dict) and e.get("gone_at")]
+        away = "; ".join(f"went away at {_ref_text(g)}" for g in gone)
+        text = (f"{head}: since {_ref_text(since)}; first seen {_ref_text(first)}; {away}"
+                f"{' and came back' if gone else ''}")
+    value = f.get("value_since") if isinstance(f.get("value_since"), dict) else None
+    if value and value.get("collected_at"):
+        text += f"; at its current value since {_ref_text(value)}"
+    return text
+
+
+def history_header(doc: dict) -> list[str]:
+    """'store: /var/lib/driftwatch (2 units)', 'since: …', 'baseline: 70toks (…)'."""
+    units = doc.get("units") if isinstance(doc.get("units"), list) else []
+    lines = [f"store: {clean(doc.get('store') or '?')} ({len(units)} unit{'s' if len(units) != 1 else ''})"]
+    if doc.get("since"):
+        lines.append(f"changes since: {clean(doc['since'])}")
+    if isinstance(doc.get("baseline"), dict):
+        lines.append(f"findings against baseline: {baseline_line(doc)}")
+    return lines

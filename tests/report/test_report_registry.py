@@ -14,10 +14,10 @@ DRIFTWATCH = Path(sys.executable).with_name("driftwatch")
 
 
 def test_registry_names_and_kinds():
-    assert list(FORMATS) == ["text", "json", "markdown", "html"]
+    assert list(FORMATS) == ["text", "json", "markdown", "html", "prometheus"]
     assert format_names("comparison") == ["text", "json", "markdown", "html"]
-    assert format_names("fleet") == ["text", "json", "markdown", "html"]
-    assert format_names("history") == []  # no format lays out a history yet
+    assert format_names("fleet") == ["text", "json", "markdown", "html", "prometheus"]
+    assert format_names("history") == ["text", "json", "markdown"]
     assert format_names() == list(FORMATS)
 
 
@@ -26,7 +26,7 @@ def test_each_format_describes_itself(name):
     fmt = get_format(name)
     assert isinstance(fmt, Format) and fmt.name == name
     assert fmt.media_type.count("/") == 1 and fmt.suffix.startswith(".")
-    assert get_format(name, "comparison") is fmt
+    assert get_format(name, "fleet") is fmt
 
 
 def test_unknown_format_is_one_clear_error():
@@ -34,7 +34,7 @@ def test_unknown_format_is_one_clear_error():
         get_format("xml")
     message = str(err.value)
     assert "\n" not in message
-    assert message == "unknown report format 'xml' (choose from text, json, markdown, html)"
+    assert message == "unknown report format 'xml' (choose from text, json, markdown, html, prometheus)"
     assert isinstance(err.value, DriftwatchError) and err.value.exit_code == 2
 
 
@@ -43,11 +43,15 @@ def test_unknown_kind_is_a_programming_error():
         format_names("bogus")
 
 
-def test_history_not_supported_yet(seed_doc):
+def test_history_only_where_a_format_has_a_layout(seed_doc):
     with pytest.raises(UnsupportedDocument, match="cannot render a history"):
-        get_format("text").render_history({"schema": "driftwatch.history/v1"})
+        get_format("html").render_history({"schema": "driftwatch.history/v1"})
     with pytest.raises(UnsupportedDocument, match="history"):
-        get_format("text", "history")
+        get_format("html", "history")
+    with pytest.raises(UnsupportedDocument, match="comparison"):
+        get_format("prometheus", "comparison")
+    assert get_format("text").render({"schema": "driftwatch.history/v1", "units": []}).startswith(
+        "driftwatch history")
 
 
 def test_render_dispatches_on_schema(seed_doc, fleet_doc):
@@ -63,10 +67,12 @@ def _run(*args):
                           cwd=str(Path(__file__).resolve().parents[2]))
 
 
-@pytest.mark.parametrize("command", ["compare", "report"])
-def test_cli_choices_come_from_the_registry(command):
+@pytest.mark.parametrize("command, choices", [("compare", "[text|json|markdown|html]"),
+                                              ("report", "[text|json|markdown|html|prometheus]"),
+                                              ("history", "[text|json|markdown]")])
+def test_cli_choices_come_from_the_registry(command, choices):
     help_text = _run(command, "--help").stdout
-    assert "[text|json|markdown|html]" in help_text
+    assert choices in " ".join(help_text.split())
 
 
 @pytest.mark.parametrize("command", ["compare", "report"])

@@ -56,8 +56,9 @@ def test_two_snapshots_in_one_second_sort_in_time_order(tmp_path):
 
 def test_names_sort_in_time_order_across_seconds_and_many_in_one_second(tmp_path):
     store = SnapshotStore(tmp_path)
-    saved = [store.save(snap(at="2026-11-28T03:00:00Z")) for _ in range(12)]
-    saved.append(store.save(snap(at="2026-11-28T03:00:01Z")))
+    # dedupe=False: the same state saved again gets a file of its own (the naming scheme under test)
+    saved = [store.save(snap(at="2026-11-28T03:00:00Z"), dedupe=False) for _ in range(12)]
+    saved.append(store.save(snap(at="2026-11-28T03:00:01Z"), dedupe=False))
     names = [p.name for p in saved]
     assert len(set(names)) == 13
     assert names == sorted(names)
@@ -254,10 +255,11 @@ def test_prune_refuses_bad_requests(tmp_path, kwargs, match):
 
 
 def history_store(tmp_path) -> tuple[SnapshotStore, list[Path]]:
-    """steps: 3, 1, 3, 1, 1 (changed, reverted, changed again and kept)."""
+    """steps: 3, 1, 3, 1, 1 (changed, reverted, changed again and kept; the last two are the same
+    state, saved as two files as a store written before deduplication holds them)."""
     store = SnapshotStore(tmp_path)
     units = [U70, U40, U70, U40, U40]
-    return store, [store.save(snap(u, at=f"2026-11-2{i}T03:00:00Z")) for i, u in enumerate(units)]
+    return store, [store.save(snap(u, at=f"2026-11-2{i}T03:00:00Z"), dedupe=False) for i, u in enumerate(units)]
 
 
 def test_timeline_gives_consecutive_pairs_oldest_first(tmp_path):

@@ -13,11 +13,12 @@ from driftwatch.store import LATEST, SnapshotStore
 ROOT = Path(__file__).resolve().parents[2]
 DW = Path(sys.executable).with_name("driftwatch")
 U70 = ROOT / "examples" / "sglang-qwen-70toks.service"
+U40 = ROOT / "examples" / "sglang-qwen-40toks.service"
 
 
 def test_snapshot_command_saves_in_time_order(tmp_path):
     store = tmp_path / "store"
-    run = subprocess.run([str(DW), "snapshot", "--unit-file", str(U70), "--unit-file", str(U70),
+    run = subprocess.run([str(DW), "snapshot", "--unit-file", str(U70), "--unit-file", str(U40),
                           "--host-name", "ct129", "--store", str(store)],
                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert run.returncode == 0, run.stderr

@@ -1,0 +1,329 @@
+"""The history view, read from the snapshot store: what changed and when, and since when each
+finding has been there.
+
+- `history_document(store, groups, …)` -> ``driftwatch.history/v1``: per host and unit, the changes
+  between consecutive snapshots (time, key/concept, old -> new, the file that set each side),
+  newest first; with a baseline, for each finding of the newest snapshot the first snapshot in
+  which it appeared, the snapshot that began its current unbroken run ("since") and whether it
+  ever went away.
+- `annotate_since(report, store, baseline, …)`: the same "since" for every finding of a fleet
+  report (``driftwatch.report/v1``), walking back from the newest snapshot only as far as needed.
+- `parse_when` / `parse_duration`: ``--since 7d`` / ``2026-11-28T03:00:00Z``, ``--older-than 30d``.
+
+A change's time is the `collected_at` of the first snapshot that shows it; the change happened
+after the last run that still saw the old state (``previous.last_seen``, from the store's run log)
+and at or before that time. Findings are identified as everywhere (`identity.finding_id`: host,
+unit, key). Unreadable files are skipped with a problem naming them (`SnapshotStore.problems`),
+never fatal. Nothing here formats text: report/wording.py phrases what this module records.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from typing import Any, Iterable
+
+from .errors import DriftwatchError, InputError
+from .identity import finding_id
+from .redact import mask_fingerprints
+from .snapshot import Snapshot
+from .store import SnapshotStore, StoredSnapshot, safe_component
+from .timestamps import UTC, format_utc, parse_utc, utc_now
+
+HISTORY_SCHEMA = "driftwatch.history/v1"
+# Differences that describe one side's own state (disk vs loaded vs running), not a change between
+# two snapshots: compared as states (appeared / resolved) instead.
+_STATE_KEYS = ("process.argv", "systemd.loaded")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"^(?:(\d+)\s*([smhdw])\s*)+$", re.I)
+_PART = re.compile(r"(\d+)\s*([smhdw])", re.I)
+
+
+# --------------------------------------------------------------------------- times
+
+
+def parse_duration(text: str, option: str = "--older-than") -> _dt.timedelta:
+    """``90s``, ``30m``, ``12h``, ``7d``, ``2w`` or a sum like ``1d12h``."""
+    value = str(text or "").strip()
+    if not _DURATION.match(value):
+        raise InputError(f"{option} {text!r}: not a duration (say e.g. 30m, 12h, 7d, 2w or 1d12h)")
+    seconds = sum(int(n) * _UNITS[u.lower()] for n, u in _PART.findall(value))
+    try:
+        return _dt.timedelta(seconds=seconds)
+    except OverflowError:
+        raise InputError(f"{option} {text!r}: too long") from None
+
+
+def parse_when(text: str, now: _dt.datetime | None = None, option: str = "--since") -> _dt.datetime:
+    """An instant: RFC 3339 with a zone (``2026-11-28T03:00:00Z``), or a duration back from now (``7d``)."""
+    value = str(text or "").strip()
+    if _DURATION.match(value):
+        try:
+            return (now or _dt.datetime.now(UTC)) - parse_duration(value, option)
+        except OverflowError:
+            raise InputError(f"{option} {text!r}: too long ago") from None
+    try:
+        return parse_utc(value)
+    except ValueError as exc:
+        raise InputError(f"{option} {text!r}: give an RFC 3339 time with its zone (2026-11-28T03:00:00Z) "
+                         f"or a duration back from now (7d, 12h) ({exc})") from None
+
+
+# --------------------------------------------------------------------------- changes between two snapshots
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, str):
+        return mask_fingerprints(value)
+    if isinstance(value, dict):
+        return {k: _value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_value(v) for v in value]
+    return value
+
+
+def _state_diffs(snap: Snapshot, engine_version: str | None) -> dict[str, Any]:
+    """One snapshot's own disk-vs-loaded-vs-running findings, by key."""
+    from .diff import diff_snapshots, read_pair
+    pair = read_pair(snap, snap, engine_version)
+    return {d.key: d for d in diff_snapshots(snap, snap, pair) if d.key in _STATE_KEYS}
+
+
+def _change_from_difference(d) -> dict:
+    from .report import wording
+    old, new = d.baseline, d.current
+    if d.secret:
+        old = None if old is None else wording.REDACTED
+        new = None if new is None else wording.CHANGED_REDACTED
+    change = {"key": d.key, "concept": d.concept, "flag": d.label, "kind": d.kind,
+              "old": _value(old), "new": _value(new),
+              "old_source": d.baseline_source, "new_source": d.current_source}
+    if d.secret:
+        change["secret"] = True
+    if d.origin:
+        change["origin"] = {"old": d.origin.get("baseline"), "new": d.origin.get("current")}
+    return change
+
+
+def changes_between(old: Snapshot, new: Snapshot, engine_version: str | None = None) -> list[dict]:
+    """What changed from `old` to `new` (both of one host/unit), as history change records."""
+    from .diff import diff_snapshots, read_pair
+    pair = read_pair(old, new, engine_version)
+    out = [_change_from_difference(d) for d in diff_snapshots(old, new, pair) if d.key not in _STATE_KEYS]
+    before, after = _state_diffs(old, engine_version), _state_diffs(new, engine_version)
+    for key in _STATE_KEYS:
+        if (key in before) == (key in after):
+            continue
+        d = after.get(key) or before[key]
+        out.append({"key": key, "concept": None, "flag": d.label, "kind": "added" if key in after else "removed",
+                    "old": "yes" if key in before else "no", "new": "yes" if key in after else "no",
+                    "old_source": None, "new_source": None,
+                    "note": _value(" ".join(d.notes)) if d.notes else None})
+    pid_old, pid_new = old.runtime.get("main_pid"), new.runtime.get("main_pid")
+    if pid_old not in (None, 0, "0") and pid_new not in (None, 0, "0") and pid_old != pid_new:
+        out.append({"key": "process.main_pid", "concept": None, "flag": "main process (restarted)",
+                    "kind": "changed", "old": pid_old, "new": pid_new, "old_source": None, "new_source": None})
+    return out
+
+
+def _ref(stored: StoredSnapshot | None) -> dict | None:
+    if stored is None:
+        return None
+    return {"snapshot": stored.record.name, "collected_at": stored.record.stamp}
+
+
+# --------------------------------------------------------------------------- findings through time
+
+
+class _Findings:
+    """compare(baseline, snapshot) per stored snapshot, computed once each: key -> finding dict."""
+
+    def __init__(self, baseline, rules=None, ignore=None, concurrency=None, engine_version=None):
+        from .rulebook import load_rules
+        self.baseline = baseline
+        self.rules = rules if rules is not None else load_rules(None)
+        self.ignore = ignore or []
+        self.concurrency = concurrency
+        self.engine_version = engine_version
+        self._cache: dict[str, dict[str, dict]] = {}
+
+    def of(self, stored: StoredSnapshot) -> dict[str, dict]:
+        key = str(stored.path)
+        if key not in self._cache:
+            from .compare import compare
+            from .report.data import finding_to_dict
+            result = compare(self.baseline, stored.snapshot, self.rules, self.ignore, self.concurrency,
+                             engine_version=self.engine_version)
+            self._cache[key] = {f.key: finding_to_dict(f) for f in result.findings}
+        return self._cache[key]
+
+
+def _finding_history(key: str, present: list[bool], values: list[Any], loaded: list[StoredSnapshot]) -> dict:
+    """first seen, since (start of the run that ends with the newest), episodes, went away."""
+    episodes, start = [], None
+    for i, here in enumerate(present + [False]):
+        if here and start is None:
+            start = i
+        elif not here and start is not None:
+            episodes.append((start, i))  # present in [start, i); gone at i (len: still present)
+            start = None
+    first, (since, _) = episodes[0][0], episodes[-1]
+    value_since = since
+    while value_since + 1 < len(loaded) and values[value_since] != values[-1]:
+        value_since += 1
+    out = {"since": _ref(loaded[since]), "first_seen": _ref(loaded[first]), "went_away": len(episodes) > 1,
+           "episodes": [{"from": _ref(loaded[a]), "gone_at": _ref(loaded[b]) if b < len(loaded) else None}
+                        for a, b in episodes]}
+    if value_since != since:
+        out["value_since"] = _ref(loaded[value_since])  # the current value itself, when it came later
+    return out
+
+
+def _baseline_findings(loaded: list[StoredSnapshot], findings: _Findings) -> list[dict]:
+    if not loaded:
+        return []
+    per = [findings.of(s) for s in loaded]
+    out = []
+    for f in sorted(per[-1].values(), key=lambda f: f.get("rank") or 0):
+        present = [f["key"] in p for p in per]
+        values = [p[f["key"]].get("current") if f["key"] in p else None for p in per]
+        entry = {k: f.get(k) for k in ("rank", "key", "concept", "flag", "baseline", "current",
+                                       "baseline_source", "current_source", "rule", "severity", "impact")}
+        if f.get("secret"):
+            entry["secret"] = True
+        if f.get("origin"):
+            entry["origin"] = f["origin"]
+        entry.update(_finding_history(f["key"], present, values, loaded))
+        out.append(entry)
+    return out
+
+
+# --------------------------------------------------------------------------- the document
+
+
+def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since: _dt.datetime | None = None,
+                 findings: _Findings | None = None, engine_version: str | None = None) -> dict:
+    """One host/unit's history (one element of the document's `units`)."""
+    loaded = store.load(host, unit, engine_version=engine_version)
+    seen = store.seen(host, unit)
+    records = store.records(safe_component(host, "local"), safe_component(unit, "unit"))
+    per_pair = []
+    for old, new in zip(loaded, loaded[1:]):
+        if since is not None and new.collected_at < since:
+            continue
+        previous = _ref(old)
+        previous["last_seen"] = format_utc(seen[old.path].last) if old.path in seen else previous["collected_at"]
+        per_pair.append([{"at": new.record.stamp, "snapshot": new.record.name, **change, "previous": previous}
+                         for change in changes_between(old.snapshot, new.snapshot, engine_version)])
+    # newest first; the changes a snapshot brought keep the diff's order (cause first)
+    changes = [change for pair in reversed(per_pair) for change in pair]
+    first = loaded[0] if loaded else None
+    newest = loaded[-1] if loaded else None
+    entry = {
+        "host": safe_component(host, "local"), "unit": safe_component(unit, "unit"),
+        "snapshots": len(records), "readable": len(loaded),
+        "runs": sum(s.runs for s in seen.values()),
+        "first": _ref(first), "latest": _ref(newest),
+        "last_run": format_utc(max((s.last for s in seen.values()), default=newest.collected_at))
+        if newest is not None else None,
+        "changes": changes,
+    }
+    if findings is not None:
+        entry["findings"] = _baseline_findings(loaded, findings)
+    return entry
+
+
+def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, str | None]] | None = None,
+                     since: _dt.datetime | None = None, baseline=None, rules=None, ignore=None,
+                     concurrency: int | None = None, engine_version: str | None = None) -> dict:
+    """``driftwatch.history/v1`` for `groups` ((host, unit) pairs; None: every unit in the store).
+    A pair with no snapshots is listed with zero snapshots, so a typo shows as such."""
+    if groups is None:
+        groups = store.groups()
+    findings = _Findings(baseline, rules, ignore, concurrency, engine_version) if baseline is not None else None
+    units, seen = [], set()
+    for host, unit in groups:
+        where = (safe_component(host, "local"), safe_component(unit, "unit"))
+        if where in seen:
+            continue
+        seen.add(where)
+        try:
+            units.append(unit_history(store, host, unit, since, findings, engine_version))
+        except DriftwatchError as exc:  # one unit's trouble is named, never fatal to the others
+            store.problems.append(f"{where[0]}/{where[1]}: skipped: {exc}")
+    doc = {
+        "schema": HISTORY_SCHEMA,
+        "generated_at": utc_now(),
+        "store": str(store.root),
+        "since": format_utc(since) if since is not None else None,
+        "baseline": None if baseline is None else {"name": baseline.name, "host": baseline.host,
+                                                   "unit": baseline.unit, "metrics": dict(baseline.metrics)},
+        "units": units,
+        "problems": list(store.problems),
+    }
+    return doc
+
+
+def groups_for(store: SnapshotStore, hosts: Iterable[str] = (), unit: str | None = None,
+               inventory_pairs: Iterable[tuple[str, str]] = ()) -> list[tuple[str, str]]:
+    """The (host, unit) pairs a history is asked for: inventory pairs, named hosts (all their units
+    in the store, or `unit`), or every unit in the store (filtered by `unit`)."""
+    pairs = [(h, u) for h, u in inventory_pairs if unit is None or u == unit]
+    known = store.groups()
+    for host in hosts:
+        units = [u for h, u in known if h == safe_component(host, "local")]
+        if unit is not None:
+            units = [unit]
+        pairs += [(host, u) for u in units] or [(host, unit or "unit")]
+    if not pairs and not list(hosts) and not list(inventory_pairs):
+        pairs = [(h, u) for h, u in known if unit is None or u == safe_component(unit, "unit")]
+    return pairs
+
+
+# --------------------------------------------------------------------------- "since" in a fleet report
+
+
+def annotate_since(report: dict, store: SnapshotStore, baseline, rules=None, ignore=None,
+                   concurrency: int | None = None, engine_version: str | None = None) -> dict:
+    """Add `since` to every finding of a ``driftwatch.report/v1`` document, from the store: the
+    first snapshot of the unbroken run, ending with the newest stored snapshot, whose comparison
+    with the baseline has a finding of the same identity (host, unit, key). A finding the newest
+    stored snapshot does not have is new since it: ``{"at": null, "after": <newest's time>}``.
+    A unit with no snapshots gets nothing. Also sets the report's `history` (store, problems)."""
+    findings = _Findings(baseline, rules, ignore, concurrency, engine_version)
+    for entry in report.get("hosts") or []:
+        comparison = entry.get("comparison") if isinstance(entry, dict) else None
+        if not isinstance(comparison, dict) or not comparison.get("findings"):
+            continue
+        host = None if entry.get("file") else entry.get("host")
+        wanted = {f.get("key") for f in comparison["findings"] if isinstance(f, dict)}
+        start: dict[str, StoredSnapshot] = {}
+        open_keys, newest = set(wanted), None
+        for stored in store.newest_first(host, entry.get("unit"), engine_version):
+            newest = newest or stored
+            try:
+                keys = findings.of(stored)
+            except DriftwatchError as exc:
+                store.problems.append(f"{stored.path}: skipped: {exc}")
+                continue
+            for key in list(open_keys):
+                if key in keys:
+                    start[key] = stored
+                else:
+                    open_keys.discard(key)
+            if not open_keys:
+                break
+        if newest is None:
+            continue
+        for f in comparison["findings"]:
+            if not isinstance(f, dict):
+                continue
+            found = start.get(f.get("key"))
+            f["since"] = ({"at": found.record.stamp, "snapshot": found.record.name,
+                           "id": str(finding_id(entry.get("host"), entry.get("unit"), f.get("key")))}
+                          if found is not None else {"at": None, "snapshot": None, "after": newest.record.stamp})
+    report["history"] = {"store": str(store.root), "problems": list(store.problems)}
+    return report
+
+
+__all__ = ["HISTORY_SCHEMA", "annotate_since", "changes_between", "groups_for", "history_document",
+           "parse_duration", "parse_when", "unit_history"]

@@ -1,0 +1,161 @@
+"""Prometheus text exposition format (version 0.0.4), for node_exporter's textfile collector.
+
+`driftwatch report --prometheus /var/lib/node_exporter/textfile/driftwatch.prom` writes this
+beside the usual report, atomically (temp file in the same directory, then a rename: the collector
+never reads half a file; its temp name does not end in ``.prom``). Only fleet reports have a
+layout (a comparison is one `report --unit-file` away).
+
+Metrics (gauges; one series per (host, unit) read, label values escaped as the format requires):
+
+    driftwatch_last_run_timestamp_seconds                          when the report was made
+    driftwatch_host_read{host,unit,status}                         1; status ok, or the failure
+                                                                   (unreachable, timeout, auth_failed,
+                                                                   host_key_refused, unit_not_found,
+                                                                   unit_masked, invalid_unit, error)
+    driftwatch_drift{host,unit}                                    1 drifted, 0 clean (read units only)
+    driftwatch_findings{host,unit,severity}                        findings per severity (high, medium,
+                                                                   low, info: every one, 0 included)
+    driftwatch_predicted_throughput_ratio{host,unit}               predicted ÷ baseline, where a model applies
+    driftwatch_predicted_throughput_tokens_per_second{host,unit}   where the baseline records its throughput
+    driftwatch_finding_since_timestamp_seconds{host,unit}          oldest "since" of the unit's findings
+                                                                   (with a snapshot store)
+    driftwatch_hosts{status}                                       hosts drifted / clean / unreadable
+
+Like every format it computes nothing: each value is read from the ``driftwatch.report/v1``
+document (report/data.py), through report/view.py.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from ..timestamps import parse_utc
+from . import view
+from .interface import FLEET, Format, UnsupportedDocument
+
+SEVERITIES = ("high", "medium", "low", "info")
+
+
+def escape_label(value) -> str:
+    """A label value: backslash, double quote and line feed escaped (the format's only escapes)."""
+    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def escape_help(text: str) -> str:
+    return str(text).replace("\\", "\\\\").replace("\n", "\\n")
+
+
+def _status_label(text) -> str:
+    """'auth failed' -> 'auth_failed' (label values stay one token, as PromQL matchers expect)."""
+    return re.sub(r"[^a-z0-9]+", "_", str(text or "error").lower()).strip("_") or "error"
+
+
+def _number(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    if isinstance(value, int):
+        return str(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "+Inf" if value > 0 else "-Inf"
+    return repr(float(value))
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class _Family:
+    def __init__(self, name: str, help_text: str, kind: str = "gauge"):
+        self.name, self.help, self.kind, self.samples = name, help_text, kind, []
+
+    def add(self, labels: dict, value) -> None:
+        self.samples.append((labels, value))
+
+    def lines(self) -> list[str]:
+        if not self.samples:
+            return []
+        out = [f"# HELP {self.name} {escape_help(self.help)}", f"# TYPE {self.name} {self.kind}"]
+        seen = set()
+        for labels, value in self.samples:
+            text = ",".join(f'{k}="{escape_label(v)}"' for k, v in labels.items())
+            series = f"{self.name}{{{text}}}" if text else self.name
+            if series in seen:
+                continue  # one value per series (a host/unit named twice in one report)
+            seen.add(series)
+            out.append(f"{series} {_number(value)}")
+        return out
+
+
+class PrometheusFormat(Format):
+    name = "prometheus"
+    media_type = "text/plain; version=0.0.4"
+    suffix = ".prom"
+
+    def supports(self, kind: str) -> bool:
+        return kind == FLEET
+
+    def render_comparison(self, doc: dict) -> str:
+        raise UnsupportedDocument("the prometheus format renders fleet reports only (use `report --unit-file`)")
+
+    def render_fleet(self, doc: dict) -> str:
+        last = _Family("driftwatch_last_run_timestamp_seconds",
+                       "When driftwatch last made this report (Unix time).")
+        read = _Family("driftwatch_host_read",
+                       "1 for each host/unit driftwatch tried to read; status is ok or why it could not be read.")
+        drift = _Family("driftwatch_drift", "1 when the unit drifted from the baseline, 0 when it matches.")
+        findings = _Family("driftwatch_findings", "Findings against the baseline, by severity.")
+        ratio = _Family("driftwatch_predicted_throughput_ratio",
+                        "Predicted throughput divided by the baseline's (absent where no model applies).")
+        tps = _Family("driftwatch_predicted_throughput_tokens_per_second",
+                      "Predicted throughput in tokens per second (where the baseline records its throughput).")
+        since = _Family("driftwatch_finding_since_timestamp_seconds",
+                        "Since when (Unix time) the unit's oldest current finding has been present without a "
+                        "break, from the snapshot store.")
+        hosts = _Family("driftwatch_hosts", "Hosts in the report by status.")
+        generated = doc.get("generated_at")
+        try:
+            last.add({}, parse_utc(generated).timestamp() if generated else None)
+        except ValueError:
+            pass
+        last.samples = [(labels, int(v)) for labels, v in last.samples if _is_number(v)]
+        for h in view.hosts(doc):
+            where = {"host": h.get("host") or "?", "unit": h.get("unit") or "?"}
+            status = view.status(h)
+            if status == "error":
+                read.add({**where, "status": _status_label(h.get("failure"))}, 1)
+                continue
+            read.add({**where, "status": "ok"}, 1)
+            drift.add(where, 1 if status == "drift" else 0)
+            fs = view.findings(h)
+            for severity in SEVERITIES:
+                findings.add({**where, "severity": severity}, sum(1 for f in fs if f.get("severity") == severity))
+            for severity in sorted({str(f.get("severity")) for f in fs} - set(SEVERITIES) - {"None"}):
+                findings.add({**where, "severity": severity}, sum(1 for f in fs if f.get("severity") == severity))
+            c = view.comparison(h)
+            if _is_number(c.get("predicted_throughput_ratio")):
+                ratio.add(where, c["predicted_throughput_ratio"])
+            if _is_number(c.get("predicted_throughput")):
+                tps.add(where, c["predicted_throughput"])
+            starts = []
+            for f in fs:
+                s = f.get("since") if isinstance(f.get("since"), dict) else {}
+                try:
+                    if s.get("at"):
+                        starts.append(parse_utc(s["at"]).timestamp())
+                except ValueError:
+                    pass
+            if starts:
+                since.add(where, int(min(starts)))
+        counts = view.counts(doc)
+        for key in ("drifted", "clean", "unreadable"):
+            if _is_number(counts.get(key)):
+                hosts.add({"status": key}, counts[key])
+        lines = []
+        for family in (last, read, drift, findings, ratio, tps, since, hosts):
+            lines += family.lines()
+        return "\n".join(lines) + "\n"
+
+
+__all__ = ["PrometheusFormat", "escape_label", "SEVERITIES"]
