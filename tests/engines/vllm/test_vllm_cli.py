@@ -215,3 +215,16 @@ def test_bad_input_is_a_finding_never_a_crash(dw, tmp_path, exec_start, needle):
     assert any(needle in f["message"] for f in run.json()["findings"]), run.json()["findings"]
     run = dw("compare", "--baseline", EXAMPLES / "vllm-qwen-mtp3.service", "--unit-file", unit)
     assert run.code in (0, 1) and "Traceback" not in run.stderr, run
+
+
+def test_speculative_switched_on_is_one_finding(dw, tmp_path):
+    off = tmp_path / "off.service"
+    off.write_text("[Service]\nExecStart=/opt/v/bin/vllm serve /m -tp 2\n")
+    on = tmp_path / "on.service"
+    on.write_text("[Service]\nExecStart=/opt/v/bin/vllm serve /m -tp 2 --speculative-config "
+                  "'{\"method\": \"eagle3\", \"model\": \"x/eagle3\", \"num_speculative_tokens\": 3}'\n")
+    data = dw("compare", "--baseline", off, "--unit-file", on, "--baseline-metric", "throughput=40",
+              "--format", "json").json()
+    assert [(f["key"], f["rule"]) for f in data["findings"]] == [("speculative_config.method", "DW102")]
+    assert data["findings"][0]["details"]["speculative_config.num_speculative_tokens"]["current"] == 3
+    assert data["predicted_throughput"] > 40
