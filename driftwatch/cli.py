@@ -431,6 +431,30 @@ def baseline_show(name, fmt, baselines_dir):
     sys.exit(EXIT_OK)
 
 
+def _facts_options(func):
+    """compare: the model's config.json and the GPUs, for the physical impact models (issue 13)."""
+    func = click.option("--gpu", "gpu", help="The current host's GPUs, NAME[xN] as nvidia-smi names them, "
+                        "e.g. 'H200' or 'RTX A6000x2'.")(func)
+    func = click.option("--baseline-model-config", type=click.Path(dir_okay=True),
+                        help="config.json of the baseline's model (default: --model-config's).")(func)
+    func = click.option("--model-config", type=click.Path(dir_okay=True),
+                        help="The model's config.json (or its directory / HF cache folder); never downloaded.")(func)
+    return func
+
+
+def _apply_facts(base, current, kw: dict) -> None:
+    """Record --model-config / --baseline-model-config / --gpu in the snapshots' runtime (popped from kw)."""
+    from .facts import load_model_config, parse_gpu_option
+    model_config, baseline_config, gpu = kw.pop("model_config", None), kw.pop("baseline_model_config", None), \
+        kw.pop("gpu", None)
+    if model_config:
+        current.runtime["model_facts"] = load_model_config(model_config).to_dict()
+    if baseline_config:
+        base.snapshot.runtime["model_facts"] = load_model_config(baseline_config).to_dict()
+    if gpu:
+        current.runtime["gpus"] = parse_gpu_option(gpu)
+
+
 # --------------------------------------------------------------------------- compare
 @cli.command()
 @click.option("--baseline", "baseline_spec", required=True, help="Baseline NAME, a baseline YAML, or a unit file.")
@@ -451,6 +475,7 @@ def baseline_show(name, fmt, baselines_dir):
 @_baselines_dir_option
 @_catalog_option
 @_ssh_options
+@_facts_options
 def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric, current_metric, concurrency, fmt,
             output, rules_dir, ignores, ignore_file, engine_version, inventory, baselines_dir, **ssh):
     """Compare a unit with a known-good baseline and rank what cost throughput."""
@@ -475,6 +500,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
                              "or --host/--unit")
         from .sources import collect_one
         current = collect_one(base.host, base.unit, _ssh_settings(ssh), inventory)
+    _apply_facts(base, current, ssh)
     result = run_compare(base, current, rules, ignore, concurrency, b_metrics, c_metrics, engine_version)
     _check_measured(result)
     _warn_unused_ignores(result, ignore)

@@ -10,6 +10,7 @@ from typing import Any
 
 from .baseline import Baseline
 from .diff import Difference, EnginePair, diff_snapshots, read_pair
+from .facts import facts_context
 from .ignore import IgnoreEntry
 from .impact import ImpactContext, combine, get_model
 from .redact import mask_fingerprints
@@ -138,7 +139,8 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
     ctx = ImpactContext(baseline=b_values, current=c_values, baseline_runtime=b_runtime, current_runtime=c_runtime,
                         baseline_metrics=b_metrics, current_metrics=c_metrics, concurrency=max(1, conc),
                         gpus=len(gpus) if isinstance(gpus, list) else None,
-                        engine=pair.current.label if pair.same_engine and pair.current.label else None)
+                        engine=pair.current.label if pair.same_engine and pair.current.label else None,
+                        **facts_context(baseline.snapshot, current))  # model/GPU facts (driftwatch/facts)
     findings: list[Finding] = []
     ignored: list[Finding] = []
     for diff in diffs:

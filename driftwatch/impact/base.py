@@ -30,7 +30,10 @@ class ImpactContext:
     (not only the differing ones). ``*_runtime``: the concepts whose value that side's engine
     computes at start-up. Metrics keep their own names (``accept_length``, ``throughput``,
     ``max_running_requests``, ``concurrency``). ``engine``: how people write the engine ("SGLang"),
-    None when unknown or not the same on both sides ("the engine" in details)."""
+    None when unknown or not the same on both sides ("the engine" in details). ``model_facts`` /
+    ``baseline_model_facts``: what the current/baseline model's config.json says (driftwatch.facts
+    ModelFacts), ``gpu_facts``: the current host's GPUs (GPUFacts); None = unknown, and the models
+    fall back to their priors (roofline.py, MODELS.md)."""
 
     baseline: dict[str, Any]
     current: dict[str, Any]
@@ -41,6 +44,9 @@ class ImpactContext:
     concurrency: int = 1
     gpus: int | None = None
     engine: str | None = None
+    model_facts: Any = None
+    baseline_model_facts: Any = None
+    gpu_facts: Any = None
 
 
 @dataclass

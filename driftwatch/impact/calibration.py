@@ -7,7 +7,14 @@ Every number here is documented, with its source or its calibration, in MODELS.m
 # EAGLE family (EAGLE, EAGLE3, NEXTN/MTP heads): DeepSeek-V3 report (arXiv 2412.19437, §5.4.3)
 # gives 85-90 % acceptance for the second MTP token; we take the low end. STANDALONE (a separate
 # small draft model) is lower. NGRAM acceptance depends on the workload: no prior.
-ALPHA_PRIOR = {"EAGLE": 0.85, "EAGLE3": 0.85, "STANDALONE": 0.70}
+ALPHA_PRIOR = {"EAGLE": 0.85, "EAGLE3": 0.85, "STANDALONE": 0.70, "MTP": 0.92}
+# "MTP": the model's own multi-token-prediction layer (config.json ships mtp/nextn layers and the unit
+# names no draft model), trained with the model; fitted on the calibration cases (MODELS.md).
+
+# The weakest acceptance still plausible for a deployed EAGLE/MTP drafter (out-of-domain prompts, a
+# mismatched head): where a prior decides the sign, the sign must hold down to this α, else the
+# ratio is withheld (direction unknown). A judgement, not a fit.
+ALPHA_FLOOR = 0.5
 
 # Cost of one draft pass, as a fraction of one target forward at batch 1 (memory-bound).
 # EAGLE/MTP heads are one decoder layer plus the LM head: calibrated 0.02 on the seeds.
@@ -26,3 +33,17 @@ DECAY = 1.0
 # (speculative_hook.py): Llama and Grok1 (5, 4, 8); everything else (3, 1, 4).
 ARCH_DEFAULTS_LLAMA = (5, 4, 8)
 ARCH_DEFAULTS_OTHER = (3, 1, 4)
+
+# --- Roofline step cost (roofline.py): the few free constants, fitted by tools/fit_calibration.py on
+# ../shared/calibration (MODELS.md, "Calibration"). Efficiencies are fractions of the data sheet's
+# peak; overheads are per forward pass with CUDA graphs. Grid bounds in the fit script; a value at a
+# bound is marked.
+BW_EFFICIENCY = 0.90  # achieved ÷ peak memory bandwidth for decode GEMVs
+FLOPS_EFFICIENCY = 0.60  # achieved ÷ peak dense tensor throughput
+STEP_OVERHEAD_MS = 4.0  # per target forward: scheduling, sampling, launch, host sync
+DRAFT_OVERHEAD_MS = 1.2  # per draft pass of an EAGLE/MTP head (its own launches, sampling, tree); at the grid's top
+# Per all-reduce call of a decode-sized message. pcie fitted (at the grid's top: it also carries the
+# other costs of a multi-GPU PCIe box); nvlink and network are priors (NCCL small-message latency).
+ALLREDUCE_US = {"nvlink": 10.0, "pcie": 80.0, "network": 150.0, "none": 80.0}
+EAGER_LAYER_US = 20.0  # per decoder layer per forward without CUDA graphs; at the grid's bottom (see MODELS.md)
+CONTEXT_TOKENS = 2048.0  # tokens of context per request when the workload is not known (KV reads)

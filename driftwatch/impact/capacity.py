@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import roofline
 from .base import (CAPACITY, HIGH, LOW, MEDIUM, AGGREGATE, Estimate, ImpactContext, as_int, concurrency_of,
                    engine_label, is_runtime, param, show, side_runtime, unknown_estimate)
 
@@ -37,6 +38,15 @@ def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
     if covered_base == covered_cur:
         return Estimate(1.0, HIGH, f"CUDA graphs {'cover' if covered_cur else 'miss'} batch {c} on both sides "
                         f"(limit {b_base} → {b_cur})")
+    effect = roofline.graph_effect(ctx, c, params) if "eager_ratio" not in (params or {}) else None
+    if effect is not None:
+        graphs, eager, m, hw = effect
+        ratio = graphs.total / eager.total if covered_base else eager.total / graphs.total
+        return Estimate(ratio, LOW, f"batches of {c} {'no longer fit' if covered_base else 'now fit'} the CUDA-graph "
+                        f"limit ({b_base} → {b_cur}), so decode {'launches every kernel from Python again' if covered_base else 'replays captured graphs'}: "
+                        f"{eager.eager * 1e3:.1f} ms of launches on a {graphs.total * 1e3:.1f} ms step of "
+                        f"{roofline.hardware_words(m, hw)} ⇒ ×{ratio:.2f}. Details: with graphs {graphs.describe()}; "
+                        f"eager {eager.describe()}", AGGREGATE)
     pen = param(params, "eager_ratio", EAGER_DECODE_RATIO)
     ratio = pen if covered_base else 1.0 / pen
     return Estimate(ratio, LOW, f"CUDA-graph limit {b_base} → {b_cur} at batch {c}: decode "

@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from . import calibration as cal
-from .base import (AGGREGATE, CAPACITY, HIGH, MEDIUM, SINGLE, Estimate, ImpactContext, as_int,
+from .base import (AGGREGATE, CAPACITY, HIGH, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, as_int,
                    concurrency_of, is_runtime, param, show, side_metrics, side_runtime, unknown_estimate)
 from .expected_tokens import step_cost
-from .speculative import MAX_RUNNING, MAX_RUNNING_METRIC, read_side
+from . import roofline
+from .speculative import MAX_RUNNING, MAX_RUNNING_METRIC, SpecSide, physical_step, read_side
 
 CONCEPT = MAX_RUNNING  # "batch.max_running_requests"
 METRIC = MAX_RUNNING_METRIC  # "max_running_requests": the cap as measured (start-up log, server info)
@@ -50,6 +51,23 @@ def concurrency_cap(name: str, baseline_value: Any, current_value: Any, ctx: Imp
     b_base, b_cur = min(base_cap, c), min(cur_cap, c)
     knee = param(params, "knee_tokens", cal.KNEE_TOKENS)
     spec = read_side(ctx, "baseline", name, baseline_value)
+    m = roofline.model_of(ctx)
+    if m is not None:
+        hw = roofline.hardware_for(ctx)
+        sp = spec if isinstance(spec, SpecSide) else SpecSide(None)
+        t_base = physical_step(m, hw, sp, ctx, "baseline", params, b_base)[0]
+        t_cur = physical_step(m, hw, sp, ctx, "current", params, b_cur)[0]
+        ratio = (b_cur / t_cur.total) / (b_base / t_base.total)
+        fewer = b_cur < b_base
+        conf = MEDIUM if hw.known else LOW
+        return Estimate(ratio, conf,
+                        f"at concurrency {c} the server decodes {b_base} → {b_cur} requests at once (caps {base_cap} → "
+                        f"{cur_cap}); on {roofline.hardware_words(m, hw)} a step takes {t_base.total * 1e3:.1f} → "
+                        f"{t_cur.total * 1e3:.1f} ms, so aggregate throughput (requests ÷ step time) goes ×{ratio:.2f}"
+                        f"{'; queued requests wait longer' if fewer else ''}. Details: roofline at batch {b_base}: "
+                        f"{t_base.describe() if not hasattr(t_base, 'verify') else t_base.verify.describe()}; at batch "
+                        f"{b_cur}: {t_cur.describe() if not hasattr(t_cur, 'verify') else t_cur.verify.describe()}"
+                        + ("" if hw.known else f" (GPU unknown: {hw.gpu.name} assumed)"), AGGREGATE)
     if isinstance(spec, str) or knee <= 0:
         k, tokens, d, how = 0, 1, 0.0, "plain decoding assumed"
     else:

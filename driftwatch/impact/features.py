@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..concepts import is_concept
+from . import roofline
 from .base import (AGGREGATE, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, concurrency_of, on_off, param,
                    show, unknown_estimate)
 
@@ -75,6 +76,30 @@ def feature_toggle(name: str, baseline_value: Any, current_value: Any, ctx: Impa
         now_on = _flag(current_value)
         how = ("decode steps replay captured graphs instead of launching each kernel" if now_on else
                "every decode step launches each kernel from Python again")
+        physical = _graphs_physical(ctx, params, _flag(baseline_value), now_on, how)
+        if physical is not None:
+            return physical
         return unknown_estimate(f"{change}: {how}; the launch overhead weighs most on small batches and small "
                                 f"models; no sound number")
     return unknown_estimate(f"{change}: a scheduler feature changed; no sound number")
+
+
+def _graphs_physical(ctx: ImpactContext, params: dict, before: bool | None, now: bool | None,
+                     how: str) -> Estimate | None:
+    """CUDA graphs on ↔ off with model facts: the eager launch overhead against this model's step
+    (roofline.py) at the running batch; None without facts or a clear on/off."""
+    if before is None or now is None or before == now:
+        return None
+    batch = roofline.decode_batch(ctx)
+    effect = roofline.graph_effect(ctx, batch, params)
+    if effect is None:
+        return None
+    graphs, eager, m, hw = effect
+    ratio = eager.total / graphs.total if now else graphs.total / eager.total
+    where = roofline.hardware_words(m, hw)
+    lead = (f"{how}: {eager.eager * 1e3:.1f} ms of launches on a {graphs.total * 1e3:.1f} ms decode step of {where} "
+            f"at batch {batch} (one step: {m.layers} layers)")
+    return Estimate(ratio, LOW, f"{lead} ⇒ ×{ratio:.2f}. Details: roofline with graphs {graphs.describe()}; eager "
+                    f"{eager.describe()} (eager launch overhead {eager.eager / max(m.layers, 1) * 1e6:.0f} µs per layer, "
+                    f"fitted; larger on small models and small batches, and some architectures run slower with "
+                    f"partial graphs: re-measure)", AGGREGATE if concurrency_of(ctx) > 1 else SINGLE)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from . import roofline
 from .base import (AGGREGATE, LOW, MEDIUM, SINGLE, STABILITY, Estimate, ImpactContext, as_int,
                    concurrency_of, is_runtime, param, show, side_runtime, unknown_estimate)
 
@@ -39,6 +40,9 @@ def parallelism(name: str, baseline_value: Any, current_value: Any, ctx: ImpactC
                                     STABILITY)
         if tc == tb:
             return Estimate(1.0, MEDIUM, f"{change}: same tensor parallelism")
+        physical = _tensor_physical(ctx, params, tb, tc, c, change)
+        if physical is not None:
+            return physical
         exp = param(params, "tp_exponent", TP_EXPONENT)
         ratio = (tc / tb) ** exp
         fit = " (and the weights must still fit in fewer GPUs)" if tc < tb else ""
@@ -67,3 +71,33 @@ def parallelism(name: str, baseline_value: Any, current_value: Any, ctx: ImpactC
         return unknown_estimate(f"{change}: expert parallelism changes MoE all-to-all traffic; depends on the "
                                 f"interconnect; no sound number")
     return unknown_estimate(f"{change}: parallel layout changed; no sound number")
+
+
+def _tensor_physical(ctx: ImpactContext, params: dict, tb: int, tc: int, c: int, change: str) -> Estimate | None:
+    """tp change with model facts: the roofline step at each tp (weights, FLOPs and KV split tp ways;
+    two all-reduces per layer), and whether the weights fit the GPU's memory."""
+    m = roofline.model_of(ctx)
+    if m is None:
+        return None
+    hw_b = roofline.hardware_for(ctx, tp=tb)
+    hw_c = roofline.hardware_for(ctx, tp=tc)
+    pp = roofline.side_int(ctx, "current", PIPELINE)
+    need = roofline.weights_per_gpu_gb(m, tc, pp)
+    if hw_c.known and need > hw_c.gpu.memory_gb:
+        return unknown_estimate(f"{change}: {m.summary()} needs {need:.0f} GB of weights per GPU at tp {tc}"
+                                f"{f' × pp {pp}' if pp > 1 else ''}, more than the {hw_c.gpu.memory_gb:g} GB of a "
+                                f"{hw_c.gpu.name}: the server will not start", STABILITY)
+    batch = roofline.decode_batch(ctx)
+    t_b = roofline.forward_time(m, hw_b, batch, 1, params=params)
+    t_c = roofline.forward_time(m, hw_c, batch, 1, params=params)
+    ratio = t_b.total / t_c.total
+    link = f"{hw_c.interconnect}{'' if hw_c.known else ' (assumed)'}"
+    lead = (f"each GPU now reads 1/{tc} instead of 1/{tb} of the weights ({t_b.weights * 1e3:.1f} → "
+            f"{t_c.weights * 1e3:.1f} ms per step) while all-reduces over {link} cost {t_b.allreduce * 1e3:.1f} → "
+            f"{t_c.allreduce * 1e3:.1f} ms, on {roofline.hardware_words(m, hw_c)} at batch {batch}")
+    details = (f"Details: roofline at tp {tb}: {t_b.describe()}; at tp {tc}: {t_c.describe()}; weights "
+               f"{roofline.weights_per_gpu_gb(m, tb, pp):.1f} → {need:.1f} GB per GPU")
+    if c > 1:
+        return unknown_estimate(f"{lead}: a step takes ×{1 / ratio:.2f} the time, but aggregate throughput at "
+                                f"concurrency {c} also depends on the KV pool per GPU. {details}", AGGREGATE)
+    return Estimate(ratio, LOW, f"{lead} ⇒ ×{ratio:.2f}. {details}", SINGLE)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import calibration as cal
+from . import roofline
 from .base import (AGGREGATE, HIGH, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, as_float, as_int,
                    concurrency_of, engine_label, is_runtime, min_conf, param, show, side_metrics, side_runtime,
                    side_value, unknown_estimate)
@@ -157,7 +158,7 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
         other = "current" if s == "baseline" else "baseline"
         prior = param(params, "alpha_prior", -1.0)
         if prior < 0:
-            prior = cal.ALPHA_PRIOR.get(sp.algorithm, -1.0)
+            prior = cal.ALPHA_PRIOR.get(_prior_key(ctx, s, sp), -1.0)
         if other in alphas and sides[other].algorithm == sp.algorithm:
             alpha, source[s] = alphas[other], "transferred"
             if sp.steps > sides[other].steps and 0.0 <= prior <= 1.0 and prior > alpha:
@@ -167,7 +168,7 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
                 shallow[s] = expected_tokens(alpha, sp.steps, decay, sp.topk)
                 notes.append(f"an accept length measured at {sides[other].steps} step"
                              f"{'s' if sides[other].steps != 1 else ''} does not observe draft positions "
-                             f"beyond it: the {s} side's {sp.steps} steps use the {sp.algorithm} prior "
+                             f"beyond it: the {s} side's {sp.steps} steps use the {_prior_key(ctx, s, sp)} prior "
                              f"α {prior:.2f} (the measured α {alpha:.2f} throughout would give "
                              "×{shallow_ratio:.2f}); measure the accept length on the " + s + " side to pin it")
                 alpha, source[s] = prior, "prior"
@@ -180,16 +181,36 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
         alphas.setdefault(s, alpha)
         expected[s] = expected_tokens(alpha, sp.steps, decay, sp.topk)
 
-    def cost(sp: SpecSide) -> float:
-        d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm or "", cal.DEFAULT_DRAFT_COST))
-        return step_cost(sp.steps if sp.on else 0, batch, sp.tokens if sp.on else 1, d if sp.on else 0.0, knee)
+    physical = _physical_costs(base, cur, ctx, params, batch)
+    if physical is not None:
+        cost_b, cost_c = physical["baseline"].total, physical["current"].total
+    else:
+        def cost(sp: SpecSide) -> float:
+            d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm or "", cal.DEFAULT_DRAFT_COST))
+            return step_cost(sp.steps if sp.on else 0, batch, sp.tokens if sp.on else 1, d if sp.on else 0.0, knee)
 
-    cost_b, cost_c = cost(base), cost(cur)
+        cost_b, cost_c = cost(base), cost(cur)
     ratio = (expected["current"] / cost_c) / (expected["baseline"] / cost_b)
     if shallow:
         alt = {**expected, **shallow}
         shallow_ratio = (alt["current"] / cost_c) / (alt["baseline"] / cost_b)
         notes = [n.replace("{shallow_ratio:.2f}", f"{shallow_ratio:.2f}") for n in notes]
+
+    # The sign must not rest on an assumed acceptance: where a prior decides, the same step costs at
+    # a weak drafter's acceptance (ALPHA_FLOOR, chain only: extra tree candidates assumed useless; or
+    # the shallow measurement, which is the floor of deeper positions) must point the same way.
+    if physical is not None:
+        low = dict(expected)
+        from_prior = {s for s in sides if source.get(s) == "prior"}
+        # an α carried over from a side that itself rests on the prior falls with it (one drafter)
+        from_prior |= {s for s in sides if source.get(s) == "transferred"
+                       and source.get("current" if s == "baseline" else "baseline") == "prior"}
+        for s, sp in sides.items():
+            if s in from_prior and sp.on:
+                low[s] = shallow.get(s) or expected_tokens(min(cal.ALPHA_FLOOR, alphas[s]), sp.steps, decay, 1)
+        ratio_low = (low["current"] / cost_c) / (low["baseline"] / cost_b)
+        if (ratio - 1.0) * (ratio_low - 1.0) < 0:
+            return _direction_unknown(base, cur, physical, expected, low, ratio, ratio_low, batch, dim)
 
     srcs = {source[s] for s, sp in sides.items() if sp.on}
     if srcs == {"measured"}:
@@ -217,12 +238,139 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
             a_part = "speculation off on both sides"
     e_part = (f"{base.label()}={expected['baseline']:.2f} → {cur.label()}={expected['current']:.2f} "
               f"tokens per target step")
-    c_part = (f"step cost {cost_b:.3f} → {cost_c:.3f} (drafting {base.steps} → {cur.steps} passes, verifying "
-              f"{base.tokens if base.on else 1} → {cur.tokens if cur.on else 1} tokens/request at batch {batch})")
-    detail = f"{a_part}; {e_part}; {c_part} ⇒ ×{ratio:.2f}"
+    if physical is not None:
+        lead, terms = _physical_words(base, cur, physical, expected, ratio, batch)
+        if not physical["hardware"].known:
+            notes.append(f"GPU unknown: {physical['hardware'].gpu.name} assumed (pass --gpu NAME[xN])")
+            conf = min_conf(conf, LOW)
+        detail = f"{lead}. Details: {a_part}; {e_part}; {terms}"
+    else:
+        c_part = (f"step cost {cost_b:.3f} → {cost_c:.3f} (drafting {base.steps} → {cur.steps} passes, verifying "
+                  f"{base.tokens if base.on else 1} → {cur.tokens if cur.on else 1} tokens/request at batch {batch})")
+        detail = f"{a_part}; {e_part}; {c_part} ⇒ ×{ratio:.2f}"
+        if getattr(ctx, "model_facts", None) is None:
+            notes.append("model facts unknown: step cost from the default roofline knee (pass --model-config "
+                         "config.json for the model's own)")
     if notes:
         detail += " (" + "; ".join(notes) + ")"
     return Estimate(ratio, conf, detail, dim)
+
+
+def _prior_key(ctx: ImpactContext, side: str, sp: SpecSide) -> str:
+    """The ALPHA_PRIOR entry for a side: "MTP" for the model's own multi-token-prediction head (EAGLE
+    or NEXTN with no draft model, on a model whose config.json ships MTP layers), else the algorithm."""
+    m = roofline.model_of(ctx)
+    if sp.algorithm == "EAGLE" and m is not None and m.mtp_layers and not _draft_model(ctx, side):
+        return "MTP"
+    return sp.algorithm or ""
+
+
+def _draft_model(ctx: ImpactContext, side: str) -> Any:
+    values = (ctx.baseline if side == "baseline" else ctx.current) or {}
+    return values.get("speculative.draft_model") if isinstance(values, dict) else None
+
+
+def physical_step(m, hw, sp: SpecSide, ctx: ImpactContext, side: str, params: dict, batch: float):
+    """Seconds of one decode step of a side (roofline.py): a plain forward when speculation is off,
+    else the verify forward over `tokens` per request plus `steps` draft passes. Returns
+    (step, draft pass or None)."""
+    if not sp.on:
+        return roofline.forward_time(m, hw, batch, 1, params=params), None
+    verify = roofline.forward_time(m, hw, batch, sp.tokens, params=params)
+    draft = None
+    if sp.algorithm == "NGRAM":
+        draft_s = 0.0  # a lookup in the prompt, on the CPU
+    elif sp.algorithm in ("EAGLE", "EAGLE3"):
+        native = sp.algorithm == "EAGLE" and not _draft_model(ctx, side) and bool(m.mtp_layers)
+        draft = roofline.draft_time(m, hw, batch, sp.topk, native_mtp=native, params=params)
+        draft_s = sp.steps * draft.total
+    else:  # a separate draft model of unknown size: the prior fraction of a target step per pass
+        d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm, cal.DEFAULT_DRAFT_COST))
+        draft_s = sp.steps * d * roofline.forward_time(m, hw, batch, 1, params=params).total
+    return _Step(verify, draft_s), draft
+
+
+def _physical_costs(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: dict, batch: int) -> dict | None:
+    """Seconds per decode step of each side on this model and these GPUs; None without model facts."""
+    m = roofline.model_of(ctx)
+    if m is None:
+        return None
+    hw = roofline.hardware_for(ctx)
+    out: dict = {"hardware": hw, "model": m}
+    for side, sp in (("baseline", base), ("current", cur)):
+        out[side], out[side + "_draft"] = physical_step(m, hw, sp, ctx, side, params, batch)
+    return out
+
+
+def _direction_unknown(base: SpecSide, cur: SpecSide, physical: dict, expected: dict, low: dict, ratio: float,
+                       ratio_low: float, batch: int, dim: str) -> Estimate:
+    """The sign depends on the unmeasured acceptance: no ratio, the break-even instead."""
+    lead, terms = _physical_words(base, cur, physical, expected, ratio, batch)
+    cost_b, cost_c = physical["baseline"].total, physical["current"].total
+    side = "current" if cur.on else "baseline"
+    other = "baseline" if side == "current" else "current"
+    need = expected[other] * (cost_c / cost_b if side == "current" else cost_b / cost_c)
+    what = lead.split("; a step takes")[0]
+    detail = (f"{what}: a step takes {cost_b * 1e3:.1f} → {cost_c * 1e3:.1f} ms, so this pays off only if the "
+              f"{side} side yields more than {need:.2f} tokens per step — with the acceptance prior it yields "
+              f"{expected[side]:.2f} (×{ratio:.2f}), with a weak drafter {low[side]:.2f} (×{ratio_low:.2f}): whether "
+              f"it is faster or slower depends on the drafter's acceptance on this workload; measure the accept "
+              f"length on the {side} side. Details: {terms}")
+    return Estimate(None, LOW, detail, dim)
+
+
+class _Step:
+    """A speculative decode step: the verify forward plus the draft passes (seconds)."""
+
+    def __init__(self, verify, draft_s: float):
+        self.verify, self.draft_s = verify, draft_s
+
+    @property
+    def total(self) -> float:
+        return self.verify.total + self.draft_s
+
+
+def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dict, ratio: float,
+                    batch: int) -> tuple[str, str]:
+    """(the lead sentence in operators' words, the roofline terms for the details)."""
+    m, hw = physical["model"], physical["hardware"]
+    fb, fc = physical["baseline"], physical["current"]
+    vb = fb.verify if isinstance(fb, _Step) else fb
+    vc = fc.verify if isinstance(fc, _Step) else fc
+    tb, tc = (base.tokens if base.on else 1), (cur.tokens if cur.on else 1)
+    where = roofline.hardware_words(m, hw)
+    at = f"at batch {batch}"
+    if m.is_moe and vb.experts_touched and vc.experts_touched:
+        grow = vc.experts_touched / vb.experts_touched
+        what = (f"verifying {tc} token{'s' if tc != 1 else ''} per request per step on {where} reads "
+                f"~{grow:.1f}× the expert weights of {tb} token{'s' if tb != 1 else ''} {at} "
+                f"({vb.experts_touched:.0f} → {vc.experts_touched:.0f} of {m.experts} experts per layer)")
+    elif vc.bound == "memory" and vb.bound == "memory":
+        what = (f"verifying {tc} instead of {tb} token{'s' if tb != 1 else ''} per request costs about the same "
+                f"on {where} {at}: the forward is memory-bound and reads the weights once either way")
+    else:
+        what = (f"verifying {tc} instead of {tb} token{'s' if tb != 1 else ''} per request on {where} {at} is "
+                f"compute-bound: each forward does ~{tc / max(tb, 1):.1f}× the arithmetic")
+    kb, kc = (base.steps if base.on else 0), (cur.steps if cur.on else 0)
+    if kb != kc:
+        what += f", with {kb} → {kc} draft pass{'es' if kc != 1 else ''} per step"
+    step_b, step_c = fb.total * 1e3, fc.total * 1e3
+    pay = ("the extra drafted tokens more than pay for it" if ratio > 1.0 and expected["current"] > expected["baseline"]
+           else "the drafted tokens no longer pay for it" if ratio < 1.0 and expected["current"] > expected["baseline"]
+           else "fewer tokens per step cost more than the cheaper step saves" if ratio < 1.0
+           else "the cheaper step saves more than the lost tokens cost")
+    lead = (f"{what}; a step takes {step_b:.1f} → {step_c:.1f} ms and yields {expected['baseline']:.2f} → "
+            f"{expected['current']:.2f} tokens per request, so {pay}: ×{ratio:.2f}")
+
+    def terms(label, f, draft):
+        if isinstance(f, _Step):
+            d = f" + {f.draft_s * 1e3:.2f} ms drafting" + (f" ({draft.describe()} per pass)" if draft else "")
+            return f"{label} verify {f.verify.describe()}{d}"
+        return f"{label} {f.describe()}"
+
+    roof = ("roofline " + terms("baseline", fb, physical.get("baseline_draft")) + "; "
+            + terms("current", fc, physical.get("current_draft")) + f" ⇒ ×{ratio:.2f}")
+    return lead[:1].upper() + lead[1:], roof
 
 
 def _read_both(name, baseline_value, current_value, ctx):

@@ -1,0 +1,65 @@
+"""The calibration cases through the real CLI: `driftwatch compare` with each case's compare_args,
+plus --model-config / --gpu where the fit script (tools/fit_calibration.py) finds the facts.
+
+    python benchmarks/bench_calibration.py [--cases ../shared/calibration] [--driftwatch PATH]
+
+Prints one line per case (measured, predicted without and with facts, residual) and checks that
+the CLI's figures equal the fit script's in-process ones (exit 1 when any differs), so the table in
+driftwatch/impact/MODELS.md is what users get.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from tools import fit_calibration as fit  # noqa: E402
+
+
+def cli_ratio(exe: list[str], case: fit.Case, facts: bool) -> float | None:
+    args = exe + ["compare", "--baseline", os.path.join(case.folder, "baseline.unit"),
+                  "--unit-file", os.path.join(case.folder, "current.unit"), "--format", "json"]
+    args += [str(a) for a in case.spec.get("compare_args") or []]
+    if facts and case.model_config:
+        args += ["--model-config", case.model_config]
+    if facts and case.gpus:
+        args += ["--gpu", f"{case.gpus[0]['name']}x{len(case.gpus)}"]
+    proc = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=120)
+    try:
+        return json.loads(proc.stdout).get("predicted_throughput_ratio")
+    except ValueError:
+        raise SystemExit(f"{case.name}: driftwatch compare failed: {proc.stderr.strip()[-400:]}") from None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", default=fit.DEFAULT_CASES)
+    ap.add_argument("--driftwatch", default=shutil.which("driftwatch") or "",
+                    help="the console script (default: driftwatch on PATH; else python -m via this repo)")
+    args = ap.parse_args(argv)
+    exe = [args.driftwatch] if args.driftwatch else [sys.executable, "-c",
+                                                      "import sys; from driftwatch.cli import main; main()"]
+    cases = fit.load_cases(args.cases)
+    runner = fit.Runner(cases)
+    rows = {r.case.name: r for r in fit.evaluate(runner, cases)}
+    mismatches = 0
+    for case in cases:
+        before, after = cli_ratio(exe, case, False), cli_ratio(exe, case, True)
+        row = rows[case.name]
+        same = (before, after) == (row.before, row.after)
+        mismatches += not same
+        res = "—" if after is None else f"{(after / case.measured - 1) * 100:+.0f} %"
+        print(f"{case.name:45s} measured ×{case.measured:.3f}  before {before}  after {after}  {res}"
+              + ("" if same else f"  MISMATCH (fit script: {row.before} / {row.after})"))
+    print(f"{len(cases)} cases, {mismatches} differ from the fit script")
+    return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

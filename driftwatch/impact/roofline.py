@@ -1,0 +1,266 @@
+"""The roofline step cost shared by the impact models: how long one forward pass takes on this
+model and these GPUs.
+
+    time(b, t) = max(weight bytes read ÷ bandwidth, FLOPs ÷ compute) + KV and state reads
+                 + all-reduces + per-step overhead (+ eager launch overhead without CUDA graphs)
+
+for a batch of b requests verifying t tokens each (n = b·t tokens in the forward). Weight bytes
+read: every non-expert weight once (attention, dense MLPs, shared experts, router, lm_head); on an
+MoE, per MoE layer the distinct experts the n tokens touch, E·(1 − (1 − k/E)^n) for uniform
+routing (k experts per token out of E). Tensor parallelism divides the weights, FLOPs and KV heads
+by tp and adds two all-reduces per layer. KV reads: each request's context over the full-attention
+layers, once per forward (verifying t tokens reads it once). Linear-attention (Gated DeltaNet)
+layers read their fixed-size state and write it back for each verified token. The constants
+(efficiencies, overheads, all-reduce latency) are fitted in tools/fit_calibration.py; MODELS.md
+lists them with the residuals.
+
+Everything here is pure arithmetic on ModelFacts/GPUFacts; models that lack facts use their priors.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..facts.gpu import GPUFacts, GPUSpec
+from ..facts.model import ModelFacts, dtype_bytes
+from . import calibration as cal
+
+# A reference GPU for a model whose facts are known on a host whose GPU is not: the ratios then
+# depend on the model's shape and a typical ridge point (prior; confidence low).
+REFERENCE_GPU = GPUSpec(key="reference", name="a reference GPU (1 TB/s, 200 dense BF16 TFLOPS, PCIe)",
+                        match=(), memory_gb=48, bandwidth_gbs=1000, bf16_tflops=200, fp8_tflops=400,
+                        interconnect="pcie", link_gbs=32, source="prior")
+
+
+@dataclass
+class Hardware:
+    """What the forward runs on: one GPU model, the tensor-parallel degree, the link, graphs or not."""
+
+    gpu: GPUSpec
+    tp: int = 1
+    interconnect: str = "pcie"
+    graphs: bool = True
+    known: bool = True  # False: the reference GPU stands in for an unknown one
+
+    @classmethod
+    def of(cls, facts: GPUFacts | None, tp: int = 1, graphs: bool = True) -> "Hardware":
+        if facts is None:
+            return cls(REFERENCE_GPU, max(1, tp), REFERENCE_GPU.interconnect, graphs, known=False)
+        return cls(facts.spec, max(1, tp), facts.interconnect, graphs, known=True)
+
+
+@dataclass
+class StepTime:
+    """One forward's time in seconds, by term."""
+
+    weights: float
+    compute: float
+    kv: float
+    state: float
+    allreduce: float
+    overhead: float
+    eager: float = 0.0
+    tokens: int = 1  # n = b·t tokens in the forward
+    experts_touched: float | None = None  # distinct experts read per MoE layer
+    expert_bytes: float = 0.0  # per GPU
+    dense_bytes: float = 0.0  # per GPU
+    parts: dict = field(default_factory=dict)
+
+    @property
+    def total(self) -> float:
+        return max(self.weights, self.compute) + self.kv + self.state + self.allreduce + self.overhead + self.eager
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute > self.weights else "memory"
+
+    def describe(self) -> str:
+        ms = lambda s: f"{s * 1e3:.2f}"  # noqa: E731
+        out = (f"{ms(self.total)} ms = max(weights {ms(self.weights)}, compute {ms(self.compute)}) + KV {ms(self.kv)}"
+               + (f" + state {ms(self.state)}" if self.state else "")
+               + (f" + all-reduce {ms(self.allreduce)}" if self.allreduce else "")
+               + f" + overhead {ms(self.overhead)}" + (f" + eager launches {ms(self.eager)}" if self.eager else ""))
+        return out
+
+
+def experts_touched(experts: int, per_token: int, tokens: float) -> float:
+    """Expected distinct experts that `tokens` tokens route to, each picking `per_token` of `experts`
+    uniformly: E·(1 − (1 − k/E)^n)."""
+    if experts <= 0 or per_token <= 0:
+        return 0.0
+    if tokens <= 0:
+        return 0.0
+    frac = min(per_token / experts, 1.0)
+    return experts * (1.0 - (1.0 - frac) ** tokens)
+
+
+def _param(params: dict | None, name: str, default: float) -> float:
+    if isinstance(params, dict):
+        v = params.get(name)
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return float(v)
+    return default
+
+
+def allreduce_latency(interconnect: str, params: dict | None = None) -> float:
+    """Seconds per all-reduce call of a small (decode-sized) message."""
+    table = cal.ALLREDUCE_US
+    us = _param(params, f"allreduce_us_{interconnect}", table.get(interconnect, table["pcie"]))
+    return us * 1e-6
+
+
+def forward_time(m: ModelFacts, hw: Hardware, batch: float, tokens: float = 1, *, context: float | None = None,
+                 kv_bytes: float | None = None, layers: float | None = None, lm_head: bool = True,
+                 overhead_s: float | None = None, moe: bool = True, params: dict | None = None) -> StepTime:
+    """Time of one forward over `batch` requests × `tokens` tokens each.
+
+    `layers` < m.layers models a draft head (one decoder layer of the target's shape: MTP/EAGLE);
+    `moe=False` makes that layer dense (an external EAGLE head on an MoE target)."""
+    bw = hw.gpu.bandwidth_gbs * 1e9 * _param(params, "bw_efficiency", cal.BW_EFFICIENCY)
+    fp8 = (m.bytes_per_weight or 2.0) <= 1.0 and hw.gpu.fp8_tflops
+    peak = (hw.gpu.fp8_tflops if fp8 else hw.gpu.bf16_tflops) * 1e12
+    flops_rate = peak * _param(params, "flops_efficiency", cal.FLOPS_EFFICIENCY)
+    tp = max(1, hw.tp)
+    n = max(1.0, float(batch) * float(tokens))
+    L = m.layers or 1
+    share = 1.0 if layers is None else min(1.0, max(0.0, layers / L))
+    bpw = m.bytes_per_weight or 2.0
+
+    # Weights: non-expert weights (the lm_head at the unquantized dtype), then the experts touched.
+    embed = m.embedding_params or 0
+    head_bpw = dtype_bytes(m)
+    dense = max(0.0, (m.dense_params or 0) - embed) * bpw * share + (embed * head_bpw if lm_head else 0.0)
+    active_body = max(0.0, (m.active_params or 0) - embed * (1 if m.tie_word_embeddings else 2))
+    expert_bytes, touched = 0.0, None
+    if m.is_moe and m.expert_params and m.moe_layers:
+        moe_layers = m.moe_layers * share
+        if moe:
+            touched = experts_touched(m.experts, m.experts_per_token, n)
+            expert_bytes = moe_layers * touched * m.expert_params * bpw
+        else:  # a dense head of the same width: an MLP of the model's intermediate size
+            mlp = 3 * (m.hidden_size or 0) * (m.intermediate_size or 0)
+            dense += share * L * mlp * bpw
+            active_body += L * mlp - m.moe_layers * m.experts_per_token * m.expert_params  # × share below
+    weights = (dense + expert_bytes) / tp / bw
+
+    # FLOPs: 2 per active weight per token (+ attention over the context).
+    ctx_len = cal.CONTEXT_TOKENS if context is None else max(0.0, float(context))
+    active = active_body * share + (embed if lm_head else 0.0)
+    attn_flops = 0.0
+    if m.heads and m.head_dim and m.full_attention_layers:
+        attn_flops = 4.0 * n * ctx_len * m.heads * m.head_dim * m.full_attention_layers * share
+    compute = (2.0 * active * n + attn_flops) / tp / flops_rate
+
+    # KV cache and recurrent state traffic (per request: context read once; state read + t writes).
+    kv_token = (m.kv_bytes_per_token or 0) * ((kv_bytes or 2.0) / 2.0) * share
+    kv_split = min(tp, m.kv_heads or tp) if m.attention != "mla" else 1  # MLA's latent KV is not split
+    kv = float(batch) * ctx_len * kv_token / kv_split / bw
+    state = float(batch) * (m.state_bytes_per_request or 0) * share * (1.0 + float(tokens)) / tp / bw
+
+    # All-reduces: two per layer under TP (attention out, MLP out), latency + payload.
+    allreduce = 0.0
+    if tp > 1:
+        calls = 2.0 * L * share + (1.0 if lm_head else 0.0)
+        link = (hw.gpu.link_gbs or 32.0) * 1e9
+        payload = n * (m.hidden_size or 0) * 2.0 * 2.0 * (tp - 1) / tp / link
+        allreduce = calls * (allreduce_latency(hw.interconnect, params) + payload)
+
+    over = (_param(params, "step_overhead_ms", cal.STEP_OVERHEAD_MS) * 1e-3) if overhead_s is None else overhead_s
+    eager = 0.0 if hw.graphs else _param(params, "eager_layer_us", cal.EAGER_LAYER_US) * 1e-6 * L * share
+    return StepTime(weights=weights, compute=compute, kv=kv, state=state, allreduce=allreduce, overhead=over,
+                    eager=eager, tokens=int(round(n)), experts_touched=touched, expert_bytes=expert_bytes / tp,
+                    dense_bytes=dense / tp)
+
+
+def draft_time(m: ModelFacts, hw: Hardware, batch: float, width: int = 1, *, native_mtp: bool = True,
+               params: dict | None = None) -> StepTime:
+    """One draft pass of an EAGLE/MTP head: one decoder layer of the target's shape plus the lm_head,
+    over `batch` × `width` tokens (width = topk for a tree). A native MTP layer of an MoE model is
+    an MoE layer; an external EAGLE head is dense."""
+    return forward_time(m, hw, batch, width, layers=1, lm_head=True, moe=native_mtp,
+                        overhead_s=_param(params, "draft_overhead_ms", cal.DRAFT_OVERHEAD_MS) * 1e-3,
+                        params=params)
+
+
+# --- Reading the context ------------------------------------------------------------------------
+
+def model_of(ctx, side: str = "current") -> ModelFacts | None:
+    """The side's ModelFacts when it has a usable shape (layers, hidden size, parameter counts)."""
+    m = getattr(ctx, "model_facts" if side == "current" else "baseline_model_facts", None)
+    if not isinstance(m, ModelFacts):
+        m = ModelFacts.from_dict(m) if isinstance(m, dict) else None
+    if m is None or not (m.layers and m.hidden_size and m.params and m.dense_params is not None):
+        return None
+    return m
+
+
+def gpu_of(ctx) -> GPUFacts | None:
+    g = getattr(ctx, "gpu_facts", None)
+    return g if isinstance(g, GPUFacts) else None
+
+
+def side_int(ctx, side: str, concept: str, default: int = 1) -> int:
+    from .base import as_int, is_runtime, side_runtime
+    values = (ctx.baseline if side == "baseline" else ctx.current) or {}
+    raw = values.get(concept) if isinstance(values, dict) else None
+    if raw is None or is_runtime(raw, concept, side_runtime(ctx, side)):
+        return default
+    v = as_int(raw)
+    return v if v is not None and v >= 1 else default
+
+
+def side_graphs(ctx, side: str) -> bool:
+    """CUDA graphs on for decode on that side (the concept's default is on)."""
+    values = (ctx.baseline if side == "baseline" else ctx.current) or {}
+    raw = values.get("cuda_graph.enabled") if isinstance(values, dict) else None
+    return raw is not False
+
+
+def hardware_for(ctx, side: str = "current", *, tp: int | None = None, graphs: bool | None = None) -> Hardware:
+    return Hardware.of(gpu_of(ctx), side_int(ctx, side, "parallel.tensor") if tp is None else tp,
+                       side_graphs(ctx, side) if graphs is None else graphs)
+
+
+def hardware_words(m: ModelFacts, hw: Hardware) -> str:
+    """"this 128-expert MoE (30.5B params, 3.4B active) on NVIDIA H200 SXM" """
+    what = f"{m.experts}-expert MoE" if m.is_moe else "dense model"
+    if m.linear_attention_layers:
+        what = ("hybrid " + what) if m.is_moe else "hybrid dense model"
+    size = [f"{m.params / 1e9:.1f}B params"] if m.params else []
+    if m.is_moe and m.active_params:
+        size.append(f"{m.active_params / 1e9:.1f}B active")
+    gpu = hw.gpu.name if hw.known else "an unknown GPU (reference GPU assumed)"
+    on = f"{hw.tp}× {gpu}" if hw.known and hw.tp > 1 else gpu
+    return (f"this {what}" + (f" ({', '.join(size)})" if size else "") + f" on {on}"
+            + (f", TP {hw.tp}" if hw.tp > 1 and not hw.known else ""))
+
+
+def decode_batch(ctx) -> int:
+    """The running batch of the current side: client concurrency capped by its known
+    batch.max_running_requests (value, else a measured max_running_requests metric)."""
+    from .base import as_int, concurrency_of, is_runtime, side_metrics, side_runtime
+    c = concurrency_of(ctx)
+    raw = (ctx.current or {}).get("batch.max_running_requests") if isinstance(ctx.current, dict) else None
+    cap = None if is_runtime(raw, "batch.max_running_requests", side_runtime(ctx, "current")) else as_int(raw)
+    if cap is None:
+        cap = as_int(side_metrics(ctx, "current").get("max_running_requests"))
+    return min(c, cap) if cap is not None and cap >= 1 else c
+
+
+def graph_effect(ctx, batch: int, params: dict | None = None):
+    """(graph step, eager step, model, hardware) for a plain decode step at `batch`, or None without
+    model facts. Eager mode launches every layer's kernels from Python (EAGER_LAYER_US per layer)."""
+    m = model_of(ctx)
+    if m is None:
+        return None
+    with_graphs = forward_time(m, hardware_for(ctx, graphs=True), batch, 1, params=params)
+    eager = forward_time(m, hardware_for(ctx, graphs=False), batch, 1, params=params)
+    return with_graphs, eager, m, hardware_for(ctx)
+
+
+def weights_per_gpu_gb(m: ModelFacts, tp: int, pp: int = 1) -> float:
+    """GB of weights each GPU holds (all experts resident)."""
+    bpw = m.bytes_per_weight or 2.0
+    embed = m.embedding_params or 0
+    total = (m.params - embed * (1 if m.tie_word_embeddings else 2)) * bpw + embed * (1 if m.tie_word_embeddings else 2) \
+        * dtype_bytes(m)
+    return total / max(1, tp) / max(1, pp) / 1e9

@@ -1,0 +1,102 @@
+"""GPU facts: the shipped table, matched from nvidia-smi names, and --gpu NAME[xN]."""
+import pytest
+
+from driftwatch.errors import InputError
+from driftwatch.facts import gpu_facts, lookup_gpu, parse_gpu_option
+from driftwatch.facts.gpu import gpu_table
+
+
+@pytest.mark.parametrize("name, key", [
+    ("NVIDIA RTX A6000", "rtx-a6000"),
+    ("NVIDIA H200", "h200"),
+    ("NVIDIA H200 NVL", "h200-nvl"),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "rtx-pro-6000-blackwell"),
+    ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "rtx-pro-6000-blackwell"),
+    ("NVIDIA GeForce RTX 4090", "rtx-4090"),
+    ("NVIDIA GeForce RTX 5090", "rtx-5090"),
+    ("NVIDIA H100 80GB HBM3", "h100-sxm"),
+    ("NVIDIA H100 PCIe", "h100-pcie"),
+    ("NVIDIA H100 NVL", "h100-nvl"),
+    ("NVIDIA A100-SXM4-80GB", "a100-sxm-80"),
+    ("NVIDIA A100 80GB PCIe", "a100-pcie-80"),
+    ("NVIDIA A100-PCIE-40GB", "a100-40"),
+    ("NVIDIA L40S", "l40s"),
+    ("NVIDIA L4", "l4"),
+    ("NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada"),
+    ("NVIDIA GB10", "gb10"),
+    ("NVIDIA B200", "b200"),
+])
+def test_nvidia_smi_names(name, key):
+    assert lookup_gpu(name).key == key
+
+
+@pytest.mark.parametrize("name", ["Tesla T4", "NVIDIA A10G", "AMD Instinct MI300X", "", None, 42])
+def test_unknown_gpus_stay_unknown(name):
+    assert lookup_gpu(name) is None
+
+
+def test_every_row_cites_the_vendor_and_is_plausible():
+    rows = gpu_table()
+    assert len({r.key for r in rows}) == len(rows)
+    for r in rows:
+        assert r.source.startswith(("https://www.nvidia.com/", "https://images.nvidia.com/")), r.key
+        assert 100 <= r.bandwidth_gbs <= 10000 and 10 <= r.memory_gb <= 200 and 50 <= r.bf16_tflops <= 3000
+        assert r.fp8_tflops is None or r.fp8_tflops >= r.bf16_tflops
+        assert r.interconnect in ("nvlink", "pcie", "network")
+
+
+def test_gpu_facts_from_a_snapshot_list():
+    g = gpu_facts([{"index": 0, "name": "NVIDIA RTX A6000", "memory_total": "49140 MiB"},
+                   {"index": 1, "name": "NVIDIA RTX A6000", "memory_total": "49140 MiB"}])
+    assert g.count == 2 and g.spec.bandwidth_gbs == 768 and g.interconnect == "pcie"
+    assert not g.interconnect_known and not g.mixed and g.label() == "2× NVIDIA RTX A6000"
+    assert gpu_facts([{"name": "NVIDIA H200"}], "nvlink").interconnect_known
+    assert gpu_facts([{"name": "NVIDIA H200"}, {"name": "NVIDIA L4"}]).mixed
+    assert gpu_facts([{"name": "Tesla T4"}]) is None and gpu_facts(None) is None and gpu_facts([]) is None
+
+
+@pytest.mark.parametrize("value, count, key", [
+    ("H200", 1, "h200"), ("RTX A6000x2", 2, "rtx-a6000"), ("RTX A6000 x 2", 2, "rtx-a6000"),
+    ("4x RTX PRO 6000", 4, "rtx-pro-6000-blackwell"), ("NVIDIA GeForce RTX 4090×8", 8, "rtx-4090"),
+    ("NVIDIA H100 80GB HBM3", 1, "h100-sxm"),
+])
+def test_gpu_option(value, count, key):
+    gpus = parse_gpu_option(value)
+    assert len(gpus) == count and lookup_gpu(gpus[0]["name"]).key == key
+    assert gpus[0]["name"].startswith("NVIDIA")
+
+
+@pytest.mark.parametrize("value", ["", "Tesla T4", "H200x0"])
+def test_gpu_option_refuses(value):
+    with pytest.raises(InputError):
+        parse_gpu_option(value)
+
+
+NVLINK_TOPO = """\
+\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID
+GPU0\t X \tNV18\tNV18\tNV18\t0-55\t0\t\tN/A
+GPU1\tNV18\t X \tNV18\tNV18\t0-55\t0\t\tN/A
+GPU2\tNV18\tNV18\t X \tNV18\t0-55\t0\t\tN/A
+GPU3\tNV18\tNV18\tNV18\t X \t0-55\t0\t\tN/A
+
+Legend:
+
+  X    = Self
+  NV#  = Connection traversing a bonded set of # NVLinks
+"""
+PCIE_TOPO = """\
+        GPU0    GPU1    CPU Affinity    NUMA Affinity
+GPU0     X      PHB     0-31            0
+GPU1    PHB      X      0-31            0
+"""
+
+
+def test_topology_from_nvidia_smi_topo():
+    from driftwatch.facts.gpu import parse_topology
+    assert parse_topology(NVLINK_TOPO) == "nvlink"
+    assert parse_topology(PCIE_TOPO) == "pcie"
+    assert parse_topology(PCIE_TOPO.replace("PHB", "NV4", 1)) == "pcie"  # one pair over PCIe is enough
+    assert parse_topology("        GPU0\nGPU0     X      0-31\n") == "none"
+    assert parse_topology("No devices were found") is None and parse_topology(None) is None
+    g = gpu_facts([{"name": "NVIDIA RTX A6000"}, {"name": "NVIDIA RTX A6000"}], parse_topology(NVLINK_TOPO))
+    assert g.interconnect == "nvlink" and g.interconnect_known  # an NVLink bridge on a PCIe card

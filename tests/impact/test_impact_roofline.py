@@ -1,0 +1,171 @@
+"""Roofline step cost and the models that use it (issue 13): physics on model and GPU facts."""
+import json
+import os
+
+import pytest
+from click.testing import CliRunner
+
+from driftwatch.cli import cli
+from driftwatch.errors import InputError
+from driftwatch.facts import gpu_facts, load_model_config, parse_gpu_option
+from driftwatch.impact import ImpactContext, get_model
+from driftwatch.impact.roofline import Hardware, experts_touched, forward_time
+
+MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "calibration_models")
+A, STEPS, TOPK, DRAFT = "speculative.algorithm", "speculative.steps", "speculative.topk", "speculative.draft_tokens"
+
+
+def model(name):
+    return load_model_config(os.path.join(MODELS, name + ".json"))
+
+
+def gpus(value):
+    return gpu_facts(parse_gpu_option(value))
+
+
+MOE, DENSE = model("Qwen--Qwen3-30B-A3B"), model("Qwen--Qwen3-8B")
+H200 = gpus("H200")
+
+
+def ctx(base, cur, m=None, g=None, conc=1, bm=None, cm=None):
+    return ImpactContext(base, cur, set(), set(), dict(bm or {}), dict(cm or {}), conc, model_facts=m,
+                         baseline_model_facts=m, gpu_facts=g)
+
+
+def test_distinct_experts_touched():
+    assert experts_touched(128, 8, 1) == pytest.approx(8)
+    assert experts_touched(128, 8, 4) == pytest.approx(128 * (1 - (1 - 8 / 128) ** 4))  # ≈ 29.1
+    assert experts_touched(128, 8, 4) / 8 == pytest.approx(3.64, abs=0.01)  # "~3.6× the expert weights"
+    assert experts_touched(128, 8, 10_000) == pytest.approx(128)
+    assert experts_touched(0, 8, 4) == 0.0
+
+
+def test_verifying_more_tokens_is_free_on_a_dense_model_and_not_on_a_sparse_moe():
+    hw = Hardware.of(H200)
+    dense = forward_time(DENSE, hw, 1, 4).total / forward_time(DENSE, hw, 1, 1).total
+    moe = forward_time(MOE, hw, 1, 4).total / forward_time(MOE, hw, 1, 1).total
+    assert dense < 1.02 and moe > 1.3
+    step = forward_time(MOE, hw, 1, 4)
+    assert step.bound == "memory" and step.experts_touched == pytest.approx(29.1, abs=0.1)
+
+
+def test_tensor_parallelism_divides_weights_and_adds_all_reduces():
+    m = model("Qwen--Qwen2-72B-Instruct")
+    one = forward_time(m, Hardware.of(gpus("RTX A6000x4"), tp=2), 1, 1)
+    four = forward_time(m, Hardware.of(gpus("RTX A6000x4"), tp=4), 1, 1)
+    assert four.weights == pytest.approx(one.weights / 2)
+    assert four.allreduce > 0 and one.allreduce > 0 and four.allreduce > one.allreduce * 0.99
+
+
+def test_more_tokens_turn_a_forward_compute_bound():
+    big = forward_time(DENSE, Hardware.of(H200), 512, 4)
+    assert big.bound == "compute"
+
+
+def test_eagle3_added_to_a_sparse_moe_is_not_a_confident_speedup():
+    # Issue 13: the same formula predicted ×3 for EAGLE3 on Qwen3-30B-A3B (measured ×0.7, slower) and
+    # ×5.6 for a 32-token tree (measured ×0.46). On a 128-expert MoE, verification reads ~3.6× the
+    # expert weights at batch 1: whether drafting pays depends on the acceptance, so without a
+    # measured accept length the sign is not claimed.
+    base = {"model.path": "Qwen/Qwen3-30B-A3B", A: None}
+    chain = {**base, A: "EAGLE3", STEPS: 3, TOPK: 1, "speculative.draft_model": "x/eagle3"}
+    tree = {**chain, STEPS: 6, TOPK: 8, DRAFT: 32}
+    for cur in (chain, tree):
+        e = get_model("speculative_toggle")(A, None, "EAGLE3", ctx(base, cur, MOE, H200), {})
+        assert e.throughput_ratio is None and e.confidence == "low"
+        assert "128-expert MoE" in e.detail and "pays off only if" in e.detail and "measure the accept length" in e.detail
+    e = get_model("speculative_toggle")(A, None, "EAGLE3", ctx(base, chain, MOE, H200), {})
+    assert e.detail.startswith("Verifying 4 tokens per request per step on this 128-expert MoE") or \
+        "reads ~3.6× the expert weights of 1 token at batch 1" in e.detail
+    # With the accept length measured (1.5 tokens/step), the model predicts "slower".
+    slow = get_model("speculative_toggle")(A, None, "EAGLE3", ctx(base, chain, MOE, H200, cm={"accept_length": 1.5}), {})
+    assert slow.throughput_ratio < 0.8 and "no longer pay for it" in slow.detail
+    # Without facts the old prior formula is kept, and says what it lacks.
+    old = get_model("speculative_toggle")(A, None, "EAGLE3", ctx(base, chain), {})
+    assert old.throughput_ratio == pytest.approx(2.97, abs=0.02) and "model facts unknown" in old.detail
+
+
+def test_eagle3_added_to_a_dense_model_at_batch_1_is_a_speedup():
+    base = {"model.path": "Qwen/Qwen3-8B", A: None}
+    cur = {**base, A: "EAGLE3", "speculative.draft_model": "Tengyunw/qwen3_8b_eagle3"}
+    e = get_model("speculative_toggle")(A, None, "EAGLE3", ctx(base, cur, DENSE, H200), {})
+    assert 1.5 < e.throughput_ratio < 2.5  # calibration case sg-eagle3-added-qwen3-8b-h200: ×1.96 measured
+    assert e.detail.startswith("speculative decoding off → EAGLE3: Verifying 4 instead of 1 token per request "
+                               "costs about the same on this dense model")
+    assert "Details:" in e.detail and "α prior 0.85" in e.detail and "roofline" in e.detail
+
+
+def test_seeds_with_facts_stay_within_25_percent():
+    qwen36, qwen35 = model("Qwen--Qwen3.6-27B"), model("Qwen--Qwen3.5-122B-A10B")
+    s0b = {"model.path": "/home/ml/models/Qwen3.6-27B", A: "NEXTN", STEPS: 3, TOPK: 1, "parallel.tensor": 2}
+    e = get_model("speculative_steps")(STEPS, 3, 1, ctx(s0b, {**s0b, STEPS: 1}, qwen36, gpus("RTX A6000x2"),
+                                                        bm={"throughput": 70}, cm={"accept_length": 1.75}), {})
+    assert abs(70 * e.throughput_ratio - 40) / 40 <= 0.15
+    s1b = {"model.path": "/home/ml/models/Qwen3.5-122B-A10B", A: "EAGLE", STEPS: 1, TOPK: 1, "parallel.tensor": 4}
+    for conc, measured in ((1, 182 / 122), (64, 1844 / 1566)):
+        e = get_model("speculative_steps")(STEPS, 1, 2, ctx(s1b, {**s1b, STEPS: 2}, qwen35, gpus("4x RTX PRO 6000"),
+                                                            conc=conc), {})
+        assert e.throughput_ratio > 1 and abs(e.throughput_ratio / measured - 1) <= 0.25
+        assert "256-expert MoE" in e.detail and "α prior 0.92" in e.detail  # the model's own MTP head
+
+
+def test_unknown_gpu_uses_a_reference_gpu_and_says_so():
+    base = {"model.path": "Qwen/Qwen3-8B", A: None}
+    cur = {**base, A: "EAGLE3", "speculative.draft_model": "d"}
+    e = get_model("speculative_toggle")(A, None, "EAGLE3", ctx(base, cur, DENSE, None), {})
+    assert e.confidence == "low" and "GPU unknown" in e.detail and "reference GPU" in e.detail
+
+
+def test_cuda_graphs_with_facts_are_quantified_and_without_stay_unknown():
+    m = model("Qwen--Qwen2-7B-Instruct")
+    c = ctx({"cuda_graph.enabled": False}, {"cuda_graph.enabled": True}, m, gpus("RTX 4090"))
+    e = get_model("feature_toggle")("cuda_graph.enabled", False, True, c, {})
+    assert e.throughput_ratio > 1.0 and e.confidence == "low" and "launches" in e.detail
+    off = get_model("feature_toggle")("cuda_graph.enabled", True, False, c, {})
+    assert off.throughput_ratio == pytest.approx(1 / e.throughput_ratio)
+    assert get_model("feature_toggle")("cuda_graph.enabled", False, True, ctx({}, {}), {}).throughput_ratio is None
+
+
+def test_graph_limit_with_facts_uses_the_step_cost():
+    m = model("Qwen--Qwen3.5-9B")
+    c = ctx({}, {}, m, gpus("RTX 5090"), conc=32)
+    e = get_model("kv_capacity")("cuda_graph.max_batch", 24, 48, c, {})
+    assert e.throughput_ratio > 1.0 and "now fit" in e.detail
+    assert get_model("kv_capacity")("cuda_graph.max_batch", 48, 24, c, {}).throughput_ratio < 1.0
+
+
+def test_concurrency_cap_with_facts_is_sub_linear():
+    c = ctx({"batch.max_running_requests": 64}, {"batch.max_running_requests": 32}, DENSE, H200, conc=64)
+    e = get_model("concurrency_cap")("batch.max_running_requests", 64, 32, c, {})
+    assert 0.5 < e.throughput_ratio < 1.0 and "aggregate" in e.detail and "queued requests wait longer" in e.detail
+
+
+def test_tensor_parallel_change_with_facts():
+    m = model("Qwen--Qwen3-32B")
+    c = ctx({"parallel.tensor": 2}, {"parallel.tensor": 1}, m, gpus("H200x2"))
+    e = get_model("parallelism")("parallel.tensor", 2, 1, c, {})
+    assert 0.4 < e.throughput_ratio < 1.0 and e.dimension == "single-stream" and "1/1 instead of 1/2" in e.detail
+    # 72B in bf16 does not fit one 48 GB GPU: the server will not start.
+    big = ctx({"parallel.tensor": 2}, {"parallel.tensor": 1}, model("Qwen--Qwen2-72B-Instruct"), gpus("RTX A6000x2"))
+    s = get_model("parallelism")("parallel.tensor", 2, 1, big, {})
+    assert s.throughput_ratio is None and s.dimension == "stability" and "will not start" in s.detail
+
+
+def test_compare_reads_model_config_and_gpu_options(tmp_path):
+    unit = ("[Service]\nExecStart=/venv/bin/python -m sglang.launch_server --model-path Qwen/Qwen3-8B "
+            "--host 0.0.0.0 --port 30000{extra}\n")
+    (tmp_path / "base.service").write_text(unit.format(extra=""))
+    (tmp_path / "cur.service").write_text(unit.format(
+        extra=" --speculative-algorithm EAGLE3 --speculative-draft-model-path Tengyunw/qwen3_8b_eagle3"))
+    cfg = tmp_path / "config.json"
+    cfg.write_text(open(os.path.join(MODELS, "Qwen--Qwen3-8B.json")).read())
+    args = ["compare", "--baseline", str(tmp_path / "base.service"), "--unit-file", str(tmp_path / "cur.service"),
+            "--format", "json", "--baseline-metric", "throughput=186"]
+    plain = json.loads(CliRunner().invoke(cli, args).output)
+    physical = json.loads(CliRunner().invoke(cli, args + ["--model-config", str(cfg), "--gpu", "H200"]).output)
+    assert plain["predicted_throughput_ratio"] == pytest.approx(2.97, abs=0.02)
+    assert 1.5 < physical["predicted_throughput_ratio"] < 2.5
+    top = physical["findings"][0]
+    assert "dense model (8.2B params) on NVIDIA H200 SXM" in top["explanation"]
+    bad = CliRunner().invoke(cli, args + ["--gpu", "Tesla T4"])  # main() turns InputError into exit 2
+    assert isinstance(bad.exception, InputError) and "not a GPU model driftwatch knows" in str(bad.exception)

@@ -1,0 +1,366 @@
+"""Fit the roofline constants on the public calibration cases and write the residual table.
+
+    python -m tools.fit_calibration [--cases ../shared/calibration] [--fit] [--write MODELS.md]
+
+For every case folder (baseline.unit, current.unit, case.yaml: see the cases' README) this runs the
+comparison the case's `compare_args` describe, twice:
+
+- **before**: without model or GPU facts (the models' priors: what `driftwatch compare` says today
+  for a unit alone);
+- **after**: with the facts a collector would read on that host: the model's config.json (from
+  tools/calibration_models/, found by the unit's model name as a Hugging Face cache would be) and
+  the GPUs named in the case's `hardware` line (gpus.yaml). Cases whose model or GPU is not stated
+  get no facts and keep their priors.
+
+`--fit` searches the few free constants of driftwatch/impact/calibration.py (roofline
+efficiencies, per-step and per-draft overheads, all-reduce latency, eager launch overhead) within
+physically plausible bounds, minimising the squared log residual (capped at ln 1.5, so a case the model cannot explain
+counts as one miss instead of pulling every constant) over the cases that have a prediction, with a penalty for every wrong direction on a case whose measured change exceeds 10 %.
+No case is weighted or treated apart. The printed constants are what calibration.py ships;
+`--write FILE` replaces the table between the `<!-- calibration-table -->` markers in FILE.
+"""
+from __future__ import annotations
+
+import argparse
+import glob
+import math
+import os
+import random
+import re
+import sys
+from dataclasses import dataclass
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, REPO)
+
+from driftwatch.baseline import load_baseline  # noqa: E402
+from driftwatch.compare import compare  # noqa: E402
+from driftwatch.facts import load_model_config, lookup_gpu  # noqa: E402
+from driftwatch.impact import calibration as cal  # noqa: E402
+from driftwatch.rulebook import load_rules  # noqa: E402
+from driftwatch.sources import snapshot_from_unit_file  # noqa: E402
+
+DEFAULT_CASES = os.path.normpath(os.path.join(REPO, "..", "shared", "calibration"))
+MODELS_DIR = os.path.join(REPO, "tools", "calibration_models")
+TOLERANCE = 0.25
+DIRECTION_THRESHOLD = 0.10
+
+
+@dataclass
+class Case:
+    name: str
+    folder: str
+    spec: dict
+    args: dict
+    model_config: str | None
+    gpus: list | None
+
+    @property
+    def measured(self) -> float:
+        return float(self.spec["measured_ratio"])
+
+    @property
+    def seed(self) -> bool:
+        return self.name.startswith("seed-")
+
+
+def _compare_args(args: list) -> dict:
+    out = {"baseline_metrics": {}, "current_metrics": {}, "concurrency": None}
+    it = iter(str(a) for a in args or [])
+    for a in it:
+        if a in ("--baseline-metric", "--current-metric"):
+            k, _, v = next(it).partition("=")
+            out["baseline_metrics" if a == "--baseline-metric" else "current_metrics"][k] = float(v)
+        elif a == "--concurrency":
+            out["concurrency"] = int(next(it))
+        else:
+            raise SystemExit(f"compare_args: {a} is not an option this script passes on")
+    return out
+
+
+def _model_name(snapshot) -> str | None:
+    values, _ = snapshot.engine.concept_values()
+    path = values.get("model.path")
+    return str(path).rstrip("/") if isinstance(path, str) and path and path != "runtime" else None
+
+
+def find_model_config(model: str | None) -> str | None:
+    """tools/calibration_models/ORG--NAME.json for an HF name (ORG/NAME) or a local path ending in NAME."""
+    if not model:
+        return None
+    name = model.split("/")[-1]
+    if "/" in model and not model.startswith("/") and model.count("/") == 1:
+        exact = os.path.join(MODELS_DIR, model.replace("/", "--") + ".json")
+        if os.path.isfile(exact):
+            return exact
+    hits = sorted(glob.glob(os.path.join(MODELS_DIR, f"*--{glob.escape(name)}.json")))
+    return hits[0] if len(hits) == 1 else None
+
+
+def gpus_from_hardware(text: str | None) -> list | None:
+    """'4x RTX PRO 6000 Blackwell 96GB' -> a snapshot gpus list; None when the GPU is not stated/known."""
+    if not isinstance(text, str):
+        return None
+    m = re.match(r"^\s*(\d+)\s*[x×]\s*(.+)$", text)
+    count, name = (int(m.group(1)), m.group(2)) if m else (1, text)
+    if lookup_gpu(name) is None:
+        return None
+    return [{"index": i, "name": name.strip(), "source": "case hardware"} for i in range(count)]
+
+
+def load_cases(folder: str) -> list[Case]:
+    cases = []
+    for d in sorted(glob.glob(os.path.join(folder, "*", "case.yaml"))):
+        root = os.path.dirname(d)
+        with open(d, encoding="utf-8") as fh:
+            spec = yaml.safe_load(fh)
+        cases.append(Case(os.path.basename(root), root, spec, _compare_args(spec.get("compare_args")), None, None))
+    return cases
+
+
+class Runner:
+    """Units parsed once; comparisons re-run for each set of constants."""
+
+    def __init__(self, cases: list[Case]):
+        self.rules = load_rules(None)
+        self.sides = {}
+        for c in cases:
+            base = load_baseline(os.path.join(c.folder, "baseline.unit"), None,
+                                 unit_reader=lambda p: snapshot_from_unit_file(p, None, None))
+            cur = snapshot_from_unit_file(os.path.join(c.folder, "current.unit"), None, None)
+            c.model_config = find_model_config(_model_name(cur))
+            c.gpus = gpus_from_hardware(c.spec.get("hardware"))
+            self.sides[c.name] = (base, cur)
+        self.facts = {c.name: load_model_config(c.model_config).to_dict() if c.model_config else None for c in cases}
+
+    def run(self, case: Case, facts: bool):
+        base, cur = self.sides[case.name]
+        for snap in (base.snapshot, cur):
+            snap.runtime.pop("model_facts", None)
+            snap.runtime.pop("gpus", None)
+        if facts:
+            if self.facts[case.name]:
+                cur.runtime["model_facts"] = self.facts[case.name]
+            if case.gpus:
+                cur.runtime["gpus"] = case.gpus
+        a = case.args
+        return compare(base, cur, self.rules, [], a["concurrency"], dict(a["baseline_metrics"]),
+                       dict(a["current_metrics"]), None)
+
+
+@dataclass
+class Row:
+    case: Case
+    before: float | None
+    after: float | None
+    confidence: str | None
+    top: str | None
+    detail: str
+    before_tps: float | None = None  # predicted tok/s, when the case gives a baseline throughput
+    after_tps: float | None = None
+
+
+def evaluate(runner: Runner, cases: list[Case]) -> list[Row]:
+    rows = []
+    for c in cases:
+        plain = runner.run(c, facts=False)
+        before, before_tps = plain.predicted_throughput_ratio, plain.predicted_throughput
+        res = runner.run(c, facts=True)
+        top = res.findings[0] if res.findings else None
+        rows.append(Row(c, before, res.predicted_throughput_ratio, top.confidence if top else None,
+                        top.key if top else None, top.detail if top else "", before_tps, res.predicted_throughput))
+    return rows
+
+
+def residual(pred: float | None, measured: float) -> float | None:
+    return None if pred is None else pred / measured - 1.0
+
+
+def direction_ok(pred: float | None, measured: float) -> bool | None:
+    """True/False for cases whose measured change exceeds 10 %; None otherwise (or no prediction)."""
+    if abs(measured - 1.0) <= DIRECTION_THRESHOLD or pred is None:
+        return None
+    if abs(pred - 1.0) < 0.02:
+        return False  # "no change" is not the right direction either
+    return (pred > 1.0) == (measured > 1.0)
+
+
+def score(rows: list[Row], which: str = "after") -> dict:
+    preds = [(getattr(r, which), r.case.measured, r.case) for r in rows]
+    within = [p is not None and abs(p / m - 1.0) <= TOLERANCE for p, m, _ in preds]
+    big = [(p, m) for p, m, _ in preds if abs(m - 1.0) > DIRECTION_THRESHOLD]
+    wrong = [1 for p, m in big if p is not None and direction_ok(p, m) is False and abs(p - 1.0) >= 0.02]
+    right = [1 for p, m in big if direction_ok(p, m)]
+    seeds = [(p, m) for p, m, c in preds if c.seed]
+    return {"cases": len(preds), "within": sum(within), "big": len(big), "right_direction": len(right),
+            "wrong_direction": len(wrong), "null": sum(1 for p, _, _ in preds if p is None),
+            "seeds_within_15": sum(1 for p, m in seeds if p is not None and abs(p / m - 1) <= 0.15),
+            "seeds": len(seeds)}
+
+
+OUTLIER = math.log(1.5)  # a case more than ×1.5 off counts as a miss, however far: it cannot pull the fit
+
+
+def objective(rows: list[Row]) -> float:
+    """Σ min(|ln(predicted ÷ measured)|, ln 1.5)² over cases with a prediction, + 1 per wrong direction."""
+    total = 0.0
+    for r in rows:
+        if r.after is None:
+            continue
+        total += min(abs(math.log(r.after / r.case.measured)), OUTLIER) ** 2
+        if direction_ok(r.after, r.case.measured) is False and abs(r.after - 1.0) >= 0.02:
+            total += 1.0
+    return total
+
+
+# The free constants and their physical bounds (grid for a coordinate search).
+FREE = {
+    "BW_EFFICIENCY": [0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9],
+    "FLOPS_EFFICIENCY": [0.3, 0.4, 0.5, 0.6, 0.7],
+    "STEP_OVERHEAD_MS": [0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0],
+    "DRAFT_OVERHEAD_MS": [0.0, 0.1, 0.2, 0.3, 0.5, 0.8, 1.2],
+    "ALLREDUCE_US.pcie": [10.0, 15.0, 20.0, 25.0, 35.0, 50.0, 65.0, 80.0],
+    "ALPHA_PRIOR.MTP": [0.8, 0.85, 0.88, 0.9, 0.92, 0.95],
+    "EAGER_LAYER_US": [20.0, 40.0, 60.0, 80.0, 120.0, 160.0, 240.0],
+}
+
+
+def _get(name):
+    if "." in name:
+        table, key = name.split(".")
+        return getattr(cal, table)[key]
+    return getattr(cal, name)
+
+
+def _set(name, value):
+    if "." in name:
+        table, key = name.split(".")
+        getattr(cal, table)[key] = value
+    else:
+        setattr(cal, name, value)
+
+
+def fit(runner: Runner, cases: list[Case], rounds: int = 4, restarts: int = 6, seed: int = 13) -> dict:
+    """Coordinate descent over the FREE grids from the shipped constants and from `restarts` random
+    starting points (fixed seed: reproducible); the best objective wins."""
+    rng = random.Random(seed)
+    starts = [{name: _get(name) for name in FREE}]
+    starts += [{name: rng.choice(grid) for name, grid in FREE.items()} for _ in range(restarts)]
+    best_o, best_c = None, None
+    for start in starts:
+        for name, v in start.items():
+            _set(name, v)
+        consts = _descend(runner, cases, rounds)
+        o = objective(evaluate(runner, cases))
+        if best_o is None or o < best_o - 1e-9:
+            best_o, best_c = o, consts
+    for name, v in best_c.items():
+        _set(name, v)
+    return best_c
+
+
+def _descend(runner: Runner, cases: list[Case], rounds: int) -> dict:
+    best = objective(evaluate(runner, cases))
+    for _ in range(rounds):
+        improved = False
+        for name, grid in FREE.items():
+            keep = _get(name)
+            for v in grid:
+                _set(name, v)
+                o = objective(evaluate(runner, cases))
+                if o < best - 1e-9:
+                    best, keep, improved = o, v, True
+            _set(name, keep)
+        if not improved:
+            break
+    return {name: _get(name) for name in FREE}
+
+
+def _fmt(r: float | None) -> str:
+    return "null" if r is None else f"×{r:.3f}"
+
+
+def _res(p: float | None, m: float) -> str:
+    x = residual(p, m)
+    return "—" if x is None else f"{x * 100:+.0f} %"
+
+
+def table(rows: list[Row]) -> str:
+    out = ["| case | measured | before (priors) | residual | after (facts) | residual | ±25 % | direction | "
+           "confidence | facts |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        m = r.case.measured
+        d = direction_ok(r.after, m)
+        facts = ", ".join(x for x in (os.path.basename(r.case.model_config)[:-5].split("--")[-1]
+                                      if r.case.model_config else None,
+                                      f"{len(r.case.gpus)}× {lookup_gpu(r.case.gpus[0]['name']).name}"
+                                      if r.case.gpus else None) if x) or "none"
+        out.append(f"| {r.case.name}{' (hard)' if r.case.spec.get('hard') else ''} | ×{m:.3f} | {_fmt(r.before)} | "
+                   f"{_res(r.before, m)} | {_fmt(r.after)} | {_res(r.after, m)} | "
+                   f"{'yes' if r.after is not None and abs(r.after / m - 1) <= TOLERANCE else 'no'} | "
+                   f"{'—' if d is None else ('right' if d else 'wrong' if r.after is not None and abs(r.after - 1) >= 0.02 else 'flat')} | "
+                   f"{r.confidence or '—'} | {facts} |")
+    sb, sa = score(rows, "before"), score(rows, "after")
+    out.append("")
+    for label, s in (("before", sb), ("after", sa)):
+        out.append(f"- **{label}**: within ±25 % on {s['within']}/{s['cases']} cases; right direction on "
+                   f"{s['right_direction']}/{s['big']} cases with a measured change > 10 % "
+                   f"({s['wrong_direction']} wrong, the rest null or flat); null on {s['null']}; seeds within ±15 %: "
+                   f"{s['seeds_within_15']}/{s['seeds']}.")
+    return "\n".join(out)
+
+
+def seed_table(rows: list[Row]) -> str:
+    out = ["| seed case | before | measured | predicted before (priors) | predicted after (facts) |",
+           "|---|---|---|---|---|"]
+    for r in rows:
+        if not r.case.seed:
+            continue
+        b = float(r.case.spec["before"])
+        out.append(f"| {r.case.name} | {b:g} | {float(r.case.spec['after']):g} | "
+                   f"{'null' if r.before_tps is None else f'{r.before_tps:.1f}'} | "
+                   f"{'null' if r.after_tps is None else f'{r.after_tps:.1f}'} |")
+    return "\n".join(out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", default=DEFAULT_CASES)
+    ap.add_argument("--fit", action="store_true", help="search the free constants (prints them)")
+    ap.add_argument("--write", metavar="FILE", help="replace the table between <!-- calibration-table --> markers")
+    ap.add_argument("--details", action="store_true", help="print each case's top finding detail")
+    args = ap.parse_args(argv)
+    cases = load_cases(args.cases)
+    if not cases:
+        print(f"no cases under {args.cases}", file=sys.stderr)
+        return 2
+    runner = Runner(cases)
+    if args.fit:
+        constants = fit(runner, cases)
+        print("fitted constants:", ", ".join(f"{k} = {v:g}" for k, v in constants.items()),
+              f"(objective {objective(evaluate(runner, cases)):.4f})")
+    rows = evaluate(runner, cases)
+    text = ("Constants: " + ", ".join(f"{k} = {_get(k):g}" for k in FREE) + ".\n\n" + table(rows)
+            + "\n\nSeeds (tok/s):\n\n" + seed_table(rows))
+    print(text)
+    if args.details:
+        for r in rows:
+            print(f"\n## {r.case.name}: {r.top} ({r.confidence})\n{r.detail}")
+    if args.write:
+        with open(args.write, encoding="utf-8") as fh:
+            doc = fh.read()
+        start, end = "<!-- calibration-table -->", "<!-- /calibration-table -->"
+        if start not in doc or end not in doc:
+            print(f"{args.write}: no {start} … {end} markers", file=sys.stderr)
+            return 2
+        head, rest = doc.split(start, 1)
+        _, tail = rest.split(end, 1)
+        with open(args.write, "w", encoding="utf-8") as fh:
+            fh.write(head + start + "\n" + text + "\n" + end + tail)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
