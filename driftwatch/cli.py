@@ -85,11 +85,20 @@ def _emit(text: str, output: str | None = None) -> None:
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="driftwatch")
-def cli():
+@click.option("--engine-config", "engine_configs", multiple=True, metavar="[PATH=]FILE",
+              help="The YAML a vLLM unit reads with `--config PATH`, for units read offline: FILE serves every "
+                   "--config, PATH=FILE only `--config PATH` (repeatable; also $DRIFTWATCH_ENGINE_CONFIG).")
+def cli(engine_configs=()):
     """Find configuration drift in SGLang servers run as systemd units, and explain which
     difference cost the throughput.
 
     Exit codes: 0 no drift, 1 drift found, 2 trouble (bad input, unreadable host)."""
+    for value in engine_configs:
+        from .engines.vllm import config_file
+        try:
+            config_file.provide_option(value)
+        except OSError as exc:
+            raise InputError(f"--engine-config {value}: {exc.strerror or exc}") from None
 
 
 # --------------------------------------------------------------------------- show
