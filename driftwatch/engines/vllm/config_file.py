@@ -3,9 +3,9 @@
 vLLM reads CLI options from that file at start-up (flexible.py applies them as vLLM does). The file
 lives on the server, so driftwatch gets its text from whoever has it:
 
-- offline, the user passes it: `DRIFTWATCH_ENGINE_CONFIG=FILE driftwatch …` (FILE serves every
-  `--config` path) or `DRIFTWATCH_ENGINE_CONFIG=/etc/vllm/qwen.yaml=FILE` (that path only), several
-  separated by `:`;
+- offline, the user passes it: `driftwatch --engine-config FILE …` (FILE serves every `--config`
+  path) or `--engine-config /etc/vllm/qwen.yaml=FILE` (that path only), repeatable; or the same
+  items, separated by `:`, in $DRIFTWATCH_ENGINE_CONFIG;
 - a collector that fetched it from the host calls `provide()` the same way.
 
 When the engine entry is detected, the file's parsed content is put into the engine argv right after
@@ -74,7 +74,7 @@ def provided(path: str) -> str | None:
 
 
 def provide_option(value: str) -> None:
-    """One `[PATH=]FILE` item of $DRIFTWATCH_ENGINE_CONFIG. Raises OSError for an unreadable FILE."""
+    """One `[PATH=]FILE` of --engine-config / $DRIFTWATCH_ENGINE_CONFIG. Raises OSError for an unreadable FILE."""
     path, sep, local = value.partition("=")
     if not sep:
         path, local = ANY_PATH, value

@@ -283,7 +283,7 @@ def _pull_config(args: list[str], payloads: dict[str, dict], version: str, serve
     if payload is None:
         pre.issues.append(Issue(
             "engine-config", f"--config {path}: the file's settings are not known here, so they are not compared "
-            "(pass the file with DRIFTWATCH_ENGINE_CONFIG=FILE)",
+            "(pass the file with `driftwatch --engine-config FILE …`)",
             flag="--config", key="config", severity="warning"))
         return args  # `--config PATH` stays: at least the path is compared
     if payload.get("error"):

@@ -228,3 +228,15 @@ def test_speculative_switched_on_is_one_finding(dw, tmp_path):
     assert [(f["key"], f["rule"]) for f in data["findings"]] == [("speculative_config.method", "DW102")]
     assert data["findings"][0]["details"]["speculative_config.num_speculative_tokens"]["current"] == 3
     assert data["predicted_throughput"] > 40
+
+
+def test_engine_config_option(dw, tmp_path):
+    run = dw("--engine-config", f"/etc/vllm/qwen3-8b.yaml={CONFIG_YAML}", "show", "--unit-file",
+             EXAMPLES / "vllm-qwen3-8b-config.service", "--format", "json")
+    assert run.code == 0, run
+    assert flags(run.json())["max_num_seqs"] == 128
+    other = dw("--engine-config", f"/etc/vllm/other.yaml={CONFIG_YAML}", "show", "--unit-file",
+               EXAMPLES / "vllm-qwen3-8b-config.service", "--format", "json")
+    assert "max_num_seqs" not in flags(other.json())  # given for another path only
+    one_line_error(dw("--engine-config", tmp_path / "absent.yaml", "show", "--unit-file",
+                      EXAMPLES / "vllm-qwen3-8b-config.service"), "--engine-config", "absent.yaml")
