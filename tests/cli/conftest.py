@@ -11,6 +11,12 @@ from cli_helpers import DRIFTWATCH, Run
 from driftwatch.cli import cli
 
 
+@pytest.fixture(autouse=True)
+def _no_terminal_width(monkeypatch):
+    """Text output fits `COLUMNS` when it is set: the tests expect the fixed layout unless they set it."""
+    monkeypatch.delenv("COLUMNS", raising=False)
+
+
 @pytest.fixture
 def dw(tmp_path):
     """dw(*args, cwd=None) -> Run: the installed console script (driftwatch.cli.main), as users run it."""

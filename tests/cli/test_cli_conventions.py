@@ -165,7 +165,7 @@ def test_13_impossible_values_are_refused(dw, pair):
 def test_13_accept_length_above_steps_plus_one_is_refused_not_clamped(dw, tmp_path):
     # the 40 tok/s unit runs 1 step: at most 2 tokens per step
     run = dw("compare", "--baseline", BASELINE_70, "--unit-file", UNIT_40, "--current-metric", "accept_length=2.5")
-    assert_one_line_error(run, "accept_length=2.5", "--speculative-num-steps 1", "2")
+    assert_one_line_error(run, "--current-metric", "accept_length=2.5", "--speculative-num-steps 1", "2")
     ok = dw("compare", "--baseline", BASELINE_70, "--unit-file", UNIT_40, "--current-metric", "accept_length=1.75")
     assert ok.code == 1, ok
     base = dw("compare", "--baseline", BASELINE_70, "--unit-file", UNIT_40, "--baseline-metric", "accept_length=4.5")
@@ -174,6 +174,20 @@ def test_13_accept_length_above_steps_plus_one_is_refused_not_clamped(dw, tmp_pa
               "--baselines-dir", tmp_path / "b")
     assert_one_line_error(save, "accept_length=4.2")
     assert not (tmp_path / "b" / "x.yaml").exists()
+
+
+def test_13_a_figure_from_the_journal_is_not_refused(dw, tmp_path):
+    """The journal's accept length belongs to the running process (maybe started with more steps):
+    only figures the user gives are checked against the unit's steps."""
+    import yaml
+    saved = dw("snapshot", "--unit-file", UNIT_40, "--store", tmp_path / "store")
+    path = saved.stdout.split("\t")[-1].strip()
+    data = yaml.safe_load(open(path, encoding="utf-8"))
+    data["runtime"]["measured"] = {"accept_length": 3.1}
+    snap = tmp_path / "snap.yaml"
+    snap.write_text(yaml.safe_dump(data), encoding="utf-8")
+    run = dw("compare", "--baseline", BASELINE_70, "--snapshot", snap, "--format", "json")
+    assert run.code == 1, run
 
 
 # --------------------------------------------------------------------------- 15. output conventions
