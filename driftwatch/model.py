@@ -101,6 +101,11 @@ class EngineConfig:
     def explicit(self) -> dict[str, FlagValue]:
         return {k: v for k, v in self.flags.items() if v.source == EXPLICIT}
 
+    def explicit_value(self, key: str) -> FlagValue | None:
+        """The field's value when the command line sets it (start-up rewrites key on that)."""
+        value = self.flags.get(key)
+        return value if value is not None and value.source == EXPLICIT else None
+
     @property
     def title(self) -> str:
         """`SGLang 0.5.12`, or `no known engine`."""

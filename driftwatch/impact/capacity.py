@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import roofline
-from .base import (CAPACITY, HIGH, LOW, MEDIUM, AGGREGATE, Estimate, ImpactContext, as_int, concurrency_of,
-                   engine_label, is_runtime, param, show, side_runtime, unknown_estimate)
+from .base import (CAPACITY, HIGH, LOW, MEDIUM, AGGREGATE, STABILITY, Estimate, ImpactContext, as_float, as_int,
+                   concurrency_of, engine_label, is_runtime, param, show, side_runtime, unknown_estimate)
 
 # Concurrency from which a smaller KV pool may limit the running batch (below: few requests fit
 # in any pool that loads at all). A documented judgement, not a measurement.
@@ -22,6 +22,7 @@ EAGER_DECODE_RATIO = 0.85
 GRAPH_LIMIT = "cuda_graph.max_batch"
 CONTEXT_LENGTH = "kv.context_length"
 PREFILL_CHUNK = "prefill.chunk_size"
+MEMORY_FRACTION = "kv.memory_fraction"
 
 
 def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
@@ -66,6 +67,10 @@ def kv_capacity(name: str, baseline_value: Any, current_value: Any, ctx: ImpactC
     elif name == PREFILL_CHUNK:
         extra = "; long prompts are prefilled in different chunks (time to first token)"
     threshold = int(param(params, "pool_pressure_concurrency", POOL_PRESSURE_CONCURRENCY))
+    if name == MEMORY_FRACTION and c >= threshold:
+        physical = _memory_fraction_physical(ctx, params, baseline_value, current_value, c, change)
+        if physical is not None:
+            return physical
     if c < threshold:
         return Estimate(1.0, HIGH if c == 1 else MEDIUM,
                         f"{change} affects how many/how long requests fit, not one stream's speed "
@@ -73,3 +78,47 @@ def kv_capacity(name: str, baseline_value: Any, current_value: Any, ctx: ImpactC
     return unknown_estimate(f"{change}: at concurrency {c} the KV pool may limit the running batch; the effect "
                             f"shows in max_running_requests and token usage, not predictable from the flag{extra}",
                             CAPACITY)
+
+
+def _memory_fraction_physical(ctx: ImpactContext, params: dict, baseline_value: Any, current_value: Any, c: int,
+                              change: str) -> Estimate | None:
+    """kv.memory_fraction with model and GPU facts: the KV pool left after the weights (fraction ×
+    GPU memory − weights per GPU), the requests of CONTEXT_TOKENS it holds, and the roofline step at
+    the batch that fits. None when a fraction, the model or the GPU is unknown."""
+    from . import calibration as cal
+    fb = None if is_runtime(baseline_value) else as_float(baseline_value)
+    fc = None if is_runtime(current_value) else as_float(current_value)
+    m = roofline.model_of(ctx)
+    hw = roofline.hardware_for(ctx)
+    if fb is None or fc is None or not (0 < fb <= 1 and 0 < fc <= 1) or m is None or not hw.known:
+        return None
+    tp = hw.tp
+    pp = roofline.side_int(ctx, "current", "parallel.pipeline")
+    weights = roofline.weights_per_gpu_gb(m, tp, pp) * 1e9
+    kv_split = 1 if m.attention == "mla" else min(tp, m.kv_heads or tp)
+    per_request = (cal.CONTEXT_TOKENS * (m.kv_bytes_per_token or 0) / kv_split / pp
+                   + (m.state_bytes_per_request or 0) / tp / pp)
+    if per_request <= 0:
+        return None
+    fits = {}
+    for side, frac in (("baseline", fb), ("current", fc)):
+        pool = frac * hw.gpu.memory_gb * 1e9 - weights
+        if pool <= 0:
+            return unknown_estimate(f"{change}: {frac:g} × {hw.gpu.memory_gb:g} GB leaves no room beside "
+                                    f"{weights / 1e9:.1f} GB of weights per GPU ({m.summary()}): the {side} server "
+                                    f"cannot allocate a KV cache", STABILITY)
+        fits[side] = int(pool // per_request)
+    b_base, b_cur = max(1, min(c, fits["baseline"])), max(1, min(c, fits["current"]))
+    how = (f"{fb:g} → {fc:g} of {hw.gpu.memory_gb:g} GB minus {weights / 1e9:.1f} GB of weights per GPU holds "
+           f"~{fits['baseline']} → ~{fits['current']} requests of {cal.CONTEXT_TOKENS:.0f} tokens")
+    if b_base == b_cur:
+        return Estimate(1.0, LOW, f"{change}: {how}; at concurrency {c} both fit {b_cur} at once: no effect on "
+                        f"throughput", CAPACITY)
+    t_b = roofline.forward_time(m, hw, b_base, 1, params=params)
+    t_c = roofline.forward_time(m, hw, b_cur, 1, params=params)
+    ratio = (b_cur / t_c.total) / (b_base / t_b.total)
+    return Estimate(ratio, LOW, f"{change}: {how}, so at concurrency {c} the server decodes {b_base} → {b_cur} "
+                    f"requests at once; a step takes {t_b.total * 1e3:.1f} → {t_c.total * 1e3:.1f} ms on "
+                    f"{roofline.hardware_words(m, hw)} ⇒ ×{ratio:.2f} (request length assumed; the engine's own "
+                    f"reserves for activations and graphs are not modelled). Details: roofline at batch {b_base}: "
+                    f"{t_b.describe()}; at batch {b_cur}: {t_c.describe()}", AGGREGATE)

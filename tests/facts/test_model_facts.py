@@ -116,3 +116,16 @@ def test_unreadable_configs_are_input_errors(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(InputError, match="not valid JSON"):
         load_model_config(str(bad))
+
+
+def test_facts_context_reads_snapshots_and_shares_one_sides_facts():
+    from types import SimpleNamespace
+    from driftwatch.facts import facts_context
+    f = facts("Qwen--Qwen3-8B").to_dict()
+    base = SimpleNamespace(runtime={})
+    cur = SimpleNamespace(runtime={"model_facts": f, "gpus": [{"index": 0, "name": "NVIDIA H200"}]})
+    ctx = facts_context(base, cur)
+    assert ctx["model_facts"].layers == 36 and ctx["baseline_model_facts"] is ctx["model_facts"]
+    assert ctx["gpu_facts"].spec.key == "h200"
+    empty = facts_context(SimpleNamespace(runtime={}), SimpleNamespace(runtime={}))
+    assert empty == {"model_facts": None, "baseline_model_facts": None, "gpu_facts": None}

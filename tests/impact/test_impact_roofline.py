@@ -169,3 +169,16 @@ def test_compare_reads_model_config_and_gpu_options(tmp_path):
     assert "dense model (8.2B params) on NVIDIA H200 SXM" in top["explanation"]
     bad = CliRunner().invoke(cli, args + ["--gpu", "Tesla T4"])  # main() turns InputError into exit 2
     assert isinstance(bad.exception, InputError) and "not a GPU model driftwatch knows" in str(bad.exception)
+
+
+def test_memory_fraction_with_facts_sizes_the_kv_pool():
+    m = model("Qwen--Qwen3-32B")  # 65.5 GB of bf16 weights on one 141 GB H200
+    c = ctx({}, {}, m, H200, conc=64)
+    smaller = get_model("kv_capacity")("kv.memory_fraction", 0.9, 0.6, c, {})
+    assert smaller.throughput_ratio < 1.0 and smaller.dimension == "aggregate" and "requests of 2048 tokens" in smaller.detail
+    both_fit = get_model("kv_capacity")("kv.memory_fraction", 0.9, 0.85, ctx({}, {}, m, H200, conc=8), {})
+    assert both_fit.throughput_ratio == 1.0
+    too_small = get_model("kv_capacity")("kv.memory_fraction", 0.9, 0.4, c, {})
+    assert too_small.throughput_ratio is None and too_small.dimension == "stability"
+    # without facts the old judgement holds: unknown at concurrency >= 8
+    assert get_model("kv_capacity")("kv.memory_fraction", 0.9, 0.6, ctx({}, {}, conc=64), {}).throughput_ratio is None

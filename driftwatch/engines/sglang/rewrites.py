@@ -14,11 +14,6 @@ from ..versions import version_key
 EAGLE_FAMILY = {"EAGLE", "EAGLE3", "NEXTN", "MTP"}
 
 
-def _explicit(config: EngineConfig, key: str) -> FlagValue | None:
-    value = config.flags.get(key)
-    return value if value is not None and value.source == EXPLICIT else None
-
-
 def _int(value) -> int | None:
     try:
         return int(value)
@@ -41,9 +36,9 @@ def apply_rewrites(config: EngineConfig) -> None:
     if algorithm is None:
         return
     at_least_0512 = version_key(config.version) >= version_key("0.5.12")
-    steps = _explicit(config, "speculative_num_steps")
-    topk = _explicit(config, "speculative_eagle_topk")
-    draft = _explicit(config, "speculative_num_draft_tokens")
+    steps = config.explicit_value("speculative_num_steps")
+    topk = config.explicit_value("speculative_eagle_topk")
+    draft = config.explicit_value("speculative_num_draft_tokens")
     if algorithm in EAGLE_FAMILY:
         if draft is not None and steps is None:
             config.issues.append(Issue(

@@ -50,11 +50,6 @@ def config_fields(version: str) -> dict:
     return known[pick]
 
 
-def _explicit(config: EngineConfig, key: str) -> FlagValue | None:
-    value = config.flags.get(key)
-    return value if value is not None and value.source == EXPLICIT else None
-
-
 def _int(value) -> int | None:
     try:
         return int(value)
@@ -80,7 +75,7 @@ def _enum_defaults(config: EngineConfig) -> None:
             if m and value.source == DEFAULT:
                 raw = m.group(1).strip("'\"")
                 value.value = int(raw) if raw.lstrip("-").isdigit() else raw
-    level = _explicit(config, "optimization_level")
+    level = config.explicit_value("optimization_level")
     if level is not None and isinstance(level.value, str) and level.value.strip().isdigit():
         level.value = int(level.value)  # vLLM keeps "3"; OptimizationLevel("3") is the same level
 
