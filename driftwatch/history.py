@@ -10,6 +10,20 @@ finding has been there.
   report (``driftwatch.report/v1``), walking back from the newest snapshot only as far as needed.
 - `parse_when` / `parse_duration`: ``--since 7d`` / ``2026-11-28T03:00:00Z``, ``--older-than 30d``.
 
+``driftwatch.history/v1`` (additive changes only)::
+
+    {"schema": "driftwatch.history/v1", "generated_at": T, "store": DIR, "since": T|null,
+     "baseline": {"name", "host", "unit", "metrics"}|null, "problems": ["FILE: skipped, …"],
+     "units": [{"host", "unit", "snapshots": N, "readable": N, "runs": N, "first": REF, "latest": REF,
+                "last_run": T,
+                "changes": [{"at": T, "snapshot": NAME, "key", "concept", "flag", "kind", "old", "new",
+                             "old_source", "new_source", "secret"?, "origin": {"old", "new"}?, "note"?,
+                             "previous": {"snapshot", "collected_at", "last_seen"}}],      # newest first
+                "findings": [{"rank", "key", "concept", "flag", "baseline", "current", "rule", "severity",
+                              "impact", "origin"?, "since": REF, "first_seen": REF, "went_away": bool,
+                              "episodes": [{"from": REF, "gone_at": REF|null}], "value_since": REF?}]}]}
+    REF = {"snapshot": NAME, "collected_at": T}; T = RFC 3339 UTC (2026-11-28T03:00:00Z)
+
 A change's time is the `collected_at` of the first snapshot that shows it; the change happened
 after the last run that still saw the old state (``previous.last_seen``, from the store's run log)
 and at or before that time. Findings are identified as everywhere (`identity.finding_id`: host,
