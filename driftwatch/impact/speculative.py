@@ -207,7 +207,8 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
                        and source.get("current" if s == "baseline" else "baseline") == "prior"}
         for s, sp in sides.items():
             if s in from_prior and sp.on:
-                low[s] = shallow.get(s) or expected_tokens(min(cal.ALPHA_FLOOR, alphas[s]), sp.steps, decay, 1)
+                floor = cal.ALPHA_FLOOR_BY_PRIOR.get(_prior_key(ctx, s, sp), cal.ALPHA_FLOOR)
+                low[s] = shallow.get(s) or expected_tokens(min(floor, alphas[s]), sp.steps, decay, 1)
         ratio_low = (low["current"] / cost_c) / (low["baseline"] / cost_b)
         if (ratio - 1.0) * (ratio_low - 1.0) < 0:
             return _direction_unknown(base, cur, physical, expected, low, ratio, ratio_low, batch, dim)

@@ -182,3 +182,17 @@ def test_memory_fraction_with_facts_sizes_the_kv_pool():
     assert too_small.throughput_ratio is None and too_small.dimension == "stability"
     # without facts the old judgement holds: unknown at concurrency >= 8
     assert get_model("kv_capacity")("kv.memory_fraction", 0.9, 0.6, ctx({}, {}, conc=64), {}).throughput_ratio is None
+
+
+def test_seed_004_decomposed_with_measured_caps_and_facts():
+    # The server ran 26 → 21 requests at once (start-up logs); the model's own MTP head keeps its
+    # sign down to the lowest acceptance measured on the seeds (α 0.75), so the steps finding has a
+    # ratio and the joint change is within 15 % of the measured ×1.18.
+    qwen35 = model("Qwen--Qwen3.5-122B-A10B")
+    b = {"model.path": "/home/ml/models/Qwen3.5-122B-A10B", A: "EAGLE", STEPS: 1, TOPK: 1, "parallel.tensor": 4}
+    c = ctx(b, {**b, STEPS: 2}, qwen35, gpus("4x RTX PRO 6000"), conc=64, bm={"max_running_requests": 26},
+            cm={"max_running_requests": 21})
+    s = get_model("speculative_steps")(STEPS, 1, 2, c, {})
+    cap = get_model("concurrency_cap")("batch.max_running_requests", "runtime", "runtime", c, {})
+    assert s.throughput_ratio is not None and "at batch 21" in s.detail
+    assert abs(s.throughput_ratio * cap.throughput_ratio / (1844 / 1566) - 1) <= 0.15
