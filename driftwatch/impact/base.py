@@ -180,5 +180,12 @@ def show(value: Any) -> str:
     return str(value)
 
 
+def show_side(ctx: ImpactContext, side: str, name: str, value: Any) -> str:
+    """A side's value in words; an unset value the engine computes at start-up says so."""
+    if value is None and name in side_runtime(ctx, side):
+        return "computed at start-up"
+    return show(value)
+
+
 def unknown_estimate(detail: str, dimension: str | None = None) -> Estimate:
     return Estimate(None, LOW, detail, dimension)

@@ -10,7 +10,7 @@ from typing import Any
 
 from . import roofline
 from .base import (CAPACITY, HIGH, LOW, MEDIUM, AGGREGATE, STABILITY, Estimate, ImpactContext, as_float, as_int,
-                   concurrency_of, engine_label, is_runtime, param, show, side_runtime, unknown_estimate)
+                   concurrency_of, engine_label, is_runtime, param, show, show_side, side_runtime, unknown_estimate)
 
 # Concurrency from which a smaller KV pool may limit the running batch (below: few requests fit
 # in any pool that loads at all). A documented judgement, not a measurement.
@@ -60,7 +60,8 @@ def kv_capacity(name: str, baseline_value: Any, current_value: Any, ctx: ImpactC
     if name == GRAPH_LIMIT:
         return _graph_limit(name, baseline_value, current_value, ctx, params)
     c = concurrency_of(ctx)
-    change = f"{name} {show(baseline_value)} → {show(current_value)}"
+    change = (f"{name} {show_side(ctx, 'baseline', name, baseline_value)} → "
+              f"{show_side(ctx, 'current', name, current_value)}")
     extra = ""
     if name == CONTEXT_LENGTH:
         extra = "; requests longer than the smaller limit are rejected"
@@ -73,7 +74,7 @@ def kv_capacity(name: str, baseline_value: Any, current_value: Any, ctx: ImpactC
             return physical
     if c < threshold:
         return Estimate(1.0, HIGH if c == 1 else MEDIUM,
-                        f"{change} affects how many/how long requests fit, not one stream's speed "
+                        f"{change}: this affects how many/how long requests fit, not one stream's speed "
                         f"(concurrency {c}){extra}", CAPACITY)
     return unknown_estimate(f"{change}: at concurrency {c} the KV pool may limit the running batch; the effect "
                             f"shows in max_running_requests and token usage, not predictable from the flag{extra}",
