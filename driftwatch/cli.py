@@ -581,12 +581,12 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
            fmt, output, quiet, config_path, concurrency, parallel, rules_dir, ignores, ignore_file, engine_version,
            baselines_dir, store, prometheus_file, **ssh):
     """Check hosts against a baseline; print, write and mail one drift report (for cron)."""
-    from .baseline import baselines_dir as resolve_dir, load_baseline
+    from .baseline import load_baseline
     from .ignore import from_cli, load_ignore_file
     from .report import get_format
     from .report.data import build_report, entries_from_raws, file_entry
     from .rulebook import load_rules
-    from .settings import load_report_settings, merge
+    from .settings import load_report_settings, merge, resolve_baselines_dir
     from .sources import collect_live, inventory_targets, raw_to_snapshot, snapshot_from_unit_file
     cli_values = dict(email=email, smtp_host=smtp_host, smtp_port=smtp_port, smtp_user=smtp_user,
                       smtp_password_file=smtp_password_file, smtp_security=smtp_security, smtp_ca_file=smtp_ca_file,
@@ -599,7 +599,9 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
         raise InputError("--only-changes needs --state FILE (where the last report's fingerprint is kept)")
     rules_loaded = load_rules(rules_dir)
     ignore = from_cli(ignores) + load_ignore_file(ignore_file)
-    base = load_baseline(settings["baseline"], resolve_dir(baselines_dir),
+    note = (lambda m: None) if quiet else (lambda m: click.echo(f"driftwatch: note: {m}", err=True))
+    base = load_baseline(settings["baseline"],
+                         resolve_baselines_dir(settings["baseline"], baselines_dir, os.environ, settings, note),
                          unit_reader=lambda p: snapshot_from_unit_file(p, None, None))
     entries = []
     for path in unit_files:  # each labelled by the file the user named
@@ -763,19 +765,49 @@ def prune(keep, older_than, store, host, unit, dry_run, quiet, baselines_dir):
 
 @cli.command("cron-example")
 @click.option("--inventory", default="/etc/driftwatch/inventory.yaml", show_default=True)
-@click.option("--baseline", "baseline_spec", default="70toks", show_default=True)
+@click.option("--baseline", "baseline_spec", default="70toks", show_default=True,
+              help="Baseline NAME (in --baselines-dir) or an absolute PATH.")
+@click.option("--baselines-dir", "cron_baselines_dir", default="/etc/driftwatch/baselines", show_default=True,
+              help="Where the job looks up the baseline NAME (written as an absolute path).")
 @click.option("--email", default="gpu-oncall@example.com", show_default=True)
 @click.option("--user", default="driftwatch", show_default=True)
-def cron_example(inventory, baseline_spec, email, user):
-    """Print a crontab entry and a systemd service + timer for daily reports, filled in."""
-    from .cron_example import FILES, cron_example as fill
-    import shutil
-    exe = sys.argv[0] if os.path.isabs(sys.argv[0]) else (shutil.which("driftwatch") or "/usr/local/bin/driftwatch")
-    texts = fill(driftwatch=os.path.abspath(exe), inventory=inventory, baseline=baseline_spec, email=email, user=user)
+@click.option("--driftwatch", "exe", help="The driftwatch executable the job runs [default: this one].")
+def cron_example(inventory, baseline_spec, cron_baselines_dir, email, user, exe):
+    """Print a crontab entry and a systemd service + timer for daily reports, filled in.
+
+    Relative paths are made absolute (the job runs in /var/lib/driftwatch, not here). Warns on
+    stderr when the executable or a file is under /tmp or in a home directory --user cannot read."""
+    from .cron_example import FILES, cron_example as fill, path_warnings
+    exe = os.path.abspath(os.path.expanduser(exe)) if exe else _this_executable()
+    absolute = lambda p: os.path.abspath(os.path.expanduser(p))  # noqa: E731
+    baseline_value = absolute(baseline_spec) if ("/" in baseline_spec or baseline_spec.endswith((".yaml", ".yml"))) \
+        else baseline_spec
+    inventory, cron_baselines_dir = absolute(inventory), absolute(cron_baselines_dir)
+    texts = fill(driftwatch=exe, inventory=inventory, baseline=baseline_value, email=email, user=user,
+                 baselines_dir=cron_baselines_dir)
+    paths = {"inventory": inventory, "baselines dir": cron_baselines_dir}
+    if baseline_value.startswith("/"):
+        paths["baseline"] = baseline_value
+    for message in path_warnings(exe, user, paths):
+        click.echo(f"driftwatch: warning: {message}", err=True)
     for kind, text in texts.items():
         click.echo(f"# ---- {FILES.get(kind, kind)}")
         click.echo(text.rstrip("\n") + "\n")
     sys.exit(EXIT_OK)
+
+
+def _this_executable() -> str:
+    """The absolute path of the driftwatch script running now (not whatever `driftwatch` PATH finds)."""
+    import shutil
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0 and os.path.basename(argv0).startswith("driftwatch") and os.path.isfile(argv0) \
+            and os.access(argv0, os.X_OK):
+        return os.path.abspath(argv0)
+    beside = os.path.join(os.path.dirname(sys.executable), "driftwatch")  # python -m driftwatch in a venv
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return os.path.abspath(beside)
+    found = shutil.which("driftwatch")
+    return os.path.abspath(found) if found else "/usr/local/bin/driftwatch"
 
 
 # --------------------------------------------------------------------------- rules

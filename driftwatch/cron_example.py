@@ -12,6 +12,7 @@ by `fill_template`. Values are quoted for where they land: the shell (cron runs 
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from importlib import resources
@@ -21,7 +22,8 @@ from driftwatch.errors import InputError
 DEFAULTS = {
     "driftwatch": "/usr/local/bin/driftwatch",
     "inventory": "/etc/driftwatch/inventory.yaml",
-    "baseline": "/etc/driftwatch/baselines/70toks.yaml",
+    "baseline": "70toks",
+    "baselines_dir": "/etc/driftwatch/baselines",
     "email": "ops@example.com",
     "user": "driftwatch",
 }
@@ -78,9 +80,10 @@ def _systemd_word(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _argv(driftwatch: str, inventory: str, baseline: str, email: str, state_dir: str,
+def _argv(driftwatch: str, inventory: str, baseline: str, email: str, state_dir: str, baselines_dir: str,
           quiet: bool = False) -> list[str]:
-    argv = [driftwatch, "report"] + (["--quiet"] if quiet else []) + ["--inventory", inventory, "--baseline", baseline]
+    argv = [driftwatch, "report"] + (["--quiet"] if quiet else []) + ["--inventory", inventory, "--baseline", baseline,
+                                                                    "--baselines-dir", baselines_dir]
     for addr in [a.strip() for a in email.split(",") if a.strip()]:
         argv += ["--email", addr]
     argv += ["--output", f"{state_dir}/last-report.txt"]
@@ -89,14 +92,16 @@ def _argv(driftwatch: str, inventory: str, baseline: str, email: str, state_dir:
 
 def cron_example(driftwatch: str = DEFAULTS["driftwatch"], inventory: str = DEFAULTS["inventory"],
                  baseline: str = DEFAULTS["baseline"], email: str = DEFAULTS["email"],
-                 user: str = DEFAULTS["user"]) -> dict[str, str]:
+                 user: str = DEFAULTS["user"], baselines_dir: str = DEFAULTS["baselines_dir"]) -> dict[str, str]:
     """{"cron": text, "service": text, "timer": text} (see FILES for where each is shipped).
 
     `email`: one address or several, comma-separated (used for MAILTO and for --email).
+    `driftwatch`, `inventory`, `baselines_dir` and a `baseline` given as a path must be absolute:
+    cron and systemd run the job from another working directory (the state directory).
     Raises InputError for values that cannot be written safely (newlines, a bad user name, ...).
     """
     for name, value in (("driftwatch", driftwatch), ("inventory", inventory), ("baseline", baseline),
-                        ("email", email), ("user", user)):
+                        ("email", email), ("user", user), ("baselines_dir", baselines_dir)):
         _check(name, value)
     if not _USER_RE.match(user):
         raise InputError(f"cron-example: {user!r} is not a valid system user name")
@@ -107,14 +112,19 @@ def cron_example(driftwatch: str = DEFAULTS["driftwatch"], inventory: str = DEFA
     if not driftwatch.startswith("/"):
         raise InputError(f"cron-example: give driftwatch as an absolute path, not {driftwatch!r} "
                          f"(cron and systemd do not use your shell's PATH)")
+    for name, value in (("inventory", inventory), ("baselines dir", baselines_dir)) + \
+            ((("baseline", baseline),) if "/" in baseline else ()):
+        if not value.startswith("/"):
+            raise InputError(f"cron-example: give the {name} as an absolute path, not {value!r} "
+                             f"(the job runs in {STATE_DIR}, not in this directory)")
 
     # cron: --quiet (the report is mailed and kept in --output; anything printed would become a cron mail)
-    cron_argv = _argv(driftwatch, inventory, baseline, email, STATE_DIR, quiet=True)
+    cron_argv = _argv(driftwatch, inventory, baseline, email, STATE_DIR, baselines_dir, quiet=True)
     lock = f"{STATE_DIR}/report.lock"
     cron = fill_template(TEMPLATES["cron"], state_dir=STATE_DIR, user=user, mailto=",".join(addrs),
                          lock=_cron_word(lock), lock_msg=lock, command=" ".join(_cron_word(a) for a in cron_argv))
     # systemd: the report printed on stdout goes to the journal
-    argv = _argv(driftwatch, inventory, baseline, email, STATE_DIR)
+    argv = _argv(driftwatch, inventory, baseline, email, STATE_DIR, baselines_dir)
     words = [_systemd_word(a) for a in argv]
     # one option (and its value) per continuation line, for readability
     lines, i = [" ".join(words[:2])], 2
@@ -130,4 +140,71 @@ def cron_example(driftwatch: str = DEFAULTS["driftwatch"], inventory: str = DEFA
     return {"cron": cron, "service": service, "timer": fill_template(TEMPLATES["timer"])}
 
 
-__all__ = ["cron_example", "fill_template", "DEFAULTS", "FILES", "STATE_DIR", "TEMPLATES"]
+def _home_dirs() -> list[str]:
+    import pwd
+    homes = {"/root", "/home"}
+    try:
+        homes.update(p.pw_dir for p in pwd.getpwall() if p.pw_uid >= 1000 or p.pw_uid == 0)
+    except OSError:
+        pass
+    return sorted(h.rstrip("/") for h in homes if h and h.rstrip("/") not in ("", "/", "/nonexistent"))
+
+
+def _readable_by(path: str, user: str) -> str | None:
+    """None when `user` can reach and run `path` (by its mode bits); else the first directory or file
+    that stops them. A user that does not exist yet counts as "others"."""
+    import grp
+    import pwd
+    import stat
+    try:
+        pw = pwd.getpwnam(user)
+        uid, gids = pw.pw_uid, {pw.pw_gid} | {g.gr_gid for g in grp.getgrall() if user in g.gr_mem}
+    except (KeyError, OSError):
+        uid, gids = None, set()
+    if uid == 0:
+        return None
+    parts = os.path.abspath(path).split("/")
+    for i in range(2, len(parts) + 1):
+        p = "/".join(parts[:i])
+        try:
+            st = os.stat(p)
+        except OSError:
+            return p
+        need = stat.S_IXOTH if i < len(parts) else stat.S_IROTH | stat.S_IXOTH
+        if st.st_uid == uid:
+            have = (st.st_mode >> 6) & 7
+        elif st.st_gid in gids:
+            have = (st.st_mode >> 3) & 7
+        else:
+            have = st.st_mode & 7
+        if have & need != need:
+            return p
+    return None
+
+
+def path_warnings(driftwatch: str, user: str, paths: dict[str, str] | None = None) -> list[str]:
+    """Warnings (one line each) about where the generated job would look for things: an executable
+    under /tmp (PrivateTmp=yes hides it from the service, and tmp cleaners delete it) or under a
+    home directory `user` cannot read; the same for the other `paths` ({"inventory": p, ...})."""
+    out = []
+    for name, p in {"driftwatch": driftwatch, **(paths or {})}.items():
+        if not p or not p.startswith("/"):
+            continue
+        real = os.path.realpath(p)
+        tmp = next((t for t in ("/tmp", "/var/tmp", "/dev/shm") for w in (p, real) if w == t or w.startswith(t + "/")),
+                   None)
+        if tmp:
+            out.append(f"{name} {p} is under {tmp}: the service runs with PrivateTmp=yes (it will not see it) "
+                       f"and tmp cleaners delete it; put it somewhere permanent (e.g. /opt/driftwatch, /etc/driftwatch)")
+        else:
+            home = next((h for h in _home_dirs() if real == h or real.startswith(h + "/")), None)
+            if home:
+                stop = _readable_by(real, user)
+                if stop:
+                    out.append(f"{name} {p} is in a home directory that user {user} cannot read "
+                               f"({stop} is not readable/searchable by {user}); put it outside home "
+                               f"directories (e.g. /opt/driftwatch, /etc/driftwatch) or pick another --user")
+    return out
+
+
+__all__ = ["cron_example", "path_warnings", "fill_template", "DEFAULTS", "FILES", "STATE_DIR", "TEMPLATES"]

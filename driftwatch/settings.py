@@ -12,6 +12,7 @@ InputError. Example::
     subject_prefix: "[driftwatch]"
     inventory: inventory.yaml          # relative paths are relative to this file's directory
     baseline: 70toks                   # a name, or a path (contains "/")
+    baselines_dir: baselines           # where names are looked up [default: baselines/ next to this file]
     state: /var/lib/driftwatch/state.json
     only_changes: true
     smtp:
@@ -22,6 +23,12 @@ InputError. Example::
       password_file: smtp-password     # mode 0600; never put the password itself here
       ca_file: /etc/ssl/private-ca.pem
       timeout: 30
+
+Baseline names (`resolve_baselines_dir`) are looked up in ``--baselines-dir`` or
+``$DRIFTWATCH_BASELINES`` when given (only there); else in the config file's ``baselines_dir``
+(default: ``baselines/`` next to the config file); and only when no config file was read, in
+``./baselines`` of the working directory (with a note on stderr, since cron's working directory is
+the user's home). An unknown name is an error naming every directory searched.
 
 Environment: DRIFTWATCH_SMTP_HOST, DRIFTWATCH_SMTP_PORT, DRIFTWATCH_SMTP_USER,
 DRIFTWATCH_SMTP_PASSWORD, DRIFTWATCH_SMTP_SECURITY, DRIFTWATCH_EMAIL (comma-separated),
@@ -50,6 +57,7 @@ DEFAULTS: dict[str, Any] = {
     "inventory": None,
     "baseline": None,
     "state": None,
+    "baselines_dir": None,
     "only_changes": False,
     "smtp_host": "localhost",
     "smtp_port": None,
@@ -61,10 +69,10 @@ DEFAULTS: dict[str, Any] = {
 }
 
 _TOP_KEYS = {"email": "email", "from": "sender", "subject_prefix": "subject_prefix", "inventory": "inventory",
-             "baseline": "baseline", "state": "state", "only_changes": "only_changes", "smtp": None}
+             "baseline": "baseline", "baselines_dir": "baselines_dir", "state": "state", "only_changes": "only_changes", "smtp": None}
 _SMTP_KEYS = {"host": "smtp_host", "port": "smtp_port", "user": "smtp_user", "security": "smtp_security",
               "password_file": "smtp_password_file", "ca_file": "smtp_ca_file", "timeout": "smtp_timeout"}
-_PATH_KEYS = ("inventory", "state", "smtp_password_file", "smtp_ca_file")
+_PATH_KEYS = ("inventory", "state", "baselines_dir", "smtp_password_file", "smtp_ca_file")
 _ENV = {"DRIFTWATCH_SMTP_HOST": "smtp_host", "DRIFTWATCH_SMTP_PORT": "smtp_port",
         "DRIFTWATCH_SMTP_USER": "smtp_user", "DRIFTWATCH_SMTP_SECURITY": "smtp_security",
         "DRIFTWATCH_EMAIL": "email", "DRIFTWATCH_FROM": "sender"}
@@ -206,6 +214,53 @@ def _flatten_config(doc: dict, path: str) -> dict:
     return out
 
 
+# --------------------------------------------------------------------------- baselines
+
+
+def _looks_like_path(spec: str) -> bool:
+    """As `baseline.load_baseline` decides: a path, not a name to look up in a directory."""
+    return os.sep in spec or spec.endswith((".yaml", ".yml", ".service")) or Path(spec).exists()
+
+
+def baseline_search_dirs(option: str | None, env: Mapping[str, str], settings: Mapping[str, Any]) -> list[tuple[Path, str]]:
+    """[(directory, where it came from)] in the order baseline names are looked up (module doc)."""
+    if option:
+        why = "$DRIFTWATCH_BASELINES" if env.get("DRIFTWATCH_BASELINES") == option else "--baselines-dir"
+        return [(Path(os.path.abspath(os.path.expanduser(option))), why)]
+    config = settings.get("config_file")
+    if settings.get("baselines_dir"):
+        return [(Path(os.path.abspath(settings["baselines_dir"])), f"baselines_dir in {config}")]
+    if config:
+        return [(Path(config).resolve().parent / "baselines", f"next to the config file {config}")]
+    return [(Path(os.path.abspath("baselines")), "the working directory: no --baselines-dir, no config file")]
+
+
+def resolve_baselines_dir(spec: str, option: str | None, env: Mapping[str, str], settings: Mapping[str, Any],
+                          note=None) -> Path:
+    """The directory in which `baseline.load_baseline(spec, ...)` should look for the name `spec`.
+    A path `spec` needs none (the first candidate is returned). An unknown name is a BaselineError
+    naming every directory searched and the names each holds. `note(message)` is called when the
+    name was found in the working directory's ./baselines (fine at a terminal, a trap under cron)."""
+    from driftwatch.errors import BaselineError
+    dirs = baseline_search_dirs(option, env, settings)
+    if _looks_like_path(spec):
+        return dirs[0][0]
+    for directory, why in dirs:
+        if (directory / f"{spec}.yaml").is_file():
+            if note and why.startswith("the working directory"):
+                note(f"baseline {spec} is {directory}/{spec}.yaml in the working directory; give "
+                     f"--baselines-dir (or DRIFTWATCH_BASELINES, or a config file) so cron finds the same one")
+            return directory
+    searched = []
+    for directory, why in dirs:
+        known = sorted(p.stem for p in directory.glob("*.yaml") if p.is_file() and not p.name.startswith(".")) \
+            if directory.is_dir() else None
+        held = "missing" if known is None else f"has {', '.join(known) or 'no baselines'}"
+        searched.append(f"{directory}/ ({why}; {held})")
+    raise BaselineError(f"unknown baseline {spec!r}: searched {'; '.join(searched)}. Give --baselines-dir DIR, "
+                        f"set DRIFTWATCH_BASELINES, or put baselines_dir in the config file")
+
+
 # --------------------------------------------------------------------------- public API
 
 
@@ -262,4 +317,4 @@ def merge(cli: Mapping[str, Any], settings: Mapping[str, Any]) -> dict:
     return out
 
 
-__all__ = ["DEFAULTS", "default_config_paths", "load_report_settings", "merge"]
+__all__ = ["DEFAULTS", "baseline_search_dirs", "resolve_baselines_dir", "default_config_paths", "load_report_settings", "merge"]

@@ -11,7 +11,7 @@ import socket
 from typing import Any, Mapping
 
 from .email import PASSWORD_ENV, SMTPSettings, build_message, load_password_file, send_message
-from .state import load_state, mark_changes, save_state, should_send, state_for
+from .state import is_resolved, load_state, mark_changes, save_state, should_send, state_for
 
 
 def default_sender() -> str:
@@ -47,12 +47,18 @@ def deliver(doc: dict, settings: Mapping, always: bool) -> str:
             save_state(state_path, state_for(doc, sent=False))
         return f"no mail sent: {why}"
     mark_changes(doc, previous)  # each finding: "new since last run" or "still present"
+    prefix = settings.get("subject_prefix") or "[driftwatch]"
+    resolved = is_resolved(doc, previous, bool(settings.get("only_changes")))
+    if resolved:  # "[driftwatch] resolved: 14 hosts match 70toks"
+        prefix = f"{prefix} resolved:"
     msg = build_message(doc, settings.get("sender") or default_sender(), list(settings["email"]),
-                        subject_prefix=settings.get("subject_prefix") or "[driftwatch]")
+                        subject_prefix=prefix)
+    if resolved:
+        msg["X-Driftwatch-Status"] = "resolved"
     send_message(msg, smtp_settings(settings, os.environ))
     if state_path:
         save_state(state_path, state_for(doc, sent=True))
-    return f"mailed {msg['Subject']!s} to {', '.join(settings['email'])}"
+    return f"mailed {msg['Subject']!s} to {', '.join(settings['email'])} ({why})"
 
 
 __all__ = ["deliver", "default_sender", "smtp_settings"]

@@ -4,6 +4,9 @@ Rules (`should_send`):
 - ``always`` -> send, whatever the report says;
 - a host is unreadable -> send (unreadable hosts are always reported, even with --only-changes:
   a host we cannot read might have drifted, and silence is the failure driftwatch exists to avoid);
+- no host drifted, ``only_changes``, and the state file remembers drift or unreadable hosts (so a
+  drift mail went out) -> send once, a "resolved" mail (`is_resolved`); the clean state saved after
+  it keeps the next clean runs quiet;
 - no host drifted -> do not send;
 - drift and ``only_changes`` -> send only when the findings' fingerprint differs from the one in
   the state file (the last report that was settled: sent, or not needing a mail);
@@ -144,6 +147,22 @@ def save_state(path: str, data: dict) -> None:
         raise InputError(f"state file {e}") from None
 
 
+def _had_trouble(state: dict | None) -> bool:
+    if not isinstance(state, dict):
+        return False
+    summary = state.get("summary") if isinstance(state.get("summary"), dict) else {}
+    if "drifted" in summary or "unreadable" in summary:
+        return bool(summary.get("drifted") or summary.get("unreadable"))
+    return bool(state.get("findings"))  # an older state without a summary
+
+
+def is_resolved(report: dict, state: dict | None, only_changes: bool) -> bool:
+    """True when `report` is clean (no drift, every host read) while the last settled run under
+    --only-changes had drift or unreadable hosts: the "resolved" mail is due."""
+    c = _counts(report)
+    return bool(only_changes) and not c["drifted"] and not c["unreadable"] and _had_trouble(state)
+
+
 def should_send(report: dict, state: dict | None, only_changes: bool, always: bool) -> tuple[bool, str]:
     """(send?, reason) — the reason is one line for logs / --verbose."""
     c = _counts(report)
@@ -151,6 +170,9 @@ def should_send(report: dict, state: dict | None, only_changes: bool, always: bo
         return True, "--always"
     if c["unreadable"]:
         return True, f"{c['unreadable']} host(s) unreadable (always reported)"
+    if is_resolved(report, state, only_changes):
+        since = f" reported at {state['generated_at']}" if state.get("generated_at") else " last reported"
+        return True, f"resolved: all {c['hosts']} host(s) match the baseline again (drift{since}) (--only-changes)"
     if not c["drifted"]:
         return False, f"no drift: all {c['hosts']} host(s) match the baseline"
     what = f"{c['drifted']} of {c['hosts']} host(s) drifted"
@@ -162,5 +184,5 @@ def should_send(report: dict, state: dict | None, only_changes: bool, always: bo
     return True, what
 
 
-__all__ = ["STATE_SCHEMA", "fingerprint", "finding_ids", "mark_changes", "state_for", "load_state", "save_state",
+__all__ = ["STATE_SCHEMA", "fingerprint", "is_resolved", "finding_ids", "mark_changes", "state_for", "load_state", "save_state",
            "should_send"]

@@ -40,18 +40,19 @@ def test_cron_line():
     assert cmd.startswith("flock -n -E 75 /var/lib/driftwatch/report.lock /opt/dw/bin/driftwatch report ")
     argv = shlex.split(cmd.split(" >/dev/null")[0])
     assert argv[6:] == ["report", "--quiet", "--inventory", "/etc/dw/inv.yaml", "--baseline", "70toks",
+                        "--baselines-dir", "/etc/driftwatch/baselines",
                         "--email", "ops@example.com", "--email", "oncall@example.com",
                         "--output", "/var/lib/driftwatch/last-report.txt"]
     assert "password" not in cmd.lower()
 
 
 def test_cron_quoting_of_odd_paths(tmp_path):
-    t = cron_example(inventory="/srv/my inv/50% fleet.yaml", baseline="it's.yaml")
+    t = cron_example(inventory="/srv/my inv/50% fleet.yaml", baseline="/srv/it's.yaml")
     job = _cron_job(t["cron"])
     assert "%" not in job.replace("\\%", "")  # an unescaped % would be a newline to cron
     cmd = job.split(None, 6)[6].replace("\\%", "%")
     argv = shlex.split(cmd.split(" >/dev/null")[0])
-    assert "/srv/my inv/50% fleet.yaml" in argv and "it's.yaml" in argv
+    assert "/srv/my inv/50% fleet.yaml" in argv and "/srv/it's.yaml" in argv
 
 
 def test_cron_runs_under_sh_and_reports_a_skipped_run(tmp_path):
@@ -118,6 +119,9 @@ def test_systemd_analyze_verify(tmp_path):
     r = subprocess.run(["systemd-analyze", "verify", "--man=no", "driftwatch-report.service", "driftwatch-report.timer"],
                        cwd=tmp_path, capture_output=True, text=True, timeout=60,
                        env={**os.environ, "SYSTEMD_LOG_LEVEL": "warning"})
+    if r.returncode != 0 and re.search(r"/run/systemd|Failed to (initialize|allocate) manager|"
+                                       r"Failed to (set up|setup) (the )?(test|environment)|cgroup", r.stderr):
+        pytest.skip(f"systemd-analyze cannot run here (environment): {r.stderr.strip()[:200]}")
     assert r.returncode == 0, r.stderr
     assert "driftwatch-report" not in r.stderr, r.stderr
 

@@ -280,10 +280,12 @@ def test_only_changes_sends_once_for_the_same_drift(smtp_server, tls_files, repo
     assert _run_once(changed, state_file, smtp_server, tls_files)[0] is True
     assert len(smtp_server.received) == 2
 
-    # fixed, then the same drift comes back: mailed again
+    # fixed: one "resolved" mail, then quiet; the same drift comes back: mailed again
+    send, reason = _run_once(clean_report, state_file, smtp_server, tls_files)
+    assert send is True and reason.startswith("resolved")
     assert _run_once(clean_report, state_file, smtp_server, tls_files)[0] is False
     assert _run_once(changed, state_file, smtp_server, tls_files)[0] is True
-    assert len(smtp_server.received) == 3
+    assert len(smtp_server.received) == 4
 
 
 def test_failed_delivery_does_not_mark_the_report_sent(closed_port, tls_files, report, tmp_path):
