@@ -196,12 +196,11 @@ def path_warnings(driftwatch: str, user: str, paths: dict[str, str] | None = Non
         if tmp:
             out.append(f"{name} {p} is under {tmp}: the service runs with PrivateTmp=yes (it will not see it) "
                        f"and tmp cleaners delete it; put it somewhere permanent (e.g. /opt/driftwatch, /etc/driftwatch)")
-        else:
-            home = next((h for h in _home_dirs() if real == h or real.startswith(h + "/")), None)
-            if home:
-                stop = _readable_by(real, user)
-                if stop:
-                    out.append(f"{name} {p} is in a home directory that user {user} cannot read "
+        home = next((h for h in _home_dirs() if real == h or real.startswith(h + "/")), None)
+        if home:
+            stop = _readable_by(real, user)
+            if stop:
+                out.append(f"{name} {p} is in a home directory that user {user} cannot read "
                                f"({stop} is not readable/searchable by {user}); put it outside home "
                                f"directories (e.g. /opt/driftwatch, /etc/driftwatch) or pick another --user")
     return out
