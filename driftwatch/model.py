@@ -33,6 +33,8 @@ class RawUnit:
     gpus: list[dict] | None = None  # [{index, name, memory_total}]
     measured: dict[str, float] = field(default_factory=dict)  # from the journal: accept_length, throughput
     environment_files: dict[str, str] = field(default_factory=dict)  # EnvironmentFile= path -> content
+    engine_files: dict[str, str] = field(default_factory=dict)  # vLLM `--config FILE` path (as in ExecStart=) -> content
+    engine_file_problems: dict[str, str] = field(default_factory=dict)  # such a path -> why it was not read
     collected_at: str | None = None
 
 

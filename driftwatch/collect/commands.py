@@ -30,6 +30,9 @@ content can forge a header. Sections, in order:
                                only where systemd runs
                                (``/run/systemd/system`` exists, systemd's own sd_booted test);
 ``ENV <path>``                ``EnvironmentFile=`` files named in the unit (first 64 KiB each);
+``CFG <path>``/``CFGX <path>`` the vLLM ``--config FILE`` (or ``--config=FILE``) named in the last
+                               ``ExecStart=`` (at most 4): its content, read only when it is a regular
+                               readable file of at most 64 KiB (as an environment file), else why not;
 ``END``                       the script finished (absent: the command timed out mid-way).
 
 Every optional step runs under ``timeout`` (when the host has it) so a hung ``nvidia-smi`` costs
@@ -57,6 +60,7 @@ from driftwatch.model import RawUnit
 MAX_OUTPUT_BYTES = 32 << 20
 MAX_ENV_FILE_BYTES = 64 << 10
 MAX_PROCS = 16
+MAX_ENGINE_FILES = 4
 
 _SCRIPT = r"""
 U=@UNIT@
@@ -141,12 +145,19 @@ EXTRACT=$(printf '%s\n' "$UNITTEXT" | awk '
                               split(v, a, /[ \t]+/); x = a[1] }
   /^[ \t]*EnvironmentFile[ \t]*=/ { v = $0; sub(/^[ \t]*EnvironmentFile[ \t]*=[ \t]*-?/, "", v)
                                     sub(/[ \t]+$/, "", v); gsub(/["\047]/, "", v); if (n++ < 32) print "E " v }
-  END { gsub(/["\047]/, "", x); if (x != "") print "X " x }')
-PY=$HINT; UX=; ENVFILES=
+  k { c = c " " $0; k = ($0 ~ /\\$/) }
+  /^[ \t]*ExecStart[ \t]*=/ { c = $0; k = ($0 ~ /\\$/) }
+  END { gsub(/["\047]/, "", x); if (x != "") print "X " x
+        gsub(/\\[ \t]/, " ", c); sub(/^[ \t]*ExecStart[ \t]*=/, "", c); nw = split(c, w, /[ \t]+/)
+        for (i = 1; i <= nw; i++) { p = ""
+          if (w[i] == "--config" && i < nw) p = w[i + 1]; else if (w[i] ~ /^--config=/) p = substr(w[i], 10)
+          gsub(/["\047;]/, "", p); if (p != "" && m++ < @MAXCFGN@) print "C " p } }')
+PY=$HINT; UX=; ENVFILES=; CFGFILES=
 while IFS= read -r line; do
   case $line in
     'X '*) UX=${line#X } ;;
     'E '*) ENVFILES="$ENVFILES${line#E }$NL" ;;
+    'C '*) CFGFILES="$CFGFILES${line#C }$NL" ;;
   esac
 done <<EOS
 $EXTRACT
@@ -202,6 +213,18 @@ while IFS= read -r e; do
 done <<EOS
 $ENVFILES
 EOS
+while IFS= read -r e; do  # vLLM's --config FILE: a regular file of sane size only, never truncated
+  [ -n "$e" ] || continue
+  case "$e" in /*) ;; *) sec "CFGX $e"; echo "a relative path: not read"; continue ;; esac
+  case "$e" in *%*|*'$'*|*'*'*|*'?'*|*'['*) sec "CFGX $e"; echo "names a variable or pattern: not read"; continue ;; esac
+  if [ ! -e "$e" ]; then sec "CFGX $e"; echo "no such file on the host"
+  elif [ ! -f "$e" ]; then sec "CFGX $e"; echo "not a regular file: not read"
+  elif [ ! -r "$e" ]; then sec "CFGX $e"; echo "not readable: not read"
+  elif [ "$(head -c @MAXCFGONE@ "$e" | wc -c | tr -d ' ')" -gt @MAXENV@ ]; then sec "CFGX $e"; echo "larger than @MAXENV@ bytes: not read"
+  else sec "CFG $e"; head -c @MAXENV@ "$e"; fi
+done <<EOS
+$CFGFILES
+EOS
 sec END
 """
 
@@ -230,9 +253,11 @@ def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = Non
         "@STEP@": str(max(1, int(round(step_timeout)))),
         "@FRAGMENTS@": " ".join(q(p) for p in candidate_fragments(unit)),
         "@DROPINDIRS@": " ".join(q(d) for d in candidate_dropin_dirs(unit)),
-        "@MAXFILE@": str(MAX_UNIT_FILE_BYTES),
+        "@MAXFILE@": str(MAX_UNIT_FILE_BYTES + 1),  # one byte more: a file over the limit is seen as such
         "@MAXPROCS@": str(MAX_PROCS),
         "@MAXENV@": str(MAX_ENV_FILE_BYTES),
+        "@MAXCFGONE@": str(MAX_ENV_FILE_BYTES + 1),
+        "@MAXCFGN@": str(MAX_ENGINE_FILES),
     }
     # One pass: text already substituted (a unit name like `x@FRAGMENTS@.service`) is never rescanned.
     script = re.sub(r"@[A-Z]+@", lambda m: values.get(m.group(0), m.group(0)), _SCRIPT)
@@ -494,6 +519,8 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, timed_out: boo
         raw.gpus = parse_gpus(s.text("GPU") or "")
     raw.measured = parse_journal(s.text("JOURNAL") or "")
     raw.environment_files = environment_files
+    raw.engine_files = {a: c.decode("utf-8", "replace") for a, c in s.all("CFG")}
+    raw.engine_file_problems = {a: c.decode("utf-8", "replace").strip() for a, c in s.all("CFGX")}
     return raw
 
 

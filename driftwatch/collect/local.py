@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from driftwatch.collect.interface import SOURCE_DISK, SOURCE_FILE, UNIT_NOT_FOUND, Collector
 from driftwatch.collect.unitname import dropin_dir_names, fragment_names, validate_unit_name
 from driftwatch.errors import InputError
+from driftwatch.fileio import MAX_TEXT_BYTES
 from driftwatch.model import RawUnit
 from driftwatch.timestamps import utc_now
 
@@ -33,7 +34,7 @@ SEARCH_PATH = (  # systemd's system unit path, minus generator/transient/control
     "/usr/lib/systemd/system",
     "/lib/systemd/system",
 )
-MAX_UNIT_FILE_BYTES = 1 << 20  # a unit file bigger than 1 MiB is not a unit file
+MAX_UNIT_FILE_BYTES = MAX_TEXT_BYTES  # one limit for a unit, read locally, over SSH or with --unit-file
 
 
 def candidate_fragments(unit: str, search_path: Iterable[str] = SEARCH_PATH) -> list[str]:
@@ -149,6 +150,59 @@ def _read_small(path: str, shown: str) -> str:
     return decode_unit_bytes(data, shown)
 
 
+MAX_ENGINE_FILE_BYTES = 64 << 10  # a vLLM --config file: the limit of an EnvironmentFile= (commands.py)
+MAX_ENGINE_FILES = 4
+
+
+def engine_config_paths(text: str, unit: str) -> list[str]:
+    """The vLLM `--config FILE` / `--config=FILE` paths of the unit's ExecStart= (at most 4)."""
+    try:
+        from driftwatch.parse.execstart import resolve_exec_start
+        from driftwatch.parse.unitfile import parse_unit_text
+        argv = list(resolve_exec_start(parse_unit_text(text, name=unit)).expanded_argv)
+    except Exception:  # noqa: BLE001 - a unit we cannot read names no file; build_snapshot says why
+        return []
+    paths: list[str] = []
+    for word, after in zip(argv, argv[1:] + [""]):
+        path = after if word == "--config" else word[len("--config="):] if word.startswith("--config=") else ""
+        if path and path not in paths:
+            paths.append(path)
+    return paths[:MAX_ENGINE_FILES]
+
+
+def read_engine_files(root: str, paths: Iterable[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """({path: text}, {path: why not read}) for `--config` files under `root`: regular files of at
+    most MAX_ENGINE_FILE_BYTES only, never truncated, never a device or FIFO."""
+    files, problems = {}, {}
+    for path in paths:
+        if not path.startswith("/"):
+            problems[path] = "a relative path: not read"
+            continue
+        local = os.path.join(root, path.lstrip("/"))
+        try:
+            st = os.stat(local)
+        except FileNotFoundError:
+            problems[path] = "no such file on the host"
+            continue
+        except OSError as exc:
+            problems[path] = f"cannot read: {exc.strerror or exc}"
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            problems[path] = "not a regular file: not read"
+            continue
+        try:
+            with open(local, "rb") as fh:
+                data = fh.read(MAX_ENGINE_FILE_BYTES + 1)
+        except OSError as exc:
+            problems[path] = f"cannot read: {exc.strerror or exc}"
+            continue
+        if len(data) > MAX_ENGINE_FILE_BYTES:
+            problems[path] = f"larger than {MAX_ENGINE_FILE_BYTES} bytes: not read"
+            continue
+        files[path] = data.decode("utf-8", "replace")
+    return files, problems
+
+
 def _unit_name_from_text(text: str) -> str | None:
     """The unit name of ``systemctl cat`` output: the base name of its first ``# /path`` header."""
     for line in text.splitlines():
@@ -177,8 +231,9 @@ class LocalCollector(Collector):
             return RawUnit(host=self.host, unit=unit, source=SOURCE_DISK, status=UNIT_NOT_FOUND,
                            error=f"{unit}: no unit file under {self.root} in {', '.join(SEARCH_PATH)}",
                            collected_at=utc_now())
+        files, problems = read_engine_files(self.root, engine_config_paths(text, unit))
         return RawUnit(host=self.host, unit=unit, text=text, source=SOURCE_DISK, paths=paths,
-                       collected_at=utc_now())
+                       engine_files=files, engine_file_problems=problems, collected_at=utc_now())
 
     @classmethod
     def from_unit_file(cls, path: str, host: str | None = None, unit: str | None = None) -> RawUnit:

@@ -6,7 +6,10 @@ lives on the server, so driftwatch gets its text from whoever has it:
 - offline, the user passes it: `driftwatch --engine-config FILE …` (FILE serves every `--config`
   path) or `--engine-config /etc/vllm/qwen.yaml=FILE` (that path only), repeatable; or the same
   items, separated by `:`, in $DRIFTWATCH_ENGINE_CONFIG;
-- a collector that fetched it from the host calls `provide()` the same way.
+- a collector fetches it from the host (`RawUnit.engine_files`, path as the unit writes it -> text)
+  and `build_snapshot` reads the unit inside `host_files(those files)`: for that one unit (a context
+  variable, so concurrent units of a fleet never see each other's files) a fetched path is served
+  before any `--engine-config FILE` that is not given for that exact path.
 
 When the engine entry is detected, the file's parsed content is put into the engine argv right after
 the path, as one word `--config={"driftwatch_config_file": PATH, "data": …}` (see `with_payloads`):
@@ -18,6 +21,8 @@ ignore a `--config=` word anyway).
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import os
 import threading
@@ -32,6 +37,17 @@ ENV_VAR = "DRIFTWATCH_ENGINE_CONFIG"
 _lock = threading.RLock()
 _provided: dict[str, str] = {}  # path as the unit writes it (or ANY_PATH) -> file text
 _env_read: list[str] = []  # the $DRIFTWATCH_ENGINE_CONFIG value already read
+_host: contextvars.ContextVar[dict[str, str]] = contextvars.ContextVar("driftwatch_vllm_host_files", default={})
+
+
+@contextlib.contextmanager
+def host_files(files: dict[str, str] | None):
+    """Within the block, `--config PATH` of the unit being read is served the text fetched from its host."""
+    token = _host.set(dict(files or {}))
+    try:
+        yield
+    finally:
+        _host.reset(token)
 
 
 def provide(text: str, path: str = ANY_PATH) -> None:
@@ -61,11 +77,15 @@ def _read_env() -> None:
 
 
 def provided(path: str) -> str | None:
-    """The text given for `--config path`: that exact path, else the same file name, else ANY_PATH."""
+    """The text given for `--config path`: that exact path, else the file fetched from the unit's host
+    (`host_files`), else the same file name, else ANY_PATH."""
     with _lock:
         _read_env()
         if path in _provided:
             return _provided[path]
+        fetched = _host.get()
+        if path in fetched:
+            return fetched[path]
         base = os.path.basename(path)
         for known, text in _provided.items():
             if known != ANY_PATH and os.path.basename(known) == base:
