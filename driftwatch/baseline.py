@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import BaselineError, InputError
-from .snapshot import SNAPSHOT_SCHEMA, Snapshot, now_utc, snapshot_from_dict, snapshot_to_dict
+from .snapshot import SNAPSHOT_SCHEMA, Snapshot, _Fields, now_utc, snapshot_from_dict, snapshot_to_dict
 from .fileio import dump_yaml, read_yaml, write_new
 
 BASELINE_SCHEMA = "driftwatch.baseline/v1"
@@ -45,9 +45,11 @@ def baselines_dir(option: str | None = None) -> Path:
 
 
 def list_baselines(directory: Path) -> list[str]:
+    """Names of the baselines in `directory`: regular files only (a FIFO or a socket named *.yaml
+    would block a read forever)."""
     if not directory.is_dir():
         return []
-    return sorted(p.stem for p in directory.glob("*.yaml") if not p.name.startswith("."))
+    return sorted(p.stem for p in directory.glob("*.yaml") if not p.name.startswith(".") and p.is_file())
 
 
 def parse_metrics(pairs: tuple[str, ...] | list[str], option: str = "--metric") -> dict[str, float]:
@@ -98,18 +100,24 @@ def baseline_from_dict(data, origin: str, engine_version: str | None = None) -> 
             raise BaselineError(f"{origin}: baseline schema {schema} is newer than this driftwatch understands "
                                 f"({BASELINE_SCHEMA}); upgrade driftwatch")
         raise BaselineError(f"{origin}: not a driftwatch baseline (expected schema {BASELINE_SCHEMA})")
-    metrics = data.get("metrics") or {}
-    if not isinstance(metrics, dict) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in metrics.values()):
-        raise BaselineError(f"{origin}: 'metrics' must map names to finite numbers")
-    snap = snapshot_from_dict(data.get("snapshot"), origin, engine_version)
+    f = _Fields(origin, "baseline")  # every key type-checked: one line naming the file, key and problem
+    metrics = {}
+    for key, value in f.mapping(data, "metrics").items():
+        if not isinstance(key, str):
+            raise f.fail("metrics", f"a metric name that is {f.kind(key)}, not a string")
+        metrics[key] = float(f.number(value, f"metrics.{key}", -1e12, 1e12))
+    if not isinstance(data.get("snapshot"), dict):
+        raise f.fail("snapshot", "missing" if data.get("snapshot") is None else
+                     f"expected a mapping, found {f.kind(data.get('snapshot'))}")
+    snap = snapshot_from_dict(data.get("snapshot"), origin, engine_version, what="baseline", prefix="snapshot.")
     # The top-level host/unit are the ones people review and edit by hand: they win.
     for key in ("host", "unit"):
-        if data.get(key) is not None:
-            setattr(snap, key, str(data[key]))
-    return Baseline(name=str(data.get("name") or Path(origin).stem), snapshot=snap,
-                    metrics={k: float(v) for k, v in metrics.items()}, note=data.get("note"),
-                    saved_by=data.get("saved_by"), saved_at=data.get("saved_at"), path=origin)
+        value = f.text(data, key)
+        if value is not None:
+            setattr(snap, key, value)
+    return Baseline(name=f.text(data, "name") or Path(origin).stem, snapshot=snap, metrics=metrics,
+                    note=f.text(data, "note"), saved_by=f.text(data, "saved_by"), saved_at=f.text(data, "saved_at"),
+                    path=origin)
 
 
 def load_baseline(spec: str, directory: Path, engine_version: str | None = None,

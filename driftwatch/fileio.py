@@ -25,20 +25,23 @@ import yaml
 from .errors import InputError
 
 MAX_TEXT_BYTES = 1_000_000
-MAX_YAML_BYTES = 20_000_000
+MAX_YAML_BYTES = 8_000_000
+MAX_YAML_DEPTH = 64  # nesting of mappings and sequences
+MAX_YAML_NODES = 1_000_000  # scalars, mappings and sequences, every alias counted as what it expands to
 
 
 # --------------------------------------------------------------------------- reading
 
 
 def read_text_file(path: str | os.PathLike, what: str = "unit file", *, allow_empty: bool = False,
-                   limit: int = MAX_TEXT_BYTES) -> str:
+                   limit: int = MAX_TEXT_BYTES, regular_only: bool = False) -> str:
     """Return the UTF-8 text of ``path``.
 
     Raises InputError (one line, naming the file) when the file is missing, a directory, not readable,
     larger than ``limit`` bytes (checked before reading; at most ``limit`` + 1 bytes are ever read),
     binary (NUL bytes), not UTF-8 (byte offset given) or empty / whitespace only (unless ``allow_empty``).
-    FIFOs such as ``<(systemctl cat x)`` are accepted.
+    FIFOs such as ``<(systemctl cat x)`` are accepted unless ``regular_only`` (files a directory
+    listing finds: a FIFO there would block the read forever).
     """
     name = os.fspath(path)
     if isinstance(name, bytes):
@@ -53,10 +56,21 @@ def read_text_file(path: str | os.PathLike, what: str = "unit file", *, allow_em
         raise InputError(f"{name}: cannot read {what}: {getattr(exc, 'strerror', None) or exc}") from None
     if stat.S_ISDIR(st.st_mode):
         raise InputError(f"{name}: is a directory, not a {what}")
+    if regular_only and not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{name}: not a regular file ({_kind(st.st_mode)}), cannot read {what}")
     if stat.S_ISREG(st.st_mode) and st.st_size > limit:
         raise InputError(f"{name}: {what} is too large ({st.st_size} bytes; the limit is {limit} bytes)")
     try:
-        with open(name, "rb") as fh:
+        if regular_only:  # never block on a FIFO swapped in after the stat: open without waiting, re-check
+            fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise InputError(f"{name}: not a regular file, cannot read {what}")
+            os.set_blocking(fd, True)
+            fh = os.fdopen(fd, "rb")
+        else:
+            fh = open(name, "rb")
+        with fh:
             data = fh.read(limit + 1)
     except PermissionError:
         raise InputError(f"{name}: permission denied, cannot read {what}") from None
@@ -78,6 +92,14 @@ def read_text_file(path: str | os.PathLike, what: str = "unit file", *, allow_em
     if not allow_empty and not text.strip():
         raise InputError(f"{name}: file is empty")
     return text
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 # --------------------------------------------------------------------------- writing
@@ -103,10 +125,33 @@ def _unlink(path: str) -> None:
         pass
 
 
+STALE_TEMP_SECONDS = 3600
+
+
+def _remove_stale_temps(target: Path) -> None:
+    """Temp copies of `target` a killed run left behind (`.NAME.XXXX.tmp`, over an hour old): removed,
+    so nothing a later run lists or reads trips over them."""
+    import time
+    try:
+        entries = list(os.scandir(target.parent))
+    except OSError:
+        return
+    now = time.time()
+    prefix = f".{target.name}."
+    for entry in entries:
+        if entry.name.startswith(prefix) and entry.name.endswith(".tmp"):
+            try:
+                if entry.is_file(follow_symlinks=False) and now - entry.stat().st_mtime > STALE_TEMP_SECONDS:
+                    os.unlink(entry.path)
+            except OSError:
+                pass
+
+
 def _temp_copy(target: Path, text: str, mode: int) -> str:
     """Write text to a synced temp file beside target (same filesystem, so rename is atomic)."""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale_temps(target)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise InputError(f"{target}: cannot write here: {exc.strerror or exc}") from None
@@ -160,7 +205,51 @@ def write_new(path: str | os.PathLike, text: str, force: bool = False, mode: int
 
 
 class _Dumper(yaml.SafeDumper):
-    """Block style, multi-line strings as literal blocks (unit text stays reviewable in git)."""
+    """Block style, multi-line strings as literal blocks (unit text stays reviewable in git); never
+    anchors and aliases (a file driftwatch writes reads the same without them)."""
+
+    def ignore_aliases(self, data):
+        return True
+
+
+class LimitedLoader(yaml.SafeLoader):
+    """safe_load with bounds: nesting depth, and the number of nodes a document expands to (each alias
+    counted as the size of what it names), so an alias bomb or a deep structure is one clear error."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self._dw_depth = 0
+        self._dw_sizes: dict[int, int] = {}
+        self._dw_nodes: list = []
+        self._dw_total = 0
+
+    def compose_node(self, parent, index):
+        mark = self.peek_event().start_mark
+        self._dw_depth += 1
+        try:
+            if self._dw_depth > MAX_YAML_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_YAML_DEPTH} levels", mark)
+            alias = self.check_event(yaml.AliasEvent)
+            node = super().compose_node(parent, index)
+            if alias:
+                if id(node) not in self._dw_sizes:  # names a node still being read: a cycle
+                    raise yaml.composer.ComposerError(None, None, "an alias refers to a structure that contains it",
+                                                      mark)
+                size = self._dw_sizes[id(node)]
+            else:
+                children = node.value if isinstance(node, yaml.SequenceNode) else (
+                    [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else [])
+                size = 1 + sum(self._dw_sizes.get(id(c), 1) for c in children)
+                self._dw_sizes[id(node)] = size
+                self._dw_nodes.append(node)  # keep it alive: ids must not be reused while reading
+            if alias or parent is None:
+                self._dw_total += size
+            if size > MAX_YAML_NODES or self._dw_total > MAX_YAML_NODES:
+                raise yaml.composer.ComposerError(None, None, f"expands to more than {MAX_YAML_NODES} values "
+                                                  "(aliases counted as what they repeat)", mark)
+            return node
+        finally:
+            self._dw_depth -= 1
 
 
 def _str_representer(dumper: yaml.SafeDumper, data: str):
@@ -171,10 +260,17 @@ def _str_representer(dumper: yaml.SafeDumper, data: str):
 
 
 _Dumper.add_representer(str, _str_representer)
+_Dumper.add_multi_representer(str, _str_representer)  # str subclasses too (a rejected flag value, a message)
+_Dumper.add_representer(tuple, lambda dumper, data: dumper.represent_list(list(data)))
 
 
 def dump_yaml(data: Any) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+    """YAML text of `data`; a value YAML cannot hold is an InputError (never a representer traceback)."""
+    try:
+        return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=120)
+    except yaml.YAMLError as exc:
+        odd = getattr(exc, "args", (None, None))[-1]
+        raise InputError(f"cannot write YAML: a value of type {type(odd).__name__} has no YAML form") from None
 
 
 def yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, str]:
@@ -188,7 +284,9 @@ def load_yaml_text(text: str, where: str, what: str) -> Any:
     """safe_load `text` read from `where`. A YAML error is one line for people and for editors
     that jump to ``FILE:LINE``: ``WHERE:4: invalid YAML in WHAT (line 4, column 9): reason``."""
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=LimitedLoader)  # noqa: S506 - a SafeLoader with limits
+    except (ValueError, OverflowError, RecursionError) as exc:  # e.g. an integer of more than 4300 digits
+        raise InputError(f"{where}: unusable value in {what}: {str(exc).splitlines()[0][:120]}") from None
     except yaml.YAMLError as exc:
         line, problem = yaml_problem(exc)
         if line is None:
@@ -201,8 +299,8 @@ def load_yaml_text(text: str, where: str, what: str) -> Any:
 def read_yaml(path: str | os.PathLike, what: str, *, limit: int = MAX_YAML_BYTES) -> Any:
     """safe_load a YAML file (empty -> None); errors name the file and the line."""
     name = os.fspath(path)
-    return load_yaml_text(read_text_file(name, what, allow_empty=True, limit=limit), name, what)
+    return load_yaml_text(read_text_file(name, what, allow_empty=True, limit=limit, regular_only=True), name, what)
 
 
-__all__ = ["MAX_TEXT_BYTES", "MAX_YAML_BYTES", "read_text_file", "write_atomic", "write_new", "dump_yaml",
+__all__ = ["LimitedLoader", "MAX_TEXT_BYTES", "MAX_YAML_BYTES", "read_text_file", "write_atomic", "write_new", "dump_yaml",
            "yaml_problem", "load_yaml_text", "read_yaml"]

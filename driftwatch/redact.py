@@ -26,6 +26,7 @@ fingerprint: they say "(redacted)" or "changed (redacted)".
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -97,7 +98,21 @@ def is_secret_field(name: str) -> bool:
     return parts[-1] == "token" and (len(parts) == 1 or parts[-2] in _TOKEN_OWNERS)
 
 
+@functools.lru_cache(maxsize=8192)
+def _secret_option_cached(option: str, credential_options: tuple[str, ...]) -> bool:
+    return _is_secret_option(option, credential_options)
+
+
 def is_secret_option(option: str, credential_options: Iterable[str] = ()) -> bool:
+    """Whether the value of `option` (``--api-key``, ``--api-k``, ``--requirepass``, ``-p``…) is a secret
+    in a command line no engine types (see `_is_secret_option`)."""
+    options = credential_options if isinstance(credential_options, tuple) else tuple(credential_options)
+    if len(option) > 200:
+        return _is_secret_option(option, options)
+    return _secret_option_cached(option, options)
+
+
+def _is_secret_option(option: str, credential_options: tuple[str, ...] = ()) -> bool:
     """Whether the value of `option` (``--api-key``, ``--api-k``, ``--requirepass``, ``-p``…) is a secret
     in a command line no engine types. `credential_options` are the engines' credential flags: any
     abbreviation of one (argparse accepts unique prefixes) counts."""
@@ -498,6 +513,7 @@ class Redactor:
         out: list[str] = []
         pending: str | None = None  # what the next value word is: "secret" | "typed" | "other"
         shell_next = False
+        typed_credentials = [t for t, secret in (typed or {}).items() if secret]
         for word in argv:
             if not isinstance(word, str):
                 word = str(word)
@@ -508,8 +524,8 @@ class Redactor:
                 if typed is not None and name in typed:
                     secret = typed[name]
                 else:
-                    secret = is_secret_option(name, self.credential_options) or (typed is not None and any(
-                        t.startswith(name) or name.startswith(t) for t in typed if typed[t]))
+                    secret = is_secret_option(name, self.credential_options) or any(
+                        t.startswith(name) or name.startswith(t) for t in typed_credentials)
                 if eq:
                     if secret:
                         out.append(f"{name}={self.fp(value)}")
@@ -562,18 +578,46 @@ class Redactor:
             return [self.scrub(v) for v in value]
         if isinstance(value, dict):
             return {k: self.scrub(v) for k, v in value.items()}
-        if not isinstance(value, str) or not value:
+        if not isinstance(value, str) or not value or not (self.strong or self.weak):
             return value
         if value in self.strong or (value in self.weak and value not in self.typed_public):
             return fingerprint(value)
-        for secret in self._substrings():
-            if secret in value:
-                value = value.replace(secret, fingerprint(secret))
+        subs = self._substrings()
+        if len(subs) > 32:  # many secrets (a hostile unit): one scan of the text, not one per secret
+            value = self._scan(value)
+        else:
+            for secret in subs:
+                if secret in value:
+                    value = value.replace(secret, fingerprint(secret))
         for secret in self._bounded():
             if secret in value:
                 value = re.sub(r"(?<![A-Za-z0-9_.-])" + re.escape(secret) + r"(?![A-Za-z0-9_.-])",
                                lambda m: fingerprint(m.group(0)), value)
         return value
+
+    def _scan(self, text: str) -> str:
+        """Replace every substring secret (each at least 4 characters) in one pass: candidates are
+        looked up by their first 4 characters, longest first."""
+        index = self.__dict__.get("_index")
+        if index is None or self.__dict__.get("_index_key") != self._sub_key:
+            index = {}
+            for secret in self._sub:  # longest first
+                index.setdefault(secret[:4], []).append(secret)
+            self._index, self._index_key = index, self._sub_key
+        out, i, last, n = [], 0, 0, len(text)
+        while i <= n - 4:
+            candidates = index.get(text[i:i + 4])
+            if candidates:
+                hit = next((c for c in candidates if text.startswith(c, i)), None)
+                if hit is not None:
+                    out.append(text[last:i])
+                    out.append(fingerprint(hit))
+                    i += len(hit)
+                    last = i
+                    continue
+            i += 1
+        out.append(text[last:])
+        return "".join(out)
 
     def _substrings(self) -> list[str]:
         key = (len(self.strong), len(self.weak))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 
 from tabulate import tabulate
@@ -37,9 +38,29 @@ def _value(value) -> str:
     return str(value)
 
 
+# C0/C1 controls (ESC, CSI), DEL, line separators, bidi overrides: never written raw to a terminal.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(m: re.Match) -> str:
+    return m.group(0).encode("unicode_escape").decode("ascii")
+
+
+def _visible(value) -> str:
+    """One table cell or line: every control character as a visible escape (before tabulate, which
+    measures and wraps escape sequences wrongly)."""
+    return _CONTROL.sub(_escape, str(value))
+
+
+def _cells(rows) -> list[list[str]]:
+    return [[_visible(c) for c in row] for row in rows]
+
+
 def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
     if fmt == "json":
-        return json.dumps(show_dict(snap, include_defaults), indent=2, default=str) + "\n"
+        from .report.json_ import dump
+        return dump(show_dict(snap, include_defaults))
     e = snap.engine
     launcher = snap.launcher
     entry = launcher.entry or (f"the default command of image {launcher.image}" if launcher.image else "-")
@@ -62,16 +83,17 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
             if value.source != "explicit" and not include_defaults:
                 continue
             shown = "computed at start-up" if value.value is None and value.source == "runtime" else _value(value.value)
-            rows.append([key, e.concept_of(key) or "", value.flag or "", shown, value.source, value.note or ""])
+            rows.append([_visible(x) for x in (key, e.concept_of(key) or "", value.flag or "", shown, value.source,
+                                                value.note or "")])
         lines.append(tabulate(rows, headers=["field", "concept", "flag", "value", "source", "note"],
                               maxcolwidths=[None, None, None, 40, None, 50]))
     else:
         lines.append(f"arguments:   {shlex.join(launcher.engine_argv) or '-'}")
     if snap.unit_keys and not e.label:  # with an engine, its flags are what matters most
-        lines += ["", tabulate(sorted(snap.unit_keys.items()), headers=["unit key", "value"],
+        lines += ["", tabulate(_cells(sorted(snap.unit_keys.items())), headers=["unit key", "value"],
                                maxcolwidths=[None, 80])]
     if snap.environment:
-        lines += ["", tabulate(sorted(snap.environment.items()), headers=["environment", "value"],
+        lines += ["", tabulate(_cells(sorted(snap.environment.items())), headers=["environment", "value"],
                                maxcolwidths=[None, 80])]
     rt = snap.runtime
     if rt:
@@ -93,10 +115,12 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
         lines.append("running:     unknown (no systemd MainPID, and no process whose command line or --port "
                      "is this unit's)")
     for note in e.notes:
-        lines.append(f"note: {note}")
+        lines.append(f"note: {_visible(note)}")
     for warning in snap.warnings:
-        lines.append(f"warning: {warning}")
+        lines.append(f"warning: {_visible(warning)}")
     if snap.issues:
         lines += ["", "findings:"]
-        lines += [f"  [{i.severity}] {i.kind}: {i.message}" for i in snap.issues]
-    return "\n".join(lines) + "\n"
+        lines += [f"  [{i.severity}] {i.kind}: {_visible(i.message)}" for i in snap.issues]
+    # Anything interpolated above that still holds a control character (a terminal escape from a
+    # remote unit) is made visible; the only raw control character left is the line break.
+    return "\n".join(_CONTROL_BUT_NEWLINE.sub(_escape, line) for line in lines) + "\n"

@@ -5,12 +5,15 @@ engine argv and the recorded release), so two units can be compared under one re
 """
 from __future__ import annotations
 
+import datetime as _dt
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from .engines.registry import find_launcher, get_engine
 from .errors import DriftwatchError, InputError
+from .fileio import MAX_TEXT_BYTES
 from .model import EngineConfig, Issue, Launcher, RawUnit
 from .parse.execstart import ExecStartError, resolve_exec_start
 from .parse.unitfile import parse_unit_text
@@ -137,6 +140,12 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
     where = origin or f"{raw.host}:{raw.unit}"
     if raw.text is None or not raw.text.strip():
         raise InputError(f"{where}: unit is empty")
+    if not isinstance(raw.text, str):
+        raise InputError(f"{where}: unit text is not text")
+    size = len(raw.text.encode("utf-8", "surrogateescape"))
+    if size > MAX_TEXT_BYTES:  # one limit, however the unit was read (a file, systemctl cat, over SSH)
+        raise InputError(f"{where}: unit text is larger than the limit ({size} bytes; the limit is "
+                         f"{MAX_TEXT_BYTES} bytes)")
     try:
         unit = parse_unit_text(raw.text, name=raw.unit or None,
                                path=raw.paths[0] if raw.paths else origin)
@@ -280,42 +289,185 @@ def snapshot_to_dict(snap: Snapshot) -> dict:
     }
 
 
-def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None) -> Snapshot:
-    """Rebuild a Snapshot from its saved form; the engine flags are re-read from the saved argv."""
+class _Fields:
+    """Type checks for a document a user keeps (and may edit by hand): each failure is one InputError
+    naming the file, the key and the problem."""
+
+    def __init__(self, origin: str, what: str = "snapshot", prefix: str = ""):
+        self.origin, self.what, self.prefix = origin, what, prefix
+
+    def fail(self, key: str, problem: str) -> InputError:
+        return InputError(f"{self.origin}: {self.what} key {self.prefix}{key}: {problem}")
+
+    @staticmethod
+    def kind(value: Any) -> str:
+        if value is None:
+            return "null"
+        if isinstance(value, bool):
+            return "a boolean"
+        if isinstance(value, (int, float)):
+            return "a number"
+        if isinstance(value, str):
+            return "a string"
+        if isinstance(value, list):
+            return "a list"
+        if isinstance(value, dict):
+            return "a mapping"
+        return f"a {type(value).__name__}"
+
+    def text(self, data: dict, key: str, default: Any = None, optional: bool = True) -> str | None:
+        value = data.get(key, default)
+        if value is None and optional:
+            return None
+        if isinstance(value, (_dt.datetime, _dt.date)) and key in ("collected_at", "saved_at"):
+            return value.isoformat()  # an unquoted timestamp: YAML made it a date
+        if not isinstance(value, str):
+            hint = " (quote it)" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+            raise self.fail(key, f"expected a string, found {self.kind(value)}{hint}")
+        if len(value) > MAX_FIELD_CHARS:
+            raise self.fail(key, f"longer than {MAX_FIELD_CHARS} characters")
+        return value
+
+    def texts(self, data: dict, key: str, required: bool = False) -> list[str]:
+        value = data.get(key)
+        if value is None and not required:
+            return []
+        if not isinstance(value, list):
+            raise self.fail(key, f"expected a list of strings, found {self.kind(value)}")
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise self.fail(f"{key}[{i}]", f"expected a string, found {self.kind(item)}")
+        return list(value)
+
+    def mapping(self, data: dict, key: str) -> dict:
+        value = data.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a mapping, found {self.kind(value)}")
+        return value
+
+    def scalars(self, data: dict, key: str) -> dict[str, str]:
+        """NAME: value pairs (numbers and booleans a hand edit left unquoted are read as their text)."""
+        out = {}
+        for name, value in self.mapping(data, key).items():
+            if not isinstance(name, str):
+                raise self.fail(f"{key}", f"a name that is {self.kind(name)}, not a string")
+            if isinstance(value, bool):
+                value = "true" if value else "false"
+            elif isinstance(value, (int, float)) and math.isfinite(value) and abs(value) < 1e18:
+                value = str(value)
+            elif not isinstance(value, str):
+                raise self.fail(f"{key}.{name}", f"expected a string, found {self.kind(value)}")
+            out[name] = value
+        return out
+
+    def number(self, value: Any, key: str, lo: float = -1e15, hi: float = 1e15, integer: bool = False):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(key, f"expected a number, found {self.kind(value)}")
+        if isinstance(value, int) and not -10 ** 18 < value < 10 ** 18:
+            raise self.fail(key, "a number too large")
+        if not math.isfinite(value):
+            raise self.fail(key, "not a finite number")
+        if integer and not isinstance(value, int):
+            raise self.fail(key, "expected a whole number")
+        if not lo <= value <= hi:
+            raise self.fail(key, f"out of range ({lo:g} to {hi:g})")
+        return value
+
+
+MAX_FIELD_CHARS = 2_000_000
+
+
+def _runtime_from(data: Any, f: _Fields) -> dict[str, Any]:
+    """The `runtime:` mapping, each known key type-checked; keys this release does not know are dropped."""
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise f.fail("runtime", f"expected a mapping, found {f.kind(data)}")
+    r = _Fields(f.origin, f.what, f.prefix + "runtime.")
+    out: dict[str, Any] = {}
+    if data.get("loaded_exec_start") is not None:
+        out["loaded_exec_start"] = r.text(data, "loaded_exec_start")
+    if data.get("need_daemon_reload") is not None:
+        if not isinstance(data["need_daemon_reload"], bool):
+            raise r.fail("need_daemon_reload", f"expected true or false, found {r.kind(data['need_daemon_reload'])}")
+        out["need_daemon_reload"] = data["need_daemon_reload"]
+    if data.get("running_argv") is not None:
+        out["running_argv"] = r.texts(data, "running_argv")
+    if data.get("main_pid") is not None:
+        out["main_pid"] = r.number(data["main_pid"], "main_pid", 0, 2 ** 31, integer=True)
+    if data.get("active_state") is not None:
+        out["active_state"] = r.text(data, "active_state")
+    if data.get("gpus") is not None:
+        gpus = data["gpus"]
+        if not isinstance(gpus, list):
+            raise r.fail("gpus", f"expected a list, found {r.kind(gpus)}")
+        out["gpus"] = []
+        for i, gpu in enumerate(gpus):
+            if not isinstance(gpu, dict):
+                raise r.fail(f"gpus[{i}]", f"expected a mapping, found {r.kind(gpu)}")
+            g = _Fields(f.origin, f.what, f"{r.prefix}gpus[{i}].")
+            entry = {"index": g.number(gpu.get("index"), "index", 0, 4096, integer=True) if "index" in gpu else 0,
+                     "name": g.text(gpu, "name") or "?", "memory_total": g.text(gpu, "memory_total") or "?"}
+            out["gpus"].append(entry)
+    if data.get("measured") is not None:
+        measured = r.mapping(data, "measured")
+        out["measured"] = {str(k): r.number(v, f"measured.{k}", 0, 1e12) for k, v in measured.items()}
+    return out
+
+
+def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None, what: str = "snapshot",
+                       prefix: str = "") -> Snapshot:
+    """Rebuild a Snapshot from its saved form; the engine flags are re-read from the saved argv.
+
+    Every field is type-checked first: a hand-edited file with a list where a string belongs, a float,
+    null, a huge number is refused with one line naming the file, the key and the problem. Values
+    are passed through the redaction policy again (a file saved by an older release may hold what
+    this one fingerprints)."""
     if not isinstance(data, dict) or data.get("schema") != SNAPSHOT_SCHEMA:
         schema = data.get("schema") if isinstance(data, dict) else None
         if isinstance(schema, str) and schema.startswith("driftwatch.snapshot/"):
             raise InputError(f"{origin}: snapshot schema {schema} is newer than this driftwatch understands "
                              f"({SNAPSHOT_SCHEMA}); upgrade driftwatch")
         raise InputError(f"{origin}: not a driftwatch snapshot (expected schema {SNAPSHOT_SCHEMA})")
-    def str_list(value, field: str) -> list[str]:
-        if not isinstance(value, list) or not all(isinstance(w, str) for w in value):
-            raise InputError(f"{origin}: snapshot field {field} must be a list of strings")
-        return list(value)
-
-    try:
-        exec_start = data["exec_start"]
-        known = set(Launcher.__dataclass_fields__)
-        launcher = Launcher(**{k: v for k, v in dict(data["launcher"]).items() if k in known})
-        launcher.engine_argv = str_list(launcher.engine_argv, "launcher.engine_argv")
-        str_list(exec_start["argv"], "exec_start.argv")
-        str_list(exec_start["expanded_argv"], "exec_start.expanded_argv")
-        recorded = data.get("engine_version")
-        plugin = get_engine(launcher.engine)
-        said = (f"named by the image tag {launcher.image}"
-                if recorded and recorded == plugin.release_from_image(launcher.image) else None)
-        engine = plugin.read_config(list(launcher.engine_argv), engine_version=engine_version,
-                                    recorded_version=recorded, recorded_from=said)
-        return Snapshot(
-            host=data.get("host"), unit=data.get("unit"), source=data.get("source", "file"),
-            collected_at=data.get("collected_at") or now_utc(), paths=list(data.get("paths") or []),
-            unit_text=data.get("unit_text") or "", argv=list(exec_start["argv"]),
-            expanded_argv=list(exec_start["expanded_argv"]), prefixes=exec_start.get("prefixes", ""),
-            environment={str(k): str(v) for k, v in (data.get("environment") or {}).items()},
-            environment_files=list(data.get("environment_files") or []),
-            unit_keys={str(k): str(v) for k, v in (data.get("unit_keys") or {}).items()},
-            launcher=launcher, engine_version=recorded, engine=engine, issues=list(engine.issues),
-            warnings=list(data.get("warnings") or []), runtime=dict(data.get("runtime") or {}),
-            origins={str(k): str(v) for k, v in (data.get("origins") or {}).items()})
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise InputError(f"{origin}: snapshot is missing or has a malformed field ({exc})") from None
+    f = _Fields(origin, what, prefix)
+    exec_start = data.get("exec_start")
+    if not isinstance(exec_start, dict):
+        raise f.fail("exec_start", "missing" if exec_start is None else f"expected a mapping, found {f.kind(exec_start)}")
+    e = _Fields(origin, what, prefix + "exec_start.")
+    argv = e.texts(exec_start, "argv", required=True)
+    expanded = e.texts(exec_start, "expanded_argv", required=True)
+    prefixes = e.text(exec_start, "prefixes", "") or ""
+    raw_launcher = data.get("launcher")
+    if not isinstance(raw_launcher, dict):
+        raise f.fail("launcher", "missing" if raw_launcher is None else f"expected a mapping, found {f.kind(raw_launcher)}")
+    lf = _Fields(origin, what, prefix + "launcher.")
+    engine_name = lf.text(raw_launcher, "engine", optional=False) if "engine" in raw_launcher else NO_ENGINE
+    launcher = Launcher(
+        engine=engine_name, entry=lf.text(raw_launcher, "entry", "") or "",
+        interpreter=lf.text(raw_launcher, "interpreter"), wrappers=lf.texts(raw_launcher, "wrappers"),
+        engine_argv=lf.texts(raw_launcher, "engine_argv", required=True), image=lf.text(raw_launcher, "image"),
+        venv=lf.text(raw_launcher, "venv"), env=lf.scalars(raw_launcher, "env"),
+        wrapper_args=lf.texts(raw_launcher, "wrapper_args"), problems=lf.texts(raw_launcher, "problems"))
+    recorded = f.text(data, "engine_version")
+    plugin = get_engine(launcher.engine)
+    policy = Redactor(public_env=load_public_env())
+    environment = {k: policy.env_value(k, v) for k, v in f.scalars(data, "environment").items()}
+    unit_keys = {}
+    for key, value in f.scalars(data, "unit_keys").items():
+        section, _, name = key.partition(".")
+        unit_keys[key] = policy.unit_value(section, name or section, value)
+    launcher.env = {k: policy.env_value(k, v) for k, v in launcher.env.items()}
+    said = (f"named by the image tag {launcher.image}"
+            if recorded and recorded == plugin.release_from_image(launcher.image) else None)
+    engine = plugin.read_config(list(launcher.engine_argv), engine_version=engine_version,
+                                recorded_version=recorded, recorded_from=said)
+    return Snapshot(
+        host=f.text(data, "host"), unit=f.text(data, "unit"), source=f.text(data, "source", "file") or "file",
+        collected_at=f.text(data, "collected_at") or now_utc(), paths=f.texts(data, "paths"),
+        unit_text=f.text(data, "unit_text", "") or "", argv=argv, expanded_argv=expanded, prefixes=prefixes,
+        environment=policy.scrub(environment), environment_files=f.texts(data, "environment_files"),
+        unit_keys=policy.scrub(unit_keys), launcher=launcher, engine_version=recorded, engine=engine,
+        issues=list(engine.issues), warnings=f.texts(data, "warnings"), runtime=_runtime_from(data.get("runtime"), f),
+        origins=f.scalars(data, "origins"))

@@ -68,9 +68,13 @@ _MARKER = re.compile(r"^= (\S+\.yaml)(?: (sha256:[0-9a-f]{64}))?$")
 
 
 def safe_component(text: str | None, default: str = "local") -> str:
-    """A host or unit name as one directory name (no '/', no '..' tricks)."""
+    """A host or unit name as one directory name (no '/', no '..' tricks, at most 128 characters:
+    a longer name keeps its start and a hash of the whole)."""
     cleaned = re.sub(r"[^A-Za-z0-9@._:-]", "_", text or default) or default
-    return "_" * len(cleaned) if set(cleaned) == {"."} else cleaned
+    cleaned = "_" * len(cleaned) if set(cleaned) == {"."} else cleaned
+    if len(cleaned) > 128:
+        cleaned = cleaned[:100] + "-" + hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return cleaned
 
 
 def snapshot_hash(snapshot: Snapshot | dict) -> str:

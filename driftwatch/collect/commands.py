@@ -253,7 +253,7 @@ def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = Non
         "@STEP@": str(max(1, int(round(step_timeout)))),
         "@FRAGMENTS@": " ".join(q(p) for p in candidate_fragments(unit)),
         "@DROPINDIRS@": " ".join(q(d) for d in candidate_dropin_dirs(unit)),
-        "@MAXFILE@": str(MAX_UNIT_FILE_BYTES),
+        "@MAXFILE@": str(MAX_UNIT_FILE_BYTES + 1),  # one byte more: a file over the limit is seen as such
         "@MAXPROCS@": str(MAX_PROCS),
         "@MAXENV@": str(MAX_ENV_FILE_BYTES),
         "@MAXCFGONE@": str(MAX_ENV_FILE_BYTES + 1),

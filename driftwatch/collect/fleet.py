@@ -76,7 +76,8 @@ def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions,
     runner = _Runner(pairs, options, config, known)
     total, done = len(pairs), 0
     workers = min(options.concurrency, len(groups))
-    with cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="driftwatch-ssh") as pool:
+    pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="driftwatch-ssh")
+    try:
         futures = {pool.submit(runner.host, idx): idx for idx in groups.values()}
         pending = set(futures)
         while pending:
@@ -94,6 +95,13 @@ def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions,
                     if progress is not None:
                         progress(done, total, raw)
             runner.watchdog()
+    except BaseException:
+        # Ctrl-C (or any error here): abandon every host at once. Closing a connection unblocks its
+        # thread wherever it waits; hosts not started yet are never contacted.
+        runner.abort()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
     return [r for r in results if r is not None]
 
 
@@ -110,6 +118,15 @@ class _Runner:
         self.known = known
         self._lock = threading.Lock()
         self._running: dict[int, tuple[float, object]] = {}  # thread id -> (deadline, collector)
+        self._aborted = threading.Event()
+
+    def abort(self) -> None:
+        """Close every connection now (from the main thread: Ctrl-C)."""
+        self._aborted.set()
+        with self._lock:
+            running = [c for _, c in self._running.values()]
+        for c in running:
+            c.close()
 
     def host(self, idx: list[int]) -> list[RawUnit]:
         from driftwatch.collect.ssh import SSHCollector
@@ -117,6 +134,8 @@ class _Runner:
 
         target = self.pairs[idx[0]][0]
         o = self.options
+        if self._aborted.is_set():
+            return [_failed(self.pairs[i], ERROR, "aborted before this host was read") for i in idx]
         try:
             endpoint = resolve(target, self.config, o.identity)
         except InputError as exc:
@@ -129,6 +148,8 @@ class _Runner:
         me = threading.get_ident()
         with self._lock:
             self._running[me] = (time.monotonic() + budget, collector)
+        if self._aborted.is_set():  # aborted between the check above and registering: close it ourselves
+            collector.close()
         try:
             out = [collector.collect(self.pairs[i][1]) for i in idx]
         finally:

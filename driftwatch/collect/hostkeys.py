@@ -8,7 +8,9 @@ Pure Python (no paramiko): a host key is compared as (key type, base64 blob).
   keys are refused; ``@cert-authority`` lines are ignored (certificates are not used).
 - A known key for that host and key type that matches: accepted.
 - Keys of that type known for the host, none matching: refused, always ("HOST KEY CHANGED").
-- Nothing of that type known: refused unless ``accept_new``, which appends
+- Keys of other types known, none of the offered type: refused, always, as changed (a server that
+  now offers only RSA where ed25519 is recorded is a downgrade, or a different server).
+- No key at all known for the host: refused unless ``accept_new``, which appends
   ``host keytype base64`` to the file (one ``write()`` on an ``O_APPEND`` descriptor under an
   exclusive ``flock``, re-reading the file under the lock so concurrent threads/processes neither
   duplicate nor lose entries).
@@ -145,6 +147,8 @@ class KnownHosts:
                 return result
             if result == "changed":
                 raise HostKeyRefused(self._changed_message(display, names, keytype))
+            if result == "other-type":
+                raise HostKeyRefused(self._other_type_message(display, names, keytype))
             if result == "revoked":
                 raise HostKeyRefused(f"host key for {display} is marked @revoked in {self.path}")
             if not self.accept_new:
@@ -162,13 +166,26 @@ class KnownHosts:
                 same_type.append(k)
         if any(k.blob == blob for k in same_type):
             return "known"
-        return "changed" if same_type else "unknown"
+        if same_type:
+            return "changed"
+        if any(k.marker is None for k in self.keys_for(names)):
+            return "other-type"  # accept-new only ever learns a host with no key at all (as OpenSSH)
+        return "unknown"
 
     def _changed_message(self, display: str, names: list[str], keytype: str) -> str:
         where = ", ".join(f"{k.source}:{k.line}" for k in self.keys_for(names) if k.keytype == keytype)
         return (f"HOST KEY CHANGED for {display}: the {keytype} key it offered differs from the one "
                 f"recorded in {where}; possible man-in-the-middle, refusing (if the host was "
                 f"reinstalled, remove the old entry and reconnect with --accept-new)")
+
+    def _other_type_message(self, display: str, names: list[str], keytype: str) -> str:
+        known = [k for k in self.keys_for(names) if k.marker is None]
+        types = ", ".join(dict.fromkeys(k.keytype for k in known))
+        where = ", ".join(f"{k.source}:{k.line}" for k in known)
+        return (f"HOST KEY CHANGED for {display}: it offered only a {keytype} key, but {types} is recorded in "
+                f"{where}; a different key type is not trusted on first use (possible downgrade or "
+                f"man-in-the-middle), refusing (if the host's keys really changed, remove the old entry and "
+                f"reconnect with --accept-new)")
 
     def _append(self, name: str, keytype: str, blob: str) -> str:
         directory = os.path.dirname(self.path) or "."
@@ -183,6 +200,8 @@ class KnownHosts:
             verdict = self._verdict([name], keytype, blob)
             if verdict == "known":
                 return "known"
+            if verdict == "other-type":
+                raise HostKeyRefused(self._other_type_message(name, [name], keytype))
             if verdict != "unknown":  # appeared as a different key meanwhile
                 raise HostKeyRefused(self._changed_message(name, [name], keytype))
             line = f"{name} {keytype} {blob}\n"

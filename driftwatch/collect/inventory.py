@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from driftwatch.errors import InputError
-from driftwatch.fileio import read_text_file, yaml_problem
+from driftwatch.fileio import LimitedLoader, read_text_file, yaml_problem
 
 
 @dataclass
@@ -125,7 +125,7 @@ class _Seq(list):
 def _yaml_load(path: str, text: str):
     import yaml
 
-    class Loader(yaml.SafeLoader):
+    class Loader(LimitedLoader):  # a SafeLoader with depth and alias-expansion limits
         pass
 
     def construct_mapping(loader, node):
@@ -153,6 +153,8 @@ def _yaml_load(path: str, text: str):
     loader = Loader(text)  # a SafeLoader that also records line numbers
     try:
         return loader.get_single_data()
+    except (ValueError, OverflowError, RecursionError) as exc:  # an integer of more than 4300 digits …
+        raise InputError(f"{path}: not usable YAML: {str(exc).splitlines()[0][:120]}") from None
     except yaml.YAMLError as exc:
         line, problem = yaml_problem(exc)
         raise InputError(f"{path}{f':{line}' if line else ''}: not valid YAML: {problem}") from None
@@ -276,22 +278,52 @@ def _target(path: str, line: int, name: str, s: dict) -> HostTarget:
 _RANGE = re.compile(r"\[([0-9a-zA-Z]+):([0-9a-zA-Z]+)(?::([0-9]+))?\]")
 
 
-def expand_host_pattern(pattern: str, where: str) -> list[str]:
-    """Ansible host ranges: ``gpu[01:03]`` -> gpu01 gpu02 gpu03, ``n[a:c]``, ``h[0:10:5]``."""
-    m = _RANGE.search(pattern)
-    if not m:
-        return [pattern]
-    lo, hi, step = m.group(1), m.group(2), int(m.group(3) or 1)
-    head, tail = pattern[: m.start()], pattern[m.end():]
+MAX_RANGE_HOSTS = 10_000  # hosts one pattern may expand to (every range in it multiplied)
+
+
+def _range_items(lo: str, hi: str, step: int, pattern: str, where: str) -> range | list[str]:
+    if step < 1:
+        raise InputError(f"{where}: host range {pattern!r}: the step must be at least 1")
     if lo.isdigit() and hi.isdigit():
-        width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
-        items = [str(i).zfill(width) for i in range(int(lo), int(hi) + 1, step)]
-    elif len(lo) == 1 and len(hi) == 1 and lo.isalpha() and hi.isalpha():
-        items = [chr(c) for c in range(ord(lo), ord(hi) + 1, step)]
-    else:
-        raise InputError(f"{where}: cannot expand host range {pattern!r}")
-    if not items:
+        if len(lo) > 9 or len(hi) > 9:
+            raise InputError(f"{where}: host range {pattern!r}: bounds of more than 9 digits")
+        return range(int(lo), int(hi) + 1, step)
+    if len(lo) == 1 and len(hi) == 1 and lo.isalpha() and hi.isalpha():
+        return [chr(c) for c in range(ord(lo), ord(hi) + 1, step)]
+    raise InputError(f"{where}: cannot expand host range {pattern!r}")
+
+
+def expand_host_pattern(pattern: str, where: str) -> list[str]:
+    """Ansible host ranges: ``gpu[01:03]`` -> gpu01 gpu02 gpu03, ``n[a:c]``, ``h[0:10:5]``. A pattern
+    expands to at most MAX_RANGE_HOSTS hosts (counted before any is made); a step of 0 is refused."""
+    ranges = []
+    rest = pattern
+    while True:
+        m = _RANGE.search(rest)
+        if not m:
+            break
+        lo, hi = m.group(1), m.group(2)
+        digits = m.group(3) or "1"
+        if len(digits) > 9:
+            raise InputError(f"{where}: host range {pattern!r}: step of more than 9 digits")
+        ranges.append((m, _range_items(lo, hi, int(digits), pattern, where), lo))
+        rest = rest[m.end():]
+    if not ranges:
+        return [pattern]
+    total = 1
+    for _, items, _ in ranges:
+        total *= len(items)
+        if total > MAX_RANGE_HOSTS:
+            raise InputError(f"{where}: host range {pattern!r} expands to more than {MAX_RANGE_HOSTS} hosts")
+    if total == 0:
         raise InputError(f"{where}: empty host range {pattern!r}")
+    m = _RANGE.search(pattern)
+    lo = m.group(1)
+    items = _range_items(lo, m.group(2), int(m.group(3) or 1), pattern, where)
+    head, tail = pattern[: m.start()], pattern[m.end():]
+    if isinstance(items, range):
+        width = len(lo) if lo.startswith("0") and len(lo) > 1 else 0
+        items = [str(i).zfill(width) for i in items]
     return [x for i in items for x in expand_host_pattern(head + i + tail, where)]
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from driftwatch.collect.interface import SOURCE_DISK, SOURCE_FILE, UNIT_NOT_FOUND, Collector
 from driftwatch.collect.unitname import dropin_dir_names, fragment_names, validate_unit_name
 from driftwatch.errors import InputError
+from driftwatch.fileio import MAX_TEXT_BYTES
 from driftwatch.model import RawUnit
 from driftwatch.timestamps import utc_now
 
@@ -33,7 +34,7 @@ SEARCH_PATH = (  # systemd's system unit path, minus generator/transient/control
     "/usr/lib/systemd/system",
     "/lib/systemd/system",
 )
-MAX_UNIT_FILE_BYTES = 1 << 20  # a unit file bigger than 1 MiB is not a unit file
+MAX_UNIT_FILE_BYTES = MAX_TEXT_BYTES  # one limit for a unit, read locally, over SSH or with --unit-file
 
 
 def candidate_fragments(unit: str, search_path: Iterable[str] = SEARCH_PATH) -> list[str]:

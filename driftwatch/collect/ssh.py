@@ -16,14 +16,20 @@ import socket
 import threading
 import time
 
-from driftwatch.collect.commands import MAX_OUTPUT_BYTES, build_command, parse_output
+from driftwatch.collect.commands import MAX_ENV_FILE_BYTES, build_command, parse_output
 from driftwatch.collect.hostkeys import KnownHosts, host_lookup_name
 from driftwatch.collect.interface import (
     AUTH_FAILED, ERROR, TIMEOUT, UNREACHABLE, Collector, HostError,
 )
 from driftwatch.collect.sshconfig import Endpoint
+from driftwatch.fileio import MAX_TEXT_BYTES
 from driftwatch.model import RawUnit
 from driftwatch.timestamps import utc_now
+
+# What one unit's round trip may send back: the unit (at most MAX_TEXT_BYTES, however it is read) twice
+# over (systemctl cat, or the files on disk), the EnvironmentFile= files (32 x 64 KiB) and 2 MiB for the
+# rest (systemctl show, process command lines, the journal lines). More is refused, never parsed.
+MAX_OUTPUT_BYTES = 2 * MAX_TEXT_BYTES + 32 * MAX_ENV_FILE_BYTES + (2 << 20)
 
 DEFAULT_KEYS = ("~/.ssh/id_ed25519", "~/.ssh/id_ecdsa", "~/.ssh/id_rsa")
 
@@ -47,6 +53,7 @@ class SSHConnection:
         self.transports: list = []  # jump hosts first, target last
         self._closed = threading.Event()
         self._sock: socket.socket | None = None
+        self.truncated = False  # the last run() stopped at MAX_OUTPUT_BYTES
 
     # -- connecting ---------------------------------------------------------------------------
     def open(self) -> "SSHConnection":
@@ -206,6 +213,7 @@ class SSHConnection:
 
         t = self.transports[-1]
         deadline = time.monotonic() + timeout
+        self.truncated = False
         try:
             chan = t.open_session(timeout=timeout)
         except (paramiko.SSHException, OSError, EOFError) as exc:
@@ -228,6 +236,7 @@ class SSHConnection:
                 if not data:
                     return bytes(out), False
                 out += data
+            self.truncated = True  # more than a unit's worth: refused by the caller, never parsed
             return bytes(out), False
         except socket.timeout:
             return bytes(out), True
@@ -317,7 +326,16 @@ class SSHCollector(Collector):
                 status = TIMEOUT  # the fleet watchdog closed the connection
             self._failure = (status, str(exc))
             return self.collect(unit, interpreter)
+        if self.connection.truncated:
+            return RawUnit(host=self.host, unit=cmd.unit, source="", status=ERROR, collected_at=utc_now(),
+                           error=f"{self.endpoint.display}: {cmd.unit}: the remote output exceeded "
+                                 f"{MAX_OUTPUT_BYTES} bytes (a unit is at most {MAX_TEXT_BYTES} bytes): not read")
         raw = parse_output(self.host, cmd.unit, cmd.nonce, output, timed_out=timed_out)
+        if raw.text is not None and len(raw.text.encode("utf-8", "surrogateescape")) > MAX_TEXT_BYTES:
+            size = len(raw.text.encode("utf-8", "surrogateescape"))
+            return RawUnit(host=self.host, unit=cmd.unit, source=raw.source, status=ERROR, collected_at=utc_now(),
+                           paths=raw.paths, error=f"{self.endpoint.display}: {cmd.unit}: the unit is larger than "
+                           f"the limit ({size} bytes; the limit is {MAX_TEXT_BYTES} bytes): not read")
         if raw.status in (TIMEOUT, ERROR) and not raw.text:
             raw.error = f"{self.endpoint.display}: {raw.error} ({self.command_timeout:g}s)"
         if not self._gpus_done:

@@ -9,8 +9,10 @@ where its catalogs live and its own type converters (`CatalogSet`).
 from __future__ import annotations
 
 import argparse
+import bisect
 import functools
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -66,14 +68,25 @@ class Catalog:
             result.setdefault(spec.field, spec)
         return result
 
+    @functools.cached_property
+    def _long_options(self) -> list[str]:
+        return sorted(o for o in self.by_option if o.startswith("--"))
+
     def resolve(self, option: str) -> tuple[str, list[str]]:
-        """How argparse would read `option` here: ("exact"|"prefix"|"ambiguous"|"unknown", matches)."""
+        """How argparse would read `option` here: ("exact"|"prefix"|"ambiguous"|"unknown", matches).
+        A prefix is found by bisection in the sorted option strings: a repeated or unknown flag costs
+        O(log options), not a scan of them all."""
         name = option.split("=", 1)[0]
         if name in self.by_option:
             return "exact", [name]
         if not name.startswith("--"):
             return "unknown", []
-        matches = sorted(o for o in self.by_option if o.startswith(name) and o.startswith("--"))
+        longs = self._long_options
+        i = bisect.bisect_left(longs, name)
+        matches = []
+        while i < len(longs) and longs[i].startswith(name):
+            matches.append(longs[i])
+            i += 1
         if len(matches) == 1:
             return "prefix", matches
         if len(matches) > 1:
@@ -101,6 +114,23 @@ def load_catalog_text(text: str, origin: str, engine: str) -> Catalog:
 
 # --------------------------------------------------------------------------- value converters
 
+def _sane(value: Any, depth: int = 0) -> bool:
+    """Finite floats, integers of at most 64 bits, in containers too (a JSON value)."""
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, int):
+        return -(2 ** 63) <= value < 2 ** 64
+    if depth > 32:
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(_sane(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        return all(_sane(v, depth + 1) for v in value.values())
+    return True
+
+
 class BadValue(str):
     """A command-line value the release's type converter rejects (kept as text, reported)."""
 
@@ -125,7 +155,24 @@ class _ParseFailure(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that raises instead of printing usage and exiting."""
+    """argparse that raises instead of printing usage and exiting, and that looks abbreviations up by
+    bisection: argparse scans every option string for each word that is not an exact option, which
+    made a command line of unknown or repeated flags cost words x options."""
+
+    def _get_option_tuples(self, option_string):
+        keys = self.__dict__.get("_dw_sorted")
+        if keys is None or len(keys) != len(self._option_string_actions):
+            keys = self._dw_sorted = sorted(self._option_string_actions)
+        if option_string.startswith("--"):
+            probe = option_string.split("=", 1)[0]
+        elif option_string.startswith("-") and len(option_string) > 1:
+            probe = option_string[:2]
+        else:
+            return super()._get_option_tuples(option_string)
+        i = bisect.bisect_left(keys, probe)
+        if i >= len(keys) or not keys[i].startswith(probe):
+            return []  # what argparse's scan would find: nothing
+        return super()._get_option_tuples(option_string)
 
     def error(self, message):  # noqa: D401 - argparse API
         raise _ParseFailure(message)
@@ -176,6 +223,41 @@ def _option_words(argv: list[str], start: int) -> int:
     while i < len(argv) and not (argv[i].startswith("-") and len(argv[i]) > 1 and not _is_number(argv[i])):
         i += 1
     return i
+
+
+MAX_OPTIONS = 4096  # argparse is quadratic in the number of option words (CPython 3.11: min() per option)
+MAX_RAW_OPTIONS = 40_000  # before repeated last-wins options are folded (`--tp 1` x 10 000 is fine)
+_LAST_WINS = ("store", "store_const", "store_true", "store_false", "boolean_optional")
+
+
+def _drop_overridden(words: list[str], spelled: list[str], catalog: "Catalog") -> tuple[list[str], list[str]]:
+    """Drop every occurrence of a last-wins option that a later occurrence overrides (`--tp 1` x 10 000 is
+    one `--tp 1` to argparse, with the same result): only well-formed ones (`--x=v`, `--x v` with one
+    value word, a switch), so argparse's errors are unchanged."""
+    seen: set[str] = set()
+    keep = [True] * len(words)
+    for i in range(len(words) - 1, -1, -1):
+        word = words[i]
+        if not word.startswith("--"):
+            continue
+        name, eq, _ = word.partition("=")
+        spec = catalog.by_option.get(name)
+        if spec is None:
+            continue
+        action = "boolean_optional" if spec.extra.get("action_class") == "BooleanOptionalAction" else spec.action
+        if action not in _LAST_WINS or spec.nargs not in (None, 0):
+            continue
+        takes_value = action == "store" and not eq
+        if spec.dest in seen:
+            if not takes_value:
+                keep[i] = False
+            elif i + 1 < len(words) and keep[i + 1] and not words[i + 1].startswith("-"):
+                keep[i] = keep[i + 1] = False
+        else:
+            seen.add(spec.dest)
+    if all(keep):
+        return words, spelled
+    return ([w for w, k in zip(words, keep) if k], [w for w, k in zip(spelled, keep) if k])
 
 
 def _offending_word(message: str, words: list[str]) -> int | None:
@@ -268,9 +350,12 @@ class CatalogSet:
 
         def convert(text: str):
             try:
-                return base(text)
-            except (ValueError, TypeError, ArithmeticError, json.JSONDecodeError):
+                value = base(text)
+            except (ValueError, TypeError, ArithmeticError, RecursionError, json.JSONDecodeError):
                 return BadValue(text)
+            if not _sane(value):  # nan, 1e400, a 400-digit integer: a finding, never a crash downstream
+                return BadValue(text)
+            return value
 
         convert.__name__ = type_name or "str"
         return convert
@@ -326,13 +411,25 @@ class CatalogSet:
         """Explicit values by dest, the spelling typed for each dest, and problems, for one release."""
         catalog = self.load(version)
         issues: list[Issue] = []
+        raw_options = sum(1 for w in argv if w.startswith("-"))
+        if raw_options > MAX_RAW_OPTIONS:  # said before any work: the limit is one line, not a stall
+            issues.append(Issue("bad-value", f"the command line has {raw_options} option words (the limit is "
+                                f"{MAX_RAW_OPTIONS}): not read as {self.label} flags", severity="error"))
+            return {}, {}, issues
         words: list[str] = []
+        spelled: list[str] = []  # the words as typed (abbreviations are expanded in `words`)
         i = 0
         # Ambiguous prefixes would make argparse stop: report them and drop them with their values.
         while i < len(argv):
             word = argv[i]
             if word.startswith("--") and len(word) > 2:
                 kind, matches = catalog.resolve(word)
+                if kind == "prefix" and self.allow_abbrev:  # what argparse reads: the full option
+                    _, eq, value = word.partition("=")
+                    words.append(matches[0] + (eq + value if eq else ""))
+                    spelled.append(word)
+                    i += 1
+                    continue
                 if kind == "ambiguous" and self.allow_abbrev:
                     name = word.split("=", 1)[0]
                     issues.append(Issue("ambiguous-flag", f"{name} is ambiguous in {self.label} {version}: could "
@@ -342,7 +439,14 @@ class CatalogSet:
                     i = _option_words(argv, i)
                     continue
             words.append(word)
+            spelled.append(word)
             i += 1
+        words, spelled = _drop_overridden(words, spelled, catalog)
+        options = sum(1 for w in words if w.startswith("-") and len(w) > 1 and not _is_number(w))
+        if options > MAX_OPTIONS:
+            issues.append(Issue("bad-value", f"the command line has {options} options (the limit is {MAX_OPTIONS}): "
+                                f"not read as {self.label} flags", severity="error"))
+            return {}, {}, issues
         parser = self.parser(version)
         namespace = argparse.Namespace()
         extras: list[str] = []
@@ -359,10 +463,11 @@ class CatalogSet:
                 if bad is None:
                     return {}, {}, issues
                 del words[bad]
+                del spelled[bad]
         values = {k: v for k, v in vars(namespace).items() if not k.startswith("_dw_")}
         spellings = dict(vars(namespace).get("_dw_spelling", {}))
         # argparse reports the full option string; keep what the user typed (`--tp`, not `--tp-size`).
-        for word in words:
+        for word in spelled:
             if word.startswith("--") and len(word) > 2:
                 kind, matches = catalog.resolve(word)
                 spec = catalog.by_option.get(matches[0]) if kind in ("exact", "prefix") else None
@@ -404,11 +509,11 @@ class CatalogSet:
 
 
 def plain(value: Any) -> Any:
-    """A parsed value as stored: rejected text as str, tuples as lists."""
+    """A parsed value as stored: rejected text as str, tuples as lists (inside lists too: nargs)."""
     if isinstance(value, BadValue):
         return str(value)
-    if isinstance(value, tuple):
-        return list(value)
+    if isinstance(value, (tuple, list)):
+        return [plain(v) for v in value]
     return value
 
 

@@ -105,8 +105,10 @@ class ArgparseEngine(Engine):
                 value = values[spec.dest]
                 flags[spec.field] = FlagValue(value=plain(value), source=EXPLICIT,
                                               flag=spellings.get(spec.dest) or spec.primary)
-                if isinstance(value, BadValue):
-                    issues.append(Issue("bad-value", f"{spec.primary} {value!s}: not a valid {spec.type} for "
+                bad = value if isinstance(value, BadValue) else next(
+                    (v for v in value if isinstance(v, BadValue)), None) if isinstance(value, (list, tuple)) else None
+                if bad is not None:  # a rejected word, alone or in a list (nargs: `--cuda-graph-bs 1,2,4`)
+                    issues.append(Issue("bad-value", f"{spec.primary} {bad!s}: not a valid {spec.type} for "
                                         f"{label} {version}", key=spec.field, flag=spec.primary, severity="error"))
                 elif spec.choices and not in_choices(value, spec.choices):
                     issues.append(Issue("bad-value", f"{spec.primary} {value!r} is not one of "

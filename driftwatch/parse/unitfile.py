@@ -231,7 +231,7 @@ def _parse_one_file(path: str | None, numbered: list[tuple[int, str]], label: st
                     out: list[Assignment], warnings: list[str],
                     comments: list[tuple[str | None, str]] | None = None) -> None:
     section: str | None = None
-    continuation: str | None = None
+    continuation: list[str] | None = None
     cont_line = 0
     bom_seen = False
     last = 0
@@ -279,19 +279,22 @@ def _parse_one_file(path: str | None, numbered: list[tuple[int, str]], label: st
         if not bom_seen and l.startswith("\ufeff"):
             l = l[1:]
             bom_seen = True
-        if continuation is not None:
-            p = continuation + l
-        else:
-            p = l
+        if continuation is None:
             cont_line = n
-        trailing = len(p) - len(p.rstrip("\\"))
+            continuation = []
+        # The joined text so far always ends with the space that replaced a backslash, so the
+        # trailing backslashes of the joined line are this line's: counted on it alone, and the
+        # pieces joined once at the end (a long continuation is linear, not quadratic).
+        trailing = len(l) - len(l.rstrip("\\"))
         if trailing % 2 == 1:
-            continuation = p[:-1] + " "
+            continuation.append(l[:-1] + " ")
             continue
+        continuation.append(l)
+        p = "".join(continuation)
         continuation = None
         parse_line(cont_line, p)
     if continuation is not None:
-        parse_line(cont_line if cont_line else last + 1, continuation)
+        parse_line(cont_line if cont_line else last + 1, "".join(continuation))
 
 
 def parse_unit_text(text: str, name: str | None = None, path: str | None = None) -> UnitFile:

@@ -39,7 +39,7 @@ FINDING_COLUMNS = ["#", "flag", "baseline", "current", "impact", "explanation"]
 FLEET_COLUMNS = ["host", "unit", "status", "top finding", "predicted"]
 
 # C0 and C1 controls (ESC, CSI: terminal escapes), DEL, line/paragraph separators, bidi overrides.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 # --------------------------------------------------------------------------- small pieces

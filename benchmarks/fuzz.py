@@ -1,0 +1,312 @@
+"""Mutation fuzzer: mutated units and mutated snapshots/baselines through show and compare.
+
+    python benchmarks/fuzz.py --units 100000 --snapshots 10000          # the issue's targets
+    python benchmarks/fuzz.py --units 2000 --snapshots 500 --seed 7     # a quick look
+    python benchmarks/fuzz.py --cli 200                                 # also through the CLI
+
+Seeds are the shipped examples and the test units (plain files and `systemctl cat` output).
+Mutations: byte flips, truncation, duplicated and dropped lines and sections, escapes (`\\x2d`,
+`\\u…`, a lone backslash), `%` specifiers, `$VAR`/`${VAR}`, huge and non-finite numbers (`1e400`,
+`nan`, 400-digit integers), NUL, invalid UTF-8 (decoded with surrogateescape as collectors do),
+control characters and terminal escapes, long lines and long continuations, repeated flags.
+Snapshots/baselines are mutated as YAML documents: a list where a string belongs, a float, null,
+a huge integer, a deep structure, a key dropped or renamed.
+
+Each input goes through the Python API (build_snapshot / snapshot_from_dict / baseline_from_dict,
+`show` text and JSON, `compare` in every format, the saved YAML read back) and, with --cli, through
+the CLI in-process. Counted: exceptions that are not driftwatch's own (`DriftwatchError`), JSON
+output that is not strict JSON (NaN/Infinity), inputs over --slow seconds of CPU. Exit status 1
+when anything was found. Figures go in benchmarks/README.md.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import copy
+import json
+import math
+import os
+import random
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from driftwatch.baseline import Baseline, baseline_from_dict, baseline_to_dict  # noqa: E402
+from driftwatch.compare import compare  # noqa: E402
+from driftwatch.errors import DriftwatchError  # noqa: E402
+from driftwatch.fileio import dump_yaml, load_yaml_text  # noqa: E402
+from driftwatch.model import RawUnit  # noqa: E402
+from driftwatch.report import get_format  # noqa: E402
+from driftwatch.report.data import comparison_to_dict  # noqa: E402
+from driftwatch.rulebook import load_rules  # noqa: E402
+from driftwatch.show import render_show  # noqa: E402
+from driftwatch.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict  # noqa: E402
+
+FORMATS = ("text", "json", "markdown", "html")
+TOKENS = ["\\", "\\x2d", "\\u00e9", "\\U0001F600", "\\x00", "\\n", '"', "'", "%n", "%i", "%Z", "%%", "%",
+          "$X", "${X}", "$$", ";", " ; ", "\\;", "1e400", "-1e400", "nan", "inf", "9" * 400, "-0", "0x10",
+          "\x00", "\x1b[31m", "\x1b]0;t\x07", "\u202e", "\r", "\n", "\t", "=", "==", "[Service]", "[Unit]",
+          "ExecStart=", "Environment=", "--tp", "--tp 1", "--api-key", "--speculative-num-steps",
+          "--cuda-graph-bs 1,2,4", "--json-model-override-args {", "bash -c '", "docker run", "env A=1",
+          "\\\n", " \\", "\u2028", "\udcff", "é", "\ufeff", "#", ";comment"]
+
+
+def seeds() -> list[str]:
+    out = []
+    for pattern in ("examples/**/*.service", "tests/parse/units/*.service", "tests/fixtures/systemctl/*.cat",
+                    "tests/engines/**/*.service"):
+        for path in sorted(ROOT.glob(pattern)):
+            try:
+                out.append(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                pass
+    for path in sorted(ROOT.glob("tests/compare/fixtures/*.yaml")):
+        try:
+            doc = load_yaml_text(path.read_text(), str(path), "fixture")
+        except DriftwatchError:
+            continue
+        for case in (doc or {}).get("cases", []) if isinstance(doc, dict) else []:
+            for key in ("baseline_unit", "current_unit"):
+                if isinstance(case.get(key), str):
+                    out.append(case[key])
+    return [s for s in out if s.strip()]
+
+
+def mutate_text(text: str, rng: random.Random) -> str:
+    for _ in range(rng.randint(1, 4)):
+        kind = rng.randrange(12)
+        n = len(text)
+        pos = rng.randrange(n + 1) if n else 0
+        if kind == 0 and n:  # byte flip (through UTF-8, invalid bytes kept as surrogates)
+            data = bytearray(text.encode("utf-8", "surrogateescape"))
+            i = rng.randrange(len(data))
+            data[i] ^= 1 << rng.randrange(8)
+            text = data.decode("utf-8", "surrogateescape")
+        elif kind == 1:  # truncate
+            text = text[:pos]
+        elif kind == 2:  # insert a token
+            text = text[:pos] + rng.choice(TOKENS) + text[pos:]
+        elif kind == 3:  # duplicate a line
+            lines = text.split("\n")
+            i = rng.randrange(len(lines))
+            lines.insert(i, lines[i])
+            text = "\n".join(lines)
+        elif kind == 4:  # drop a line
+            lines = text.split("\n")
+            del lines[rng.randrange(len(lines))]
+            text = "\n".join(lines)
+        elif kind == 5:  # duplicate the text (sections twice)
+            text = text + "\n" + text
+        elif kind == 6:  # a number made huge or not finite
+            text = text.replace(rng.choice(["2", "0.88", "3", "1", "16"]), rng.choice(["1e400", "9" * 300, "nan",
+                                                                                      "-inf", "1e-400"]), 1)
+        elif kind == 7:  # a repeated flag
+            text = text.replace("ExecStart=", "ExecStart=", 1) + " --tp 1" * rng.randint(1, 300)
+        elif kind == 8:  # a long continuation
+            text = text[:pos] + " \\\n --x 1" * rng.randint(1, 300) + text[pos:]
+        elif kind == 9:  # swap two characters
+            if n > 2:
+                i = rng.randrange(n - 1)
+                text = text[:i] + text[i + 1] + text[i] + text[i + 2:]
+        elif kind == 10:  # a control character
+            text = text[:pos] + chr(rng.choice([0, 1, 7, 8, 11, 12, 27, 127, 0x85, 0x9b])) + text[pos:]
+        else:  # random printable garbage
+            text = text[:pos] + "".join(chr(rng.randrange(32, 0x250)) for _ in range(rng.randint(1, 12))) + text[pos:]
+    return text
+
+
+_ODD = [None, 1, -1, 0, 1.5, float("nan"), float("inf"), 10 ** 40, True, "", "x", [], ["a", 1], {}, {"a": [1]},
+        [[[[["deep"]]]]], "<redacted:zz>", "\x1b[2J", "1e400"]
+
+
+def mutate_doc(doc, rng: random.Random):
+    """Replace, drop or rename one value somewhere in a snapshot/baseline document."""
+    doc = copy.deepcopy(doc)
+    for _ in range(rng.randint(1, 3)):
+        path = []
+        node = doc
+        while isinstance(node, (dict, list)) and node and rng.random() < 0.75:
+            key = rng.choice(list(node)) if isinstance(node, dict) else rng.randrange(len(node))
+            path.append((node, key))
+            node = node[key]
+        if not path:
+            continue
+        parent, key = path[-1]
+        action = rng.randrange(4)
+        if action == 0 and isinstance(parent, dict):
+            del parent[key]
+        elif action == 1 and isinstance(parent, dict):
+            parent[f"{key}_x"] = parent.pop(key)
+        else:
+            parent[key] = copy.deepcopy(rng.choice(_ODD))
+    return doc
+
+
+class Tally:
+    def __init__(self, slow: float):
+        self.slow = slow
+        self.inputs = 0
+        self.exceptions: collections.Counter = collections.Counter()
+        self.examples: dict[str, str] = {}
+        self.slow_inputs: list[tuple[float, str]] = []
+        self.max_cpu = 0.0
+
+    def run(self, label: str, fn, payload: str) -> None:
+        self.inputs += 1
+        if self.inputs % 5000 == 0:  # partial figures for long runs
+            print(f"... {self.inputs} inputs: {sum(self.exceptions.values())} exceptions, "
+                  f"{len(self.slow_inputs)} slow, slowest {self.max_cpu:.2f} s", file=sys.stderr, flush=True)
+        start = time.process_time()
+        try:
+            fn()
+        except DriftwatchError:
+            pass
+        except Exception as exc:  # noqa: BLE001 - that is what we are counting
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            where = f"{type(exc).__name__} at {Path(frame.filename).name}:{frame.lineno} ({label})"
+            self.exceptions[where] += 1
+            self.examples.setdefault(where, payload[:2000])
+        cpu = time.process_time() - start
+        self.max_cpu = max(self.max_cpu, cpu)
+        if cpu > self.slow:
+            self.slow_inputs.append((cpu, payload[:300]))
+
+
+def strict_json(text: str) -> None:
+    json.loads(text, parse_constant=lambda c: (_ for _ in ()).throw(ValueError(f"non-strict JSON {c}")))
+
+
+ROUNDTRIP = {"every": 5, "n": 0}
+
+
+def through_everything(snap, base: Baseline, rules) -> None:
+    """show (text, JSON with defaults), compare in every format both ways; every few inputs the saved
+    YAML read back and compared too (the pure-Python YAML round trip is most of the cost)."""
+    render_show(snap, "text", False)
+    strict_json(render_show(snap, "json", True))
+    for b, c in ((base, snap), (Baseline(name="cur", snapshot=snap), base.snapshot)):
+        doc = comparison_to_dict(compare(b, c, rules))
+        for fmt in FORMATS:
+            out = get_format(fmt).render_comparison(doc)
+            if fmt == "json":
+                strict_json(out)
+    ROUNDTRIP["n"] += 1
+    if ROUNDTRIP["n"] % ROUNDTRIP["every"] == 0:
+        text = dump_yaml(snapshot_to_dict(snap))
+        again = snapshot_from_dict(load_yaml_text(text, "<fuzz>", "snapshot"), "<fuzz>")
+        comparison_to_dict(compare(Baseline(name="again", snapshot=again), snap, rules))
+
+
+def fuzz_units(n: int, rng: random.Random, tally: Tally, rules, base: Baseline, corpus: list[str]) -> None:
+    for _ in range(n):
+        text = mutate_text(rng.choice(corpus), rng)
+        cat = text.lstrip().startswith("# /")
+
+        def one():
+            raw = RawUnit(host="fuzz", unit="fuzz.service", text=text, source="systemctl cat" if cat else "file")
+            through_everything(build_snapshot(raw), base, rules)
+
+        tally.run("unit", one, text)
+
+
+def fuzz_docs(n: int, rng: random.Random, tally: Tally, rules, base: Baseline, docs: list[dict]) -> None:
+    for _ in range(n):
+        doc = mutate_doc(rng.choice(docs), rng)
+        try:
+            text = dump_yaml(doc)
+        except Exception:  # noqa: BLE001 - a float('nan') etc. the YAML dumper cannot write: not our input
+            text = json.dumps(doc, default=str)
+
+        def one():
+            data = load_yaml_text(text, "<fuzz>", "baseline")
+            if isinstance(data, dict) and data.get("schema") == "driftwatch.baseline/v1":
+                b = baseline_from_dict(data, "<fuzz>")
+                through_everything(b.snapshot, b, rules)
+                dump_yaml(baseline_to_dict(b))
+            else:
+                snap = snapshot_from_dict(data, "<fuzz>")
+                through_everything(snap, base, rules)
+
+        tally.run("snapshot", one, text)
+
+
+def fuzz_cli(n: int, rng: random.Random, tally: Tally, corpus: list[str]) -> None:
+    from click.testing import CliRunner
+
+    from driftwatch.cli import cli
+    with tempfile.TemporaryDirectory(prefix="dw-fuzz-") as tmp:
+        base = Path(tmp) / "base.service"
+        base.write_text(corpus[0])
+        for i in range(n):
+            text = mutate_text(rng.choice(corpus), rng)
+            path = Path(tmp) / f"u{i}.service"
+            path.write_bytes(text.encode("utf-8", "surrogateescape"))
+            for args in (["show", "--unit-file", path, "--all"], ["show", "--unit-file", path, "--format", "json"],
+                         ["compare", "--baseline", base, "--unit-file", path, "--format", rng.choice(FORMATS)]):
+                def one(args=args):
+                    result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=True)
+                    if result.exception is not None and not isinstance(result.exception, SystemExit):
+                        raise result.exception
+                    if "Traceback" in (result.stdout + result.stderr):
+                        raise RuntimeError("traceback printed")
+                    if "json" in args and result.exit_code in (0, 1):
+                        strict_json(result.stdout)
+
+                tally.run("cli " + args[0], one, text)
+            path.unlink()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--units", type=int, default=2000)
+    parser.add_argument("--snapshots", type=int, default=500)
+    parser.add_argument("--cli", type=int, default=0, help="mutated units also run through the CLI")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--slow", type=float, default=1.0, help="CPU seconds above which an input is slow")
+    parser.add_argument("--show", type=int, default=3, help="examples printed per exception site")
+    parser.add_argument("--roundtrip-every", type=int, default=5, help="YAML round trip every N inputs")
+    args = parser.parse_args(argv)
+    rng = random.Random(args.seed)
+    ROUNDTRIP["every"] = max(1, args.roundtrip_every)
+    rules = load_rules(None)
+    corpus = seeds()
+    base_snap = build_snapshot(RawUnit(host="b", unit="sglang-qwen.service",
+                                       text=(ROOT / "examples/sglang-qwen-70toks.service").read_text(),
+                                       source="systemctl cat"))
+    base = Baseline(name="seed", snapshot=base_snap, metrics={"throughput": 70.0})
+    docs = []
+    for text in corpus:
+        try:
+            s = build_snapshot(RawUnit(host="h", unit="u.service", text=text, source="file"))
+        except DriftwatchError:
+            continue
+        docs.append(snapshot_to_dict(s))
+        docs.append(baseline_to_dict(Baseline(name="b", snapshot=s, metrics={"throughput": 70.0})))
+    tally = Tally(args.slow)
+    start = time.monotonic()
+    fuzz_units(args.units, rng, tally, rules, base, corpus)
+    fuzz_docs(args.snapshots, rng, tally, rules, base, docs)
+    if args.cli:
+        fuzz_cli(args.cli, rng, tally, corpus)
+    wall = time.monotonic() - start
+    total = sum(tally.exceptions.values())
+    print(f"{tally.inputs} inputs ({args.units} units, {args.snapshots} snapshots/baselines, {args.cli} CLI units "
+          f"x3 runs) in {wall:.0f} s: {total} exceptions other than driftwatch's own at "
+          f"{len(tally.exceptions)} sites, {len(tally.slow_inputs)} inputs over {args.slow:g} s CPU "
+          f"(slowest {tally.max_cpu:.2f} s)")
+    for where, count in tally.exceptions.most_common():
+        print(f"  {count:6d}  {where}")
+        if args.show:
+            print("          e.g. " + json.dumps(tally.examples[where][:400]))
+    for cpu, payload in sorted(tally.slow_inputs, reverse=True)[:args.show]:
+        print(f"  slow {cpu:.2f} s: {json.dumps(payload[:200])}")
+    return 1 if total or tally.slow_inputs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,16 @@
+"""The SSH lab of tests/collect (real sshd on loopback), shared with the hardening tests."""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+_COLLECT = os.path.join(os.path.dirname(__file__), "..", "collect")
+sys.path.insert(0, _COLLECT)
+_spec = importlib.util.spec_from_file_location("dw_collect_conftest", os.path.join(_COLLECT, "conftest.py"))
+_collect = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_collect)
+
+lab = _collect.lab
+known_hosts = _collect.known_hosts
+options = _collect.options

@@ -1,0 +1,146 @@
+"""Every stage is total on its input: random and mutated units and snapshots end as a result or as
+driftwatch's own one-line error, never another exception, never NaN/Infinity in JSON, never a stall.
+
+A fixed hypothesis budget keeps this under ~15 s in CI; benchmarks/fuzz.py is the long-running
+version (100 000 units, 10 000 snapshots).
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from driftwatch.baseline import Baseline, baseline_from_dict, baseline_to_dict
+from driftwatch.compare import compare
+from driftwatch.errors import DriftwatchError
+from driftwatch.fileio import dump_yaml, load_yaml_text
+from driftwatch.model import RawUnit
+from driftwatch.report import get_format
+from driftwatch.report.data import comparison_to_dict
+from driftwatch.rulebook import load_rules
+from driftwatch.show import render_show
+from driftwatch.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import fuzz  # noqa: E402
+
+RULES = load_rules(None)
+CORPUS = fuzz.seeds()[:40]
+BASE = Baseline(name="seed", snapshot=build_snapshot(RawUnit(
+    host="b", unit="sglang-qwen.service", source="systemctl cat",
+    text=(Path(__file__).resolve().parents[2] / "examples/sglang-qwen-70toks.service").read_text())))
+DOCS = []
+for _text in CORPUS[:12]:
+    try:
+        _s = build_snapshot(RawUnit(host="h", unit="u.service", text=_text, source="file"))
+    except DriftwatchError:
+        continue
+    DOCS.append(snapshot_to_dict(_s))
+    DOCS.append(baseline_to_dict(Baseline(name="b", snapshot=_s, metrics={"throughput": 70.0})))
+
+BUDGET = settings(max_examples=60, deadline=None, derandomize=True, database=None,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _strict(text: str) -> None:
+    json.loads(text, parse_constant=lambda c: pytest.fail(f"non-strict JSON constant {c}"))
+
+
+def _everything(snap) -> None:
+    render_show(snap, "text", False)
+    _strict(render_show(snap, "json", True))
+    doc = comparison_to_dict(compare(BASE, snap, RULES))
+    for fmt in ("text", "json", "markdown", "html"):
+        out = get_format(fmt).render_comparison(doc)
+        if fmt == "json":
+            _strict(out)
+
+
+def _total(fn) -> None:
+    start = time.process_time()
+    try:
+        fn()
+    except DriftwatchError as exc:
+        assert "\n" not in str(exc).strip() and "Traceback" not in str(exc)
+    assert time.process_time() - start < 2.0, "an input took more than 2 s of CPU"
+
+
+@BUDGET
+@given(seed=st.sampled_from(range(len(CORPUS))), rnd=st.randoms(use_true_random=False))
+def test_mutated_units_are_total(seed, rnd):
+    text = fuzz.mutate_text(CORPUS[seed], rnd)
+    _total(lambda: _everything(build_snapshot(RawUnit(host="f", unit="f.service", text=text, source="file"))))
+
+
+_line = st.one_of(st.sampled_from(fuzz.TOKENS), st.text(max_size=40))
+
+
+@BUDGET
+@given(lines=st.lists(_line, max_size=12))
+def test_random_units_are_total(lines):
+    text = "[Service]\nExecStart=/v/bin/python -m sglang.launch_server " + " ".join(lines) + "\n" + "\n".join(lines)
+    _total(lambda: _everything(build_snapshot(RawUnit(host="f", unit="f.service", text=text, source="file"))))
+
+
+@BUDGET
+@given(which=st.sampled_from(range(len(DOCS))), rnd=st.randoms(use_true_random=False))
+def test_mutated_snapshots_and_baselines_are_total(which, rnd):
+    doc = fuzz.mutate_doc(DOCS[which], rnd)
+    try:
+        text = dump_yaml(doc)
+    except Exception:  # noqa: BLE001 - not a document driftwatch could have been given as YAML
+        return
+
+    def one():
+        data = load_yaml_text(text, "f.yaml", "baseline")
+        if isinstance(data, dict) and data.get("schema") == "driftwatch.baseline/v1":
+            b = baseline_from_dict(data, "f.yaml")
+            _everything(b.snapshot)
+            dump_yaml(baseline_to_dict(b))
+        else:
+            _everything(snapshot_from_dict(data, "f.yaml"))
+
+    _total(one)
+
+
+@pytest.mark.parametrize("key, value, problem", [
+    ("paths", [["deep"]], "snapshot key paths[0]: expected a string, found a list"),
+    ("source", {}, "snapshot key source: expected a string, found a mapping"),
+    ("engine_version", 0.5, "snapshot key engine_version: expected a string, found a number (quote it)"),
+    ("runtime", {"measured": {"throughput": float("inf")}}, "snapshot key runtime.measured.throughput: not a finite"),
+    ("runtime", {"main_pid": 10 ** 40}, "runtime.main_pid: a number too large"),
+    ("environment", {"A": [1]}, "snapshot key environment.A: expected a string, found a list"),
+])
+def test_hand_edited_snapshot_fields_are_one_clear_line(key, value, problem):
+    doc = dict(DOCS[0])
+    doc[key] = value
+    with pytest.raises(DriftwatchError) as exc:
+        snapshot_from_dict(doc, "edited.yaml")
+    assert str(exc.value).startswith("edited.yaml: ") and problem in str(exc.value)
+
+
+def test_hand_edited_baseline_fields_name_the_key():
+    doc = json.loads(json.dumps(DOCS[1]))
+    doc["metrics"] = {"throughput": 10 ** 400}
+    with pytest.raises(DriftwatchError, match="baseline key metrics.throughput: a number too large"):
+        baseline_from_dict(doc, "b.yaml")
+    doc = json.loads(json.dumps(DOCS[1]))
+    doc["snapshot"]["exec_start"]["argv"] = "one string"
+    with pytest.raises(DriftwatchError, match="baseline key snapshot.exec_start.argv: expected a list of strings"):
+        baseline_from_dict(doc, "b.yaml")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1e400", "1e400"])
+def test_non_finite_numbers_are_a_finding(value):
+    snap = build_snapshot(RawUnit(host="f", unit="f.service", text=(
+        "[Service]\nExecStart=/v/bin/python -m sglang.launch_server --model-path /m "
+        f"--mem-fraction-static {value}\n")))
+    assert any(i.kind == "bad-value" and "--mem-fraction-static" in i.message for i in snap.issues)
+    doc = comparison_to_dict(compare(BASE, snap, RULES))
+    _strict(get_format("json").render_comparison(doc))
+    _strict(render_show(snap, "json", True))
