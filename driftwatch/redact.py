@@ -311,6 +311,15 @@ def cut_credentials(text: str) -> tuple[str, list[str]]:
     return text, found
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def visible(text: Any) -> str:
+    """`text` with every control character (terminal escapes, C1 bytes, bidi overrides, undecodable
+    bytes) as a visible escape: for error lines that carry text from a host."""
+    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
+
+
 def shown(value: Any, limit: int = 120) -> str:
     """A value for a message: itself when plainly public, else only its length ("(12 characters, not shown)")."""
     text = str(value)
@@ -707,4 +716,4 @@ def credential_kind(key: str, value: Any) -> bool:
 
 __all__ = ["PUBLIC_ENV", "PUBLIC_ENV_PREFIXES", "Redactor", "credential_kind", "cut_credentials", "fingerprint",
            "is_plain_public", "is_public_env_name", "is_redacted", "is_secret_env", "is_secret_field",
-           "is_secret_option", "load_public_env", "mask_fingerprints", "redact_value", "shown"]
+           "is_secret_option", "load_public_env", "mask_fingerprints", "redact_value", "shown", "visible"]

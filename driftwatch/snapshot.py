@@ -20,7 +20,7 @@ from .parse.unitfile import parse_unit_text
 from .parse.environment import parse_environment_file
 from .parse.said import public
 from .parse.wrappers import NO_ENGINE
-from .redact import Redactor, credential_kind, is_secret_field, load_public_env
+from .redact import Redactor, credential_kind, is_secret_field, load_public_env, visible
 from .timestamps import utc_now as now_utc
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
@@ -152,9 +152,9 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
         result = resolve_exec_start(unit, raw.environment_files or None)
         command = result.command
     except ExecStartError as exc:  # systemd's wording quotes the value: the public form never does
-        raise type(exc)(_locate(public(exc), where, "systemd would refuse this unit: ")) from None
+        raise type(exc)(visible(_locate(public(exc), where, "systemd would refuse this unit: "))) from None
     except DriftwatchError as exc:
-        raise type(exc)(_locate(public(exc), where)) from None
+        raise type(exc)(visible(_locate(public(exc), where))) from None
     # Read everything in clear first, to learn which values are secrets however they were written
     # (abbreviated flags, ${VAR}, wrapper environments), then scrub them everywhere before storing.
     clear_expanded = list(result.expanded_argv)

@@ -18,6 +18,7 @@ from driftwatch.collect.interface import ERROR
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.unitname import validate_unit_name
 from driftwatch.errors import InputError
+from driftwatch.redact import visible
 from driftwatch.model import RawUnit
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
@@ -102,7 +103,12 @@ def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions,
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-    return [r for r in results if r is not None]
+    out = [r for r in results if r is not None]
+    for raw in out:  # remote text (stderr, banners) in an error line: never a raw control character
+        if raw.error:
+            raw.error = visible(raw.error)
+    return out
+
 
 
 def _failed(pair: tuple[HostTarget, str], status: str, error: str) -> RawUnit:

@@ -192,3 +192,13 @@ def test_terminal_escapes_from_a_remote_unit_never_reach_the_terminal(cli):
         assert b"Traceback" not in out
         assert not any(c in out for c in (b"\x1b", b"\x9b", b"\x07", "\u009b".encode())), out
         assert b"\\x1b" in out
+
+
+def test_error_lines_never_carry_a_raw_control_character():
+    from driftwatch.errors import DriftwatchError
+    from driftwatch.model import RawUnit
+    from driftwatch.snapshot import build_snapshot
+    with pytest.raises(DriftwatchError) as exc:  # a `# /path` header from a host, with an escape in it
+        build_snapshot(RawUnit(host="h", unit="u.service", source="systemctl cat",
+                               text="# /etc/x\x1b[2J\x9b.service\n[Service\nExecStart=/bin/x\n"))
+    assert "\x1b" not in str(exc.value) and "\x9b" not in str(exc.value) and "\\x1b" in str(exc.value)
