@@ -169,6 +169,7 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
                                              recorded_version=recorded, recorded_from=recorded_from)
     policy = Redactor(public_env=load_public_env(), credential_options=credential_options())
     policy.learn_typed(clear_engine.explicit(), credential_kind)
+    policy.typed_public.update(launcher.entry.split())  # `vllm serve`: the subcommand word is the engine's
     running_typed: dict[str, bool] | None = None
     running_launcher = None
     if raw.running_argv:  # the running process may hold other secrets than the unit on disk

@@ -208,3 +208,13 @@ def test_reports_never_print_a_fingerprint_and_say_what_changed():
     for fmt in ("text", "json", "markdown", "html"):
         out = get_format(fmt).render_comparison(doc)
         assert "<redacted:" not in out and "&lt;redacted:" not in out and SECRET not in out, fmt
+
+
+def test_vllm_serve_keeps_its_subcommand_and_cuts_secrets_out_of_a_config_file():
+    s = snap(f"Environment=VLLM_API_KEY={SECRET}v\nExecStart=/opt/venv/bin/vllm serve --config /etc/vllm/q.yaml "
+             f"--api-key {SECRET} --tensor-parallel-size 2",
+             engine_files={"/etc/vllm/q.yaml": f"model: Qwen/Qwen3-8B\napi-key: {SECRET}c\nmax-num-seqs: 64\n"})
+    assert s.launcher.engine_argv[0] == "serve"
+    assert s.engine.flags["max_num_seqs"].value == 64 and s.engine.flags["model"].value == "Qwen/Qwen3-8B"
+    out = stored(s)
+    assert SECRET not in out and s.environment["VLLM_API_KEY"].startswith("<redacted:")
