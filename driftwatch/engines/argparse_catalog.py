@@ -498,11 +498,12 @@ class CatalogSet:
         versions = self.versions
         if not versions:
             raise CatalogError(f"no {self.label} catalogs are installed")
-        scores = {v: sum(self.count_problems(a, v) for a in argvs) for v in versions}
-        clean = [v for v in versions if scores[v] == 0]
         which = "every flag" if len(argvs) == 1 else "both units' flags"
-        if clean:
-            return clean[-1], f"newest shipped catalog under which {which} parse{'s' if len(argvs) == 1 else ''}"
+        scores: dict[str, int] = {}
+        for v in reversed(versions):  # newest first: most units parse under it, so one parser is built
+            scores[v] = sum(self.count_problems(a, v) for a in argvs)
+            if scores[v] == 0:
+                return v, f"newest shipped catalog under which {which} parse{'s' if len(argvs) == 1 else ''}"
         best = min(reversed(versions), key=lambda v: scores[v])  # min keeps the first: newest wins ties
         return best, (f"no shipped release accepts {which}; {best} accepts the most "
                       f"({scores[best]} flag problem{'s' if scores[best] != 1 else ''})")
