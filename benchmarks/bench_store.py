@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from driftwatch.model import RawUnit  # noqa: E402
+from driftwatch.collect.raw import RawUnit  # noqa: E402
 from driftwatch.snapshot import build_snapshot  # noqa: E402
 from driftwatch.store import SnapshotStore  # noqa: E402
 from driftwatch.timestamps import format_utc, parse_utc  # noqa: E402

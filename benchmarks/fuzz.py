@@ -40,7 +40,7 @@ from driftwatch.baseline import Baseline, baseline_from_dict, baseline_to_dict  
 from driftwatch.compare import compare  # noqa: E402
 from driftwatch.errors import DriftwatchError  # noqa: E402
 from driftwatch.fileio import dump_yaml, load_yaml_text  # noqa: E402
-from driftwatch.model import RawUnit  # noqa: E402
+from driftwatch.collect.raw import RawUnit  # noqa: E402
 from driftwatch.report import get_format  # noqa: E402
 from driftwatch.report.data import comparison_to_dict  # noqa: E402
 from driftwatch.rulebook import load_rules  # noqa: E402

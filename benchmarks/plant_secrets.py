@@ -143,7 +143,7 @@ def _api_outputs(case: Case, text: str, secret: str, work: Path) -> dict[str, st
     from driftwatch.baseline import Baseline, baseline_to_dict
     from driftwatch.compare import compare
     from driftwatch.fileio import dump_yaml
-    from driftwatch.model import RawUnit
+    from driftwatch.collect.raw import RawUnit
     from driftwatch.report import get_format
     from driftwatch.report.data import comparison_to_dict
     from driftwatch.rulebook import load_rules

@@ -54,7 +54,7 @@ CHILD = textwrap.dedent('''
             from driftwatch.parse.unitfile import parse_unit_text
             parse_unit_text(text, name="s.service")
         elif kind in ("snapshot", "compare"):
-            from driftwatch.model import RawUnit
+            from driftwatch.collect.raw import RawUnit
             from driftwatch.snapshot import build_snapshot
             snap = build_snapshot(RawUnit(host="h", unit="s.service", text=text, source="file"))
             if kind == "compare":

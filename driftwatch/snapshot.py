@@ -14,7 +14,9 @@ from typing import Any
 from .engines.registry import find_launcher, get_engine
 from .errors import DriftwatchError, InputError
 from .fileio import MAX_TEXT_BYTES
-from .model import EngineConfig, Issue, Launcher, RawUnit
+from .engines.config import EngineConfig, Issue
+from .parse.launcher import Launcher
+from .collect.raw import RawUnit
 from .parse.execstart import ExecStartError, resolve_exec_start
 from .parse.unitfile import parse_unit_text
 from .parse.environment import parse_environment_file

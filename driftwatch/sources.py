@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .errors import DriftwatchError, InputError
 from .fileio import MAX_TEXT_BYTES, read_text_file
-from .model import RawUnit
+from .collect.raw import RawUnit
 from .snapshot import Snapshot, build_snapshot
 
 

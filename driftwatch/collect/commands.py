@@ -55,7 +55,7 @@ from driftwatch.collect.local import (
     select_unit_files,
 )
 from driftwatch.collect.unitname import validate_unit_name
-from driftwatch.model import RawUnit
+from driftwatch.collect.raw import RawUnit
 
 MAX_OUTPUT_BYTES = 32 << 20
 MAX_ENV_FILE_BYTES = 64 << 10

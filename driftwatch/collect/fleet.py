@@ -19,7 +19,7 @@ from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.unitname import validate_unit_name
 from driftwatch.errors import InputError
 from driftwatch.redact import visible
-from driftwatch.model import RawUnit
+from driftwatch.collect.raw import RawUnit
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 GLOBAL_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 
 from driftwatch.errors import CollectError
-from driftwatch.model import RawUnit
+from driftwatch.collect.raw import RawUnit
 
 # RawUnit.status values
 OK = "ok"

@@ -24,7 +24,7 @@ from driftwatch.collect.interface import SOURCE_DISK, SOURCE_FILE, UNIT_NOT_FOUN
 from driftwatch.collect.unitname import dropin_dir_names, fragment_names, validate_unit_name
 from driftwatch.errors import InputError
 from driftwatch.fileio import MAX_TEXT_BYTES
-from driftwatch.model import RawUnit
+from driftwatch.collect.raw import RawUnit
 from driftwatch.timestamps import utc_now
 
 SEARCH_PATH = (  # systemd's system unit path, minus generator/transient/control directories

@@ -23,7 +23,7 @@ from driftwatch.collect.interface import (
 )
 from driftwatch.collect.sshconfig import Endpoint
 from driftwatch.fileio import MAX_TEXT_BYTES
-from driftwatch.model import RawUnit
+from driftwatch.collect.raw import RawUnit
 from driftwatch.timestamps import utc_now
 
 # What one unit's round trip may send back: the unit (at most MAX_TEXT_BYTES, however it is read) twice

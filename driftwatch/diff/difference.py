@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import EngineConfig
+from ..engines.config import EngineConfig
 
 
 @dataclass

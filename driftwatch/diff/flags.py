@@ -8,7 +8,7 @@ the steps belong to the steps difference. Two different engines are compared by 
 from __future__ import annotations
 
 from ..engines.registry import get_engine
-from ..model import EXPLICIT, RUNTIME, EngineConfig
+from ..engines.config import EXPLICIT, RUNTIME, EngineConfig
 from ..parse.wrappers import NO_ENGINE
 from ..redact import is_redacted, is_secret_field
 from ..snapshot import Snapshot

@@ -5,7 +5,7 @@ import re
 from typing import Any
 
 from ..engines.registry import find_launcher, get_engine
-from ..model import EngineConfig
+from ..engines.config import EngineConfig
 from ..parse.wrappers import NO_ENGINE
 from ..snapshot import Snapshot
 from .difference import Difference

@@ -8,7 +8,7 @@ from typing import Any
 
 from deepdiff import DeepDiff
 
-from ..model import FlagValue
+from ..engines.config import FlagValue
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 

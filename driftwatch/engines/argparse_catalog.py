@@ -19,7 +19,7 @@ from importlib import resources
 from typing import Any, Callable
 
 from ..errors import CatalogError
-from ..model import Issue
+from ..engines.config import Issue
 from .versions import version_key
 
 CATALOG_SCHEMA = "driftwatch.catalog/v1"

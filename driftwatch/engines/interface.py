@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from ..concepts import Binding
-from ..model import EngineConfig
+from ..engines.config import EngineConfig
 
 
 @dataclass

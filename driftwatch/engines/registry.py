@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from ..errors import DriftwatchError
-from ..model import Launcher
+from ..parse.launcher import Launcher
 from ..parse.wrappers import NO_ENGINE, peel_wrappers
 from .interface import Engine
 from .none import NONE_ENGINE

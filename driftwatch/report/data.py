@@ -16,7 +16,7 @@ from typing import Any
 from ..baseline import Baseline
 from ..compare import COMPARE_SCHEMA, Comparison, Finding, compare, unquantified
 from ..errors import DriftwatchError
-from ..model import RawUnit
+from ..collect.raw import RawUnit
 from ..redact import mask_fingerprints
 from ..snapshot import Snapshot, now_utc
 from . import wording

@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from ..model import DEFAULT, RUNTIME
+from ..engines.config import DEFAULT, RUNTIME
 from ..redact import CHANGED_FINGERPRINT, has_fingerprint, mask_fingerprints
 from . import view
 

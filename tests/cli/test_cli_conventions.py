@@ -81,7 +81,7 @@ def test_11_host_counts_count_hosts_not_host_unit_pairs():
 
 def test_15_report_json_keeps_the_failure_kind_per_host():
     from driftwatch.baseline import load_baseline
-    from driftwatch.model import RawUnit
+    from driftwatch.collect.raw import RawUnit
     from driftwatch.report.data import entries_from_raws
     from driftwatch.rulebook import load_rules
     from driftwatch.sources import raw_to_snapshot

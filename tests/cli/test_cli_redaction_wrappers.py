@@ -83,7 +83,7 @@ def test_changed_wrapper_secret_is_reported_redacted(tmp_path, units):
 def test_environment_files_and_running_argv_are_scrubbed():
     """EnvironmentFile= contents (URL passwords, *_AUTH) and the running process's argv, as collected
     from a live host, never reach the stored snapshot in clear."""
-    from driftwatch.model import RawUnit
+    from driftwatch.collect.raw import RawUnit
     from driftwatch.snapshot import build_snapshot, snapshot_to_dict
     from driftwatch.fileio import dump_yaml
 

@@ -16,7 +16,7 @@ from driftwatch.collect.local import LocalCollector
 from driftwatch.compare import compare
 from driftwatch.baseline import Baseline
 from driftwatch.engines.vllm import config_file
-from driftwatch.model import EXPLICIT
+from driftwatch.engines.config import EXPLICIT
 from driftwatch.rulebook import load_rules
 from driftwatch.snapshot import build_snapshot
 

@@ -4,7 +4,7 @@ from pathlib import Path
 from driftwatch.baseline import Baseline
 from driftwatch.sources import snapshot_from_unit_file
 from driftwatch.compare import compare
-from driftwatch.model import RawUnit
+from driftwatch.collect.raw import RawUnit
 from driftwatch.rulebook import load_rules
 from driftwatch.snapshot import build_snapshot
 

@@ -18,7 +18,7 @@ from driftwatch.engines.sglang.engine import ENGINE as SGLANG
 
 available_versions, load_catalog = SGLANG.releases, SGLANG.catalogs.load
 choose_version, read_engine_config = SGLANG.choose_release, SGLANG.read_config
-from driftwatch.model import DEFAULT, EXPLICIT, RUNTIME
+from driftwatch.engines.config import DEFAULT, EXPLICIT, RUNTIME
 
 RELEASES = ["0.4.10.post2", "0.5.5", "0.5.12", "0.5.23"]
 

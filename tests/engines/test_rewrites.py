@@ -6,7 +6,7 @@ import pytest
 from driftwatch.engines.sglang.engine import ENGINE as SGLANG
 
 read_engine_config = SGLANG.read_config
-from driftwatch.model import EXPLICIT, RUNTIME
+from driftwatch.engines.config import EXPLICIT, RUNTIME
 
 
 def cfg(argv, version="0.5.23"):

@@ -11,7 +11,7 @@ import pytest
 
 from driftwatch.errors import InputError
 from driftwatch.fileio import load_yaml_text, read_yaml
-from driftwatch.model import RawUnit
+from driftwatch.collect.raw import RawUnit
 from driftwatch.parse.unitfile import parse_unit_text
 from driftwatch.snapshot import build_snapshot
 

@@ -196,7 +196,7 @@ def test_terminal_escapes_from_a_remote_unit_never_reach_the_terminal(cli):
 
 def test_error_lines_never_carry_a_raw_control_character():
     from driftwatch.errors import DriftwatchError
-    from driftwatch.model import RawUnit
+    from driftwatch.collect.raw import RawUnit
     from driftwatch.snapshot import build_snapshot
     with pytest.raises(DriftwatchError) as exc:  # a `# /path` header from a host, with an escape in it
         build_snapshot(RawUnit(host="h", unit="u.service", source="systemctl cat",

@@ -11,7 +11,7 @@ from driftwatch.baseline import Baseline
 from driftwatch.compare import compare
 from driftwatch.errors import InputError, UnitError
 from driftwatch.fileio import dump_yaml
-from driftwatch.model import RawUnit
+from driftwatch.collect.raw import RawUnit
 from driftwatch.redact import (
     cut_credentials, is_plain_public, is_public_env_name, is_secret_option, load_public_env,
 )

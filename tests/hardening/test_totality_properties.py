@@ -19,7 +19,7 @@ from driftwatch.baseline import Baseline, baseline_from_dict, baseline_to_dict
 from driftwatch.compare import compare
 from driftwatch.errors import DriftwatchError
 from driftwatch.fileio import dump_yaml, load_yaml_text
-from driftwatch.model import RawUnit
+from driftwatch.collect.raw import RawUnit
 from driftwatch.report import get_format
 from driftwatch.report.data import comparison_to_dict
 from driftwatch.rulebook import load_rules

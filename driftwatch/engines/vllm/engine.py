@@ -15,7 +15,7 @@ import functools
 import os
 
 from ...concepts import Binding
-from ...model import EngineConfig
+from ...engines.config import EngineConfig
 from ...parse.wrappers import python_module
 from ..argparse_engine import ArgparseEngine
 from ..interface import EngineEntry

@@ -13,7 +13,7 @@ import pytest
 from driftwatch.engines.registry import find_launcher
 from driftwatch.engines.vllm import config_file
 from driftwatch.engines.vllm.engine import ENGINE as VLLM, normalise_method
-from driftwatch.model import DEFAULT, EXPLICIT, RUNTIME
+from driftwatch.engines.config import DEFAULT, EXPLICIT, RUNTIME
 
 NEW = "0.33.0"
 RELEASES = ["0.8.2", "0.10.0", "0.11.0", "0.15.0", "0.20.0", "0.25.0", "0.30.0", "0.33.0"]

@@ -1,7 +1,5 @@
-"""Typed records passed between pipeline stages (collect -> parse -> model -> diff -> report).
-
-Every stage takes and returns these dataclasses, never raw dicts, so a stage can be read alone.
-"""
+"""What an engine plug-in returns: its argv typed under one release (EngineConfig), each value
+with where it came from (FlagValue), and what would stop or worry the server (Issue)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,31 +9,6 @@ from typing import Any
 EXPLICIT = "explicit"  # written in the unit's command line
 DEFAULT = "default"  # the engine's constant default for that release
 RUNTIME = "runtime"  # a default the engine computes at start-up (GPU memory, model config)
-
-
-@dataclass
-class RawUnit:
-    """What a collector brings back for one host and unit. Collectors never parse it."""
-
-    host: str
-    unit: str
-    text: str | None = None  # `systemctl cat` output, or fragment + drop-ins with '# /path' headers
-    source: str = "file"  # "systemctl cat" | "disk" | "file"
-    paths: list[str] = field(default_factory=list)  # fragment then drop-ins, in systemd's order
-    status: str = "ok"  # ok | fallback | unreachable | auth failed | host key refused | timeout | unit not found | error
-    error: str | None = None
-    loaded_exec_start: str | None = None  # `systemctl show -p ExecStart` (what systemd has loaded)
-    need_daemon_reload: bool | None = None
-    main_pid: int | None = None
-    active_state: str | None = None
-    running_argv: list[str] | None = None  # /proc/MAINPID/cmdline of the engine process
-    engine_version: str | None = None  # `python -c 'import sglang; print(sglang.__version__)'`
-    gpus: list[dict] | None = None  # [{index, name, memory_total}]
-    measured: dict[str, float] = field(default_factory=dict)  # from the journal: accept_length, throughput
-    environment_files: dict[str, str] = field(default_factory=dict)  # EnvironmentFile= path -> content
-    engine_files: dict[str, str] = field(default_factory=dict)  # vLLM `--config FILE` path (as in ExecStart=) -> content
-    engine_file_problems: dict[str, str] = field(default_factory=dict)  # such a path -> why it was not read
-    collected_at: str | None = None
 
 
 @dataclass
@@ -62,29 +35,6 @@ class Issue:
 
     def to_dict(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if v not in (None, [])}
-
-
-@dataclass
-class Launcher:
-    """How the engine is started inside the ExecStart command."""
-
-    engine: str  # a registered engine's name ("sglang"), or "none" when no engine was recognised
-    entry: str  # "python -m sglang.launch_server" | "sglang serve" | the program, for engine none
-    interpreter: str | None  # /root/ml-env/bin/python3, or None for a bare `sglang` script
-    wrappers: list[str]  # outermost first: ["numactl", "bash -c", "docker run"]
-    engine_argv: list[str]  # the engine's own arguments (after the entry point)
-    image: str | None = None  # docker image, when wrapped in `docker run`
-    venv: str | None = None  # directory of the virtualenv/conda env, when recognisable
-    env: dict[str, str] = field(default_factory=dict)  # set by wrappers: `env A=1`, `docker run -e A=1`
-    wrapper_args: list[str] = field(default_factory=list)  # wrappers with their options, as written
-    problems: list[str] = field(default_factory=list)  # why the command could not be seen through
-
-    def to_dict(self) -> dict:
-        out = {k: (dict(v) if isinstance(v, dict) else list(v) if isinstance(v, list) else v)
-               for k, v in self.__dict__.items()}
-        if not out["problems"]:
-            del out["problems"]  # additive field: absent when empty, as older snapshots have it
-        return out
 
 
 @dataclass

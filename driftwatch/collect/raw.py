@@ -1,0 +1,29 @@
+"""What a collector brings back for one host and unit (RawUnit); collectors never parse it."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RawUnit:
+    """What a collector brings back for one host and unit. Collectors never parse it."""
+
+    host: str
+    unit: str
+    text: str | None = None  # `systemctl cat` output, or fragment + drop-ins with '# /path' headers
+    source: str = "file"  # "systemctl cat" | "disk" | "file"
+    paths: list[str] = field(default_factory=list)  # fragment then drop-ins, in systemd's order
+    status: str = "ok"  # ok | fallback | unreachable | auth failed | host key refused | timeout | unit not found | error
+    error: str | None = None
+    loaded_exec_start: str | None = None  # `systemctl show -p ExecStart` (what systemd has loaded)
+    need_daemon_reload: bool | None = None
+    main_pid: int | None = None
+    active_state: str | None = None
+    running_argv: list[str] | None = None  # /proc/MAINPID/cmdline of the engine process
+    engine_version: str | None = None  # `python -c 'import sglang; print(sglang.__version__)'`
+    gpus: list[dict] | None = None  # [{index, name, memory_total}]
+    measured: dict[str, float] = field(default_factory=dict)  # from the journal: accept_length, throughput
+    environment_files: dict[str, str] = field(default_factory=dict)  # EnvironmentFile= path -> content
+    engine_files: dict[str, str] = field(default_factory=dict)  # vLLM `--config FILE` path (as in ExecStart=) -> content
+    engine_file_problems: dict[str, str] = field(default_factory=dict)  # such a path -> why it was not read
+    collected_at: str | None = None
