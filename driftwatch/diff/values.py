@@ -18,7 +18,10 @@ def _norm(value: Any) -> Any:
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, (int, float)):
-        return float(value)
+        try:
+            return float(value)
+        except OverflowError:  # an integer beyond a float (inside a JSON text value): compared as written
+            return value
     if isinstance(value, str):
         text = value.strip()
         if _NUMBER.match(text):

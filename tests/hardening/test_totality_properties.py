@@ -144,3 +144,12 @@ def test_non_finite_numbers_are_a_finding(value):
     doc = comparison_to_dict(compare(BASE, snap, RULES))
     _strict(get_format("json").render_comparison(doc))
     _strict(render_show(snap, "json", True))
+
+
+def test_a_json_text_value_holding_a_huge_integer_compares():
+    # found by benchmarks/fuzz.py (seed 11, 110 000 inputs): OverflowError in the value comparison
+    snap = build_snapshot(RawUnit(host="f", unit="f.service", text=(
+        "[Service]\nExecStart=/v/bin/python -m sglang.launch_server --model-path /m "
+        "--served-model-name '[" + "9" * 400 + "]'\n")))
+    _everything(snap)
+    comparison_to_dict(compare(Baseline(name="same", snapshot=snap), snap, RULES))
