@@ -909,7 +909,14 @@ def main(argv: list[str] | None = None) -> None:
         _fail(str(exc), exc.exit_code, as_json)
     except KeyboardInterrupt:
         click.echo("driftwatch: interrupted", err=True)
-        sys.exit(130)
+        # Leave at once: a host thread still connecting would otherwise hold the interpreter's exit
+        # (every write is temp file + rename in the main thread, so nothing is half-written).
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(130)
     except BrokenPipeError:
         sys.exit(EXIT_TROUBLE)
     except Exception as exc:  # noqa: BLE001 - last resort: one line, never a traceback
