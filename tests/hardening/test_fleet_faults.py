@@ -152,7 +152,9 @@ def test_ctrl_c_ends_a_run_at_once_and_leaves_no_temp_files(cli):
         args[args.index("--connect-timeout") + 1] = "60"
         proc = subprocess.Popen([str(DW), "snapshot", "hung", "good", "--unit", UNIT, "--store", str(cli.store),
                                  *args], cwd=cli.tmp, env=cli.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, stdin=subprocess.DEVNULL)
+                                text=True, stdin=subprocess.DEVNULL,
+                                # as at a terminal: a test run in the background inherits SIGINT ignored
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(3)
         start = time.monotonic()
         proc.send_signal(signal.SIGINT)
