@@ -284,7 +284,11 @@ def load_yaml_text(text: str, where: str, what: str) -> Any:
     """safe_load `text` read from `where`. A YAML error is one line for people and for editors
     that jump to ``FILE:LINE``: ``WHERE:4: invalid YAML in WHAT (line 4, column 9): reason``."""
     try:
-        return yaml.load(text, Loader=LimitedLoader)  # noqa: S506 - a SafeLoader with limits
+        loader = LimitedLoader(text)  # a SafeLoader with limits; what yaml.safe_load does, bounded
+        try:
+            return loader.get_single_data()
+        finally:
+            loader.dispose()
     except (ValueError, OverflowError, RecursionError) as exc:  # e.g. an integer of more than 4300 digits
         raise InputError(f"{where}: unusable value in {what}: {str(exc).splitlines()[0][:120]}") from None
     except yaml.YAMLError as exc:

@@ -64,17 +64,20 @@ def fingerprint(report: dict) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def finding_ids(report: dict) -> list[str]:
-    """``host/unit/key`` of every finding of `report`, sorted (what the state file remembers)."""
-    ids = set()
+def _findings(report: dict):
+    """(identity, finding) for every finding of `report` that is a mapping."""
     for h in report.get("hosts") or []:
         if not isinstance(h, dict):
             continue
         comp = h.get("comparison") if isinstance(h.get("comparison"), dict) else {}
         for f in comp.get("findings") or []:
             if isinstance(f, dict):
-                ids.add(str(finding_id(h.get("host"), h.get("unit"), f.get("key"))))
-    return sorted(ids)
+                yield str(finding_id(h.get("host"), h.get("unit"), f.get("key"))), f
+
+
+def finding_ids(report: dict) -> list[str]:
+    """``host/unit/key`` of every finding of `report`, sorted (what the state file remembers)."""
+    return sorted({fid for fid, _ in _findings(report)})
 
 
 def mark_changes(report: dict, previous: dict | None) -> dict:
@@ -86,16 +89,10 @@ def mark_changes(report: dict, previous: dict | None) -> dict:
     if not isinstance(known, list):
         return counts
     known = {str(k) for k in known}
-    for h in report.get("hosts") or []:
-        if not isinstance(h, dict):
-            continue
-        comp = h.get("comparison") if isinstance(h.get("comparison"), dict) else {}
-        for f in comp.get("findings") or []:
-            if isinstance(f, dict):
-                mark = "still present" if str(finding_id(h.get("host"), h.get("unit"), f.get("key"))) in known \
-                    else "new"
-                f["last_run"] = mark
-                counts[mark] += 1
+    for fid, f in _findings(report):
+        mark = "still present" if fid in known else "new"
+        f["last_run"] = mark
+        counts[mark] += 1
     return counts
 
 
