@@ -24,6 +24,9 @@ def _ssh_options(func):
         click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh_config file (default ~/.ssh/config)."),
         click.option("--connect-timeout", type=float, default=10.0, show_default=True, help="Seconds to connect."),
         click.option("--command-timeout", type=float, default=30.0, show_default=True, help="Seconds for the remote read."),
+        click.option("--probe", is_flag=True,
+                     help="Also ask each engine's HTTP endpoint (/server_info, /metrics) on the host's loopback, "
+                          "through the SSH connection: what the server really runs with."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -60,7 +63,8 @@ def _ssh_settings(kw: dict, parallel: int = 32):
     return SSHSettings(known_hosts=kw.get("known_hosts"), accept_new=kw.get("accept_new", False),
                        identity=kw.get("identity"), ssh_config=kw.get("ssh_config"),
                        connect_timeout=kw.get("connect_timeout", 10.0),
-                       command_timeout=kw.get("command_timeout", 30.0), parallel=parallel)
+                       command_timeout=kw.get("command_timeout", 30.0), parallel=parallel,
+                       probe=kw.get("probe", False))
 
 
 def _terminal_format(fmt: str):

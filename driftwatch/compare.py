@@ -125,7 +125,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
             diff.origin = {"current": current.origins["ExecStart"]}
     diffs = diff_snapshots(baseline.snapshot, current, pair) + startup
     b_metrics = {**baseline.metrics, **(baseline_metrics or {})}
-    c_metrics = {**current.runtime.get("measured", {}), **(current_metrics or {})}
+    c_metrics = {**current.runtime.get("measured", {}), **_reported_figures(current), **(current_metrics or {})}
     conc = concurrency or int(b_metrics.get("concurrency") or c_metrics.get("concurrency") or 1)
     b_values, b_runtime = _side_values(pair.baseline)
     c_values, c_runtime = _side_values(pair.current)
@@ -144,11 +144,13 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
     findings: list[Finding] = []
     ignored: list[Finding] = []
     for diff in diffs:
-        rule = match_rule(rules, diff.key, diff.kind, diff.concept)
+        # The server's disagreement with its own unit is one rule (DW604) whatever the concept.
+        rule = match_rule(rules, diff.key, diff.kind, None if diff.key.startswith("effective.") else diff.concept)
+        model_rule = _model_rule(rules, rule, diff)
         name, b_value, c_value = diff.model_inputs()
-        estimate = get_model(rule.model)(name, b_value, c_value, ctx, rule.params)
+        estimate = get_model(model_rule.model)(name, b_value, c_value, ctx, model_rule.params)
         finding = Finding(difference=diff, rule=rule, throughput_ratio=estimate.throughput_ratio,
-                          confidence=estimate.confidence, dimension=estimate.dimension or rule.dimension,
+                          confidence=estimate.confidence, dimension=estimate.dimension or model_rule.dimension,
                           detail=mask_fingerprints(estimate.detail), explanation=_explain(rule, diff, estimate.detail))
         entry = next((e for e in ignore or [] if e.matches(rule, diff)), None)
         if entry is not None:
@@ -176,10 +178,27 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
                       measured_throughput_ratio=_measured_ratio(b_metrics, c_metrics))
 
 
+def _model_rule(rules: list[Rule], rule: Rule, diff: Difference) -> Rule:
+    """The rule whose model estimates `diff`: its own, or (`params: {model_of: concept}`, DW604) the
+    rule of the same concept, so "the server runs 1, not 16" is estimated as 16 → 1 would be."""
+    if rule.params.get("model_of") != "concept" or not diff.concept:
+        return rule
+    native = diff.key.split(".", 1)[-1]
+    return match_rule([r for r in rules if r is not rule], native, diff.kind, diff.concept)
+
+
 # Metrics that are the start-up value of a concept (read from the engine's log or endpoint).
 MEASURED_CONCEPTS = {"max_running_requests": "batch.max_running_requests",
                      "context_length": "kv.context_length",
                      "max_total_tokens": "kv.max_total_tokens"}
+
+
+def _reported_figures(snapshot: Snapshot) -> dict[str, float]:
+    """Figures the server reported (start-up log, then the probe's live answer) as measured metrics."""
+    out: dict[str, float] = {}
+    for kind in ("startup", "effective"):
+        out.update((snapshot.runtime.get(kind) or {}).get("figures") or {})
+    return out
 
 
 def _apply_measured(metrics: dict, values: dict, runtime: set, config) -> None:

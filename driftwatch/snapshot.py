@@ -23,6 +23,7 @@ from .parse.environment import parse_environment_file
 from .parse.said import public
 from .parse.wrappers import NO_ENGINE
 from .redact import Redactor, credential_kind, is_secret_field, load_public_env, visible
+from .reported import EFFECTIVE, KINDS as REPORTED_KINDS, STARTUP, keep_reported
 from .timestamps import utc_now as now_utc
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
@@ -240,6 +241,7 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
             runtime[name] = getattr(raw, name)
     if raw.measured:
         runtime["measured"] = dict(raw.measured)
+    runtime.update(_reported(raw, engine_plugin, engine, policy))
     return Snapshot(
         host=raw.host, unit=raw.unit or unit.name, source=raw.source,
         collected_at=raw.collected_at or now_utc(), paths=list(raw.paths or unit.paths),
@@ -249,6 +251,22 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
         engine_version=recorded, engine=engine, issues=list(engine.issues),
         warnings=scrub(warnings), runtime=runtime,
         origins=_origins(unit, result.environment, list(result.environment_files)))
+
+
+def _reported(raw: RawUnit, engine_plugin, engine: EngineConfig, policy: Redactor) -> dict[str, Any]:
+    """`runtime.startup` (the journal's start-up lines) and `runtime.effective` (the --probe answers)."""
+    out: dict[str, Any] = {}
+    if raw.startup_lines:
+        record = keep_reported(engine_plugin.parse_startup_log(list(raw.startup_lines)), engine, policy)
+        if record:
+            out[STARTUP] = record
+    if raw.probe is not None or raw.probe_problems:
+        record = keep_reported(engine_plugin.parse_probe(dict(raw.probe or {})), engine, policy)
+        if raw.probe_problems:
+            record["problems"] = {path: policy.scrub(policy.text(why)) for path, why in raw.probe_problems.items()}
+        if record:
+            out[EFFECTIVE] = record
+    return out
 
 
 def engine_to_dict(engine: EngineConfig, include_defaults: bool = False) -> dict:
@@ -417,6 +435,40 @@ def _runtime_from(data: Any, f: _Fields) -> dict[str, Any]:
     if data.get("measured") is not None:
         measured = r.mapping(data, "measured")
         out["measured"] = {str(k): r.number(v, f"measured.{k}", 0, 1e12) for k, v in measured.items()}
+    for kind in REPORTED_KINDS:
+        if data.get(kind) is not None:
+            out[kind] = _reported_from(r.mapping(data, kind), _Fields(f.origin, f.what, f"{r.prefix}{kind}."))
+    return out
+
+
+def _reported_from(data: dict, f: _Fields) -> dict[str, Any]:
+    """`runtime.startup` / `runtime.effective`: fields (scalars or flat lists), concepts and figures
+    (numbers), problems (path -> text)."""
+    out: dict[str, Any] = {}
+    fields = f.mapping(data, "fields")
+    for name, value in fields.items():
+        items = value if isinstance(value, list) else [value]
+        for item in items:
+            if item is not None and not isinstance(item, (bool, str)):
+                f.number(item, f"fields.{name}")
+            elif isinstance(item, str) and len(item) > MAX_FIELD_CHARS:
+                raise f.fail(f"fields.{name}", f"longer than {MAX_FIELD_CHARS} characters")
+        if isinstance(value, list) and any(v is None for v in value):
+            raise f.fail(f"fields.{name}", "a list holding null")
+    if fields:
+        out["fields"] = {str(k): v for k, v in fields.items()}
+    concepts = f.mapping(data, "concepts")
+    for name, value in concepts.items():
+        if not isinstance(value, bool):
+            f.number(value, f"concepts.{name}")
+    if concepts:
+        out["concepts"] = {str(k): v for k, v in concepts.items()}
+    figures = {str(k): f.number(v, f"figures.{k}") for k, v in f.mapping(data, "figures").items()}
+    if figures:
+        out["figures"] = figures
+    problems = f.scalars(data, "problems")
+    if problems:
+        out["problems"] = problems
     return out
 
 

@@ -24,6 +24,7 @@ class SSHSettings:
     connect_timeout: float = 10.0
     command_timeout: float = 30.0
     parallel: int = 32
+    probe: bool = False
 
 
 def collect_live(targets: list[tuple[str, str]], ssh: SSHSettings, inventory: str | None = None,
@@ -45,7 +46,7 @@ def collect_live(targets: list[tuple[str, str]], ssh: SSHSettings, inventory: st
         labels.append(label)
     options = SSHOptions(known_hosts=ssh.known_hosts, accept_new=ssh.accept_new, identity=ssh.identity,
                          ssh_config=ssh.ssh_config, connect_timeout=ssh.connect_timeout,
-                         command_timeout=ssh.command_timeout, concurrency=ssh.parallel)
+                         command_timeout=ssh.command_timeout, concurrency=ssh.parallel, probe=ssh.probe)
     raws = collect_fleet(pairs, options, progress=progress)
     for raw, label in zip(raws, labels):
         raw.host = label

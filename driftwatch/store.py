@@ -92,13 +92,17 @@ def snapshot_hash(snapshot: Snapshot | dict) -> str:
 
 def state_hash(snapshot: Snapshot | dict) -> str:
     """``sha256:…`` of the state a snapshot records: `snapshot_hash` without `collected_at` and
-    without the figures measured in the journal (``runtime.measured``, which move on every run).
+    without the figures measured in the journal or by the probe (``runtime.measured``,
+    ``runtime.effective.figures``, which move on every run).
     Two consecutive snapshots with the same state hash are one snapshot and two runs in the store."""
     data = snapshot_to_dict(snapshot) if isinstance(snapshot, Snapshot) else dict(snapshot)
     for name in _DERIVED_FIELDS + ("collected_at",):
         data.pop(name, None)
     if isinstance(data.get("runtime"), dict):
-        data["runtime"] = {k: v for k, v in data["runtime"].items() if k != "measured"}
+        runtime = {k: v for k, v in data["runtime"].items() if k != "measured"}
+        if isinstance(runtime.get("effective"), dict):  # the probe's live figures move like the journal's
+            runtime["effective"] = {k: v for k, v in runtime["effective"].items() if k != "figures"}
+        data["runtime"] = runtime
     canon = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return "sha256:" + hashlib.sha256(canon.encode("utf-8")).hexdigest()
 

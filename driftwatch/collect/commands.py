@@ -29,6 +29,11 @@ content can forge a header. Sections, in order:
                                acceptance length`` or ``Speculative metrics:`` (vLLM) (the last 20);
                                only where systemd runs
                                (``/run/systemd/system`` exists, systemd's own sd_booted test);
+``STARTUP``                   the lines, among the first 20 000 of the current invocation, that hold
+                               one of the engines' start-up markers (``Engine.startup_markers``: SGLang's
+                               ``ServerArgs(...)``, its memory pool and scheduler lines, vLLM's
+                               non-default args and KV-cache size); only with an InvocationID, never an
+                               older run's; at most 400 lines and 2 MiB;
 ``ENV <path>``                ``EnvironmentFile=`` files named in the unit (first 64 KiB each);
 ``CFG <path>``/``CFGX <path>`` the vLLM ``--config FILE`` (or ``--config=FILE``) named in the last
                                ``ExecStart=`` (at most 4): its content, read only when it is a regular
@@ -56,11 +61,15 @@ from driftwatch.collect.local import (
 )
 from driftwatch.collect.unitname import validate_unit_name
 from driftwatch.collect.raw import RawUnit
+from driftwatch.engines.registry import startup_markers
 
 MAX_OUTPUT_BYTES = 32 << 20
 MAX_ENV_FILE_BYTES = 64 << 10
 MAX_PROCS = 16
 MAX_ENGINE_FILES = 4
+STARTUP_SCAN_LINES = 20000  # a start-up (every TP rank, CUDA-graph capture) prints far fewer lines
+STARTUP_MAX_LINES = 400
+STARTUP_MAX_BYTES = 2 << 20
 
 _SCRIPT = r"""
 U=@UNIT@
@@ -205,6 +214,11 @@ if [ -d /run/systemd/system ] && command -v journalctl >/dev/null 2>&1; then
     $T journalctl -u "$U" -n 500 --no-pager -o cat
   fi | grep -a -e 'accept len' -e 'gen throughput' -e 'Avg generation throughput' -e 'Mean acceptance length' \
          -e 'Speculative metrics:' | tail -n 20
+  if [ -n "$IID" ] && [ @HASMARKERS@ = 1 ]; then  # what the server printed at start-up, this run only
+    sec STARTUP
+    $T journalctl _SYSTEMD_INVOCATION_ID="$IID" --no-pager -o cat | head -n @STARTUPSCAN@ \
+      | grep -a -F @MARKERS@ | head -n @STARTUPLINES@ | head -c @STARTUPBYTES@
+  fi
 fi
 while IFS= read -r e; do
   case "$e" in /*) ;; *) continue ;; esac
@@ -258,6 +272,11 @@ def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = Non
         "@MAXENV@": str(MAX_ENV_FILE_BYTES),
         "@MAXCFGONE@": str(MAX_ENV_FILE_BYTES + 1),
         "@MAXCFGN@": str(MAX_ENGINE_FILES),
+        "@MARKERS@": " ".join(f"-e {q(m)}" for m in startup_markers()),
+        "@HASMARKERS@": "1" if startup_markers() else "0",
+        "@STARTUPSCAN@": str(STARTUP_SCAN_LINES),
+        "@STARTUPLINES@": str(STARTUP_MAX_LINES),
+        "@STARTUPBYTES@": str(STARTUP_MAX_BYTES),
     }
     # One pass: text already substituted (a unit name like `x@FRAGMENTS@.service`) is never rescanned.
     script = re.sub(r"@[A-Z]+@", lambda m: values.get(m.group(0), m.group(0)), _SCRIPT)
@@ -518,6 +537,9 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, timed_out: boo
     if _int(s.text("GPURC")) == 0:
         raw.gpus = parse_gpus(s.text("GPU") or "")
     raw.measured = parse_journal(s.text("JOURNAL") or "")
+    startup = s.text("STARTUP")
+    if startup is not None:
+        raw.startup_lines = startup.splitlines()
     raw.environment_files = environment_files
     raw.engine_files = {a: c.decode("utf-8", "replace") for a, c in s.all("CFG")}
     raw.engine_file_problems = {a: c.decode("utf-8", "replace").strip() for a, c in s.all("CFGX")}

@@ -23,6 +23,9 @@ class RawUnit:
     engine_version: str | None = None  # `python -c 'import sglang; print(sglang.__version__)'`
     gpus: list[dict] | None = None  # [{index, name, memory_total}]
     measured: dict[str, float] = field(default_factory=dict)  # from the journal: accept_length, throughput
+    startup_lines: list[str] | None = None  # the current run's start-up lines (None: journal not read)
+    probe: dict[str, bytes] | None = None  # `--probe`: loopback HTTP path -> body of the engine's answer
+    probe_problems: dict[str, str] = field(default_factory=dict)  # such a path -> why there is no answer
     environment_files: dict[str, str] = field(default_factory=dict)  # EnvironmentFile= path -> content
     engine_files: dict[str, str] = field(default_factory=dict)  # vLLM `--config FILE` path (as in ExecStart=) -> content
     engine_file_problems: dict[str, str] = field(default_factory=dict)  # such a path -> why it was not read

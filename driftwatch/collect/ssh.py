@@ -19,8 +19,9 @@ import time
 from driftwatch.collect.commands import MAX_ENV_FILE_BYTES, build_command, parse_output
 from driftwatch.collect.hostkeys import KnownHosts, host_lookup_name
 from driftwatch.collect.interface import (
-    AUTH_FAILED, ERROR, TIMEOUT, UNREACHABLE, Collector, HostError,
+    AUTH_FAILED, ERROR, READ_STATUSES, TIMEOUT, UNREACHABLE, Collector, HostError,
 )
+from driftwatch.collect.probe import PROBE_BUDGET, probe_unit
 from driftwatch.collect.sshconfig import Endpoint
 from driftwatch.fileio import MAX_TEXT_BYTES
 from driftwatch.collect.raw import RawUnit
@@ -247,6 +248,12 @@ class SSHConnection:
         finally:
             chan.close()
 
+    def open_loopback(self, port: int, timeout: float):
+        """A ``direct-tcpip`` channel to 127.0.0.1:port *on the host* (what ``ssh -L`` opens), for
+        --probe; the address is fixed here, never taken from the unit or the server."""
+        return self.transports[-1].open_channel("direct-tcpip", ("127.0.0.1", port), ("127.0.0.1", 0),
+                                                timeout=timeout)
+
     @property
     def aborted(self) -> bool:
         return self._closed.is_set()
@@ -285,10 +292,11 @@ class SSHCollector(Collector):
 
     def __init__(self, endpoint: Endpoint, known_hosts: KnownHosts, *, connect_timeout: float = 10,
                  command_timeout: float = 30, password: str | None = None, allow_agent: bool = True,
-                 look_for_keys: bool = True, host: str | None = None):
+                 look_for_keys: bool = True, host: str | None = None, probe: bool = False):
         self.endpoint = endpoint
         self.host = host or endpoint.name
         self.command_timeout = command_timeout
+        self.probe = probe  # --probe: also ask the engine's HTTP endpoint on the host's loopback
         self.connection = SSHConnection(endpoint, known_hosts, connect_timeout=connect_timeout,
                                         password=password, allow_agent=allow_agent,
                                         look_for_keys=look_for_keys)
@@ -338,6 +346,8 @@ class SSHCollector(Collector):
                            f"the limit ({size} bytes; the limit is {MAX_TEXT_BYTES} bytes): not read")
         if raw.status in (TIMEOUT, ERROR) and not raw.text:
             raw.error = f"{self.endpoint.display}: {raw.error} ({self.command_timeout:g}s)"
+        if self.probe and raw.status in READ_STATUSES and not self.connection.aborted:
+            probe_unit(raw, self.connection.open_loopback)
         if not self._gpus_done:
             self._gpus_done, self._gpus = True, raw.gpus
         else:

@@ -4,7 +4,8 @@
 - values.py: when two values are the same setting;
 - flags.py: engine flags under one release, grouped under their cause; concepts across engines;
 - unit.py: environment, unit keys, launcher, prefixes, GPUs, and the origin file of each side;
-- runtime.py: disk vs loaded vs running on the current side.
+- runtime.py: disk vs loaded vs running on the current side;
+- reported.py: the fourth truth, what the server reported it computed (start-up log, --probe).
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from ..parse.wrappers import NO_ENGINE
 from ..snapshot import Snapshot
 from .difference import Difference, EnginePair
 from .flags import default_changes, diff_concepts, diff_flags, read_pair
+from .reported import reported_truths
 from .runtime import _runtime_truths
 from .unit import _attach_origin, _dict_diff, _exec_vars, _gpu_summary, _launcher_diff, _prefix_set
 
@@ -65,6 +67,8 @@ def diff_snapshots(baseline: Snapshot, current: Snapshot, pair: EnginePair) -> l
     if bg is not None and cg is not None and _gpu_summary(bg) != _gpu_summary(cg):
         diffs.append(Difference(key="host.gpus", label="GPUs", baseline=_gpu_summary(bg), current=_gpu_summary(cg)))
     diffs += _runtime_truths(current, pair.current)
+    if pair.current.engine != NO_ENGINE:
+        diffs += reported_truths(current, pair.current)
     for diff in diffs:
         _attach_origin(diff, baseline, current)
     return diffs

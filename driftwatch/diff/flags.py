@@ -8,11 +8,12 @@ the steps belong to the steps difference. Two different engines are compared by 
 from __future__ import annotations
 
 from ..engines.registry import get_engine
-from ..engines.config import EXPLICIT, RUNTIME, EngineConfig
+from ..engines.config import EXPLICIT, REPORTED, RUNTIME, EngineConfig
 from ..parse.wrappers import NO_ENGINE
 from ..redact import is_redacted, is_secret_field
 from ..snapshot import Snapshot
 from .difference import Difference, EnginePair
+from .reported import overlay_reported
 from .values import _changed, _flag_state
 
 SPECULATIVE_DETAILS = ("speculative.steps", "speculative.topk", "speculative.draft_tokens",
@@ -20,7 +21,15 @@ SPECULATIVE_DETAILS = ("speculative.steps", "speculative.topk", "speculative.dra
 
 
 def read_pair(baseline: Snapshot, current: Snapshot, engine_version: str | None = None) -> EnginePair:
-    """Type both sides under one release of their engine unless each side records its own."""
+    """Type both sides under one release of their engine unless each side records its own, then lay
+    what each server reported over what its unit leaves to the engine (diff/reported.py)."""
+    pair = _typed_pair(baseline, current, engine_version)
+    overlay_reported(pair.baseline, baseline)
+    overlay_reported(pair.current, current)
+    return pair
+
+
+def _typed_pair(baseline: Snapshot, current: Snapshot, engine_version: str | None = None) -> EnginePair:
     b_engine, c_engine = get_engine(baseline.launcher.engine), get_engine(current.launcher.engine)
     if b_engine is not c_engine or b_engine.name == NO_ENGINE:
         # Different engines (or none): each side is read by itself; flags are not compared.
@@ -79,8 +88,8 @@ def diff_flags(b: EngineConfig, c: EngineConfig) -> list[Difference]:
     for key in sorted(set(b.flags) | set(c.flags)):
         bv, bs = _flag_state(b.flags.get(key))
         cv, cs = _flag_state(c.flags.get(key))
-        if EXPLICIT not in (bs, cs):
-            continue
+        if EXPLICIT not in (bs, cs) and not (bs in REPORTED and cs in REPORTED):
+            continue  # (two values both servers computed differ: seed 004's 26 → 21 running requests)
         if not _changed(bv, cv) and not (RUNTIME in (bs, cs) and (bv is None or cv is None)):
             continue  # an explicit value equal to the other side's default is spelling, not drift
         kind = "changed"

@@ -9,6 +9,9 @@ from typing import Any
 EXPLICIT = "explicit"  # written in the unit's command line
 DEFAULT = "default"  # the engine's constant default for that release
 RUNTIME = "runtime"  # a default the engine computes at start-up (GPU memory, model config)
+STARTUP = "startup"  # what the server printed at start-up that it computed (journal): measured
+EFFECTIVE = "effective"  # what the server answered to --probe: measured
+REPORTED = (STARTUP, EFFECTIVE)  # the server's own word, which beats anything assumed
 
 
 @dataclass
@@ -16,7 +19,7 @@ class FlagValue:
     """One engine setting, keyed elsewhere by its ServerArgs field name."""
 
     value: Any
-    source: str  # EXPLICIT | DEFAULT | RUNTIME
+    source: str  # EXPLICIT | DEFAULT | RUNTIME | STARTUP | EFFECTIVE
     flag: str | None = None  # the spelling used on the command line (explicit), else the primary option
     note: str | None = None  # e.g. "NEXTN is read as EAGLE", "draft tokens forced to steps + 1"
     follows: str | None = None  # the concept whose value the engine derived this one from at start-up
@@ -49,6 +52,7 @@ class EngineConfig:
     notes: list[str] = field(default_factory=list)
     label: str = ""  # "SGLang"; "" for engine none
     bindings: dict = field(default_factory=dict)  # native field -> concepts.Binding
+    reported: dict = field(default_factory=dict)  # concept -> value the server reported (beats the unit's)
 
     def explicit(self) -> dict[str, FlagValue]:
         return {k: v for k, v in self.flags.items() if v.source == EXPLICIT}
@@ -85,4 +89,7 @@ class EngineConfig:
             runtime.discard(binding.concept)
             if value.source == RUNTIME and value.value is None:
                 runtime.add(binding.concept)
+        for concept, value in self.reported.items():  # measured beats assumed, and beats the unit's ask
+            values[concept] = value
+            runtime.discard(concept)
         return values, runtime

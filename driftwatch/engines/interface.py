@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..concepts import Binding
 from ..engines.config import EngineConfig
+from .startup import StartupValues
 
 
 @dataclass
@@ -66,3 +67,15 @@ class Engine(ABC):
     def primary_flag(self, key: str, version: str) -> str | None:
         """The canonical option string of a native field (`--speculative-num-steps`), for labels."""
         return None
+
+    # What the server says about itself (engines/startup.py). Engines without readers report nothing.
+    startup_markers: tuple[str, ...] = ()  # fixed strings selecting its start-up lines in the journal
+    probe_paths: tuple[str, ...] = ()  # loopback HTTP paths `--probe` asks, in order
+
+    def parse_startup_log(self, lines: list[str]) -> StartupValues:
+        """The values the server printed at start-up; lines that do not parse are ignored."""
+        return StartupValues()
+
+    def parse_probe(self, responses: dict[str, bytes]) -> StartupValues:
+        """The values and figures in the bodies of `probe_paths` (path -> body; failed paths absent)."""
+        return StartupValues()

@@ -53,6 +53,22 @@ def _detect_image(image: str, args: list[str]):
     return None
 
 
+_MARKER_CHARS = frozenset(map(chr, range(0x20, 0x7f))) - set("'\"\\$`")
+
+
+def startup_markers() -> tuple[str, ...]:
+    """Every engine's start-up markers, for the collector's one journal pass (any engine's line
+    may be read; each engine's parser keeps only its own). Markers go into a shell command: plain
+    printable ASCII without quotes, `$` or backslashes, else the engine is refused here."""
+    markers: dict[str, None] = {}
+    for engine in ENGINES.values():
+        for marker in engine.startup_markers:
+            if not marker or not set(marker) <= _MARKER_CHARS:
+                raise DriftwatchError(f"engine {engine.name}: start-up marker {marker!r} is not plain ASCII text")
+            markers[marker] = None
+    return tuple(markers)
+
+
 def find_launcher(argv: list[str], environment: dict[str, str] | None = None) -> Launcher:
     """Peel wrappers off argv until a registered engine's entry point (engine "none" if none)."""
     return peel_wrappers(argv, _detect, environment, _detect_image)

@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from ..engines.config import DEFAULT, RUNTIME
+from ..engines.config import DEFAULT, EFFECTIVE, RUNTIME, STARTUP
 from ..redact import CHANGED_FINGERPRINT, has_fingerprint, mask_fingerprints
 from . import view
 
@@ -101,7 +101,12 @@ def value_text(value: Any, source: str | None = None) -> str:
         except (TypeError, ValueError):
             text = str(value)
         text = clean(text)
-    return f"{text} (default)" if source == DEFAULT else text
+    if source in _SOURCE_SUFFIX:
+        return f"{text} ({_SOURCE_SUFFIX[source]})"
+    return text
+
+
+_SOURCE_SUFFIX = {DEFAULT: "default", STARTUP: "computed at start-up", EFFECTIVE: "reported by the server"}
 
 
 def pair_text(baseline: Any, baseline_source: str | None, current: Any, current_source: str | None,

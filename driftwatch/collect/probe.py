@@ -1,0 +1,200 @@
+"""`--probe`: ask the engine's own HTTP endpoint what it runs with, on the host's loopback only.
+
+The request travels inside the SSH connection already open to the host (a ``direct-tcpip``
+channel to ``127.0.0.1:PORT``, as ``ssh -L`` does), so nothing new is reachable from here and no
+other address is ever asked. The port comes from the unit's typed command line (`server.port`);
+a server that listens on one non-loopback address only is not asked. Each path costs at most its
+own timeout and ``MAX_BODY_BYTES``; a failure is recorded per path (`RawUnit.probe_problems`),
+never fatal to the host. The server's API key, when the unit sets one, is sent to the server
+itself (it needs it to answer) through the encrypted channel; it is never stored or shown — the
+answers are redacted like everything else a snapshot keeps (`reported.py`).
+"""
+from __future__ import annotations
+
+import ipaddress
+import time
+from dataclasses import dataclass
+from typing import Callable, Protocol
+
+from driftwatch.collect.raw import RawUnit
+
+MAX_BODY_BYTES = 4 << 20  # a /server_info is ~50 KB, a /metrics page some 100 KB
+MAX_HEADER_BYTES = 64 << 10
+PROBE_TIMEOUT = 5.0  # seconds per path
+PROBE_BUDGET = 3 * PROBE_TIMEOUT  # seconds per unit, whatever the number of paths
+LOOPBACK = "127.0.0.1"
+
+
+class ProbeError(Exception):
+    """One path could not be read (the message is the recorded problem)."""
+
+
+class Stream(Protocol):
+    """What a paramiko Channel and a socket both offer."""
+
+    def settimeout(self, timeout: float) -> None: ...
+    def sendall(self, data: bytes) -> None: ...
+    def recv(self, size: int) -> bytes: ...
+    def close(self) -> None: ...
+
+
+OpenStream = Callable[[int, float], Stream]  # (port, timeout) -> a connected stream to loopback:port
+
+
+@dataclass
+class ProbeTarget:
+    engine: object  # the Engine plug-in (its probe_paths and parse_probe)
+    port: int
+    api_key: str | None
+
+
+def probe_target(raw: RawUnit) -> ProbeTarget | str:
+    """Where the unit's server listens on the host's loopback, or why it is not asked."""
+    from driftwatch.engines.registry import find_launcher, get_engine
+    from driftwatch.parse.execstart import resolve_exec_start
+    from driftwatch.parse.unitfile import parse_unit_text
+
+    try:
+        unit = parse_unit_text(raw.text or "", name=raw.unit)
+        result = resolve_exec_start(unit, raw.environment_files or None)
+        launcher = find_launcher(list(result.expanded_argv), dict(result.environment))
+        engine = get_engine(launcher.engine)
+        if not engine.probe_paths:
+            return "no known engine with an HTTP endpoint in this unit"
+        config = engine.read_config(launcher.engine_argv, recorded_version=raw.engine_version)
+    except Exception as exc:  # noqa: BLE001 - an unreadable unit is reported by the parser, not here
+        return f"the unit could not be read ({type(exc).__name__})"
+    values, _ = config.concept_values()
+    port, host = values.get("server.port"), values.get("server.host")
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        return "the unit names no usable --port"
+    if isinstance(host, str) and host.strip() and not _reachable_on_loopback(host.strip()):
+        return f"the server listens on {host} only: the probe asks the host's loopback, nothing else"
+    key = next((v.value for k, v in config.flags.items() if k == "api_key" and isinstance(v.value, str)), None)
+    return ProbeTarget(engine=engine, port=port, api_key=key or None)
+
+
+def _reachable_on_loopback(host: str) -> bool:
+    """A server bound to this address answers on 127.0.0.1 too (a wildcard or loopback address)."""
+    if host in ("localhost", "0.0.0.0", "::", "*"):
+        return True
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False  # a host name: which address it is bound to is not known here
+    return address.is_loopback and address.version == 4 or address.is_unspecified
+
+
+def probe_unit(raw: RawUnit, open_stream: OpenStream, budget: float = PROBE_BUDGET) -> None:
+    """Fill `raw.probe` (path -> body) and `raw.probe_problems` (path -> why not)."""
+    target = probe_target(raw)
+    if isinstance(target, str):
+        raw.probe_problems = {"*": target}
+        return
+    deadline = time.monotonic() + budget
+    bodies: dict[str, bytes] = {}
+    problems: dict[str, str] = {}
+    headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
+    for path in target.engine.probe_paths:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0.05:
+            problems[path] = "not asked: the probe's time for this host was spent"
+            continue
+        try:
+            status, body = http_get(open_stream, target.port, path, min(PROBE_TIMEOUT, remaining), headers)
+        except ProbeError as exc:
+            problems[path] = str(exc)
+            if "cannot connect" in str(exc):
+                break  # nothing listens: the other paths would say the same
+            continue
+        if status == 200:
+            bodies[path] = body
+        else:
+            problems[path] = f"HTTP {status}"
+    raw.probe = bodies
+    raw.probe_problems = problems
+
+
+def http_get(open_stream: OpenStream, port: int, path: str, timeout: float,
+             headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+    """One HTTP/1.0 GET on loopback:port; (status, body), bounded in time and size."""
+    deadline = time.monotonic() + timeout
+    try:
+        stream = open_stream(port, timeout)
+    except Exception as exc:  # noqa: BLE001 - refused, forwarding disabled, timed out: all one problem
+        raise ProbeError(f"cannot connect to {LOOPBACK}:{port} on the host ({_reason(exc)})") from None
+    try:
+        lines = [f"GET {path} HTTP/1.0", f"Host: {LOOPBACK}:{port}", "Accept: */*", "Connection: close"]
+        lines += [f"{k}: {v}" for k, v in (headers or {}).items()]
+        stream.settimeout(timeout)
+        stream.sendall(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace"))
+        data = bytearray()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ProbeError(f"no complete answer within {timeout:g}s")
+            stream.settimeout(remaining)
+            try:
+                chunk = stream.recv(65536)
+            except Exception as exc:  # noqa: BLE001 - socket.timeout, paramiko errors
+                raise ProbeError(f"no complete answer within {timeout:g}s" if "timed out" in str(exc) or
+                                 type(exc).__name__ == "timeout" else f"read failed ({_reason(exc)})") from None
+            if not chunk:
+                break
+            data += chunk
+            if len(data) > MAX_BODY_BYTES + MAX_HEADER_BYTES:
+                raise ProbeError(f"an answer over {MAX_BODY_BYTES} bytes: not read")
+    finally:
+        try:
+            stream.close()
+        except Exception:  # noqa: BLE001
+            pass
+    return parse_http_response(bytes(data))
+
+
+def parse_http_response(data: bytes) -> tuple[int, bytes]:
+    head, sep, body = data.partition(b"\r\n\r\n")
+    if not sep or len(head) > MAX_HEADER_BYTES:
+        raise ProbeError("not an HTTP answer")
+    status_line, *header_lines = head.split(b"\r\n")
+    parts = status_line.split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+        raise ProbeError("not an HTTP answer")
+    headers = {}
+    for line in header_lines:
+        name, colon, value = line.partition(b":")
+        if colon:
+            headers[name.strip().lower()] = value.strip()
+    if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
+        body = _dechunk(body)
+    length = headers.get(b"content-length")
+    if length is not None and length.isdigit() and len(body) < int(length):
+        raise ProbeError("the answer was cut short")
+    if len(body) > MAX_BODY_BYTES:
+        raise ProbeError(f"an answer over {MAX_BODY_BYTES} bytes: not read")
+    return int(parts[1]), body
+
+
+def _dechunk(body: bytes) -> bytes:
+    out, i = bytearray(), 0
+    while True:
+        end = body.find(b"\r\n", i)
+        if end < 0:
+            raise ProbeError("the answer was cut short")
+        size_text = body[i:end].split(b";", 1)[0].strip()
+        try:
+            size = int(size_text, 16)
+        except ValueError:
+            raise ProbeError("not an HTTP answer") from None
+        if size == 0:
+            return bytes(out)
+        start = end + 2
+        if start + size > len(body):
+            raise ProbeError("the answer was cut short")
+        out += body[start:start + size]
+        i = start + size + 2
+
+
+def _reason(exc: Exception) -> str:
+    text = getattr(exc, "text", None) or getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return " ".join(str(text).split())[:200]

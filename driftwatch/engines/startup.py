@@ -1,0 +1,32 @@
+"""What a server says about itself: the settings it computed at start-up (journal) or reports on its
+HTTP endpoint (probe), as one engine-neutral record.
+
+Each engine keeps its own readers next to it (`engines/<name>/startup_log.py`, `engines/<name>/probe.py`)
+because the line formats and payloads are the engine's; they return a `StartupValues`. A line or a
+payload that does not parse is ignored, never guessed: an absent value means "not reported".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# Where a value the server reported came from (stored with it in snapshots).
+FROM_JOURNAL = "journal"  # printed at start-up, read from the unit's current invocation
+FROM_PROBE = "probe"  # returned by the server's HTTP endpoint on the host's loopback
+
+
+@dataclass
+class StartupValues:
+    """Values one server reported. Field names are the engine's native ones (as in its catalog)."""
+
+    fields: dict[str, Any] = field(default_factory=dict)  # native field -> value the server runs with
+    concepts: dict[str, Any] = field(default_factory=dict)  # concept -> value with no native field
+    figures: dict[str, float] = field(default_factory=dict)  # measured numbers: throughput, accept_length …
+
+    def __bool__(self) -> bool:
+        return bool(self.fields or self.concepts or self.figures)
+
+    def merge(self, other: "StartupValues") -> "StartupValues":
+        """`other` wins where both report a value (the later or more direct reading)."""
+        return StartupValues({**self.fields, **other.fields}, {**self.concepts, **other.concepts},
+                             {**self.figures, **other.figures})

@@ -1,0 +1,70 @@
+"""What the server reported about itself, as a snapshot stores it (`runtime.startup`, `runtime.effective`).
+
+The engine's readers (`Engine.parse_startup_log`, `Engine.parse_probe`) return a `StartupValues`;
+this module keeps of it what says something the unit does not (a value the engine computed, or one
+that differs from the unit's), redacts it like everything else a snapshot stores, and checks it again
+when a saved file is read back. `diff/reported.py` lays it over the typed flags when comparing.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .engines.config import EXPLICIT, RUNTIME, EngineConfig
+from .engines.startup import StartupValues
+from .redact import Redactor, credential_kind
+
+STARTUP = "startup"  # runtime.startup: printed at start-up (journal of the current invocation)
+EFFECTIVE = "effective"  # runtime.effective: the server's answer to --probe
+KINDS = (STARTUP, EFFECTIVE)
+MAX_REPORTED_VALUES = 2000  # a ServerArgs has ~400 fields; more is not a server's answer
+
+
+def _finite(value: Any) -> bool:
+    return not (isinstance(value, float) and not math.isfinite(value))
+
+
+def _scalar_or_list(value: Any) -> bool:
+    """Values a snapshot can hold and a comparison can read: JSON scalars and flat lists of them."""
+    if isinstance(value, (bool, int, float, str)) or value is None:
+        return _finite(value)
+    if isinstance(value, list):
+        return len(value) <= 4096 and all(isinstance(v, (bool, int, float, str)) and _finite(v) for v in value)
+    return False
+
+
+def keep_reported(values: StartupValues, config: EngineConfig, policy: Redactor) -> dict[str, Any]:
+    """The record to store: the fields the unit does not already say (computed by the engine, or
+    different from the typed value), concepts and figures; secrets fingerprinted, credentials cut."""
+    from .diff.values import _changed  # diff imports snapshot, which imports this module
+    fields: dict[str, Any] = {}
+    for name, value in list(values.fields.items())[:MAX_REPORTED_VALUES]:
+        typed = config.flags.get(name)
+        if typed is None or not _scalar_or_list(value):
+            continue  # not a setting of this release's command line, or not a value we can compare
+        if typed.source != RUNTIME and typed.value is not None and not _changed(typed.value, value):
+            continue  # the unit (or the release default) already says this
+        if typed.source == RUNTIME and value is None:
+            continue
+        if credential_kind(name, value):
+            fields[name] = [policy.fp(v) if isinstance(v, str) else v for v in value] if isinstance(value, list) \
+                else policy.fp(value) if isinstance(value, str) else value
+        elif isinstance(value, str):
+            fields[name] = policy.cut(value)
+        elif isinstance(value, list):
+            fields[name] = [policy.cut(v) if isinstance(v, str) else v for v in value]
+        else:
+            fields[name] = value
+    concepts = {k: v for k, v in list(values.concepts.items())[:MAX_REPORTED_VALUES]
+                if isinstance(k, str) and isinstance(v, (bool, int, float)) and _finite(v)}
+    figures = {k: float(v) for k, v in list(values.figures.items())[:MAX_REPORTED_VALUES]
+               if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and _finite(v)}
+    record: dict[str, Any] = {}
+    if fields:
+        record["fields"] = policy.scrub(fields)
+    if concepts:
+        record["concepts"] = concepts
+    if figures:
+        record["figures"] = figures
+    return record
+
