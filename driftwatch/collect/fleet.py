@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from driftwatch.collect.interface import ERROR
-from driftwatch.collect.probe import PROBE_BUDGET
+from driftwatch.collect.probe import PROBE_TIMEOUT
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.unitname import validate_unit_name
 from driftwatch.errors import InputError
@@ -40,6 +40,7 @@ class SSHOptions:
     allow_agent: bool = True
     look_for_keys: bool = True  # try ~/.ssh/id_ed25519, id_ecdsa, id_rsa after explicit identities
     probe: bool = False  # --probe: ask each engine's HTTP endpoint on its host's loopback
+    probe_timeout: float = PROBE_TIMEOUT  # seconds a path (three times that a unit)
 
 
 ProgressFn = Callable[[int, int, RawUnit], None]
@@ -150,9 +151,10 @@ class _Runner:
             return [_failed(self.pairs[i], ERROR, str(exc)) for i in idx]
         collector = SSHCollector(endpoint, self.known, connect_timeout=o.connect_timeout,
                                  command_timeout=o.command_timeout, password=o.password,
-                                 allow_agent=o.allow_agent, look_for_keys=o.look_for_keys, probe=o.probe)
+                                 allow_agent=o.allow_agent, look_for_keys=o.look_for_keys, probe=o.probe,
+                                 probe_timeout=o.probe_timeout)
         budget = (o.connect_timeout * (1 + len(endpoint.jumps)) + o.command_timeout * len(idx)
-                  + (PROBE_BUDGET * len(idx) if o.probe else 0) + WATCHDOG_GRACE)
+                  + (3 * o.probe_timeout * len(idx) if o.probe else 0) + WATCHDOG_GRACE)
         me = threading.get_ident()
         with self._lock:
             self._running[me] = (time.monotonic() + budget, collector)

@@ -21,7 +21,6 @@ from driftwatch.collect.raw import RawUnit
 MAX_BODY_BYTES = 4 << 20  # a /server_info is ~50 KB, a /metrics page some 100 KB
 MAX_HEADER_BYTES = 64 << 10
 PROBE_TIMEOUT = 5.0  # seconds per path
-PROBE_BUDGET = 3 * PROBE_TIMEOUT  # seconds per unit, whatever the number of paths
 LOOPBACK = "127.0.0.1"
 
 
@@ -85,8 +84,10 @@ def _reachable_on_loopback(host: str) -> bool:
     return address.is_loopback and address.version == 4 or address.is_unspecified
 
 
-def probe_unit(raw: RawUnit, open_stream: OpenStream, budget: float = PROBE_BUDGET) -> None:
-    """Fill `raw.probe` (path -> body) and `raw.probe_problems` (path -> why not)."""
+def probe_unit(raw: RawUnit, open_stream: OpenStream, timeout: float = PROBE_TIMEOUT) -> None:
+    """Fill `raw.probe` (path -> body) and `raw.probe_problems` (path -> why not); at most `timeout`
+    seconds a path and three times that for the unit."""
+    budget = 3 * timeout
     target = probe_target(raw)
     if isinstance(target, str):
         raw.probe_problems = {"*": target}
@@ -95,22 +96,29 @@ def probe_unit(raw: RawUnit, open_stream: OpenStream, budget: float = PROBE_BUDG
     bodies: dict[str, bytes] = {}
     problems: dict[str, str] = {}
     headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
-    for path in target.engine.probe_paths:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0.05:
-            problems[path] = "not asked: the probe's time for this host was spent"
-            continue
-        try:
-            status, body = http_get(open_stream, target.port, path, min(PROBE_TIMEOUT, remaining), headers)
-        except ProbeError as exc:
-            problems[path] = str(exc)
-            if "cannot connect" in str(exc):
-                break  # nothing listens: the other paths would say the same
-            continue
-        if status == 200:
-            bodies[path] = body
-        else:
-            problems[path] = f"HTTP {status}"
+    for entry in target.engine.probe_paths:
+        alternatives = (entry,) if isinstance(entry, str) else tuple(entry)
+        tried: dict[str, str] = {}
+        for path in alternatives:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0.05:
+                tried[path] = "not asked: the probe's time for this unit was spent"
+                break
+            try:
+                status, body = http_get(open_stream, target.port, path, min(timeout, remaining), headers)
+            except ProbeError as exc:
+                tried[path] = str(exc)
+                if "cannot connect" in str(exc):
+                    problems.update(tried)  # nothing listens: every other path would say the same
+                    raw.probe, raw.probe_problems = bodies, problems
+                    return
+                continue
+            if status == 200:
+                bodies[path] = body
+                tried = {}
+                break
+            tried[path] = f"HTTP {status}" + (" (the server wants its API key)" if status in (401, 403) else "")
+        problems.update(tried)
     raw.probe = bodies
     raw.probe_problems = problems
 
@@ -136,9 +144,10 @@ def http_get(open_stream: OpenStream, port: int, path: str, timeout: float,
             stream.settimeout(remaining)
             try:
                 chunk = stream.recv(65536)
-            except Exception as exc:  # noqa: BLE001 - socket.timeout, paramiko errors
-                raise ProbeError(f"no complete answer within {timeout:g}s" if "timed out" in str(exc) or
-                                 type(exc).__name__ == "timeout" else f"read failed ({_reason(exc)})") from None
+            except TimeoutError:  # socket.timeout, which paramiko's channels raise too
+                raise ProbeError(f"no complete answer within {timeout:g}s") from None
+            except Exception as exc:  # noqa: BLE001 - paramiko's and the socket's errors alike
+                raise ProbeError(f"read failed ({_reason(exc)})") from None
             if not chunk:
                 break
             data += chunk

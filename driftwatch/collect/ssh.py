@@ -21,7 +21,7 @@ from driftwatch.collect.hostkeys import KnownHosts, host_lookup_name
 from driftwatch.collect.interface import (
     AUTH_FAILED, ERROR, READ_STATUSES, TIMEOUT, UNREACHABLE, Collector, HostError,
 )
-from driftwatch.collect.probe import PROBE_BUDGET, probe_unit
+from driftwatch.collect.probe import PROBE_TIMEOUT, probe_unit
 from driftwatch.collect.sshconfig import Endpoint
 from driftwatch.fileio import MAX_TEXT_BYTES
 from driftwatch.collect.raw import RawUnit
@@ -292,11 +292,13 @@ class SSHCollector(Collector):
 
     def __init__(self, endpoint: Endpoint, known_hosts: KnownHosts, *, connect_timeout: float = 10,
                  command_timeout: float = 30, password: str | None = None, allow_agent: bool = True,
-                 look_for_keys: bool = True, host: str | None = None, probe: bool = False):
+                 look_for_keys: bool = True, host: str | None = None, probe: bool = False,
+                 probe_timeout: float = PROBE_TIMEOUT):
         self.endpoint = endpoint
         self.host = host or endpoint.name
         self.command_timeout = command_timeout
         self.probe = probe  # --probe: also ask the engine's HTTP endpoint on the host's loopback
+        self.probe_timeout = probe_timeout
         self.connection = SSHConnection(endpoint, known_hosts, connect_timeout=connect_timeout,
                                         password=password, allow_agent=allow_agent,
                                         look_for_keys=look_for_keys)
@@ -347,7 +349,7 @@ class SSHCollector(Collector):
         if raw.status in (TIMEOUT, ERROR) and not raw.text:
             raw.error = f"{self.endpoint.display}: {raw.error} ({self.command_timeout:g}s)"
         if self.probe and raw.status in READ_STATUSES and not self.connection.aborted:
-            probe_unit(raw, self.connection.open_loopback)
+            probe_unit(raw, self.connection.open_loopback, self.probe_timeout)
         if not self._gpus_done:
             self._gpus_done, self._gpus = True, raw.gpus
         else:

@@ -70,7 +70,8 @@ class Engine(ABC):
 
     # What the server says about itself (engines/startup.py). Engines without readers report nothing.
     startup_markers: tuple[str, ...] = ()  # fixed strings selecting its start-up lines in the journal
-    probe_paths: tuple[str, ...] = ()  # loopback HTTP paths `--probe` asks, in order
+    # loopback HTTP paths `--probe` asks, in order; a tuple is alternatives: the first that answers
+    probe_paths: tuple[str | tuple[str, ...], ...] = ()
 
     def parse_startup_log(self, lines: list[str]) -> StartupValues:
         """The values the server printed at start-up; lines that do not parse are ignored."""

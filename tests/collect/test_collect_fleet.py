@@ -49,6 +49,10 @@ def test_systemctl_cat_happy_path(fleet, known_hosts, options, engine_process):
     assert raw.gpus == [{"index": 0, "name": "NVIDIA RTX A6000", "memory_total": "49140 MiB"},
                         {"index": 1, "name": "NVIDIA RTX A6000", "memory_total": "49140 MiB"}]
     assert raw.measured == {"accept_length": 1.75, "throughput": 40.12}
+    # the start-up lines of this invocation, picked by the engines' markers, none of the decode lines
+    assert raw.startup_lines is not None and len(raw.startup_lines) == 4
+    assert all("Decode batch" not in line for line in raw.startup_lines)
+    assert "max_running_requests=1, context_len=19456" in raw.startup_lines[1]
 
 
 def test_fallback_dropins_order_and_masking(fleet, known_hosts, options):

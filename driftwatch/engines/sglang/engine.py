@@ -11,8 +11,11 @@ from ...engines.config import EngineConfig
 from ...parse.wrappers import python_module
 from ..argparse_engine import ArgparseEngine
 from ..interface import EngineEntry
+from ..startup import StartupValues
 from .converters import CONVERTERS
+from .probe import parse_probe
 from .rewrites import apply_rewrites
+from .startup_log import MARKERS, parse_startup_log
 
 MODULES = {"sglang.launch_server": "python -m sglang.launch_server"}
 
@@ -24,6 +27,10 @@ class SGLangEngine(ArgparseEngine):
     converters = CONVERTERS
     allow_abbrev = True  # SGLang's parser keeps argparse's prefix matching: --tp is --tp-size
     image_names = ("sglang",)  # lmsysorg/sglang:v0.5.5-cu126
+    startup_markers = MARKERS
+    # /server_info from 0.5.12 (the old name still answers, logging a deprecation); /metrics needs
+    # --enable-metrics
+    probe_paths = (("/server_info", "/get_server_info"), "/metrics")
 
     def detect(self, words: list[str]) -> EngineEntry | None:
         found = python_module(words)
@@ -38,6 +45,12 @@ class SGLangEngine(ArgparseEngine):
 
     def apply_startup(self, config: EngineConfig) -> None:
         apply_rewrites(config)
+
+    def parse_startup_log(self, lines: list[str]) -> StartupValues:
+        return parse_startup_log(lines)
+
+    def parse_probe(self, responses: dict[str, bytes]) -> StartupValues:
+        return parse_probe(responses)
 
 
 ENGINE = SGLangEngine()

@@ -1,0 +1,159 @@
+"""--probe against a small HTTP server on loopback, reached through a real sshd's direct-tcpip channel.
+
+The server answers in SGLang 0.5.23's documented shape (`/server_info`: the resolved ServerArgs,
+`max_total_num_tokens`, `internal_states`; `/metrics`: Prometheus text). Only 127.0.0.1 is contacted.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from conftest import plain_unit
+from driftwatch.collect.fleet import collect_fleet
+from driftwatch.collect.inventory import HostTarget
+from driftwatch.collect.probe import ProbeError, http_get, probe_unit
+from driftwatch.collect.raw import RawUnit
+from driftwatch.fileio import dump_yaml
+from driftwatch.snapshot import build_snapshot, snapshot_to_dict
+
+KEY = "sk-probe-7f7f7f7f"
+SERVER_INFO = {
+    "model_path": "/root/models/m", "tp_size": 1, "api_key": KEY, "context_length": 19456,
+    "max_running_requests": None, "chunked_prefill_size": 8192, "max_total_num_tokens": 19456,
+    "launch_command": f"python -m sglang.launch_server --api-key {KEY}", "version": "0.5.23",
+    "internal_states": [{"effective_max_running_requests_per_dp": 1, "last_gen_throughput": 41.5,
+                         "avg_spec_accept_length": 1.75}],
+}
+METRICS = ('# TYPE sglang:num_running_reqs gauge\n'
+           'sglang:num_running_reqs{model_name="m",tp_rank="0"} 1.0\n')
+
+
+class _Server:
+    def __init__(self, hang: bool = False):
+        seen = self.seen = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                seen.append((self.path, self.headers.get("Authorization")))
+                if hang:
+                    time.sleep(30)
+                body = {"/server_info": json.dumps(SERVER_INFO).encode(), "/metrics": METRICS.encode()}.get(self.path)
+                self.send_response(200 if body else 404)
+                self.send_header("Content-Length", str(len(body or b"")))
+                self.end_headers()
+                self.wfile.write(body or b"")
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def engine_http():
+    servers = []
+
+    def start(**kw):
+        servers.append(_Server(**kw))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+def _target(server):
+    return HostTarget(name=server.name, address=server.address, user="root", port=server.port)
+
+
+def test_probe_reads_the_servers_view_through_ssh(loopback, known_hosts, options, engine_http):
+    http = engine_http()
+    unit = "probe-ok.service"
+    loopback.write(f"/etc/systemd/system/{unit}", plain_unit(http.port, f" --api-key {KEY}"))
+    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True))
+    assert raw.status == "fallback", raw.error
+    assert set(raw.probe) == {"/server_info", "/metrics"}  # the deprecated alias is not asked once this answers
+    assert [p for p, _ in http.seen] == ["/server_info", "/metrics"]
+    assert all(auth == f"Bearer {KEY}" for _, auth in http.seen)  # the server needs its key to answer
+    snap = build_snapshot(raw)
+    effective = snap.runtime["effective"]
+    assert effective["fields"]["context_length"] == 19456
+    assert effective["fields"]["max_running_requests"] == 1
+    assert effective["figures"]["throughput"] == 41.5 and effective["figures"]["accept_length"] == 1.75
+    assert KEY not in dump_yaml(snapshot_to_dict(snap))  # the answer's api_key and launch_command
+
+
+def test_probe_is_off_by_default(loopback, known_hosts, options, engine_http):
+    http = engine_http()
+    unit = "probe-off.service"
+    loopback.write(f"/etc/systemd/system/{unit}", plain_unit(http.port))
+    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback)))
+    assert raw.status == "fallback" and raw.probe is None and http.seen == []
+
+
+def test_a_hung_endpoint_costs_its_own_timeout_only(loopback, known_hosts, options, engine_http):
+    http = engine_http(hang=True)
+    unit = "probe-hang.service"
+    loopback.write(f"/etc/systemd/system/{unit}", plain_unit(http.port))
+    start = time.monotonic()
+    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True, probe_timeout=0.5))
+    elapsed = time.monotonic() - start
+    assert raw.status == "fallback" and raw.text  # the unit itself is read
+    assert raw.probe == {}
+    assert "no complete answer within 0.5s" in raw.probe_problems["/server_info"]
+    assert elapsed < 10  # three paths at 0.5 s each, bounded by the unit's probe budget of 1.5 s
+
+
+def test_nothing_listening_is_one_problem(loopback, known_hosts, options):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        free = s.getsockname()[1]
+    unit = "probe-closed.service"
+    loopback.write(f"/etc/systemd/system/{unit}", plain_unit(free))
+    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True))
+    assert raw.status == "fallback"
+    assert list(raw.probe_problems) == ["/server_info"]
+    assert f"cannot connect to 127.0.0.1:{free}" in raw.probe_problems["/server_info"]
+
+
+def test_a_server_bound_elsewhere_is_never_asked():
+    opened = []
+    raw = RawUnit(host="ct129", unit="x.service",
+                  text="[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path m "
+                       "--host 10.1.230.5 --port 30000\n")
+    probe_unit(raw, lambda port, timeout: opened.append(port))
+    assert opened == []
+    assert "listens on 10.1.230.5 only" in raw.probe_problems["*"]
+
+
+def test_an_answer_over_the_limit_is_refused(monkeypatch):
+    import driftwatch.collect.probe as probe
+
+    monkeypatch.setattr(probe, "MAX_BODY_BYTES", 1000)
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 500000\r\n\r\n" + b"x" * 500000)
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        with pytest.raises(ProbeError, match="over 1000 bytes"):
+            http_get(lambda port, timeout: socket.create_connection(("127.0.0.1", port), timeout),
+                     listener.getsockname()[1], "/metrics", 5.0)
+    finally:
+        listener.close()

@@ -1,0 +1,113 @@
+"""The fourth truth end to end: start-up lines and probe answers in a RawUnit -> snapshot (kept,
+redacted, saved, read back) -> comparison (laid over the unit, or withheld when another process
+printed them). Lines are SGLang's own (formats in tests/engines/sglang/test_sglang_startup_log.py)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from driftwatch.baseline import load_baseline
+from driftwatch.collect.raw import RawUnit
+from driftwatch.compare import compare
+from driftwatch.errors import InputError
+from driftwatch.fileio import dump_yaml
+from driftwatch.report.wording import display_pair
+from driftwatch.rulebook import load_rules
+from driftwatch.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
+
+REPO = Path(__file__).resolve().parents[2]
+SEED_000 = (REPO / "examples" / "sglang-qwen-40toks.service").read_text()
+# What SGLang printed when it started the seed-000 unit (two TP ranks; 0.5.x formats).
+STARTUP = [
+    "[2026-11-28 09:12:30 TP0] server_args=ServerArgs(model_path='/root/models/Qwen3.6-27B', tp_size=2, "
+    "context_length=None, max_running_requests=None, api_key='sk-live-4242abcd', mem_fraction_static=0.88)",
+    "[2026-11-28 09:12:40 TP0] KV Cache is allocated. #tokens: 19456, K size: 0.56 GB, V size: 0.56 GB",
+    "[2026-11-28 09:12:41 TP0] max_total_num_tokens=19456, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+    "max_running_requests=1, context_len=19456, available_gpu_mem=2.14 GB",
+    "[2026-11-28 09:12:41 TP1] max_total_num_tokens=19456, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+    "max_running_requests=1, context_len=19456, available_gpu_mem=2.17 GB",
+]
+
+
+def _raw(text: str = SEED_000, **kw) -> RawUnit:
+    raw = RawUnit(host="ct129", unit="sglang-qwen.service", text=text, source="systemctl cat",
+                  paths=["/etc/systemd/system/sglang-qwen.service"], engine_version="0.5.12")
+    for k, v in kw.items():
+        setattr(raw, k, v)
+    return raw
+
+
+def _baseline():
+    return load_baseline("70toks", REPO / "baselines")
+
+
+def _finding(result, key):
+    found = [f for f in result.findings if f.key == key]
+    assert found, [f.key for f in result.findings]
+    return found[0]
+
+
+def test_seed_000_values_computed_at_startup_replace_the_dropped_flags():
+    snap = build_snapshot(_raw(startup_lines=STARTUP))
+    kept = snap.runtime["startup"]["fields"]
+    assert kept["context_length"] == 19456 and kept["max_running_requests"] == 1
+    assert kept["max_total_tokens"] == 19456
+    assert "tp_size" not in kept and "mem_fraction_static" not in kept  # the unit already says those
+    result = compare(_baseline(), snap, load_rules(), concurrency=4)
+    context = _finding(result, "context_length")
+    assert display_pair(context.difference) == ("131072", "19456 (computed at start-up)")
+    cap = _finding(result, "max_running_requests")
+    assert display_pair(cap.difference) == ("16", "1 (computed at start-up)")
+    # 4 concurrent requests decoded 1 at a time: about a quarter (a batch of 1 steps a little faster)
+    assert 0.24 < cap.throughput_ratio < 0.3
+    # without the start-up values the cap is only "computed at start-up": no number to estimate with
+    blind = compare(_baseline(), build_snapshot(_raw()), load_rules(), concurrency=4)
+    assert _finding(blind, "max_running_requests").throughput_ratio is None
+
+
+def test_reported_secret_never_stored_and_round_trip_keeps_the_values(tmp_path):
+    text = SEED_000.replace("--tp-size 2", "--tp-size 2 --api-key sk-live-4242abcd")
+    snap = build_snapshot(_raw(text, startup_lines=STARTUP,
+                               probe={"/server_info": json.dumps({"api_key": "sk-live-4242abcd",
+                                                                  "max_total_num_tokens": 19000,
+                                                                  "internal_states": [
+                                                                      {"last_gen_throughput": 39.5}]}).encode()}))
+    saved = dump_yaml(snapshot_to_dict(snap))
+    assert "sk-live-4242abcd" not in saved
+    assert snap.runtime["effective"]["fields"]["max_total_tokens"] == 19000
+    assert snap.runtime["effective"]["figures"]["throughput"] == 39.5
+    back = snapshot_from_dict(json.loads(json.dumps(snapshot_to_dict(snap))), "saved.yaml")
+    assert back.runtime["startup"] == snap.runtime["startup"]
+    assert back.runtime["effective"] == snap.runtime["effective"]
+    result = compare(_baseline(), back, load_rules())
+    assert result.current_metrics["throughput"] == 39.5  # the server's own figure is measured
+
+
+def test_explicit_value_the_server_changed_is_its_own_finding():
+    text = SEED_000.replace("--tp-size 2", "--tp-size 2 --max-running-requests 16 --context-length 131072")
+    result = compare(_baseline(), build_snapshot(_raw(text, startup_lines=STARTUP)), load_rules(), concurrency=8)
+    finding = _finding(result, "effective.max_running_requests")
+    assert finding.rule.id == "DW604"
+    assert display_pair(finding.difference) == ("16", "1 (computed at start-up)")
+    assert 1 / 8 - 0.01 < finding.throughput_ratio < 0.2  # 8 concurrent requests, 1 decoded at a time
+    assert not [f for f in result.findings if f.key == "max_running_requests"]  # the unit matches the baseline
+
+
+def test_values_of_another_process_are_not_laid_over_the_unit():
+    running = ["/root/ml-env/bin/python3", "-m", "sglang.launch_server", "--model-path", "/root/models/Qwen3.6-27B",
+               "--tp-size", "2"]
+    snap = build_snapshot(_raw(startup_lines=STARTUP, running_argv=running))
+    result = compare(_baseline(), snap, load_rules(), concurrency=4)
+    assert display_pair(_finding(result, "context_length").difference)[1] != "19456 (computed at start-up)"
+    assert any("not used" in n and "restart pending" in n for n in result.notes)
+
+
+def test_hand_edited_reported_values_are_refused_with_one_line():
+    data = snapshot_to_dict(build_snapshot(_raw(startup_lines=STARTUP)))
+    data["runtime"]["startup"]["fields"]["context_length"] = {"nested": 1}
+    with pytest.raises(InputError) as err:
+        snapshot_from_dict(data, "edited.yaml")
+    assert "edited.yaml" in str(err.value) and "runtime.startup.fields.context_length" in str(err.value)
+    assert "\n" not in str(err.value)
