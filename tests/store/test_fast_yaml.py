@@ -1,0 +1,128 @@
+"""libyaml for speed, PyYAML's answers: the C-parser loader and the C dumper give exactly what the pure ones
+give on everything driftwatch ships, and hand anything they might read or write differently to the pure ones."""
+from __future__ import annotations
+
+import glob
+from pathlib import Path
+
+import pytest
+import yaml
+
+from driftwatch import fileio
+from driftwatch.errors import InputError
+from driftwatch.snapshot import snapshot_to_dict
+from driftwatch.sources import snapshot_from_unit_file
+
+ROOT = Path(__file__).resolve().parents[2]
+needs_libyaml = pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False), reason="PyYAML without libyaml")
+
+SHIPPED_YAML = sorted(p for pattern in ("baselines/*.yaml", "rules/*.yaml", "examples/**/*.yaml", "tests/**/*.yaml",
+                                        "driftwatch/**/*.yaml")
+                      for p in glob.glob(str(ROOT / pattern), recursive=True))
+UNITS = sorted(glob.glob(str(ROOT / "examples/**/*.service"), recursive=True))
+
+
+def pure_load(text: str):
+    return fileio._load_one(fileio.PureLimitedLoader, text)
+
+
+def pure_dump(data) -> str:
+    return yaml.dump(data, Dumper=fileio._Dumper, sort_keys=False, allow_unicode=True, width=120)
+
+
+def outcome(load, text: str):
+    try:
+        return "value", repr(load(text))
+    except InputError as exc:
+        return "error", str(exc)
+
+
+@needs_libyaml
+@pytest.mark.parametrize("path", SHIPPED_YAML, ids=lambda p: str(Path(p).relative_to(ROOT)))
+def test_shipped_files_load_identically_through_libyaml(path):
+    text = Path(path).read_text(encoding="utf-8")
+    assert repr(fileio._load_one(fileio.CLimitedLoader, text)) == repr(pure_load(text))  # types and key order too
+
+
+def test_shipped_files_are_many():
+    assert len(SHIPPED_YAML) > 30 and any("baselines" in p for p in SHIPPED_YAML)
+
+
+@needs_libyaml
+@pytest.mark.parametrize("text", [
+    "a: !\n",                             # libyaml reads '' here, PyYAML null
+    "# c\n\ufeffrules: 1\n",               # a BOM past the start (libyaml drops it)
+    "a: 1\t# tab\n",                      # libyaml accepts tabs PyYAML refuses
+    "a: [b, c\n",                         # libyaml's message differs
+    "a: b: c\n",
+    "k: \x07\n",
+    "[" * 5000 + "]" * 5000,              # libyaml's own nesting limit stops first
+    "- " * 70 + "x\n",
+    "a: &a [1, 2]\nb: *a\nc: *nope\n",
+    "d: &d {user: root}\nh: {<<: *d, port: 22}\n",
+])
+def test_odd_texts_get_the_pure_loaders_answer(text):
+    fast = outcome(lambda t: fileio.load_yaml_text(t, "f.yaml", "x"), text)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fileio, "_load_bounded", pure_load)
+        assert outcome(lambda t: fileio.load_yaml_text(t, "f.yaml", "x"), text) == fast
+
+
+@needs_libyaml
+def test_limits_hold_inside_the_c_parser_loader():
+    bomb = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8))
+    with pytest.raises(yaml.composer.ComposerError, match="expands to more than"):
+        fileio._load_one(fileio.CLimitedLoader, bomb)
+    with pytest.raises(yaml.composer.ComposerError, match="nested deeper than 64"):
+        fileio._load_one(fileio.CLimitedLoader, "- " * 70 + "x\n")
+    with pytest.raises(yaml.composer.ComposerError, match="nested deeper than 64"):
+        fileio._load_one(fileio.CLimitedLoader, "[" * 5000 + "]" * 5000)
+    with pytest.raises(yaml.constructor.ConstructorError):
+        fileio._load_one(fileio.CLimitedLoader, "!!python/object/apply:os.system ['true']\n")
+
+
+def snapshots() -> list[dict]:
+    return [snapshot_to_dict(snapshot_from_unit_file(u, host="ct129")) for u in UNITS]
+
+
+@needs_libyaml
+def test_snapshots_dump_byte_for_byte_as_the_pure_dumper():
+    docs = snapshots()
+    assert len(docs) >= 5
+    assert sum(fileio._c_dumpable(d) for d in docs) >= 5  # the C emitter really is used for real snapshots
+    for d in docs:
+        assert fileio.dump_yaml(d) == pure_dump(d)
+        assert yaml.dump(d, Dumper=fileio._CDumper, sort_keys=False, allow_unicode=True, width=120) == pure_dump(d)
+
+
+@needs_libyaml
+def test_shipped_documents_dump_as_the_pure_dumper():
+    for path in SHIPPED_YAML:
+        data = pure_load(Path(path).read_text(encoding="utf-8"))
+        assert fileio.dump_yaml(data) == pure_dump(data), path
+
+
+@pytest.mark.parametrize("data", [
+    {"": 1},                               # libyaml writes an empty key as a simple key
+    {"k" * 127: 1},                        # the simple-key length limit is counted differently
+    {"model": "Qwen→3"},                   # non-ASCII: folding and escapes differ
+    {"unit": "a \nb\n"},                   # trailing space: double-quoted, folded differently
+    {"unit": "a\tb"},
+    {("a", "b"): 1},
+    {"d": {1, 2}},
+])
+def test_what_the_emitters_might_write_differently_goes_to_the_pure_dumper(data):
+    assert not fileio._c_dumpable(data)
+
+
+def test_a_cycle_is_not_walked_forever():
+    a: list = []
+    a.append(a)
+    assert not fileio._c_dumpable(a)
+
+
+def test_dumped_text_still_has_no_aliases_and_literal_blocks():
+    shared = {"user": "root"}
+    text = fileio.dump_yaml({"x": shared, "y": shared, "unit": "[Service]\nExecStart=/bin/true\n"})
+    assert "&" not in text and "unit: |\n  [Service]\n" in text
