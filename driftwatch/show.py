@@ -57,6 +57,24 @@ def _cells(rows) -> list[list[str]]:
     return [[_visible(c) for c in row] for row in rows]
 
 
+_REPORTED_TITLES = {"startup": "computed at start-up (journal)", "effective": "reported by the server (--probe)"}
+
+
+def _reported_lines(rt: dict) -> list[str]:
+    """What the server said it runs with: one line per source, then what could not be asked."""
+    lines = []
+    for kind, title in _REPORTED_TITLES.items():
+        record = rt.get(kind) or {}
+        values = {**record.get("fields", {}), **record.get("concepts", {})}
+        parts = [f"{k}={_value(v)}" for k, v in sorted(values.items())]
+        parts += [f"{k}={v:g}" for k, v in sorted(record.get("figures", {}).items())]
+        if parts:
+            lines.append(f"{title}: " + ", ".join(parts))
+        for path, why in sorted(record.get("problems", {}).items()):
+            lines.append(f"probe:       {'' if path == '*' else path + ': '}{why}")
+    return lines
+
+
 def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
     if fmt == "json":
         from .report.json_ import dump
@@ -110,6 +128,7 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
                                                      for g in rt["gpus"] if isinstance(g, dict)))
         if rt.get("measured"):
             lines.append("measured:    " + ", ".join(f"{k}={v:g}" for k, v in rt["measured"].items()))
+        lines += _reported_lines(rt)
     if snap.source != "file" and not rt.get("running_argv") and "active_state" not in rt and "main_pid" not in rt:
         # read live from a host without systemd: no MainPID, and no process had argv/port evidence
         lines.append("running:     unknown (no systemd MainPID, and no process whose command line or --port "

@@ -71,7 +71,11 @@ STARTUP_SCAN_LINES = 20000  # a start-up (every TP rank, CUDA-graph capture) pri
 STARTUP_MAX_LINES = 400
 STARTUP_MAX_BYTES = 2 << 20
 
+# The whole script is one function, called with stdin from /dev/null: sh reads its script from
+# stdin in blocks (dash: 8 KiB), so redirecting stdin mid-script would cut off whatever was not yet
+# read; a function is parsed whole before it runs.
 _SCRIPT = r"""
+dw_main() {
 U=@UNIT@
 N=@NONCE@
 GPU=@GPU@
@@ -80,7 +84,6 @@ STEP=@STEP@
 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 LC_ALL=C
 export PATH LC_ALL
-exec </dev/null 2>/dev/null
 T=
 if command -v timeout >/dev/null 2>&1; then T="timeout $STEP"; fi
 sec() { printf '\n@@DW:%s:%s\n' "$N" "$1"; }
@@ -240,6 +243,8 @@ done <<EOS
 $CFGFILES
 EOS
 sec END
+}
+dw_main </dev/null 2>/dev/null
 """
 
 

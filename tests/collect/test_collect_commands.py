@@ -64,3 +64,12 @@ def test_the_units_interpreter_is_never_executed():
     script = build_command("sglang-qwen.service").script
     assert '"$PY" -c' not in script and "$PY -c" not in script
     assert "dist-info/METADATA" in script
+
+
+def test_a_script_longer_than_the_shells_read_block_still_runs_whole():
+    """sh reads its script from stdin in blocks (dash: 8 KiB); stdin is redirected only around the
+    function the script is, so its length never cuts it off."""
+    cmd = build_command("dw-surely-missing-unit.service", interpreter="/opt/" + "v" * 20000 + "/bin/python3")
+    assert len(cmd.script) > 3 * 8192
+    out = subprocess.run(["/bin/dash", "-s"], input=cmd.script.encode(), capture_output=True, timeout=60).stdout
+    assert split_sections(out, cmd.nonce).complete
