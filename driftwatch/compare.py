@@ -124,8 +124,9 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
         if "ExecStart" in current.origins:
             diff.origin = {"current": current.origins["ExecStart"]}
     diffs = diff_snapshots(baseline.snapshot, current, pair) + startup
-    b_metrics = {**baseline.metrics, **(baseline_metrics or {})}
-    c_metrics = {**current.runtime.get("measured", {}), **_reported_figures(current), **(current_metrics or {})}
+    b_metrics = {**_reported_capacities(baseline.snapshot), **baseline.metrics, **(baseline_metrics or {})}
+    c_metrics = {**current.runtime.get("measured", {}), **_reported_capacities(current), **_reported_figures(current),
+                 **(current_metrics or {})}
     conc = concurrency or int(b_metrics.get("concurrency") or c_metrics.get("concurrency") or 1)
     b_values, b_runtime = _side_values(pair.baseline)
     c_values, c_runtime = _side_values(pair.current)
@@ -198,6 +199,18 @@ def _reported_figures(snapshot: Snapshot) -> dict[str, float]:
     out: dict[str, float] = {}
     for kind in ("startup", "effective"):
         out.update((snapshot.runtime.get(kind) or {}).get("figures") or {})
+    return out
+
+
+def _reported_capacities(snapshot: Snapshot) -> dict[str, float]:
+    """Start-up values with no native field (vLLM's KV cache size in tokens), as the metrics of
+    MEASURED_CONCEPTS, so both sides' values are compared (`measured.*`)."""
+    by_concept = {concept: metric for metric, concept in MEASURED_CONCEPTS.items()}
+    out: dict[str, float] = {}
+    for kind in ("startup", "effective"):
+        for concept, value in ((snapshot.runtime.get(kind) or {}).get("concepts") or {}).items():
+            if concept in by_concept and not isinstance(value, bool):
+                out[by_concept[concept]] = value
     return out
 
 

@@ -242,6 +242,9 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
     if raw.measured:
         runtime["measured"] = dict(raw.measured)
     runtime.update(_reported(raw, engine_plugin, engine, policy))
+    facts = _model_facts(raw, engine)
+    if facts:
+        runtime["model_facts"] = scrub(facts)
     return Snapshot(
         host=raw.host, unit=raw.unit or unit.name, source=raw.source,
         collected_at=raw.collected_at or now_utc(), paths=list(raw.paths or unit.paths),
@@ -251,6 +254,29 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
         engine_version=recorded, engine=engine, issues=list(engine.issues),
         warnings=scrub(warnings), runtime=runtime,
         origins=_origins(unit, result.environment, list(result.environment_files)))
+
+
+def _model_facts(raw: RawUnit, engine: EngineConfig) -> dict[str, Any] | None:
+    """Facts of the model the unit serves, from the config.json the collector read on the host
+    (the one named by the unit's model path when several were read); None when none parses."""
+    import json
+
+    from .facts import model_facts
+    configs = dict(getattr(raw, "model_configs", None) or {})
+    if not configs:
+        return None
+    path = engine.concept_values()[0].get("model.path")
+    name = path if path in configs else next(iter(configs))
+    try:
+        data = json.loads(configs[name])
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        return model_facts(data, f"{raw.host}:{name}/config.json").to_dict() or None
+    except Exception:  # noqa: BLE001 - a config.json we cannot read is "facts unknown", never a failure
+        return None
 
 
 def _reported(raw: RawUnit, engine_plugin, engine: EngineConfig, policy: Redactor) -> dict[str, Any]:
@@ -435,6 +461,17 @@ def _runtime_from(data: Any, f: _Fields) -> dict[str, Any]:
     if data.get("measured") is not None:
         measured = r.mapping(data, "measured")
         out["measured"] = {str(k): r.number(v, f"measured.{k}", 0, 1e12) for k, v in measured.items()}
+    if data.get("model_facts") is not None:
+        facts = r.mapping(data, "model_facts")
+        for name, value in facts.items():
+            items = value if isinstance(value, list) else [value]
+            for item in items:
+                if isinstance(item, str):
+                    if len(item) > 4096:
+                        raise r.fail(f"model_facts.{name}", "longer than 4096 characters")
+                elif item is not None and not isinstance(item, bool):
+                    r.number(item, f"model_facts.{name}", 0, 1e15)
+        out["model_facts"] = {str(k): v for k, v in facts.items()}
     for kind in REPORTED_KINDS:
         if data.get(kind) is not None:
             out[kind] = _reported_from(r.mapping(data, kind), _Fields(f.origin, f.what, f"{r.prefix}{kind}."))

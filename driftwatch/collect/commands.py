@@ -38,6 +38,11 @@ content can forge a header. Sections, in order:
 ``CFG <path>``/``CFGX <path>`` the vLLM ``--config FILE`` (or ``--config=FILE``) named in the last
                                ``ExecStart=`` (at most 4): its content, read only when it is a regular
                                readable file of at most 64 KiB (as an environment file), else why not;
+``MODEL <name>``               the ``config.json`` of the model the last ``ExecStart=`` names
+                               (``--model-path``/``--model``/``vllm serve MODEL``, at most 2): from a
+                               local directory, or for ``ORG/NAME`` the newest snapshot in the Hugging
+                               Face cache (``$HF_HOME/hub``, ``/root/.cache``, ``$HOME/.cache``); first
+                               64 KiB; nothing is ever downloaded;
 ``END``                       the script finished (absent: the command timed out mid-way).
 
 Every optional step runs under ``timeout`` (when the host has it) so a hung ``nvidia-smi`` costs
@@ -163,13 +168,19 @@ EXTRACT=$(printf '%s\n' "$UNITTEXT" | awk '
         gsub(/\\[ \t]/, " ", c); sub(/^[ \t]*ExecStart[ \t]*=/, "", c); nw = split(c, w, /[ \t]+/)
         for (i = 1; i <= nw; i++) { p = ""
           if (w[i] == "--config" && i < nw) p = w[i + 1]; else if (w[i] ~ /^--config=/) p = substr(w[i], 10)
-          gsub(/["\047;]/, "", p); if (p != "" && m++ < @MAXCFGN@) print "C " p } }')
-PY=$HINT; UX=; ENVFILES=; CFGFILES=
+          gsub(/["\047;]/, "", p); if (p != "" && m++ < @MAXCFGN@) print "C " p
+          d = ""
+          if ((w[i] == "--model-path" || w[i] == "--model") && i < nw) d = w[i + 1]
+          else if (w[i] ~ /^--model(-path)?=/) { d = w[i]; sub(/^[^=]*=/, "", d) }
+          else if (w[i] == "serve" && i < nw && w[i + 1] !~ /^-/) d = w[i + 1]
+          gsub(/["\047;]/, "", d); if (d != "" && md++ < 2) print "D " d } }')
+PY=$HINT; UX=; ENVFILES=; CFGFILES=; MODELS=
 while IFS= read -r line; do
   case $line in
     'X '*) UX=${line#X } ;;
     'E '*) ENVFILES="$ENVFILES${line#E }$NL" ;;
     'C '*) CFGFILES="$CFGFILES${line#C }$NL" ;;
+    'D '*) MODELS="$MODELS${line#D }$NL" ;;
   esac
 done <<EOS
 $EXTRACT
@@ -241,6 +252,25 @@ while IFS= read -r e; do  # vLLM's --config FILE: a regular file of sane size on
   else sec "CFG $e"; head -c @MAXENV@ "$e"; fi
 done <<EOS
 $CFGFILES
+EOS
+while IFS= read -r m; do  # the model's config.json: a local directory, else the Hugging Face cache
+  [ -n "$m" ] || continue
+  case "$m" in *%*|*'$'*|*'*'*|*'?'*|*'['*|*..*) continue ;; esac
+  f=
+  case "$m" in
+    /*) [ -f "$m/config.json" ] && f=$m/config.json ;;
+    */*) o=${m%%/*}; n=${m#*/}
+         case "$n" in */*) ;; *)
+           for h in "${HF_HOME:+$HF_HOME/hub}" /root/.cache/huggingface/hub "$HOME/.cache/huggingface/hub"; do
+             [ -n "$h" ] || continue
+             for c in "$h/models--$o--$n"/snapshots/*/config.json; do [ -f "$c" ] && f=$c; done
+             [ -n "$f" ] && break
+           done ;;
+         esac ;;
+  esac
+  if [ -n "$f" ] && [ -r "$f" ]; then sec "MODEL $m"; head -c @MAXENV@ "$f"; fi
+done <<EOS
+$MODELS
 EOS
 sec END
 }
@@ -548,6 +578,7 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, timed_out: boo
     raw.environment_files = environment_files
     raw.engine_files = {a: c.decode("utf-8", "replace") for a, c in s.all("CFG")}
     raw.engine_file_problems = {a: c.decode("utf-8", "replace").strip() for a, c in s.all("CFGX")}
+    raw.model_configs = {a: c.decode("utf-8", "replace") for a, c in s.all("MODEL")}
     return raw
 
 

@@ -24,6 +24,7 @@ class RawUnit:
     gpus: list[dict] | None = None  # [{index, name, memory_total}]
     measured: dict[str, float] = field(default_factory=dict)  # from the journal: accept_length, throughput
     startup_lines: list[str] | None = None  # the current run's start-up lines (None: journal not read)
+    model_configs: dict[str, str] = field(default_factory=dict)  # model name/path -> its config.json text
     probe: dict[str, bytes] | None = None  # `--probe`: loopback HTTP path -> body of the engine's answer
     probe_problems: dict[str, str] = field(default_factory=dict)  # such a path -> why there is no answer
     environment_files: dict[str, str] = field(default_factory=dict)  # EnvironmentFile= path -> content

@@ -111,3 +111,31 @@ def test_hand_edited_reported_values_are_refused_with_one_line():
         snapshot_from_dict(data, "edited.yaml")
     assert "edited.yaml" in str(err.value) and "runtime.startup.fields.context_length" in str(err.value)
     assert "\n" not in str(err.value)
+
+
+VLLM_UNIT = ("[Service]\nExecStart=/opt/vllm/bin/vllm serve /models/Qwen3-8B --port 8000 "
+             "--gpu-memory-utilization 0.90\n")
+
+
+def _vllm_startup(tokens: str, context: str) -> list[str]:
+    # vllm 0.10.0 v1/core/kv_cache_utils.py:833/837 (formats; real lines in tests/engines/vllm)
+    return [f"(EngineCore_0 pid=2211) INFO 08-01 10:00:30 [kv_cache_utils.py:833] GPU KV cache size: {tokens} tokens",
+            f"(EngineCore_0 pid=2211) INFO 08-01 10:00:30 [kv_cache_utils.py:837] Maximum concurrency for "
+            f"{context} tokens per request: 24.77x"]
+
+
+def test_vllm_values_both_servers_computed_are_compared():
+    from driftwatch.baseline import Baseline
+
+    def snap(tokens, context):
+        raw = RawUnit(host="gpu7", unit="vllm.service", text=VLLM_UNIT, source="systemctl cat",
+                      engine_version="0.10.0", startup_lines=_vllm_startup(tokens, context))
+        return build_snapshot(raw)
+
+    base, cur = snap("811,808", "40,960"), snap("122,880", "32,768")
+    assert cur.runtime["startup"]["concepts"] == {"kv.max_total_tokens": 122880}
+    result = compare(Baseline(name="b", snapshot=base, metrics={}), cur, load_rules())
+    context = _finding(result, "max_model_len")
+    assert display_pair(context.difference) == ("40960 (computed at start-up)", "32768 (computed at start-up)")
+    tokens = _finding(result, "measured.max_total_tokens")  # no native field: compared as measured
+    assert (tokens.difference.baseline, tokens.difference.current) == (811808, 122880)

@@ -23,7 +23,10 @@ from ..versions import version_key
 from . import config_file
 from .catalogset import VLLMCatalogSet
 from .flexible import SERVE
+from ..startup import StartupValues
+from .probe import PROBE_PATHS, parse_probe
 from .rewrites import apply_rewrites
+from .startup_log import MARKERS, parse_startup_log
 
 API_SERVER = "vllm.entrypoints.openai.api_server"
 CLI_MAIN = "vllm.entrypoints.cli.main"
@@ -57,6 +60,8 @@ class VLLMEngine(ArgparseEngine):
     allow_abbrev = True  # FlexibleArgumentParser keeps argparse's prefix matching in every release
     positional_note = "takes one positional argument, the model"
     image_names = IMAGE_NAMES
+    startup_markers = MARKERS
+    probe_paths = PROBE_PATHS  # /server_info answers only with VLLM_SERVER_DEV_MODE=1
 
     @functools.cached_property
     def catalogs(self) -> VLLMCatalogSet:
@@ -121,6 +126,12 @@ class VLLMEngine(ArgparseEngine):
         pre = self.catalogs.preprocessed(argv, config.version)
         apply_rewrites(config, pre, self.catalogs.load(config.version))
         config.bindings = {k: b for k, b in self._bindings.items() if k in config.flags}
+
+    def parse_startup_log(self, lines: list[str]) -> StartupValues:
+        return parse_startup_log(lines)
+
+    def parse_probe(self, responses: dict[str, bytes]) -> StartupValues:
+        return parse_probe(responses)
 
 
 ENGINE = VLLMEngine()
