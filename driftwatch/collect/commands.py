@@ -46,7 +46,9 @@ content can forge a header. Sections, in order:
 ``END``                       the script finished (absent: the command timed out mid-way).
 
 Every optional step runs under ``timeout`` (when the host has it) so a hung ``nvidia-smi`` costs
-one step, not the host. The unit name is validated (``unitname.py``) and then shell-quoted; every
+one step, not the host; and the whole script, when it has a process group of its own (an SSH
+session does), kills that group at its deadline (driftwatch's ``--command-timeout`` plus a grace), so a
+host without a working ``timeout`` keeps nothing running after driftwatch has given up. The unit name is validated (``unitname.py``) and then shell-quoted; every
 other value substituted into the script is a fixed path derived from it, also quoted.
 """
 from __future__ import annotations
@@ -94,8 +96,14 @@ if command -v timeout >/dev/null 2>&1; then T="timeout $STEP"; fi
 sec() { printf '\n@@DW:%s:%s\n' "$N" "$1"; }
 NL='
 '
+WD=  # in its own process group (an SSH session is one), the script kills all of it at the deadline
+if [ "$(cut -d' ' -f5 /proc/$$/stat 2>/dev/null)" = "$$" ]; then
+  ( trap 'kill $s 2>/dev/null; exit 0' TERM; sleep @DEADLINE@ & s=$!; wait $s; kill -9 -$$ ) \
+    </dev/null >/dev/null 2>&1 &
+  WD=$!
+fi
 TMP=$(mktemp 2>/dev/null) || TMP=/dev/null
-trap 'if [ "$TMP" != /dev/null ]; then rm -f "$TMP"; fi' EXIT
+trap 'if [ "$TMP" != /dev/null ]; then rm -f "$TMP"; fi; if [ -n "$WD" ]; then kill $WD 2>/dev/null; fi' EXIT
 rc=127
 CAT=
 if command -v systemctl >/dev/null 2>&1; then
@@ -289,7 +297,7 @@ class RemoteCommand:
 
 
 def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = None,
-                  step_timeout: float = 10.0) -> RemoteCommand:
+                  step_timeout: float = 10.0, deadline: float = 60.0) -> RemoteCommand:
     """Script collecting ``unit`` (validated here; InputError when systemd would refuse the name)."""
     unit = validate_unit_name(unit)
     nonce = secrets.token_hex(8)
@@ -300,6 +308,7 @@ def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = Non
         "@GPU@": "1" if gpus else "0",
         "@HINT@": q(interpreter or ""),
         "@STEP@": str(max(1, int(round(step_timeout)))),
+        "@DEADLINE@": str(max(1, int(deadline + 0.999))),
         "@FRAGMENTS@": " ".join(q(p) for p in candidate_fragments(unit)),
         "@DROPINDIRS@": " ".join(q(d) for d in candidate_dropin_dirs(unit)),
         "@MAXFILE@": str(MAX_UNIT_FILE_BYTES + 1),  # one byte more: a file over the limit is seen as such

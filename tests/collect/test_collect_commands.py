@@ -73,3 +73,47 @@ def test_a_script_longer_than_the_shells_read_block_still_runs_whole():
     assert len(cmd.script) > 3 * 8192
     out = subprocess.run(["/bin/dash", "-s"], input=cmd.script.encode(), capture_output=True, timeout=60).stdout
     assert split_sections(out, cmd.nonce).complete
+
+
+def _alive_in_group(pgid: int) -> list[str]:
+    """Processes of a process group that still run (zombies waiting for init to reap them do not)."""
+    rows = subprocess.run(["ps", "-e", "-o", "pgid=,stat=,pid=,args="], capture_output=True, text=True).stdout
+    return [r for r in rows.splitlines() if r.split()[0] == str(pgid) and not r.split()[1].startswith("Z")]
+
+
+def test_the_script_kills_its_own_process_group_at_its_deadline(tmp_path):
+    """A step that hangs where no working `timeout` bounds it ends with the whole script at its
+    deadline, children included; run in a session of its own, as sshd runs a command."""
+    import os
+    import time
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text("#!/bin/sh\nsleep 300\n")
+    (fake / "nvidia-smi").chmod(0o755)
+    (fake / "timeout").write_text('#!/bin/sh\nshift\nexec "$@"\n')  # a `timeout` that bounds nothing
+    (fake / "timeout").chmod(0o755)
+    cmd = build_command("dw-surely-missing-unit.service", deadline=1)
+    script = cmd.script.replace("PATH=/usr/local/sbin:", f"PATH={fake}:/usr/local/sbin:")
+    start = time.monotonic()
+    proc = subprocess.Popen(["/bin/sh", "-s"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        out, _ = proc.communicate(script.encode(), timeout=60)
+    finally:
+        subprocess.run(["pkill", "-9", "-g", str(proc.pid)], capture_output=True)  # never leave a hang behind
+    assert time.monotonic() - start < 20
+    assert proc.returncode == -9  # killed by its watchdog
+    assert b":GPU\n" in out and not split_sections(out, cmd.nonce).complete
+    time.sleep(0.2)
+    assert _alive_in_group(proc.pid) == [], "the hung child outlived the script"
+
+
+def test_a_finished_script_leaves_no_watchdog_behind():
+    import time
+    cmd = build_command("dw-surely-missing-unit.service", deadline=300)
+    proc = subprocess.Popen(["/bin/sh", "-s"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            start_new_session=True)
+    out, _ = proc.communicate(cmd.script.encode(), timeout=60)
+    assert split_sections(out, cmd.nonce).complete
+    time.sleep(0.2)
+    assert _alive_in_group(proc.pid) == [], "processes left in the script's group"
