@@ -58,8 +58,18 @@ _catalog_option = click.option(
     help="Extra flag catalogs (ENGINE-RELEASE.json from tools/catalog, e.g. for a patched build); repeatable.")
 
 
+def _parallel_ceiling() -> int:
+    """Above this many hosts at once, SSH handshakes (CPU-bound on the client) starve each other: at
+    1 000 on 2 cores 5-23 % of hosts timed out (issue 12's measurements; benchmarks/README.md)."""
+    return max(64, 32 * (os.cpu_count() or 1))
+
+
 def _ssh_settings(kw: dict, parallel: int = 32):
     from .sources import SSHSettings
+    if parallel > _parallel_ceiling():
+        click.echo(f"driftwatch: warning: --parallel {parallel} on {os.cpu_count() or 1} CPU core(s): SSH handshakes "
+                   f"compete for the CPU and slow hosts may time out; at most {_parallel_ceiling()} is faster here",
+                   err=True)
     return SSHSettings(known_hosts=kw.get("known_hosts"), accept_new=kw.get("accept_new", False),
                        identity=kw.get("identity"), ssh_config=kw.get("ssh_config"),
                        connect_timeout=kw.get("connect_timeout", 10.0),
@@ -275,23 +285,38 @@ def _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quie
         targets = inventory_targets(inventory, unit)
     for _, u in targets:
         validate_unit_name(u)
-    progress = None
-    if not quiet and sys.stderr.isatty():
-        def progress(done, total, raw):
-            click.echo(f"\r{done}/{total} {raw.host} {raw.status}\033[K", nl=(done == total), err=True)
-    raws = collect_live(targets, _ssh_settings(ssh, parallel), inventory, progress)
-    trouble = False
-    for raw in raws:
+    outcomes: dict[int, tuple[str, str | None]] = {}  # id(raw) -> (stdout line, stderr line)
+
+    def save(raw) -> None:  # as each answer arrives, while the other hosts are still being read
         try:
-            snap = raw_to_snapshot(raw, engine_version)
-            saved = save_snapshot(snap, store)
-            click.echo(f"{raw.host}\t{raw.unit}\t{raw.status}\t{saved}")
+            saved = save_snapshot(raw_to_snapshot(raw, engine_version), store)
+            outcomes[id(raw)] = (f"{raw.host}\t{raw.unit}\t{raw.status}\t{saved}", None)
         except DriftwatchError as exc:
+            status = raw.status if raw.status not in ("ok", "fallback") else "error"
+            outcomes[id(raw)] = (f"{raw.host}\t{raw.unit}\t{status}\t{exc}", f"driftwatch: {exc}")
+
+    progress = _progress_line() if not quiet and sys.stderr.isatty() else None
+    raws = collect_live(targets, _ssh_settings(ssh, parallel), inventory, progress, on_result=save)
+    trouble = False
+    for raw in raws:  # in the order the hosts were named, whatever order they answered in
+        line, problem = outcomes[id(raw)]
+        click.echo(line)
+        if problem is not None:
             trouble = True
-            click.echo(f"{raw.host}\t{raw.unit}\t{raw.status if raw.status not in ('ok', 'fallback') else 'error'}"
-                       f"\t{exc}", err=False)
-            click.echo(f"driftwatch: {exc}", err=True)
+            click.echo(problem, err=True)
     return trouble
+
+
+def _progress_line():
+    """A terminal's one-line progress for a fleet: hosts done, failed and left (stderr)."""
+    failed = 0
+
+    def progress(done, total, raw):
+        nonlocal failed
+        failed += raw.status not in ("ok", "fallback")
+        click.echo(f"\r{done}/{total} done, {failed} failed, {total - done} left: {raw.host} {raw.status}\033[K",
+                   nl=(done == total), err=True)
+    return progress
 
 
 # --------------------------------------------------------------------------- baseline

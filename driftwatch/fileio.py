@@ -21,6 +21,7 @@ import os
 import re
 import stat
 import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -187,8 +188,10 @@ def write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> None:
     _sync_directory(target.parent)
 
 
-def write_new(path: str | os.PathLike, text: str, force: bool = False, mode: int = 0o644) -> None:
-    """Atomic write that refuses to replace an existing file unless force (no race: link, not rename)."""
+def write_new(path: str | os.PathLike, text: str, force: bool = False, mode: int = 0o644,
+              sync_directory: bool = True) -> None:
+    """Atomic write that refuses to replace an existing file unless force (no race: link, not rename).
+    `sync_directory=False`: the caller syncs the directory itself, once for several entries."""
     target = Path(path)
     if force:
         write_atomic(target, text, mode)
@@ -202,6 +205,22 @@ def write_new(path: str | os.PathLike, text: str, force: bool = False, mode: int
         raise InputError(f"{target}: cannot write: {exc.strerror or exc}") from None
     finally:
         _unlink(tmp)
+    if sync_directory:
+        _sync_directory(target.parent)
+
+
+def link_atomic(source: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Make `path` another name of the file `source` (a hard link), replacing what `path` was in one
+    rename; its content is already synced, so only the directory needs to be, once."""
+    source, target = Path(source), Path(path)
+    tmp = target.parent / f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        _unlink(str(tmp))
+        os.link(source, tmp)
+        os.replace(tmp, target)
+    except OSError as exc:
+        _unlink(str(tmp))
+        raise InputError(f"{target}: cannot write: {exc.strerror or exc}") from None
     _sync_directory(target.parent)
 
 
@@ -429,5 +448,5 @@ def read_yaml(path: str | os.PathLike, what: str, *, limit: int = MAX_YAML_BYTES
     return load_yaml_text(read_text_file(name, what, allow_empty=True, limit=limit, regular_only=True), name, what)
 
 
-__all__ = ["LimitedLoader", "MAX_TEXT_BYTES", "MAX_YAML_BYTES", "read_text_file", "write_atomic", "write_new", "dump_yaml",
+__all__ = ["LimitedLoader", "MAX_TEXT_BYTES", "MAX_YAML_BYTES", "read_text_file", "write_atomic", "write_new", "link_atomic", "dump_yaml",
            "yaml_problem", "load_yaml_text", "read_yaml"]

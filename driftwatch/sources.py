@@ -28,8 +28,9 @@ class SSHSettings:
 
 
 def collect_live(targets: list[tuple[str, str]], ssh: SSHSettings, inventory: str | None = None,
-                 progress=None) -> list[RawUnit]:
-    """Collect (host spec, unit) pairs over SSH. Host specs may name inventory entries."""
+                 progress=None, on_result=None) -> list[RawUnit]:
+    """Collect (host spec, unit) pairs over SSH. Host specs may name inventory entries.
+    `on_result(raw)` runs as each answer arrives (see collect_fleet), with the host's recorded name."""
     from .collect.fleet import SSHOptions, collect_fleet
     from .collect.inventory import load_inventory, parse_target
     known = {t.name: t for t in load_inventory(inventory)} if inventory else {}
@@ -47,10 +48,12 @@ def collect_live(targets: list[tuple[str, str]], ssh: SSHSettings, inventory: st
     options = SSHOptions(known_hosts=ssh.known_hosts, accept_new=ssh.accept_new, identity=ssh.identity,
                          ssh_config=ssh.ssh_config, connect_timeout=ssh.connect_timeout,
                          command_timeout=ssh.command_timeout, concurrency=ssh.parallel, probe=ssh.probe)
-    raws = collect_fleet(pairs, options, progress=progress)
-    for raw, label in zip(raws, labels):
-        raw.host = label
-    return raws
+    def arrived(i: int, raw: RawUnit) -> None:
+        raw.host = labels[i]
+        if on_result is not None:
+            on_result(raw)
+
+    return collect_fleet(pairs, options, progress=progress, on_result=arrived)
 
 
 def inventory_targets(inventory: str, unit: str | None = None) -> list[tuple[str, str]]:

@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Callable, Iterable, NamedTuple
 
 from .errors import DriftwatchError, InputError
-from .fileio import dump_yaml, read_yaml, write_atomic, write_new
+from .fileio import dump_yaml, link_atomic, read_yaml, write_atomic, write_new
 from .snapshot import Snapshot, snapshot_from_dict, snapshot_to_dict
 from .timestamps import UTC, file_stamp, format_utc, parse_file_stamp, parse_utc
 
@@ -296,7 +296,7 @@ class SnapshotStore:
         for seq in range(max(taken) + 1 if taken else 0, MAX_PER_SECOND):
             path = folder / f"{stamp}-{seq:02d}.yaml"
             try:
-                write_new(path, text)
+                write_new(path, text, sync_directory=False)  # synced once, with latest.yaml, below
             except InputError:
                 if os.path.lexists(path):
                     continue  # saved by someone else in the same second: take the next number
@@ -304,7 +304,7 @@ class SnapshotStore:
             break
         else:
             raise InputError(f"{folder}: already {MAX_PER_SECOND} snapshots collected at {format_utc(moment)}")
-        write_atomic(folder / LATEST, text)
+        link_atomic(path, folder / LATEST)  # the same file under a second name: one data fsync a snapshot
         return path
 
     def _newest(self, folder: Path) -> SnapshotRecord | None:

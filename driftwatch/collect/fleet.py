@@ -47,9 +47,13 @@ ProgressFn = Callable[[int, int, RawUnit], None]
 
 
 def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions,
-                  progress: ProgressFn | None = None) -> list[RawUnit]:
+                  progress: ProgressFn | None = None,
+                  on_result: Callable[[int, RawUnit], None] | None = None) -> list[RawUnit]:
     """One RawUnit per (host, unit) in input order. Raises InputError only for bad input
-    (an invalid unit name, an unreadable ssh config) — before any connection is made."""
+    (an invalid unit name, an unreadable ssh config) — before any connection is made.
+
+    `on_result(i, raw)` runs in the calling thread as each answer arrives, while the other hosts
+    are still being read: parsing and saving overlap with collection instead of following it."""
     pairs = [(t, validate_unit_name(u)) for t, u in targets]
     if not pairs:
         return []
@@ -94,8 +98,12 @@ def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions,
                     raws = [_failed(pairs[i], ERROR, f"internal error: {type(exc).__name__}: {exc}")
                             for i in idx]
                 for i, raw in zip(idx, raws):
+                    if raw.error:  # remote text (stderr, banners): never a raw control character
+                        raw.error = visible(raw.error)
                     results[i] = raw
                     done += 1
+                    if on_result is not None:
+                        on_result(i, raw)
                     if progress is not None:
                         progress(done, total, raw)
             runner.watchdog()
@@ -106,11 +114,7 @@ def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions,
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-    out = [r for r in results if r is not None]
-    for raw in out:  # remote text (stderr, banners) in an error line: never a raw control character
-        if raw.error:
-            raw.error = visible(raw.error)
-    return out
+    return [r for r in results if r is not None]
 
 
 
