@@ -216,6 +216,8 @@ def check(unit_file, host, unit, snapshot_file, engine_version, fmt, quiet, inve
 @click.option("--concurrency", "old_parallel", type=click.IntRange(1, 1024), hidden=True,
               help="Deprecated spelling of --parallel (everywhere else --concurrency is the client concurrency).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="Say on stderr where each host's time went: connect, round trip, each remote step, probe.")
 @click.option("--keep", type=click.IntRange(1, None), default=None,
               help="Then keep only the newest N snapshots of each host/unit in the store (as `prune --keep N`).")
 @click.option("--baselines-dir", "keep_baselines_dir", envvar="DRIFTWATCH_BASELINES",
@@ -223,7 +225,7 @@ def check(unit_file, host, unit, snapshot_file, engine_version, fmt, quiet, inve
 @_catalog_option
 @_ssh_options
 def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_version, parallel, old_parallel, quiet,
-             keep, keep_baselines_dir, **ssh):
+             verbose, keep, keep_baselines_dir, **ssh):
     """Read units (local files or live hosts) and save one snapshot each in the store."""
     if old_parallel is not None:
         if parallel is not None and parallel != old_parallel:
@@ -246,7 +248,7 @@ def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_versio
         saved = save_snapshot(snap, store)
         click.echo(f"{snap.host or 'local'}\t{snap.unit}\tok\t{saved}")
     if hosts or inventory:
-        trouble = _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh)
+        trouble = _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh, verbose)
     if keep:
         _prune_store(store, keep, None, keep_baselines_dir, dry_run=False, quiet=True)
     sys.exit(EXIT_TROUBLE if trouble else EXIT_OK)
@@ -273,7 +275,15 @@ def _prune_store(store, keep, older_than, baselines_dir, dry_run: bool, quiet: b
     return gone
 
 
-def _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh) -> bool:
+def _step_costs(raw) -> str:
+    """`--verbose`: where one host's time went, client side (connect, round trip, probe) and on the
+    host (each step of the remote script)."""
+    steps = getattr(raw, "step_seconds", None) or {}
+    parts = [f"{name} {seconds * 1000:.0f} ms" for name, seconds in steps.items()]
+    return f"driftwatch: {raw.host} {raw.unit}: " + (", ".join(parts) if parts else "no timings (not read)")
+
+
+def _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh, verbose=False) -> bool:
     from .collect.unitname import validate_unit_name
     from .sources import collect_live, inventory_targets, raw_to_snapshot
     from .store import save_snapshot
@@ -301,6 +311,8 @@ def _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quie
     for raw in raws:  # in the order the hosts were named, whatever order they answered in
         line, problem = outcomes[id(raw)]
         click.echo(line)
+        if verbose:
+            click.echo(_step_costs(raw), err=True)
         if problem is not None:
             trouble = True
             click.echo(problem, err=True)

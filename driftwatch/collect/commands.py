@@ -5,8 +5,8 @@ dependence on rc files; whatever an rc file prints before the first section is i
 sections headed by ``\\n@@DW:<nonce>:<KIND>[ <arg>]\\n``; the nonce is random per call, so no file
 content can forge a header. Sections, in order:
 
-``CAT``/``CATRC``/``CATERR``  ``systemctl cat -- UNIT`` stdout, exit status, stderr (the
-                               "changed on disk" warning lives in stderr);
+``CAT``/``CATRC``/``CATERR``  ``systemctl cat -- UNIT`` stdout, exit status and, when it failed, its
+                               stderr (asked again: no temporary file on the host);
 ``F <path>``                  on-disk fallback, only when ``systemctl cat`` failed: the first
                                fragment found, then every ``*.conf`` of every drop-in directory
                                systemd reads (selection and masking are done here, in Python, by
@@ -43,6 +43,8 @@ content can forge a header. Sections, in order:
                                local directory, or for ``ORG/NAME`` the newest snapshot in the Hugging
                                Face cache (``$HF_HOME/hub``, ``/root/.cache``, ``$HOME/.cache``); first
                                64 KiB; nothing is ever downloaded;
+``TICK <step> <uptime>``       ``/proc/uptime`` after each step (a shell builtin read, no process):
+                               what each step cost, for ``--verbose``;
 ``END``                       the script finished (absent: the command timed out mid-way).
 
 Every optional step runs under ``timeout`` (when the host has it) so a hung ``nvidia-smi`` costs
@@ -97,23 +99,28 @@ sec() { printf '\n@@DW:%s:%s\n' "$N" "$1"; }
 NL='
 '
 WD=  # in its own process group (an SSH session is one), the script kills all of it at the deadline
-if [ "$(cut -d' ' -f5 /proc/$$/stat 2>/dev/null)" = "$$" ]; then
+ST=; read -r ST </proc/$$/stat 2>/dev/null; set -- $ST  # field 5: the process group (builtins only)
+if [ "${5:-}" = "$$" ]; then
   ( trap 'kill $s 2>/dev/null; exit 0' TERM; sleep @DEADLINE@ & s=$!; wait $s; kill -9 -$$ ) \
     </dev/null >/dev/null 2>&1 &
   WD=$!
 fi
-TMP=$(mktemp 2>/dev/null) || TMP=/dev/null
-trap 'if [ "$TMP" != /dev/null ]; then rm -f "$TMP"; fi; if [ -n "$WD" ]; then kill $WD 2>/dev/null; fi' EXIT
+trap 'if [ -n "$WD" ]; then kill $WD 2>/dev/null; fi' EXIT
+tick() { UP=; read -r UP _ </proc/uptime 2>/dev/null; sec "TICK $1 $UP"; }  # --verbose: what each step cost
+tick start
 rc=127
 CAT=
 if command -v systemctl >/dev/null 2>&1; then
-  CAT=$($T systemctl --no-pager cat -- "$U" 2>"$TMP"; r=$?; echo x; exit $r)
+  CAT=$($T systemctl --no-pager cat -- "$U" 2>/dev/null; r=$?; echo x; exit $r)
   rc=$?
   CAT=${CAT%x}
 fi
 sec CAT; printf '%s' "$CAT"
 sec CATRC; echo "$rc"
-sec CATERR; head -c 65536 "$TMP"
+if [ "$rc" != 0 ] && [ "$rc" != 127 ]; then  # why it failed (a success's stderr says nothing SHOW does not)
+  sec CATERR; $T systemctl --no-pager cat -- "$U" 2>&1 >/dev/null | head -c 65536
+fi
+tick cat
 UNITTEXT=$CAT
 emit() {
   case $1 in *"$NL"*) return;; esac
@@ -144,6 +151,7 @@ if [ "$rc" != 127 ] && [ -d /run/systemd/system ]; then  # no systemd running: n
   SHOW=$($T systemctl --no-pager show -p ExecStart -p NeedDaemonReload -p MainPID -p ActiveState -p LoadState -- "$U")
 fi
 sec SHOW; printf '%s\n' "$SHOW"
+tick show
 PID=; SP=
 while IFS= read -r line; do
   case $line in
@@ -164,6 +172,7 @@ elif [ -z "$SHOW" ]; then  # no systemd to ask: look for the engine; with system
     n=$((n + 1)); if [ "$n" -ge @MAXPROCS@ ]; then break; fi
   done
 fi
+tick proc
 # one awk pass over the unit text: X = first word of the last ExecStart=, E = EnvironmentFile= paths
 EXTRACT=$(printf '%s\n' "$UNITTEXT" | awk '
   /^[ \t]*ExecStart[ \t]*=/ { v = $0; sub(/^[ \t]*ExecStart[ \t]*=[ \t]*/, "", v); sub(/^[-@:+!]+/, "", v)
@@ -223,9 +232,11 @@ if [ -n "$PY" ]; then
   sec VERSION; printf '%s\n' "$V"
   sec VERSIONRC; if [ -n "$V" ]; then echo 0; else echo 1; fi
 fi
+tick version
 if [ "$GPU" = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
   sec GPU; $T nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
   sec GPURC; echo $?
+  tick gpu
 fi
 if [ -d /run/systemd/system ] && command -v journalctl >/dev/null 2>&1; then
   sec JOURNAL  # this run of the unit only: figures logged under older flags would mislead
@@ -236,10 +247,12 @@ if [ -d /run/systemd/system ] && command -v journalctl >/dev/null 2>&1; then
     $T journalctl -u "$U" -n 500 --no-pager -o cat
   fi | grep -a -e 'accept len' -e 'gen throughput' -e 'Avg generation throughput' -e 'Mean acceptance length' \
          -e 'Speculative metrics:' | tail -n 20
+  tick journal
   if [ -n "$IID" ] && [ @HASMARKERS@ = 1 ]; then  # what the server printed at start-up, this run only
     sec STARTUP
     $T journalctl _SYSTEMD_INVOCATION_ID="$IID" --no-pager -o cat | head -n @STARTUPSCAN@ \
       | grep -a -F @MARKERS@ | head -n @STARTUPLINES@ | head -c @STARTUPBYTES@
+    tick startup
   fi
 fi
 while IFS= read -r e; do
@@ -280,6 +293,7 @@ while IFS= read -r m; do  # the model's config.json: a local directory, else the
 done <<EOS
 $MODELS
 EOS
+tick files
 sec END
 }
 dw_main </dev/null 2>/dev/null
@@ -507,6 +521,18 @@ def parse_journal(text: str) -> dict[str, float]:
     return measured
 
 
+def step_seconds(s: "Sections") -> dict[str, float]:
+    """step -> seconds it took on the host (10 ms resolution), from the TICK sections."""
+    ticks = []
+    for arg, _ in s.all("TICK"):
+        name, _, up = arg.partition(" ")
+        try:
+            ticks.append((name, float(up)))
+        except ValueError:
+            continue
+    return {name: round(max(0.0, t - prev), 3) for (_, prev), (name, t) in zip(ticks, ticks[1:])}
+
+
 def _int(value: str | None) -> int | None:
     try:
         return int(value.strip()) if value is not None else None
@@ -588,6 +614,7 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, timed_out: boo
     raw.engine_files = {a: c.decode("utf-8", "replace") for a, c in s.all("CFG")}
     raw.engine_file_problems = {a: c.decode("utf-8", "replace").strip() for a, c in s.all("CFGX")}
     raw.model_configs = {a: c.decode("utf-8", "replace") for a, c in s.all("MODEL")}
+    raw.step_seconds = step_seconds(s)
     return raw
 
 

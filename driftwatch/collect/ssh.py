@@ -328,9 +328,13 @@ class SSHCollector(Collector):
             return RawUnit(host=self.host, unit=cmd.unit, source="", status=status, error=error,
                            collected_at=utc_now())
         try:
+            started = time.monotonic()
+            first = not self._opened
             self.connect()
+            connected = time.monotonic()
             output, timed_out = self.connection.run(cmd.command, cmd.script.encode(),
                                                     self.command_timeout)
+            answered = time.monotonic()
         except HostError as exc:
             status = exc.status
             if self.connection.aborted and status == ERROR:
@@ -342,6 +346,8 @@ class SSHCollector(Collector):
                            error=f"{self.endpoint.display}: {cmd.unit}: the remote output exceeded "
                                  f"{MAX_OUTPUT_BYTES} bytes (a unit is at most {MAX_TEXT_BYTES} bytes): not read")
         raw = parse_output(self.host, cmd.unit, cmd.nonce, output, timed_out=timed_out)
+        raw.step_seconds = {**({"connect": round(connected - started, 3)} if first else {}),
+                            "round trip": round(answered - connected, 3), **raw.step_seconds}
         if raw.text is not None and len(raw.text.encode("utf-8", "surrogateescape")) > MAX_TEXT_BYTES:
             size = len(raw.text.encode("utf-8", "surrogateescape"))
             return RawUnit(host=self.host, unit=cmd.unit, source=raw.source, status=ERROR, collected_at=utc_now(),
@@ -350,7 +356,9 @@ class SSHCollector(Collector):
         if raw.status in (TIMEOUT, ERROR) and not raw.text:
             raw.error = f"{self.endpoint.display}: {raw.error} ({self.command_timeout:g}s)"
         if self.probe and raw.status in READ_STATUSES and not self.connection.aborted:
+            asked = time.monotonic()
             probe_unit(raw, self.connection.open_loopback, self.probe_timeout)
+            raw.step_seconds["probe"] = round(time.monotonic() - asked, 3)
         if not self._gpus_done:
             self._gpus_done, self._gpus = True, raw.gpus
         else:

@@ -227,6 +227,21 @@ def test_snapshot_positional_hosts_same_address_different_ports(env, hosts):
     assert steps == [1, 3]
 
 
+def test_snapshot_verbose_says_where_each_hosts_time_went(env, hosts):
+    h70 = hosts["dwcli-h70"]
+    env.trust("dwcli-h70")
+    r = env.run("snapshot", f"root@127.0.0.1:{h70.port}", "--unit", UNIT, "--store", str(env.store), "--verbose",
+                *env.ssh())
+    no_traceback(r)
+    assert r.returncode == 0, r.stdout + r.stderr
+    [line] = [ln for ln in r.stderr.splitlines() if "round trip" in ln]
+    assert line.startswith(f"driftwatch: 127.0.0.1:{h70.port} {UNIT}: connect ")
+    steps = dict(re.findall(r"([a-z ]+) (\d+) ms", line.split(": ", 2)[2]))
+    assert {"connect", " round trip", " cat", " show", " version", " files"} <= set(steps), line
+    quiet = env.run("snapshot", f"root@127.0.0.1:{h70.port}", "--unit", UNIT, "--store", str(env.store), *env.ssh())
+    assert "round trip" not in quiet.stderr
+
+
 # --------------------------------------------------------------------------------------- 2
 def test_snapshot_one_host_unreachable(env, hosts):
     env.trust("dwcli-h70", "dwcli-h40")
