@@ -33,7 +33,10 @@ class ImpactContext:
     None when unknown or not the same on both sides ("the engine" in details). ``model_facts`` /
     ``baseline_model_facts``: what the current/baseline model's config.json says (driftwatch.facts
     ModelFacts), ``gpu_facts``: the current host's GPUs (GPUFacts); None = unknown, and the models
-    fall back to their priors (roofline.py, MODELS.md)."""
+    fall back to their priors (roofline.py, MODELS.md). ``concurrency_known``: False when nobody stated
+    the client concurrency (no ``--concurrency``, no ``concurrency`` metric) and ``concurrency`` is
+    only the default 1: models then make no "one stream" claim (an open-loop or offline benchmark
+    runs many requests at once)."""
 
     baseline: dict[str, Any]
     current: dict[str, Any]
@@ -47,6 +50,7 @@ class ImpactContext:
     model_facts: Any = None
     baseline_model_facts: Any = None
     gpu_facts: Any = None
+    concurrency_known: bool = True
 
 
 @dataclass
@@ -159,6 +163,11 @@ def side_metrics(ctx: ImpactContext, side: str) -> dict:
 def concurrency_of(ctx: ImpactContext) -> int:
     c = as_int(getattr(ctx, "concurrency", 1))
     return c if c is not None and c >= 1 else 1
+
+
+def single_stream_known(ctx: ImpactContext) -> bool:
+    """Concurrency 1 as stated, not as the default standing in for an unstated concurrency."""
+    return concurrency_of(ctx) == 1 and getattr(ctx, "concurrency_known", True) is not False
 
 
 def param(params: Any, name: str, default: float) -> float:

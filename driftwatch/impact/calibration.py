@@ -7,7 +7,7 @@ Every number here is documented, with its source or its calibration, in MODELS.m
 # EAGLE family (EAGLE, EAGLE3, NEXTN/MTP heads): DeepSeek-V3 report (arXiv 2412.19437, §5.4.3)
 # gives 85-90 % acceptance for the second MTP token; we take the low end. STANDALONE (a separate
 # small draft model) is lower. NGRAM acceptance depends on the workload: no prior.
-ALPHA_PRIOR = {"EAGLE": 0.85, "EAGLE3": 0.85, "STANDALONE": 0.70, "MTP": 0.92}
+ALPHA_PRIOR = {"EAGLE": 0.85, "EAGLE3": 0.85, "STANDALONE": 0.70, "MTP": 0.90}
 # "MTP": the model's own multi-token-prediction layer (config.json ships mtp/nextn layers and the unit
 # names no draft model), trained with the model; fitted on the calibration cases (MODELS.md).
 
@@ -43,7 +43,11 @@ ARCH_DEFAULTS_OTHER = (3, 1, 4)
 BW_EFFICIENCY = 0.90  # achieved ÷ peak memory bandwidth for decode GEMVs
 FLOPS_EFFICIENCY = 0.60  # achieved ÷ peak dense tensor throughput
 STEP_OVERHEAD_MS = 4.0  # per target forward: scheduling, sampling, launch, host sync
-DRAFT_OVERHEAD_MS = 1.2  # per draft pass of an EAGLE/MTP head (its own launches, sampling, tree); at the grid's top
+DRAFT_OVERHEAD_MS = 0.1  # per draft pass of an EAGLE/MTP head (graph replay, top-k select)
+# Per speculative iteration, once, whatever the number of draft passes: building the draft tree and
+# its mask, the accept/reject pass and the host sync that reads how many tokens were accepted, the
+# KV bookkeeping for the accepted tokens. Paid by a side that speculates, not by plain decode.
+SPEC_STEP_OVERHEAD_MS = 3.0  # fitted, at the grid's top (MODELS.md)
 # Per all-reduce call of a decode-sized message. pcie fitted (at the grid's top: it also carries the
 # other costs of a multi-GPU PCIe box); nvlink and network are priors (NCCL small-message latency).
 ALLREDUCE_US = {"nvlink": 10.0, "pcie": 80.0, "network": 150.0, "none": 80.0}

@@ -10,7 +10,8 @@ from typing import Any
 
 from . import roofline
 from .base import (CAPACITY, HIGH, LOW, MEDIUM, AGGREGATE, STABILITY, Estimate, ImpactContext, as_float, as_int,
-                   concurrency_of, engine_label, is_runtime, param, show, show_side, side_runtime, unknown_estimate)
+                   concurrency_of, engine_label, is_runtime, param, show, show_side, side_runtime, single_stream_known,
+                   unknown_estimate)
 
 # Concurrency from which a smaller KV pool may limit the running batch (below: few requests fit
 # in any pool that loads at all). A documented judgement, not a measurement.
@@ -23,6 +24,28 @@ GRAPH_LIMIT = "cuda_graph.max_batch"
 CONTEXT_LENGTH = "kv.context_length"
 PREFILL_CHUNK = "prefill.chunk_size"
 MEMORY_FRACTION = "kv.memory_fraction"
+PREFILL_BUDGETS = (PREFILL_CHUNK, "batch.max_prefill_tokens")
+
+
+def _prefill_budget(name, baseline_value, current_value, ctx, change) -> Estimate:
+    """Chunked-prefill size / prefill token budget. A prompt of P tokens is prefilled in ceil(P / chunk)
+    forwards, each re-reading the weights and paying the per-step costs: a larger budget prefills long
+    prompts in fewer forwards (never slower for a lone stream), decode speed is unchanged. How much
+    tok/s moves depends on the prompt length, which the units do not give (measured ×1.41 on
+    13.6K-token prompts for 8K → 16K, nothing on prompts below both budgets): no ratio."""
+    b = None if is_runtime(baseline_value, name, side_runtime(ctx, "baseline")) else as_int(baseline_value)
+    cur = None if is_runtime(current_value, name, side_runtime(ctx, "current")) else as_int(current_value)
+    if b is not None and cur is not None and b > 0 and cur > 0 and b != cur:
+        lo, hi = min(b, cur), max(b, cur)
+        what = (f"prompts longer than {lo} tokens are now prefilled in {'fewer' if cur > b else 'more'} forward "
+                f"passes (a {2 * lo}-token prompt: {2 if cur > b else 1} → {1 if cur > b else 2} chunk"
+                f"{'s' if cur < b else ''} of up to {hi if cur > b else lo} tokens), each of which re-reads the "
+                f"weights: time to first token {'down' if cur > b else 'up'} for long prompts, decode speed unchanged")
+    else:
+        what = "long prompts are prefilled in chunks of another size (time to first token); decode speed unchanged"
+    return unknown_estimate(f"{change}: {what}; how much throughput moves depends on the prompt lengths "
+                            f"(nothing below both budgets; prefill-bound long-prompt workloads gain or lose the "
+                            f"most): no sound number without them", CAPACITY)
 
 
 def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
@@ -30,11 +53,13 @@ def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
     b_base = None if is_runtime(baseline_value, name, side_runtime(ctx, "baseline")) else as_int(baseline_value)
     b_cur = None if is_runtime(current_value, name, side_runtime(ctx, "current")) else as_int(current_value)
     if b_base is None or b_cur is None:
-        if c == 1:
+        if single_stream_known(ctx):
             return Estimate(1.0, MEDIUM, f"CUDA-graph batch limit {show(baseline_value)} → {show(current_value)}: "
                             f"{engine_label(ctx)} always captures batch 1, so one stream keeps its graphs")
         return unknown_estimate(f"CUDA-graph batch limit {show(baseline_value)} → {show(current_value)}: "
-                                f"unknown whether batches of {c} still run with graphs")
+                                f"unknown whether batches of {c if single_stream_known(ctx) or c > 1 else 'the benchmark runs'} "
+                                f"still run with graphs" + ("" if ctx.concurrency_known is not False else
+                                                            " (concurrency not stated: pass --concurrency N)"))
     covered_base, covered_cur = c <= b_base, c <= b_cur
     if covered_base == covered_cur:
         return Estimate(1.0, HIGH, f"CUDA graphs {'cover' if covered_cur else 'miss'} batch {c} on both sides "
@@ -65,14 +90,14 @@ def kv_capacity(name: str, baseline_value: Any, current_value: Any, ctx: ImpactC
     extra = ""
     if name == CONTEXT_LENGTH:
         extra = "; requests longer than the smaller limit are rejected"
-    elif name == PREFILL_CHUNK:
-        extra = "; long prompts are prefilled in different chunks (time to first token)"
     threshold = int(param(params, "pool_pressure_concurrency", POOL_PRESSURE_CONCURRENCY))
     if name == MEMORY_FRACTION and c >= threshold:
         physical = _memory_fraction_physical(ctx, params, baseline_value, current_value, c, change)
         if physical is not None:
             return physical
-    if c < threshold:
+    if name in PREFILL_BUDGETS:
+        return _prefill_budget(name, baseline_value, current_value, ctx, change)
+    if c < threshold and (c > 1 or single_stream_known(ctx)):
         return Estimate(1.0, HIGH if c == 1 else MEDIUM,
                         f"{change}: this affects how many/how long requests fit, not one stream's speed "
                         f"(concurrency {c}){extra}", CAPACITY)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..concepts import is_concept
 from . import roofline
-from .base import (AGGREGATE, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, concurrency_of, on_off, param,
+from .base import (AGGREGATE, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, concurrency_of, on_off, param, single_stream_known,
                    show, unknown_estimate)
 
 # SGLang v0.4 release notes: the zero-overhead (overlap) batch scheduler gave ~1.1× throughput.
@@ -61,14 +61,14 @@ def feature_toggle(name: str, baseline_value: Any, current_value: Any, ctx: Impa
                         f"SGLang v0.4's zero-overhead scheduler) ⇒ ×{ratio:.2f}")
     if name == PREFIX_CACHE:
         now_on = _flag(current_value)
-        if c == 1:
+        if single_stream_known(ctx):
             how = ("prompts sharing a prefix now skip its prefill (time to first token down)" if now_on else
                    "prompts sharing a prefix are prefilled again (time to first token up)")
             return Estimate(1.0, MEDIUM, f"{change}: decode speed of one stream is unchanged; {how}", SINGLE)
         return unknown_estimate(f"{change}: prefix reuse across requests changes; the effect depends on how much "
                                 f"prompts share (chat history, system prompts)", AGGREGATE)
     if name == POLICY:
-        if c == 1:
+        if single_stream_known(ctx):
             return Estimate(1.0, MEDIUM, f"{change}: with one request there is nothing to reorder", SINGLE)
         return unknown_estimate(f"{change}: request order changes prefix-cache hits and fairness at "
                                 f"concurrency {c}; no sound number", AGGREGATE)

@@ -288,6 +288,7 @@ def physical_step(m, hw, sp: SpecSide, ctx: ImpactContext, side: str, params: di
     else:  # a separate draft model of unknown size: the prior fraction of a target step per pass
         d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm, cal.DEFAULT_DRAFT_COST))
         draft_s = sp.steps * d * roofline.forward_time(m, hw, batch, 1, params=params).total
+    draft_s += param(params, "spec_step_overhead_ms", cal.SPEC_STEP_OVERHEAD_MS) * 1e-3
     return _Step(verify, draft_s), draft
 
 

@@ -65,11 +65,36 @@ def test_cap_odd_values(bad):
 
 # --- kv_capacity ----------------------------------------------------------------------------
 @pytest.mark.parametrize("key,b,c", [("kv.memory_fraction", 0.88, 0.8), ("kv.context_length", 131072, "runtime"),
-                                     ("prefill.chunk_size", 8192, 4096), ("kv.max_total_tokens", 455357, 377207)])
+                                     ("kv.max_total_tokens", 455357, 377207)])
 def test_capacity_is_neutral_for_one_stream(key, b, c):
     e = kv(key, b, c, ctx(conc=1), {})
     assert e.throughput_ratio == 1.0 and e.dimension == "capacity"
     assert "not one stream's speed" in e.detail
+
+
+@pytest.mark.parametrize("key", ["prefill.chunk_size", "batch.max_prefill_tokens"])
+@pytest.mark.parametrize("conc", [1, 48])
+def test_prefill_budget_has_no_number_without_prompt_lengths(key, conc):
+    # vl-batched-tokens-8k-to-16k-glm53 measured x1.41 at one stream on 13.6K-token prompts: a prefill
+    # budget does move one stream's tok/s when prompts are longer than it, so "x1.0, high" was wrong.
+    e = kv(key, 8192, 16384, ctx(conc=conc), {})
+    assert e.throughput_ratio is None and e.confidence == "low" and e.dimension == "capacity"
+    assert "prompts longer than 8192 tokens are now prefilled in fewer forward passes" in e.detail
+    assert "decode speed unchanged" in e.detail
+    down = kv(key, 8192, 4096, ctx(conc=conc), {})
+    assert down.throughput_ratio is None and "more forward passes" in down.detail
+
+
+def test_no_one_stream_claim_when_concurrency_was_not_stated():
+    # An open-loop or offline benchmark (sg-decode-graph-bs-128-*: TPOT x5.8 at 32 req/s) runs many
+    # requests at once although the context's concurrency defaults to 1.
+    unstated = ctx(conc=1)
+    unstated.concurrency_known = False
+    e = kv("cuda_graph.max_batch", "runtime", 128, unstated, {})
+    assert e.throughput_ratio is None and e.confidence == "low" and "not stated" in e.detail
+    stated = kv("cuda_graph.max_batch", "runtime", 128, ctx(conc=1), {})
+    assert stated.throughput_ratio == 1.0 and "always captures batch 1" in stated.detail
+    assert kv("kv.memory_fraction", 0.88, 0.8, unstated, {}).throughput_ratio is None
 
 
 def test_capacity_unknown_under_pool_pressure():

@@ -95,7 +95,7 @@ def test_eagle3_added_to_a_dense_model_at_batch_1_is_a_speedup():
     assert "Details:" in e.detail and "α prior 0.85" in e.detail and "roofline" in e.detail
 
 
-def test_seeds_with_facts_stay_within_25_percent():
+def test_seeds_with_facts_stay_within_15_percent():
     qwen36, qwen35 = model("Qwen--Qwen3.6-27B"), model("Qwen--Qwen3.5-122B-A10B")
     s0b = {"model.path": "/home/ml/models/Qwen3.6-27B", A: "NEXTN", STEPS: 3, TOPK: 1, "parallel.tensor": 2}
     e = get_model("speculative_steps")(STEPS, 3, 1, ctx(s0b, {**s0b, STEPS: 1}, qwen36, gpus("RTX A6000x2"),
@@ -105,8 +105,29 @@ def test_seeds_with_facts_stay_within_25_percent():
     for conc, measured in ((1, 182 / 122), (64, 1844 / 1566)):
         e = get_model("speculative_steps")(STEPS, 1, 2, ctx(s1b, {**s1b, STEPS: 2}, qwen35, gpus("4x RTX PRO 6000"),
                                                             conc=conc), {})
-        assert e.throughput_ratio > 1 and abs(e.throughput_ratio / measured - 1) <= 0.25
-        assert "256-expert MoE" in e.detail and "α prior 0.92" in e.detail  # the model's own MTP head
+        assert e.throughput_ratio > 1 and abs(e.throughput_ratio / measured - 1) <= 0.15
+        assert "256-expert MoE" in e.detail and "α prior 0.90" in e.detail  # the model's own MTP head
+        # A physical model stays below free verification with the prior: E(2)/E(1) = 1 + α²/(1 + α).
+        assert e.throughput_ratio < 1 + 0.9 ** 2 / 1.9
+
+
+def test_the_speculative_iteration_overhead_is_paid_once_per_step():
+    # Switching speculation on pays the per-iteration machinery (tree, accept pass, host sync) once;
+    # a steps change on a side that already speculates does not pay it again.
+    from driftwatch.impact import calibration as cal
+    base = {"model.path": "Qwen/Qwen3-8B", A: None}
+    cur = {**base, A: "EAGLE3", STEPS: 3, TOPK: 1, "speculative.draft_model": "d"}
+    on = get_model("speculative_toggle")
+    steps = get_model("speculative_steps")
+    with_it = on(A, None, "EAGLE3", ctx(base, cur, DENSE, H200), {})
+    without = on(A, None, "EAGLE3", ctx(base, cur, DENSE, H200), {"spec_step_overhead_ms": 0.0})
+    assert cal.SPEC_STEP_OVERHEAD_MS > 0 and with_it.throughput_ratio < without.throughput_ratio
+    more = {**cur, STEPS: 4}
+    measured = dict(bm={"accept_length": 2.8}, cm={"accept_length": 3.2})
+    a = steps(STEPS, 3, 4, ctx(cur, more, DENSE, H200, **measured), {})
+    b = steps(STEPS, 3, 4, ctx(cur, more, DENSE, H200, **measured), {"spec_step_overhead_ms": 0.0})
+    # paid on both sides it dilutes the extra step cost: the ratio moves toward E_cur / E_base
+    assert b.throughput_ratio < a.throughput_ratio < 3.2 / 2.8
 
 
 def test_unknown_gpu_uses_a_reference_gpu_and_says_so():
