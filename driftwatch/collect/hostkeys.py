@@ -14,6 +14,9 @@ Pure Python (no paramiko): a host key is compared as (key type, base64 blob).
   ``host keytype base64`` to the file (one ``write()`` on an ``O_APPEND`` descriptor under an
   exclusive ``flock``, re-reading the file under the lock so concurrent threads/processes neither
   duplicate nor lose entries).
+- Each file is indexed once when read (`_FileIndex`: literal names in a dict, hashed entries by HMAC
+  per salt, wildcard patterns compiled once) and each host's matches are kept until a file changes;
+  an append is indexed alone, any other change re-indexes that file: lookups stay linear in fleets.
 """
 from __future__ import annotations
 
@@ -98,6 +101,96 @@ def parse_known_hosts(text: str, source: str = "") -> list[KnownKey]:
     return keys
 
 
+def _literal(pattern: str) -> bool:
+    return "*" not in pattern and "?" not in pattern
+
+
+class _FileIndex:
+    """The entries of one known_hosts file, indexed once so a lookup costs one dict probe per literal name,
+    one HMAC per distinct salt of the hashed entries, and precompiled patterns for the wildcard ones (the
+    old scan built a regex per entry per lookup: quadratic in fleets). Same answers as ``host_matches``
+    over every entry in file order. Only appended to in place (an accept-new line): lookups from other
+    threads read it without the lock and see the new entry or not, never a broken structure."""
+
+    def __init__(self, text: str, source: str):
+        self.text = text
+        self.source = source
+        self.lines = 0  # lines splitlines() counted: where an appended text's numbering starts
+        self.keys: list[KnownKey] = []
+        self.literal: dict[str, list[tuple[int, list[re.Pattern]]]] = {}  # lowercased name -> (entry, negations)
+        self.salts: list[tuple[bytes, dict[bytes, list[int]]]] = []  # (salt, {hmac: entries}), salt order
+        self._salt_at: dict[bytes, dict[bytes, list[int]]] = {}
+        self.wild: list[tuple[int, list[re.Pattern], list[re.Pattern]]] = []  # (entry, positive, negated)
+        self.extend(text)
+
+    def extend(self, text: str) -> None:
+        """Index `text` as lines that follow what is indexed (which must end with a line break)."""
+        for key in parse_known_hosts(text, self.source):
+            self._add(KnownKey(key.patterns, key.keytype, key.blob, key.marker, key.source, key.line + self.lines))
+        self.lines += len(text.splitlines())
+
+    def add_line(self, key: KnownKey, text: str) -> None:
+        """One line this process appended (`text`, with its line break): indexed without re-reading the file."""
+        self._add(key)
+        self.text += text
+        self.lines = len(self.text.splitlines()) if text.startswith("\n") else self.lines + 1
+
+    def _add(self, key: KnownKey) -> None:
+        if key.marker == "@cert-authority":
+            return
+        i = len(self.keys)
+        self.keys.append(key)
+        patterns = key.patterns
+        if patterns.startswith("|"):
+            try:
+                _, magic, salt_b64, hash_b64 = patterns.split("|")
+                if magic != "1":
+                    return
+                salt = base64.b64decode(salt_b64)
+                want = base64.b64decode(hash_b64)
+            except ValueError:
+                return
+            by_hash = self._salt_at.get(salt)
+            if by_hash is None:
+                by_hash = self._salt_at[salt] = {}
+                self.salts.append((salt, by_hash))
+            by_hash.setdefault(want, []).append(i)
+            return
+        positive: list[str] = []
+        negated: list[str] = []
+        for pat in patterns.split(","):
+            if pat.startswith("!"):
+                negated.append(pat[1:].lower())
+            else:
+                positive.append(pat.lower())
+        if not positive:
+            return  # only negations: matches nothing
+        neg = [_wildcard(p) for p in negated]
+        if all(_literal(p) for p in positive):
+            for p in dict.fromkeys(positive):
+                self.literal.setdefault(p, []).append((i, neg))
+        else:
+            self.wild.append((i, [_wildcard(p) for p in positive], neg))
+
+    def matches(self, name: str) -> set[int]:
+        """Indexes (into self.keys) of the entries whose host field matches `name`."""
+        found: set[int] = set()
+        lname = name.lower()
+        for i, neg in self.literal.get(lname, ()):
+            if not any(n.match(lname) for n in neg):
+                found.add(i)
+        if self.salts:
+            raw = name.encode()
+            for salt, by_hash in self.salts:
+                hit = by_hash.get(hmac.digest(salt, raw, "sha1"))
+                if hit:
+                    found.update(hit)
+        for i, pos, neg in self.wild:
+            if any(p.match(lname) for p in pos) and not any(n.match(lname) for n in neg):
+                found.add(i)
+        return found
+
+
 # Host-key algorithms negotiated for a known key type (RSA keys are stored as ssh-rsa).
 KEYTYPE_ALGORITHMS = {
     "ssh-rsa": ("rsa-sha2-512", "rsa-sha2-256", "ssh-rsa"),
@@ -112,18 +205,34 @@ class KnownHosts:
         self.accept_new = accept_new
         self.extra_files = tuple(os.path.expanduser(p) for p in extra_files)
         self._lock = threading.Lock()
-        self._keys: list[KnownKey] = []
+        self._files: list[_FileIndex] = []
+        self._found: dict[tuple[str, ...], list[KnownKey]] = {}  # per lookup names; replaced on any change
         self.reload()
 
     def reload(self) -> None:
-        keys: list[KnownKey] = []
-        for p in (self.path, *self.extra_files):
-            keys.extend(parse_known_hosts(_read(p), p))
-        self._keys = keys
+        self._files = [_FileIndex(_read(p), p) for p in (self.path, *self.extra_files)]
+        self._found = {}
+
+    @property
+    def _keys(self) -> list[KnownKey]:
+        """Every entry except @cert-authority lines, file order."""
+        return [k for f in self._files for k in f.keys]
 
     def keys_for(self, names: list[str]) -> list[KnownKey]:
-        return [k for k in self._keys if k.marker != "@cert-authority"
-                and any(host_matches(k.patterns, n) for n in names)]
+        """Entries (not @cert-authority) matching any of `names`, in file order; looked up by the index
+        once per names and kept until the files change."""
+        cache = self._found  # a change replaces the dict: an answer computed meanwhile lands in the old one
+        key = tuple(names)
+        hit = cache.get(key)
+        if hit is None:
+            hit = []
+            for f in self._files:
+                found: set[int] = set()
+                for n in names:
+                    found |= f.matches(n)
+                hit.extend(f.keys[i] for i in sorted(found))
+            cache[key] = hit
+        return list(hit)
 
     def known_types(self, names: list[str]) -> list[str]:
         """Key types already known for the host, file order (to prefer them in negotiation)."""
@@ -195,8 +304,7 @@ class KnownHosts:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             current = _read(self.path)  # another process may have written meanwhile
-            self._keys = parse_known_hosts(current, self.path) + [
-                k for p in self.extra_files for k in parse_known_hosts(_read(p), p)]
+            self._refresh(current)
             verdict = self._verdict([name], keytype, blob)
             if verdict == "known":
                 return "known"
@@ -210,10 +318,32 @@ class KnownHosts:
             os.write(fd, line.encode())
             os.fsync(fd)
             lineno = current.count("\n") + 1 + (1 if line.startswith("\n") else 0)
-            self._keys.append(KnownKey(name, keytype, blob, None, self.path, lineno))
+            self._files[0].add_line(KnownKey(name, keytype, blob, None, self.path, lineno), line)
+            self._found = {}
             return "added"
         finally:
             os.close(fd)  # releases the lock
+
+
+    def _refresh(self, current: str) -> None:
+        """Bring the index up to the files as they are now (under the lock): lines appended after what was
+        indexed are indexed alone; any other change (or a file of another process) rebuilds that file's."""
+        main = self._files[0]
+        changed = False
+        if current != main.text:
+            if main.text.endswith("\n") and current.startswith(main.text):
+                main.extend(current[len(main.text):])
+                main.text = current
+            else:
+                self._files[0] = _FileIndex(current, self.path)
+            changed = True
+        for i, p in enumerate(self.extra_files, 1):
+            text = _read(p)
+            if text != self._files[i].text:
+                self._files[i] = _FileIndex(text, p)
+                changed = True
+        if changed:
+            self._found = {}
 
 
 def _read(path: str) -> str:
