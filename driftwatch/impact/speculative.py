@@ -245,6 +245,9 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
             notes.append(f"GPU unknown: {physical['hardware'].gpu.name} assumed (pass --gpu NAME[xN])")
             conf = min_conf(conf, LOW)
         detail = f"{lead}. Details: {a_part}; {e_part}; {terms}"
+        pool = _state_pool_note(physical["model"], base, cur, ctx)
+        if pool:
+            notes.append(pool)
     else:
         c_part = (f"step cost {cost_b:.3f} → {cost_c:.3f} (drafting {base.steps} → {cur.steps} passes, verifying "
                   f"{base.tokens if base.on else 1} → {cur.tokens if cur.on else 1} tokens/request at batch {batch})")
@@ -255,6 +258,22 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
     if notes:
         detail += " (" + "; ".join(notes) + ")"
     return Estimate(ratio, conf, detail, dim)
+
+
+def _state_pool_note(m, base: SpecSide, cur: SpecSide, ctx: ImpactContext) -> str | None:
+    """On a hybrid (linear-attention) model each running request keeps one recurrent state per
+    verified draft token for rollback (SGLang's intermediate SSM states), so more draft tokens fit
+    fewer requests in the same pool. Said, not charged: the pool size is the engine's start-up choice
+    (seed 004: 26 → 21 requests for 2 → 3 draft tokens)."""
+    if not m.linear_attention_layers or concurrency_of(ctx) <= 1:
+        return None
+    tb, tc = (base.tokens if base.on else 0), (cur.tokens if cur.on else 0)
+    if tb == tc or as_int(side_metrics(ctx, "current").get(MAX_RUNNING_METRIC)) is not None:
+        return None
+    return (f"on this hybrid model each running request also holds {1 + tc} instead of {1 + tb} recurrent states "
+            f"(one per verified draft token, for rollback), so the state pool fits ~{(1 + tb) / (1 + tc):.2f}× the "
+            f"requests: if it limits the running batch, the gain is smaller — pass the max_running_requests each "
+            f"server reports at start-up (--baseline-metric/--current-metric max_running_requests=N)")
 
 
 def _prior_key(ctx: ImpactContext, side: str, sp: SpecSide) -> str:

@@ -217,3 +217,12 @@ def test_seed_004_decomposed_with_measured_caps_and_facts():
     cap = get_model("concurrency_cap")("batch.max_running_requests", "runtime", "runtime", c, {})
     assert s.throughput_ratio is not None and "at batch 21" in s.detail
     assert abs(s.throughput_ratio * cap.throughput_ratio / (1844 / 1566) - 1) <= 0.15
+
+
+def test_hybrid_model_says_more_draft_tokens_fit_fewer_requests():
+    qwen35 = model("Qwen--Qwen3.5-122B-A10B")
+    b = {"model.path": "/home/ml/models/Qwen3.5-122B-A10B", A: "EAGLE", STEPS: 1, TOPK: 1, "parallel.tensor": 4}
+    e = get_model("speculative_steps")(STEPS, 1, 2, ctx(b, {**b, STEPS: 2}, qwen35, gpus("4x RTX PRO 6000"), conc=64), {})
+    assert "holds 4 instead of 3 recurrent states" in e.detail and "max_running_requests" in e.detail
+    one = get_model("speculative_steps")(STEPS, 1, 2, ctx(b, {**b, STEPS: 2}, qwen35, gpus("4x RTX PRO 6000")), {})
+    assert "recurrent states" not in one.detail  # one stream: the pool does not bind
