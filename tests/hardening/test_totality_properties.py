@@ -43,6 +43,22 @@ for _text in CORPUS[:12]:
     DOCS.append(snapshot_to_dict(_s))
     DOCS.append(baseline_to_dict(Baseline(name="b", snapshot=_s, metrics={"throughput": 70.0})))
 
+# A live snapshot with what the server reported (start-up lines, a probe answer) and model facts,
+# so mutations reach runtime.startup / runtime.effective / runtime.model_facts too.
+_REPORTED = [
+    "[2026-11-28 09:12:41 TP0] max_total_num_tokens=19456, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+    "max_running_requests=1, context_len=19456, available_gpu_mem=2.14 GB",
+    "[2026-11-28 09:12:58 TP0] Capture cuda graph bs [1, 2, 4, 8]",
+]
+_LIVE = build_snapshot(RawUnit(
+    host="b", unit="sglang-qwen.service", source="systemctl cat", text=BASE.snapshot.unit_text,
+    startup_lines=_REPORTED, probe={"/server_info": json.dumps({"max_total_num_tokens": 19000, "internal_states": [
+        {"last_gen_throughput": 39.5, "effective_max_running_requests_per_dp": 2}]}).encode()},
+    model_configs={"/root/models/Qwen3.6-27B": json.dumps({"architectures": ["Qwen3ForCausalLM"],
+                                                           "num_hidden_layers": 64, "hidden_size": 5120})}))
+assert _LIVE.runtime.get("startup") and _LIVE.runtime.get("effective")
+DOCS.append(snapshot_to_dict(_LIVE))
+
 BUDGET = settings(max_examples=60, deadline=None, derandomize=True, database=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -106,6 +122,28 @@ def test_mutated_snapshots_and_baselines_are_total(which, rnd):
             _everything(snapshot_from_dict(data, "f.yaml"))
 
     _total(one)
+
+
+_journal_line = st.one_of(
+    st.text(max_size=200),
+    st.builds(lambda a, b: f"[x TP0] max_total_num_tokens={a}, max_running_requests={b}, context_len={a}",
+              st.text(max_size=12), st.text(max_size=12)),
+    st.builds(lambda a: f"server_args=ServerArgs({a})", st.text(max_size=80)),
+    st.builds(lambda a: f"INFO [x] non-default args: {{{a}}}", st.text(max_size=80)),
+    st.builds(lambda a: f"GPU KV cache size: {a} tokens", st.text(max_size=12)),
+)
+
+
+@BUDGET
+@given(lines=st.lists(_journal_line, max_size=8), body=st.binary(max_size=300))
+def test_what_a_server_reports_is_total(lines, body):
+    """Start-up lines and probe answers of any shape end in a snapshot (or one line), never a crash."""
+    for text in (BASE.snapshot.unit_text, (Path(__file__).resolve().parents[2] /
+                                           "examples/vllm-qwen-mtp3.service").read_text()):
+        raw = RawUnit(host="f", unit="f.service", text=text, source="systemctl cat", startup_lines=lines,
+                      probe={"/server_info": body, "/metrics": body, "/v1/models": body})
+        _total(lambda: _everything(snapshot_from_dict(json.loads(json.dumps(snapshot_to_dict(build_snapshot(raw)))),
+                                                      "f.yaml")))
 
 
 @pytest.mark.parametrize("key, value, problem", [
