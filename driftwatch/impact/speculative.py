@@ -307,8 +307,8 @@ def physical_step(m, hw, sp: SpecSide, ctx: ImpactContext, side: str, params: di
     else:  # a separate draft model of unknown size: the prior fraction of a target step per pass
         d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm, cal.DEFAULT_DRAFT_COST))
         draft_s = sp.steps * d * roofline.forward_time(m, hw, batch, 1, params=params).total
-    draft_s += param(params, "spec_step_overhead_ms", cal.SPEC_STEP_OVERHEAD_MS) * 1e-3
-    return _Step(verify, draft_s), draft
+    iteration_s = param(params, "spec_step_overhead_ms", cal.SPEC_STEP_OVERHEAD_MS) * 1e-3
+    return _Step(verify, draft_s, iteration_s), draft
 
 
 def _physical_costs(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: dict, batch: int) -> dict | None:
@@ -343,12 +343,12 @@ def _direction_unknown(base: SpecSide, cur: SpecSide, physical: dict, expected: 
 class _Step:
     """A speculative decode step: the verify forward plus the draft passes (seconds)."""
 
-    def __init__(self, verify, draft_s: float):
-        self.verify, self.draft_s = verify, draft_s
+    def __init__(self, verify, draft_s: float, iteration_s: float = 0.0):
+        self.verify, self.draft_s, self.iteration_s = verify, draft_s, iteration_s
 
     @property
     def total(self) -> float:
-        return self.verify.total + self.draft_s
+        return self.verify.total + self.draft_s + self.iteration_s
 
 
 def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dict, ratio: float,
@@ -385,7 +385,9 @@ def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dic
 
     def terms(label, f, draft):
         if isinstance(f, _Step):
-            d = f" + {f.draft_s * 1e3:.2f} ms drafting" + (f" ({draft.describe()} per pass)" if draft else "")
+            d = (f" + {f.draft_s * 1e3:.2f} ms drafting" + (f" ({draft.describe()} per pass)" if draft else "")
+                 + (f" + {f.iteration_s * 1e3:.2f} ms per speculative iteration (draft tree, accept pass, host sync)"
+                    if f.iteration_s else ""))
             return f"{label} verify {f.verify.describe()}{d}"
         return f"{label} {f.describe()}"
 
