@@ -14,6 +14,7 @@ import functools
 import json
 import math
 import re
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Callable
@@ -23,6 +24,7 @@ from ..engines.config import Issue
 from .versions import version_key
 
 CATALOG_SCHEMA = "driftwatch.catalog/v1"
+_COUNTING = threading.local()  # inside count_problems: issues are counted, their wording is not read
 _RELEASE_RE = re.compile(r"^v?\d+(\.\d+)*([.-]?(post|rc|dev)\d*)?$")
 
 
@@ -46,8 +48,17 @@ class OptionSpec:
 
     @property
     def primary(self) -> str:
-        longs = [o for o in self.option_strings if o.startswith("--")]
-        return (longs or self.option_strings)[0]
+        """The first long option string (else the first). Asked for every option of the catalog for
+        every unit typed: kept, for as long as option_strings is the same list (a catalog set may
+        replace it while loading)."""
+        strings = self.option_strings
+        kept = self.__dict__.get("_dw_primary")
+        if kept is not None and kept[0] is strings:
+            return kept[1]
+        longs = [o for o in strings if o.startswith("--")]
+        value = (longs or strings)[0]
+        self.__dict__["_dw_primary"] = (strings, value)
+        return value
 
 
 @dataclass
@@ -94,6 +105,9 @@ class Catalog:
         return "unknown", []
 
 
+_SPEC_FIELDS = frozenset(OptionSpec.__dataclass_fields__) - {"extra"}
+
+
 def load_catalog_text(text: str, origin: str, engine: str) -> Catalog:
     try:
         data = json.loads(text)
@@ -102,10 +116,16 @@ def load_catalog_text(text: str, origin: str, engine: str) -> Catalog:
     if not isinstance(data, dict) or data.get("schema") != CATALOG_SCHEMA:
         raise CatalogError(f"{origin}: not a {CATALOG_SCHEMA} catalog")
     options = []
-    known = set(OptionSpec.__dataclass_fields__) - {"extra"}
+    known = _SPEC_FIELDS
     for raw in data.get("options", []):
-        kwargs = {k: raw.get(k) for k in known if k in raw}
-        kwargs["extra"] = {k: v for k, v in raw.items() if k not in known}
+        kwargs: dict[str, Any] = {}
+        extra: dict[str, Any] = {}
+        for k, v in raw.items():  # one pass over what the option has (it has few of the fields)
+            if k in known:
+                kwargs[k] = v
+            else:
+                extra[k] = v
+        kwargs["extra"] = extra
         kwargs.setdefault("field", raw.get("dest"))
         options.append(OptionSpec(**kwargs))
     return Catalog(engine=data.get("engine", engine), version=str(data["version"]), options=options,
@@ -173,6 +193,12 @@ class _Parser(argparse.ArgumentParser):
         if i >= len(keys) or not keys[i].startswith(probe):
             return []  # what argparse's scan would find: nothing
         return super()._get_option_tuples(option_string)
+
+    def _get_formatter(self):
+        # add_argument makes a HelpFormatter only to check the metavar, and each asks the terminal its
+        # size: ~40 % of building a parser of hundreds of options. One serves while it is built.
+        shared = self.__dict__.get("_dw_formatter")
+        return shared if shared is not None else super()._get_formatter()
 
     def error(self, message):  # noqa: D401 - argparse API
         raise _ParseFailure(message)
@@ -382,11 +408,17 @@ class CatalogSet:
     def parser(self, version: str) -> _Parser:
         """An argparse parser equivalent to the engine's for `version` (cached: hundreds of options)."""
         parser = _Parser(prog=f"{self.engine}-{version}", add_help=False, allow_abbrev=self.allow_abbrev)
-        for spec in self.load(version).options:
-            self._add_option(parser, spec)
+        parser._dw_formatter = parser._get_formatter()
+        try:
+            for spec in self.load(version).options:
+                self._add_option(parser, spec)
+        finally:
+            del parser._dw_formatter
         return parser
 
     def releases_accepting(self, option: str) -> list[str]:
+        if getattr(_COUNTING, "on", False):
+            return []  # only worded in an issue: choosing a release counts issues, loading no other catalog
         return [v for v in self.versions if self.load(v).resolve(option)[0] in ("exact", "prefix")]
 
     def _unknown_issue(self, option: str, catalog: Catalog) -> Issue:
@@ -491,7 +523,12 @@ class CatalogSet:
 
     def count_problems(self, argv: list[str], version: str) -> int:
         """How many flags `version` cannot read (unknown, removed, ambiguous, rejected)."""
-        return self._count_problems(tuple(argv), version)
+        before = getattr(_COUNTING, "on", False)
+        _COUNTING.on = True
+        try:
+            return self._count_problems(tuple(argv), version)
+        finally:
+            _COUNTING.on = before
 
     def choose(self, argvs: list[list[str]]) -> tuple[str, str]:
         """The newest shipped release under which every given argv parses, and why it was chosen."""
