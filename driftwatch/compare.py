@@ -139,6 +139,9 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
     gpus = current.runtime.get("gpus")
     ctx = ImpactContext(baseline=b_values, current=c_values, baseline_runtime=b_runtime, current_runtime=c_runtime,
                         baseline_metrics=b_metrics, current_metrics=c_metrics, concurrency=max(1, conc),
+                        # "one stream" only when someone said so: else a batch-dependent model has no number
+                        concurrency_known=(concurrency is not None or "concurrency" in b_metrics
+                                           or "concurrency" in c_metrics),
                         gpus=len(gpus) if isinstance(gpus, list) else None,
                         engine=pair.current.label if pair.same_engine and pair.current.label else None,
                         **facts_context(baseline.snapshot, current))  # model/GPU facts (driftwatch/facts)

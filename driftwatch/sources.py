@@ -32,8 +32,8 @@ def collect_live(targets: list[tuple[str, str]], ssh: SSHSettings, inventory: st
     """Collect (host spec, unit) pairs over SSH. Host specs may name inventory entries.
     `on_result(raw)` runs as each answer arrives (see collect_fleet), with the host's recorded name."""
     from .collect.fleet import SSHOptions, collect_fleet
-    from .collect.inventory import load_inventory, parse_target
-    known = {t.name: t for t in load_inventory(inventory)} if inventory else {}
+    from .collect.inventory import parse_target
+    known = {t.name: t for t in _inventory(inventory)} if inventory else {}
     pairs, labels, seen = [], [], set()
     for spec, unit in targets:
         target = known.get(spec) or parse_target(spec)
@@ -56,10 +56,27 @@ def collect_live(targets: list[tuple[str, str]], ssh: SSHSettings, inventory: st
     return collect_fleet(pairs, options, progress=progress, on_result=arrived)
 
 
-def inventory_targets(inventory: str, unit: str | None = None) -> list[tuple[str, str]]:
+_INVENTORIES: dict[tuple, list] = {}
+
+
+def _inventory(path: str) -> list:
+    """The inventory's hosts, parsed once per run however often they are asked for (a 1 000-host
+    inventory is read to list the targets and again to resolve them); re-read when the file changes."""
     from .collect.inventory import load_inventory
+    try:
+        st = os.stat(path)
+        key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino)
+    except OSError:
+        return load_inventory(path)  # its own clear error
+    if key not in _INVENTORIES:
+        _INVENTORIES.clear()
+        _INVENTORIES[key] = load_inventory(path)
+    return list(_INVENTORIES[key])
+
+
+def inventory_targets(inventory: str, unit: str | None = None) -> list[tuple[str, str]]:
     pairs = []
-    for target in load_inventory(inventory):
+    for target in _inventory(inventory):
         units = [unit] if unit else list(target.units)
         if not units:
             raise InputError(f"{inventory}: host {target.name} lists no units (add units: or pass --unit)")
