@@ -42,10 +42,11 @@ def keep_reported(values: StartupValues, config: EngineConfig, policy: Redactor)
         typed = config.flags.get(name)
         if typed is None or not _scalar_or_list(value):
             continue  # not a setting of this release's command line, or not a value we can compare
-        if typed.source != RUNTIME and typed.value is not None and not _changed(typed.value, value):
-            continue  # the unit (or the release default) already says this
-        if typed.source == RUNTIME and value is None:
-            continue
+        if typed.source == RUNTIME and typed.value is None:
+            if value is None:
+                continue  # "computed at start-up", and the server did not say
+        elif not _changed(typed.value, value):
+            continue  # the unit (or the release default, or the rule driftwatch knows) already says this
         if credential_kind(name, value):
             fields[name] = [policy.fp(v) if isinstance(v, str) else v for v in value] if isinstance(value, list) \
                 else policy.fp(value) if isinstance(value, str) else value

@@ -88,8 +88,9 @@ def diff_flags(b: EngineConfig, c: EngineConfig) -> list[Difference]:
     for key in sorted(set(b.flags) | set(c.flags)):
         bv, bs = _flag_state(b.flags.get(key))
         cv, cs = _flag_state(c.flags.get(key))
-        if EXPLICIT not in (bs, cs) and not (bs in REPORTED and cs in REPORTED):
-            continue  # (two values both servers computed differ: seed 004's 26 → 21 running requests)
+        if EXPLICIT not in (bs, cs) and not (bs in REPORTED and cs in REPORTED and _bound(key, b, c)):
+            continue  # (two values both servers computed differ: seed 004's 26 → 21 running requests;
+            # only settings with a concept: a random seed or a port the engine picked is not drift)
         if not _changed(bv, cv) and not (RUNTIME in (bs, cs) and (bv is None or cv is None)):
             continue  # an explicit value equal to the other side's default is spelling, not drift
         kind = "changed"
@@ -106,6 +107,10 @@ def diff_flags(b: EngineConfig, c: EngineConfig) -> list[Difference]:
             baseline_source=bs, current_source=cs, kind=kind, notes=notes,
             secret=is_secret_field(key) or is_redacted(bv) or is_redacted(cv)), b, c))
     return _group_speculative(diffs, b, c)
+
+
+def _bound(key: str, b: EngineConfig, c: EngineConfig) -> bool:
+    return key in b.bindings or key in c.bindings
 
 
 def _with_concept(diff: Difference, b: EngineConfig, c: EngineConfig) -> Difference:

@@ -81,7 +81,8 @@ def overlay_reported(config: EngineConfig, snapshot: Snapshot) -> None:
 
 
 def reported_truths(snapshot: Snapshot, config: EngineConfig) -> list[Difference]:
-    """Fields the unit sets where the server reports another value (clamped or overridden)."""
+    """Fields with a concept the unit sets where the server reports another value (clamped or
+    overridden)."""
     if not_applicable(snapshot) is not None:
         return []
     engine = get_engine(config.engine)
@@ -90,6 +91,8 @@ def reported_truths(snapshot: Snapshot, config: EngineConfig) -> list[Difference
         typed = config.flags.get(name)
         if typed is None or typed.source != EXPLICIT or not _changed(typed.value, value):
             continue
+        if name not in config.bindings:
+            continue  # a setting no rule or model reads (how a path or name was spelled back)
         label = engine.primary_flag(name, config.version) or typed.flag or name
         binding = config.bindings.get(name)
         diff = Difference(key=f"effective.{name}", label=f"{label} (as the server runs it)",

@@ -17,20 +17,10 @@ import dw_sshlab  # noqa: E402
 
 from driftwatch.collect.fleet import SSHOptions  # noqa: E402
 
-from dw_sshlab import FIXTURES, UNIT  # noqa: E402
+from dw_sshlab import FIXTURES, UNIT, plain_unit  # noqa: E402
 
 _SSH_OK = dw_sshlab.is_root() and dw_sshlab.have_sshd()
 _NETNS_OK = _SSH_OK and dw_sshlab.have_netns()
-
-
-def plain_unit(port: int, extra: str = "") -> str:
-    return textwrap.dedent(f"""\
-        [Unit]
-        Description=SGLang test server on port {port}
-
-        [Service]
-        ExecStart=/root/ml-env/bin/python3 -m sglang.launch_server --model-path /root/models/m --port {port}{extra}
-        """)
 
 
 @pytest.fixture(scope="session")

@@ -125,6 +125,13 @@ class SSHServer:
         raise ValueError(f"{host_path} is not inside a tree the test server sees privately")
 
 
+
+def plain_unit(port: int, extra: str = "") -> str:
+    """A unit starting SGLang on `port` (model /root/models/m), as the test hosts serve it."""
+    return (f"[Unit]\nDescription=SGLang test server on port {port}\n\n[Service]\n"
+            f"ExecStart=/root/ml-env/bin/python3 -m sglang.launch_server --model-path /root/models/m "
+            f"--port {port}{extra}\n")
+
 # host path -> per-server tree directory name
 MOUNTS = (
     ("/etc/systemd/system", "etc"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import plain_unit
+from dw_sshlab import plain_unit
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.snapshot import build_snapshot

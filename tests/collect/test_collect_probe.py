@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from conftest import plain_unit
+from dw_sshlab import plain_unit
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.probe import ProbeError, http_get, probe_unit
