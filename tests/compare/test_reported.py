@@ -139,3 +139,16 @@ def test_vllm_values_both_servers_computed_are_compared():
     assert display_pair(context.difference) == ("40960 (computed at start-up)", "32768 (computed at start-up)")
     tokens = _finding(result, "measured.max_total_tokens")  # no native field: compared as measured
     assert (tokens.difference.baseline, tokens.difference.current) == (811808, 122880)
+
+
+def test_values_the_engine_picks_at_random_are_not_drift():
+    """SGLang fills random_seed (and ports) at start-up: two servers differ there every time."""
+    def snap(seed):
+        lines = [f"[2026-11-28 09:12:30 TP0] server_args=ServerArgs(model_path='/root/models/Qwen3.6-27B', "
+                 f"random_seed={seed}, max_running_requests=None)"] + STARTUP[2:3]
+        return build_snapshot(_raw(SEED_000, startup_lines=lines))
+
+    from driftwatch.baseline import Baseline
+    result = compare(Baseline(name="b", snapshot=snap(12345), metrics={}), snap(67890), load_rules())
+    assert snap(1).runtime["startup"]["fields"]["random_seed"] == 1  # recorded, for the operator
+    assert result.findings == []
