@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .engines.config import EXPLICIT, RUNTIME, EngineConfig
+from .engines.config import RUNTIME, EngineConfig
 from .engines.startup import StartupValues
 from .redact import Redactor, credential_kind
 

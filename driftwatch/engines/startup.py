@@ -7,6 +7,7 @@ payload that does not parse is ignored, never guessed: an absent value means "no
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,3 +31,23 @@ class StartupValues:
         """`other` wins where both report a value (the later or more direct reading)."""
         return StartupValues({**self.fields, **other.fields}, {**self.concepts, **other.concepts},
                              {**self.figures, **other.figures})
+
+
+class NotPlain(ValueError):
+    """A parsed value a snapshot cannot hold (a set, bytes, a non-finite float, non-string keys)."""
+
+
+def plain(value: Any) -> Any:
+    """`value` as JSON can hold it (tuples become lists); NotPlain for anything else. The engines'
+    readers pass every literal they parse through this before it reaches a snapshot."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        raise NotPlain
+    if isinstance(value, (list, tuple)):
+        return [plain(item) for item in value]
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return {k: plain(v) for k, v in value.items()}
+    raise NotPlain

@@ -19,7 +19,7 @@ import math
 import re
 from typing import Any, Iterable
 
-from ..startup import StartupValues
+from ..startup import NotPlain, StartupValues, plain
 
 # For `grep -F`: every line parsed below holds one of these.
 MARKERS: tuple[str, ...] = (
@@ -127,38 +127,18 @@ def parse_args_repr(text: str) -> dict[str, Any]:
         for name, node in pairs:
             try:  # a name, a call, an operator (an enum, an object) is not a literal: left out
                 found[name] = plain(ast.literal_eval(node))
-            except (_NotPlain, ValueError, TypeError, SyntaxError, RecursionError):
+            except (NotPlain, ValueError, TypeError, SyntaxError, RecursionError):
                 continue
         return found
     except (SyntaxError, ValueError, TypeError, RecursionError, MemoryError):
         return {}
 
 
-class _NotPlain(Exception):
-    pass
-
-
-def plain(value: Any) -> Any:
-    """`value` as JSON can hold it (tuples become lists); raises _NotPlain for anything else
-    (sets, bytes, complex, non-finite floats, non-string keys)."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        raise _NotPlain
-    if isinstance(value, (list, tuple)):
-        return [plain(item) for item in value]
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {k: plain(v) for k, v in value.items()}
-    raise _NotPlain
-
-
 def plain_or_none(value: Any) -> tuple[bool, Any]:
     """(True, plain value) or (False, None): for callers outside this module."""
     try:
         return True, plain(value)
-    except (_NotPlain, RecursionError):
+    except (NotPlain, RecursionError):
         return False, None
 
 

@@ -22,7 +22,7 @@ import math
 import re
 from typing import Any, Iterable
 
-from ..startup import StartupValues
+from ..startup import NotPlain, StartupValues, plain
 
 # For `grep -F`: every line parsed below holds one of these.
 MARKERS: tuple[str, ...] = (
@@ -280,27 +280,9 @@ def literal(raw: str) -> Any:
         except (ValueError, RecursionError):
             return _SKIP
     try:
-        return _plain(value)
-    except (_NotPlain, RecursionError):
+        return plain(value)
+    except (NotPlain, RecursionError):
         return _SKIP
-
-
-class _NotPlain(Exception):
-    pass
-
-
-def _plain(value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        if math.isfinite(value):
-            return value
-        raise _NotPlain
-    if isinstance(value, (list, tuple)):
-        return [_plain(item) for item in value]
-    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
-        return {k: _plain(v) for k, v in value.items()}
-    raise _NotPlain
 
 
 def _with_dotted(args: dict[str, Any]) -> dict[str, Any]:
