@@ -270,8 +270,15 @@ def _async_scheduling(config: EngineConfig) -> None:
     if reason is None and backend is not None and backend.value == "ray" and not at_least(config.version, "0.33"):
         reason = "the ray executor"
     pp = _int(flags["pipeline_parallel_size"].value) if "pipeline_parallel_size" in flags else None
-    if reason is None and at_least(config.version, "0.33") and pp and pp > 1:
-        reason = "pipeline parallelism"
+    if reason is None and at_least(config.version, "0.33") and pp and pp > 1 and value.source == EXPLICIT \
+            and value.value is True:
+        # 0.33 vllm/config/vllm.py: only the V1 model runner refuses async scheduling with PP; the V2
+        # runner (the default where Triton is installed) runs it (vLLM PR #32618). A warning, not a crash.
+        config.issues.append(Issue("note", f"{value.flag or '--async-scheduling'} with pipeline parallelism: "
+                                   f"{label} refuses to start only with the V1 model runner "
+                                   "(VLLM_USE_V2_MODEL_RUNNER=0, or a feature the V2 runner lacks)",
+                                   key="async_scheduling", flag=value.flag or "--async-scheduling",
+                                   severity="warning"))
     if value.source == EXPLICIT:
         if value.value is True and reason is not None:
             config.issues.append(Issue("startup-crash", f"{value.flag or '--async-scheduling'} with {reason}: "
