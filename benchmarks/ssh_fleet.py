@@ -20,7 +20,17 @@ collection itself (connect to last result, interpreter start-up and imports excl
 separately as "process"); for Ansible the whole command, which is what its user waits for.
 Median of --repeat runs.
 
-    sudo /work/venv/bin/python benchmarks/ssh_fleet.py [--sizes 1,5,20] [--repeat 3]
+    sudo /work/venv/bin/python benchmarks/ssh_fleet.py [--sizes 1,5,20] [--repeat 3] [--pad-known-hosts 1000]
+
+Client CPU per host (user + sys of the child, from wait4, divided by N) is reported too;
+--pad-known-hosts K adds K entries for other hosts to the lab's known_hosts (issue 12: a real
+file has one line per host of the fleet, and the lookup used to scan all of them).
+
+    python benchmarks/ssh_fleet.py --known-hosts-only [--entries 1000] [--before REV]
+
+needs no root and no network: the known_hosts work of N = --entries hosts against a file of as many
+entries (plain, hashed, one wildcard line), as collect/ssh.py does it per host (preferred_algorithms
+then check), in ms of CPU per host; --before REV also runs the hostkeys.py of that revision.
 """
 from __future__ import annotations
 
@@ -78,6 +88,10 @@ def _paramiko_one(spec: dict, host: dict, command: str, stdin: bytes | None = No
 
 def worker(method: str, spec: dict) -> dict:
     hosts = spec["hosts"]
+    if method == "driftwatch-before":  # driftwatch with the known_hosts code of --before REV
+        from driftwatch.collect import hostkeys
+        hostkeys.KnownHosts = _hostkeys_module(spec["before"]).KnownHosts
+        method = "driftwatch"
     if method == "driftwatch":
         from driftwatch.collect.fleet import SSHOptions, collect_fleet
         from driftwatch.collect.inventory import HostTarget
@@ -114,13 +128,15 @@ def worker(method: str, spec: dict) -> dict:
 
 
 def run_child(argv: list[str], env: dict | None = None) -> tuple[float, int, str, int]:
-    """(wall seconds, peak RSS KiB incl. waited-for descendants, stdout, exit code)."""
+    """(wall seconds, peak RSS KiB incl. waited-for descendants, stdout, exit code); the child's CPU
+    (user + sys) is left in run_child.cpu."""
     out = tempfile.TemporaryFile()
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     proc.returncode = os.waitstatus_to_exitcode(status)
+    run_child.cpu = usage.ru_utime + usage.ru_stime
     out.seek(0)
     return wall, usage.ru_maxrss, out.read().decode(errors="replace"), proc.returncode
 
@@ -152,7 +168,7 @@ def ansible_run(venv: str, spec: dict, tmp: str, n: int) -> dict:
                        capture_output=True)
     if rc != 0 and ok == 0:
         raise RuntimeError(f"ansible failed: {out[-1500:]}")
-    return {"wall": wall, "process": wall, "rss": rss, "ok": ok}
+    return {"wall": wall, "process": wall, "rss": rss, "ok": ok, "cpu": run_child.cpu}
 
 
 def python_run(method: str, spec_path: str) -> dict:
@@ -161,7 +177,7 @@ def python_run(method: str, spec_path: str) -> dict:
     if rc != 0:
         raise RuntimeError(f"{method} failed: {out[-2000:]}")
     res = json.loads(out.strip().splitlines()[-1])
-    return {"wall": res["wall"], "process": wall, "rss": rss, "ok": res["ok"]}
+    return {"wall": res["wall"], "process": wall, "rss": rss, "ok": res["ok"], "cpu": run_child.cpu}
 
 
 def import_check() -> dict:
@@ -178,15 +194,93 @@ def import_check() -> dict:
             "paramiko_import_cost_s": round(cost - base, 3)}
 
 
+# ---------------------------------------------------------------------------------------------
+# known_hosts alone (issue 12)
+PAD_KEY = "AAAAC3NzaC1lZDI1NTE5AAAAIHBhZCFwYWQhcGFkIXBhZCFwYWQhcGFkIXBhZCFwYWQh"  # a well-formed ed25519 blob no host has
+
+
+def pad_lines(k: int) -> list[str]:
+    """K entries for hosts that are not in the fleet (documentation addresses: never contacted)."""
+    return [f"198.18.{i // 250}.{i % 250 + 1} ssh-ed25519 {PAD_KEY}\n" for i in range(k)]
+
+
+def _hashed(name: str, salt: bytes) -> str:
+    import base64
+    import hashlib
+    import hmac
+    digest = hmac.new(salt, name.encode(), hashlib.sha1).digest()
+    return f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(digest).decode()}"
+
+
+def _hostkeys_module(rev: str | None):
+    if rev is None:
+        from driftwatch.collect import hostkeys
+        return hostkeys
+    import importlib.util
+    source = subprocess.run(["git", "-C", REPO, "show", f"{rev}:driftwatch/collect/hostkeys.py"], check=True,
+                            capture_output=True, text=True).stdout
+    path = os.path.join(tempfile.mkdtemp(prefix="dw-hostkeys-"), "hostkeys_before.py")
+    with open(path, "w") as fh:
+        fh.write(source)
+    spec = importlib.util.spec_from_file_location("hostkeys_before", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["hostkeys_before"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def known_hosts_bench(entries: int, before: str | None) -> int:
+    """ms of CPU per host for the known_hosts work of a fleet of `entries` hosts, one entry each."""
+    hosts = [f"127.{i // 62500}.{i // 250 % 250}.{i % 250 + 2}" for i in range(entries)]
+    tmp = tempfile.mkdtemp(prefix="dw-kh-")
+    files = {}
+    for kind in ("plain", "hashed", "wildcard"):
+        path = files[kind] = os.path.join(tmp, kind)
+        with open(path, "w") as fh:
+            if kind == "wildcard":
+                fh.write(f"127.* ssh-ed25519 {PAD_KEY}\n")
+            else:
+                for h in hosts:
+                    fh.write(f"{_hashed(h, os.urandom(20)) if kind == 'hashed' else h} ssh-ed25519 {PAD_KEY}\n")
+    trees = [("before " + before, _hostkeys_module(before))] if before else []
+    trees.append(("now", _hostkeys_module(None)))
+    print(f"| known_hosts ({entries} hosts, {entries} entries) | " + " | ".join(t for t, _ in trees) + " |")
+    print("|---|" + "---|" * len(trees))
+    for kind, path in files.items():
+        cells = []
+        for _, module in trees:
+            t0 = time.process_time()
+            known = module.KnownHosts(path)
+            load = time.process_time() - t0
+            sample = hosts if len(trees) == 1 or module.__name__ != "hostkeys_before" else hosts[:: max(1, entries // 100)]
+            t0 = time.process_time()
+            for h in sample:  # what collect/ssh.py asks per host
+                known.preferred_algorithms([h])
+                known.check(h, [h], "ssh-ed25519", PAD_KEY)
+            per_host = (time.process_time() - t0) / len(sample)
+            cells.append(f"{per_host * 1000:.3f} ms/host (loading the file: {load * 1000:.1f} ms)")
+        print(f"| {kind} | " + " | ".join(cells) + " |")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1,5,20")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--ansible-venv", default="/work/oracles/ansible")
     ap.add_argument("--methods", default="driftwatch,paramiko-threads,paramiko-threads+,paramiko-seq,ansible")
+    ap.add_argument("--pad-known-hosts", type=int, default=0, metavar="K",
+                    help="add K entries for other hosts to the lab's known_hosts")
+    ap.add_argument("--known-hosts-only", action="store_true",
+                    help="only the known_hosts CPU per host, no lab (no root, no network)")
+    ap.add_argument("--entries", type=int, default=1000)
+    ap.add_argument("--before", metavar="REV", help="also driftwatch with the hostkeys.py of REV")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--spec", help=argparse.SUPPRESS)
     args = ap.parse_args()
+
+    if args.known_hosts_only:
+        return known_hosts_bench(args.entries, args.before)
 
     if args.worker:
         with open(args.spec) as fh:
@@ -201,6 +295,8 @@ def main() -> int:
         return 2
     sizes = [int(x) for x in args.sizes.split(",")]
     methods = args.methods.split(",")
+    if args.before and "driftwatch" in methods:
+        methods.insert(methods.index("driftwatch"), "driftwatch-before")
     ansible_ok = os.access(os.path.join(args.ansible_venv, "bin", "ansible"), os.X_OK)
     notes = []
     if "ansible" in methods and not ansible_ok:
@@ -220,8 +316,9 @@ def main() -> int:
         kh = os.path.join(lab.tmp, "known_hosts")
         with open(kh, "w") as fh:
             fh.writelines(s.known_hosts_line() for s in servers)
+            fh.writelines(pad_lines(args.pad_known_hosts))
         for n in sizes:
-            spec = {"key": lab.client_key, "known_hosts": kh,
+            spec = {"key": lab.client_key, "known_hosts": kh, "before": args.before,
                     "hosts": [{"name": s.name, "address": s.address, "port": s.port} for s in servers[:n]]}
             spec_path = os.path.join(lab.tmp, f"spec-{n}.json")
             with open(spec_path, "w") as fh:
@@ -233,10 +330,11 @@ def main() -> int:
                         runs.append(ansible_run(args.ansible_venv, spec, lab.tmp, n))
                     else:
                         runs.append(python_run(method, spec_path))
-                res = {k: statistics.median(r[k] for r in runs) for k in ("wall", "process", "rss")}
+                res = {k: statistics.median(r[k] for r in runs) for k in ("wall", "process", "rss", "cpu")}
                 res["ok"] = min(r["ok"] for r in runs)
                 results[(method, n)] = res
-                print(f"{method:18} N={n:<3} wall {res['wall']:.3f}s  process {res['process']:.3f}s  "
+                print(f"{method:18} N={n:<4} wall {res['wall']:.3f}s  process {res['process']:.3f}s  "
+                      f"client CPU {res['cpu'] / n * 1000:.1f} ms/host  "
                       f"peak RSS {res['rss'] / 1024:.0f} MiB  ok {res['ok']}/{n}", file=sys.stderr)
     finally:
         lab.close()
@@ -247,13 +345,15 @@ def main() -> int:
 
 def print_table(results, sizes, methods, imports, notes) -> None:
     """A Markdown table (stdout) of the medians, then the ratios the targets are about."""
-    lines = ["| method | " + " | ".join(f"N={n} wall (process) | N={n} peak RSS" for n in sizes) + " |",
-             "|---|" + "---|---|" * len(sizes)]
+    lines = ["| method | " + " | ".join(f"N={n} wall (process) | N={n} client CPU/host | N={n} peak RSS"
+                                       for n in sizes) + " |",
+             "|---|" + "---|---|---|" * len(sizes)]
     for m in methods:
         cells = []
         for n in sizes:
             r = results[(m, n)]
             cells.append(f"{r['wall']:.2f} s ({r['process']:.2f} s)")
+            cells.append(f"{r['cpu'] / n * 1000:.1f} ms")
             cells.append(f"{r['rss'] / 1024:.0f} MiB")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     big = max(sizes)
