@@ -12,7 +12,7 @@ content can forge a header. Sections, in order:
                                systemd reads (selection and masking are done here, in Python, by
                                ``local.select_unit_files``: identical to the local collector);
 ``SHOW``                      ``systemctl show -p ExecStart -p NeedDaemonReload -p MainPID
-                               -p ActiveState -p LoadState -- UNIT`` (skipped where systemd does
+                               -p ActiveState -p LoadState -p InvocationID -- UNIT`` (skipped where systemd does
                                not run: no ``/run/systemd/system``, nothing is loaded);
 ``PROC <pid>``                ``/proc/PID/cmdline`` as hex (``od``): MainPID's or, only where
                                systemd cannot be asked, every process whose command line
@@ -152,14 +152,16 @@ if [ "$rc" != 0 ] || [ -z "$CAT" ]; then
 fi
 SHOW=
 if [ "$rc" != 127 ] && [ -d /run/systemd/system ]; then  # no systemd running: nothing loaded to show
-  SHOW=$($T systemctl --no-pager show -p ExecStart -p NeedDaemonReload -p MainPID -p ActiveState -p LoadState -- "$U")
+  SHOW=$($T systemctl --no-pager show -p ExecStart -p NeedDaemonReload -p MainPID -p ActiveState -p LoadState \
+         -p InvocationID -- "$U")
 fi
 sec SHOW; printf '%s\n' "$SHOW"
 tick show
-PID=; SP=
+PID=; SP=; IID=
 while IFS= read -r line; do
   case $line in
     MainPID=*) PID=${line#MainPID=} ;;
+    InvocationID=*) IID=${line#InvocationID=} ;;
     'ExecStart={ path='*) SP=${line#'ExecStart={ path='}; SP=${SP%% *} ;;
   esac
 done <<EOS
@@ -244,7 +246,6 @@ if [ "$GPU" = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
 fi
 if [ -d /run/systemd/system ] && command -v journalctl >/dev/null 2>&1; then
   sec JOURNAL  # this run of the unit only: figures logged under older flags would mislead
-  IID=$($T systemctl show -p InvocationID --value -- "$U" 2>/dev/null)
   if [ -n "$IID" ]; then
     $T journalctl _SYSTEMD_INVOCATION_ID="$IID" -n 500 --no-pager -o cat
   else

@@ -143,6 +143,20 @@ MOUNTS = (
 )
 
 
+def _exit_on_sigterm() -> None:
+    """A test run stopped with SIGTERM (a CI timeout, `kill`) stops as at Ctrl-C and exits through
+    atexit, so every sshd, namespace and link a lab made is removed then too (SIGTERM's default
+    action would skip atexit and leave them behind)."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    if signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, None):
+        signal.signal(signal.SIGTERM, _interrupt)
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 @dataclass
 class Lab:
     tmp: str = field(default_factory=lambda: tempfile.mkdtemp(prefix="dwlab-"))
@@ -164,6 +178,7 @@ class Lab:
         self._lock = threading.Lock()
         self._hosts = 0
         atexit.register(self.close)
+        _exit_on_sigterm()
 
     # -- processes ----------------------------------------------------------------------------
     def spawn(self, argv: list[str], **kw) -> subprocess.Popen:
