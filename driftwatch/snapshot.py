@@ -105,29 +105,17 @@ def _typed_options(config: EngineConfig) -> dict[str, bool]:
             if isinstance(v.flag, str) and v.flag.startswith("-")}
 
 
-_CREDENTIAL_OPTIONS: tuple[str, ...] | None = None
 
 
 def credential_options() -> tuple[str, ...]:
     """Every credential flag of every registered engine's catalogs (`--api-key`, `--hf-token`, …):
     an abbreviation of one is a secret's name wherever it appears in a command line."""
-    global _CREDENTIAL_OPTIONS
-    if _CREDENTIAL_OPTIONS is None:
-        from .engines.registry import ENGINES
-        found: set[str] = set()
-        for engine in ENGINES.values():
-            catalogs = getattr(engine, "catalogs", None)
-            for version in getattr(catalogs, "versions", ()) or ():
-                try:
-                    options = catalogs.load(version).options
-                except DriftwatchError:
-                    continue
-                for spec in options:
-                    if is_secret_field(spec.field) and spec.action in ("store", "append", "extend") \
-                            and spec.type in (None, "str"):
-                        found.update(o for o in spec.option_strings if o.startswith("--"))
-        _CREDENTIAL_OPTIONS = tuple(sorted(found))
-    return _CREDENTIAL_OPTIONS
+    from .engines.registry import ENGINES
+    found: set[str] = set()
+    for engine in ENGINES.values():
+        catalogs = getattr(engine, "catalogs", None)
+        found.update(getattr(catalogs, "credential_options", ()) or ())
+    return tuple(sorted(found))
 
 
 def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str | None = None) -> Snapshot:

@@ -6,8 +6,6 @@ import posixpath
 import re
 from typing import Any
 
-from deepdiff import DeepDiff
-
 from ..engines.config import FlagValue
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
@@ -47,5 +45,18 @@ def _flag_state(value: FlagValue | None) -> tuple[Any, str]:
     return value.value, value.source
 
 
+_DIGITS = 12  # DeepDiff's significant digits under ignore_numeric_type_changes: 0.1 + 0.2 is 0.3
+
+
 def _changed(a: Any, b: Any) -> bool:
-    return bool(DeepDiff(_norm(a), _norm(b), ignore_numeric_type_changes=True, ignore_order=False))
+    """Whether two values are different settings. Scalars (most values) compare directly once
+    normalised; lists and mappings go through DeepDiff, imported only then (it costs ~40 ms)."""
+    na, nb = _norm(a), _norm(b)
+    if not isinstance(na, (list, dict)) and not isinstance(nb, (list, dict)):
+        if isinstance(na, (int, float)) and isinstance(nb, (int, float)):  # bool is an int, as for DeepDiff
+            if na != na and nb != nb:
+                return False  # nan and nan: the same value written twice
+            return round(na, _DIGITS) != round(nb, _DIGITS)
+        return na != nb  # "1" and 1.0 are both 1.0 after _norm
+    from deepdiff import DeepDiff
+    return bool(DeepDiff(na, nb, ignore_numeric_type_changes=True, ignore_order=False))

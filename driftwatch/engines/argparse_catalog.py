@@ -297,6 +297,27 @@ def _offending_word(message: str, words: list[str]) -> int | None:
     return None
 
 
+CREDENTIALS_FILE = "credential-options.json"  # beside the shipped catalogs; tools/catalog writes it
+
+
+def credential_options_of(catalogs) -> list[str]:
+    """The long options that take a credential (`--api-key`, `--hf-token`, …) in any of `catalogs`:
+    an abbreviation of one names a secret wherever it appears in a command line."""
+    from ..redact import is_secret_field
+    found: set[str] = set()
+    for catalog in catalogs:
+        for spec in catalog.options:
+            if is_secret_field(spec.field) and spec.action in ("store", "append", "extend") \
+                    and spec.type in (None, "str"):
+                found.update(o for o in spec.option_strings if o.startswith("--"))
+    return sorted(found)
+
+
+def render_credential_options(engine: str, options: list[str]) -> str:
+    return json.dumps({"engine": engine, "derived_from": "every shipped catalog (tools/catalog)",
+                       "options": options}, indent=1) + "\n"
+
+
 class CatalogSet:
     """The shipped catalogs of one engine and its argparse semantics, cached per release."""
 
@@ -321,6 +342,7 @@ class CatalogSet:
         if found and path not in self.extra_dirs:
             self.extra_dirs.insert(0, path)  # the last directory given wins
             self.__dict__.pop("versions", None)
+            self.__dict__.pop("credential_options", None)
             for cached in (CatalogSet.load, CatalogSet.parser, CatalogSet._count_problems):
                 cached.cache_clear()
         return found
@@ -331,6 +353,27 @@ class CatalogSet:
             if candidate.is_file():
                 return candidate
         return None
+
+    @functools.cached_property
+    def credential_options(self) -> tuple[str, ...]:
+        """`credential_options_of` every release: the shipped catalogs' answer read from
+        CREDENTIALS_FILE (one small file, not every catalog), user directories' catalogs computed."""
+        folder = resources.files(self.package).joinpath("catalogs")
+        try:
+            shipped = json.loads(folder.joinpath(CREDENTIALS_FILE).read_text(encoding="utf-8"))["options"]
+        except (OSError, ValueError, KeyError, TypeError):
+            shipped = None
+        if shipped is None:
+            return tuple(credential_options_of(self._loaded(self.versions)))
+        extra = [v for v in self.versions if self._extra_file(v) is not None]
+        return tuple(sorted(set(shipped) | set(credential_options_of(self._loaded(extra)))))
+
+    def _loaded(self, versions):
+        for version in versions:
+            try:
+                yield self.load(version)
+            except CatalogError:
+                continue
 
     # ---- catalogs
     @functools.cached_property

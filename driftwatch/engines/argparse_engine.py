@@ -83,6 +83,24 @@ class ArgparseEngine(Engine):
     def apply_startup(self, config: EngineConfig) -> None:
         """The engine's own start-up rewrites and known start-up crashes (notes and Issues)."""
 
+    def _default_rows(self, version: str) -> list[tuple]:
+        """(spec, primary, default value, source, note) of every option of a release, worked out once
+        per release (typing a unit then only builds the FlagValues); a release's default is DEFAULT,
+        or RUNTIME (no value) for a field the engine computes at start-up."""
+        cache = self.__dict__.setdefault("_rows", {})
+        catalog = self.catalogs.load(version)
+        rows = cache.get(version)
+        if rows is None or rows[0] is not catalog:
+            runtime = self.runtime_fields
+            built = []
+            for spec in catalog.options:
+                computed = spec.field in runtime and spec.default in (None, "auto")
+                default = spec.default if spec.default_repr is None else spec.default_repr
+                built.append((spec, spec.primary, None if computed else default, RUNTIME if computed else DEFAULT,
+                              runtime.get(spec.field) if computed else None))
+            rows = cache[version] = (catalog, built)
+        return rows[1]
+
     def read_config(self, engine_argv, engine_version=None, recorded_version=None, choose_from=None,
                     recorded_from: str | None = None) -> EngineConfig:
         label = self.label
@@ -96,33 +114,28 @@ class ArgparseEngine(Engine):
         else:
             version, reason = self.choose_release(choose_from or [engine_argv])
             reason = f"inferred: {reason}"
-        catalog = self.catalogs.load(version)
         values, spellings, issues = self.catalogs.parse(engine_argv, version)
         flags: dict[str, FlagValue] = {}
-        runtime = self.runtime_fields
-        for spec in catalog.options:
-            if spec.dest in values:
-                value = values[spec.dest]
-                flags[spec.field] = FlagValue(value=plain(value), source=EXPLICIT,
-                                              flag=spellings.get(spec.dest) or spec.primary)
-                bad = value if isinstance(value, BadValue) else next(
-                    (v for v in value if isinstance(v, BadValue)), None) if isinstance(value, (list, tuple)) else None
-                if bad is not None:  # a rejected word, alone or in a list (nargs: `--cuda-graph-bs 1,2,4`)
-                    issues.append(Issue("bad-value", f"{spec.primary} {bad!s}: not a valid {spec.type} for "
-                                        f"{label} {version}", key=spec.field, flag=spec.primary, severity="error"))
-                elif spec.choices and not in_choices(value, spec.choices):
-                    issues.append(Issue("bad-value", f"{spec.primary} {value!r} is not one of "
-                                        f"{', '.join(map(str, spec.choices))} in {label} {version}",
-                                        key=spec.field, flag=spec.primary, severity="error"))
-                if spec.deprecated:
-                    issues.append(Issue("deprecated-flag", f"{spec.primary} is deprecated in {label} {version}: "
-                                        f"{spec.deprecated}", key=spec.field, flag=spec.primary, severity="warning"))
-            elif spec.field not in flags:
-                default = spec.default if spec.default_repr is None else spec.default_repr
-                source = RUNTIME if spec.field in runtime and spec.default in (None, "auto") else DEFAULT
-                flags[spec.field] = FlagValue(value=None if source == RUNTIME else default, source=source,
-                                              flag=spec.primary,
-                                              note=runtime.get(spec.field) if source == RUNTIME else None)
+        for spec, primary, default, source, note in self._default_rows(version):
+            if spec.dest not in values:
+                if spec.field not in flags:
+                    flags[spec.field] = FlagValue(value=default, source=source, flag=primary, note=note)
+                continue
+            value = values[spec.dest]
+            flags[spec.field] = FlagValue(value=plain(value), source=EXPLICIT,
+                                          flag=spellings.get(spec.dest) or spec.primary)
+            bad = value if isinstance(value, BadValue) else next(
+                (v for v in value if isinstance(v, BadValue)), None) if isinstance(value, (list, tuple)) else None
+            if bad is not None:  # a rejected word, alone or in a list (nargs: `--cuda-graph-bs 1,2,4`)
+                issues.append(Issue("bad-value", f"{spec.primary} {bad!s}: not a valid {spec.type} for "
+                                    f"{label} {version}", key=spec.field, flag=spec.primary, severity="error"))
+            elif spec.choices and not in_choices(value, spec.choices):
+                issues.append(Issue("bad-value", f"{spec.primary} {value!r} is not one of "
+                                    f"{', '.join(map(str, spec.choices))} in {label} {version}",
+                                    key=spec.field, flag=spec.primary, severity="error"))
+            if spec.deprecated:
+                issues.append(Issue("deprecated-flag", f"{spec.primary} is deprecated in {label} {version}: "
+                                    f"{spec.deprecated}", key=spec.field, flag=spec.primary, severity="warning"))
         bindings = {k: b for k, b in self._bindings.items() if k in flags}
         config = EngineConfig(engine=self.name, version=version, version_reason=reason, flags=flags,
                               issues=issues, label=label, bindings=bindings)

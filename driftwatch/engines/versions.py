@@ -1,9 +1,11 @@
 """Order engine release strings (0.4.10.post2 < 0.5.5 < 0.5.12 < 0.5.23) without extra dependencies."""
 from __future__ import annotations
 
+import functools
 import re
 
 
+@functools.lru_cache(maxsize=4096)  # asked for the same few releases on every unit typed
 def version_key(version: str) -> tuple:
     """Sort key for PEP 440-ish release strings: numeric parts, then post/dev/rc markers."""
     parts: list = []

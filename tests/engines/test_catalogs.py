@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from driftwatch.engines.argparse_catalog import CREDENTIALS_FILE
+
 REPO = Path(__file__).resolve().parents[2]
 GEN_PATH = REPO / "tools" / "gen_sglang_catalog.py"
 
@@ -50,7 +52,7 @@ def _catalog_dir():
 
 def _catalog_files():
     return sorted(
-        (p for p in _catalog_dir().iterdir() if p.name.endswith(".json")),
+        (p for p in _catalog_dir().iterdir() if p.name.endswith(".json") and p.name != CREDENTIALS_FILE),
         key=lambda p: p.name,
     )
 

@@ -52,6 +52,20 @@ def generate_files(engine: str, python: str, version: str | None = None,
     return doc, files
 
 
+def write_credential_options(engine: str, folder: Path) -> Path:
+    """credential-options.json beside the catalogs: the credential flags of every catalog there, so
+    a run reads one small file instead of every release's catalog (tests check it stays true)."""
+    from driftwatch.engines.argparse_catalog import (
+        CREDENTIALS_FILE, credential_options_of, load_catalog_text, render_credential_options,
+    )
+    name = load_engine(engine).NAME
+    catalogs = [load_catalog_text(p.read_text(encoding="utf-8"), str(p), name)
+                for p in sorted(folder.glob(f"{name}-*.json"))]
+    out = folder / CREDENTIALS_FILE
+    out.write_text(render_credential_options(name, credential_options_of(catalogs)), encoding="utf-8")
+    return out
+
+
 def base_of(mod):
     """(base_plan, base_venv) for engines that layer their oracle venvs on a
     shared base venv (``BASE_PLAN``, optional ``BASE_VENV``), else None."""
@@ -115,6 +129,7 @@ def main(argv: list[str] | None = None, engine: str | None = None) -> int:
     path.write_text(render(doc), encoding="utf-8")
     for name, extra in sorted(files.items()):
         (path.parent / name).write_text(render(extra), encoding="utf-8")
+    write_credential_options(engine, path.parent)
     t2 = time.monotonic()
     print(f"{path}: {doc['counts']['actions']} actions, "
           f"{doc['counts']['option_strings']} option strings "
