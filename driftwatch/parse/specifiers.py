@@ -6,6 +6,7 @@ src/core/unit-printf.c; the specifier set was checked letter by letter with `sys
 """
 from __future__ import annotations
 
+import re
 import string
 
 WHITESPACE = " \t\n\r"
@@ -88,9 +89,12 @@ def cunescape_one(s: str, i: int) -> tuple[str, int] | None:
     return None
 
 
+_SURROGATE = re.compile("[\udc80-\udcff]")
+
+
 def join_bytes(word: str) -> str:
     """Turn surrogate-escaped raw bytes into characters where they form valid UTF-8."""
-    if not any(0xDC80 <= ord(ch) <= 0xDCFF for ch in word):
+    if word.isascii() or not _SURROGATE.search(word):  # nearly every word: no scan character by character
         return word
     try:
         return word.encode("utf-8", "surrogateescape").decode("utf-8", "surrogateescape")
