@@ -26,6 +26,15 @@ Client CPU per host (user + sys of the child, from wait4, divided by N) is repor
 --pad-known-hosts K adds K entries for other hosts to the lab's known_hosts (issue 12: a real
 file has one line per host of the fleet, and the lookup used to scan all of them).
 
+    sudo python benchmarks/ssh_fleet.py --loopback --sizes 1,20,100,1000 --tree /tmp/dw_before \
+        --methods driftwatch,driftwatch@before,paramiko-threads,paramiko-threads+
+
+--loopback: the fleet is one sshd on 0.0.0.0 inside a namespace of its own with only its loopback
+up, answering on N addresses 127.x.y.z (one known_hosts line each, as a real fleet's file has); the
+methods run inside that namespace with --parallel hosts at once (default 32, for every method);
+sshd-side CPU is the sshd's reaped children (per-connection sshd and the shells they ran). With
+--tree DIR (a checkout of another revision), "driftwatch@before" is driftwatch imported from DIR.
+
     python benchmarks/ssh_fleet.py --known-hosts-only [--entries 1000] [--before REV]
 
 needs no root and no network: the known_hosts work of N = --entries hosts against a file of as many
@@ -46,7 +55,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-sys.path.insert(0, REPO)
+# the tree a worker imports driftwatch from (method "driftwatch@before": --tree of another checkout)
+sys.path.insert(0, os.environ.get("DW_BENCH_TREE") or REPO)
 sys.path.insert(0, os.path.join(REPO, "tests", "collect"))
 
 UNIT = "sglang-qwen.service"
@@ -99,7 +109,7 @@ def worker(method: str, spec: dict) -> dict:
         import paramiko  # noqa: F401 - outside the timed part, as for the raw paramiko methods
 
         opts = SSHOptions(known_hosts=spec["known_hosts"], identity=spec["key"], ssh_config="",
-                          allow_agent=False, look_for_keys=False)
+                          allow_agent=False, look_for_keys=False, concurrency=spec.get("parallel") or 32)
         targets = [(HostTarget(h["name"], h["address"], "root", h["port"]), UNIT) for h in hosts]
         t0 = time.perf_counter()
         raws = collect_fleet(targets, opts)
@@ -120,7 +130,7 @@ def worker(method: str, spec: dict) -> dict:
         if method == "paramiko-seq":
             outs = [_paramiko_one(spec, h, c, i) for h, c, i in jobs]
         else:
-            with cf.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+            with cf.ThreadPoolExecutor(max_workers=min(len(jobs), spec.get("parallel") or len(jobs))) as pool:
                 outs = list(pool.map(lambda j: _paramiko_one(spec, *j), jobs))
         wall = time.perf_counter() - t0
         ok = sum(b"--port" in o for o in outs)
@@ -171,9 +181,14 @@ def ansible_run(venv: str, spec: dict, tmp: str, n: int) -> dict:
     return {"wall": wall, "process": wall, "rss": rss, "ok": ok, "cpu": run_child.cpu}
 
 
-def python_run(method: str, spec_path: str) -> dict:
-    wall, rss, out, rc = run_child([sys.executable, os.path.abspath(__file__), "--worker", method,
-                                    "--spec", spec_path])
+def python_run(method: str, spec_path: str, netns: str | None = None, tree: str | None = None) -> dict:
+    """One method in a child (inside `netns` for the loopback lab); "driftwatch@before" imports
+    driftwatch from `tree`."""
+    env = dict(os.environ)
+    if method.endswith("@before"):
+        method, env["DW_BENCH_TREE"] = method.split("@")[0], tree
+    argv = [sys.executable, os.path.abspath(__file__), "--worker", method, "--spec", spec_path]
+    wall, rss, out, rc = run_child((["ip", "netns", "exec", netns] if netns else []) + argv, env)
     if rc != 0:
         raise RuntimeError(f"{method} failed: {out[-2000:]}")
     res = json.loads(out.strip().splitlines()[-1])
@@ -263,6 +278,69 @@ def known_hosts_bench(entries: int, before: str | None) -> int:
     return 0
 
 
+def sshd_children_cpu(pid: int) -> float:
+    """CPU seconds of the sshd's exited (reaped) children: the per-connection sshd and the shells it ran."""
+    with open(f"/proc/{pid}/stat") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")  # cutime, cstime
+
+
+def loopback_fleet(lab, n: int):
+    """One sshd on 0.0.0.0 in a namespace with only its loopback: hosts 127.x.y.z, one known_hosts
+    line each (as a real fleet's file has). Only that namespace's own addresses are ever contacted."""
+    ns = lab.loopback_namespace()
+    server = lab.start_sshd("loopback-fleet", address="0.0.0.0", port=22, netns=ns,
+                            max_startups="2000:100:4000")
+    server.write(f"/etc/systemd/system/{UNIT}", UNIT_TEXT.format(i=0, port=30000))
+    key = " ".join(server.host_pub.split()[:2])
+    hosts = [{"name": f"lo{i}", "address": f"127.{i // 62500}.{i // 250 % 250}.{i % 250 + 2}", "port": 22}
+             for i in range(n)]
+    return ns, server, hosts, [f"{h['address']} {key}\n" for h in hosts]
+
+
+def loopback_main(args, methods) -> int:
+    import dw_sshlab
+
+    sizes = [int(x) for x in args.sizes.split(",")]
+    lab = dw_sshlab.Lab()
+    results: dict[tuple[str, int], dict] = {}
+    try:
+        ns, server, hosts, lines = loopback_fleet(lab, max(sizes))
+        for n in sizes:
+            kh = os.path.join(lab.tmp, f"known_hosts-{n}")
+            with open(kh, "w") as fh:
+                fh.writelines(lines[:n])
+            spec_path = os.path.join(lab.tmp, f"spec-{n}.json")
+            with open(spec_path, "w") as fh:
+                json.dump({"key": lab.client_key, "known_hosts": kh, "parallel": args.parallel,
+                           "hosts": hosts[:n]}, fh)
+            for method in methods:
+                runs = []
+                for _ in range(args.repeat):
+                    before = sshd_children_cpu(server.pid)
+                    run = python_run(method, spec_path, ns, args.tree)
+                    run["sshd"] = sshd_children_cpu(server.pid) - before
+                    runs.append(run)
+                res = {k: statistics.median(r[k] for r in runs) for k in ("wall", "process", "rss", "cpu", "sshd")}
+                res["ok"] = min(r["ok"] for r in runs)
+                results[(method, n)] = res
+                print(f"{method:18} N={n:<5} wall {res['wall']:.2f}s  client CPU {res['cpu'] / n * 1000:.1f} ms/host  "
+                      f"sshd CPU {res['sshd'] / n * 1000:.1f} ms/host  peak RSS {res['rss'] / 1024:.0f} MiB  "
+                      f"ok {res['ok']}/{n}", file=sys.stderr)
+    finally:
+        lab.close()
+    print("| method | " + " | ".join(f"N={n} wall | client CPU/host | sshd CPU/host | peak RSS" for n in sizes) + " |")
+    print("|---|" + "---|---|---|---|" * len(sizes))
+    for m in methods:
+        cells = []
+        for n in sizes:
+            r = results[(m, n)]
+            cells += [f"{r['wall']:.2f} s", f"{r['cpu'] / n * 1000:.1f} ms", f"{r['sshd'] / n * 1000:.1f} ms",
+                      f"{r['rss'] / 1024:.0f} MiB" + ("" if r["ok"] == n else f" ({r['ok']}/{n} read)")]
+        print(f"| {m} | " + " | ".join(cells) + " |")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1,5,20")
@@ -275,6 +353,12 @@ def main() -> int:
                     help="only the known_hosts CPU per host, no lab (no root, no network)")
     ap.add_argument("--entries", type=int, default=1000)
     ap.add_argument("--before", metavar="REV", help="also driftwatch with the hostkeys.py of REV")
+    ap.add_argument("--loopback", action="store_true",
+                    help="one sshd in a namespace of its own answering on N loopback addresses (fleets of "
+                         "100-1 000 on one machine); methods driftwatch, driftwatch@before, paramiko-threads, "
+                         "paramiko-threads+")
+    ap.add_argument("--parallel", type=int, default=32, help="hosts at once, for every method (--loopback)")
+    ap.add_argument("--tree", help="the checkout driftwatch@before imports (git archive REV | tar -x -C DIR)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--spec", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -293,6 +377,10 @@ def main() -> int:
     if not (dw_sshlab.is_root() and dw_sshlab.have_sshd() and dw_sshlab.have_netns()):
         print("needs root, /usr/sbin/sshd and `ip netns`", file=sys.stderr)
         return 2
+    if args.loopback:
+        chosen = [m for m in args.methods.split(",") if m in ("driftwatch", "driftwatch@before", "paramiko-threads",
+                                                                "paramiko-threads+")]
+        return loopback_main(args, chosen)
     sizes = [int(x) for x in args.sizes.split(",")]
     methods = args.methods.split(",")
     if args.before and "driftwatch" in methods:

@@ -23,6 +23,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -188,9 +189,13 @@ class Lab:
         return proc
 
     def start_sshd(self, name: str, address: str = "127.0.0.1", port: int | None = None,
-                   netns: str | None = None, isolate: bool = True, run_dir: bool = False) -> SSHServer:
+                   netns: str | None = None, isolate: bool = True, run_dir: bool = False,
+                   max_startups: str = "200:30:400") -> SSHServer:
         """sshd on ``address:port``. ``run_dir``: give it a /run/systemd/system (which also makes
-        ``systemctl`` believe systemd is running: it then fails to reach the bus instead)."""
+        ``systemctl`` believe systemd is running: it then fails to reach the bus instead).
+        ``address`` 0.0.0.0 needs ``netns``: it then listens on that namespace's addresses only."""
+        if address == "0.0.0.0" and not netns:
+            raise ValueError("an sshd on 0.0.0.0 only inside a namespace of the lab's own")
         port = port or (22 if netns else free_port())
         root = os.path.join(self.tmp, name)
         for _, tree in MOUNTS:
@@ -211,7 +216,7 @@ class Lab:
                 "KbdInteractiveAuthentication no",
                 "PermitRootLogin prohibit-password",
                 "AllowTcpForwarding yes",
-                "MaxStartups 200:30:400",
+                f"MaxStartups {max_startups}",
                 "MaxSessions 100",
                 "UseDNS no",
                 "LogLevel ERROR",
@@ -239,8 +244,14 @@ class Lab:
         proc = self.spawn(argv, stdout=subprocess.DEVNULL, stderr=open(log, "wb"),
                           start_new_session=True)
         try:
-            wait_port(address, port)
-        except RuntimeError:
+            if address == "0.0.0.0":  # reachable from inside its namespace only
+                subprocess.run(["ip", "netns", "exec", netns, sys.executable, "-c",
+                                f"import sys; sys.path.insert(0, {os.path.dirname(__file__)!r}); "
+                                f"import dw_sshlab; dw_sshlab.wait_port('127.0.0.1', {port})"],
+                               check=True, capture_output=True, timeout=30)
+            else:
+                wait_port(address, port)
+        except (RuntimeError, subprocess.CalledProcessError):
             with open(log) as fh:
                 raise RuntimeError(f"sshd {name} did not start: {fh.read()[-2000:]}") from None
         return SSHServer(name, address, port, host_pub, proc.pid, root, netns, log)
@@ -271,6 +282,16 @@ class Lab:
         self.bridge = br
         self._ip("addr", "add", f"{self.subnet}.1/24", "dev", br)
         self._ip("link", "set", br, "up")
+
+    def loopback_namespace(self) -> str:
+        """A namespace of the lab's own with only its loopback up: an sshd there on 0.0.0.0 answers
+        on every 127.x.y.z address, one server standing in for a whole fleet (benchmarks)."""
+        with self._lock:
+            ns = f"dwtest-{self.id}-lo{len(self.namespaces)}"
+            subprocess.run(["ip", "netns", "add", ns], check=True, capture_output=True)
+            self.namespaces.append(ns)
+            self._ip("link", "set", "lo", "up", ns=ns)
+        return ns
 
     def netns_host(self, name: str | None = None, run_dir: bool = False) -> SSHServer:
         """A new namespace on the lab bridge with its own sshd on port 22."""
