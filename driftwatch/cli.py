@@ -306,12 +306,16 @@ def _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quie
         except DriftwatchError as exc:
             status = raw.status if raw.status not in ("ok", "fallback") else "error"
             outcomes[id(raw)] = (f"{raw.host}\t{raw.unit}\t{status}\t{exc}", f"driftwatch: {exc}")
+        except Exception as exc:  # noqa: BLE001 - a bug on one host's input stays that host's error
+            problem = f"{raw.host}: {raw.unit}: internal error: {type(exc).__name__}"
+            outcomes[id(raw)] = (f"{raw.host}\t{raw.unit}\terror\t{problem}", f"driftwatch: {problem}")
 
     progress = _progress_line() if not quiet and sys.stderr.isatty() else None
     raws = collect_live(targets, _ssh_settings(ssh, parallel), inventory, progress, on_result=save)
     trouble = False
     for raw in raws:  # in the order the hosts were named, whatever order they answered in
-        line, problem = outcomes[id(raw)]
+        line, problem = outcomes.get(id(raw)) or (f"{raw.host}\t{raw.unit}\t{raw.status}\t{raw.error}",
+                                                  f"driftwatch: {raw.host}: {raw.unit}: {raw.error}")
         click.echo(line)
         if verbose:
             click.echo(_step_costs(raw), err=True)

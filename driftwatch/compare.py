@@ -10,6 +10,7 @@ from typing import Any
 
 from .baseline import Baseline
 from .diff import Difference, EnginePair, diff_snapshots, read_pair
+from .diff.reported import not_applicable
 from .facts import facts_context
 from .ignore import IgnoreEntry
 from .impact import ImpactContext, combine, get_model
@@ -198,16 +199,25 @@ MEASURED_CONCEPTS = {"max_running_requests": "batch.max_running_requests",
 
 
 def _reported_figures(snapshot: Snapshot) -> dict[str, float]:
-    """Figures the server reported (start-up log, then the probe's live answer) as measured metrics."""
+    """Figures the server reported (start-up log, then the probe's live answer) as measured metrics,
+    when they are the unit's server's (diff/reported.py); an idle server's throughput of 0 says
+    nothing about its speed."""
+    if not_applicable(snapshot) is not None:
+        return {}
     out: dict[str, float] = {}
     for kind in ("startup", "effective"):
         out.update((snapshot.runtime.get(kind) or {}).get("figures") or {})
+    for name in ("throughput", "accept_length"):
+        if name in out and not out[name] > 0:
+            del out[name]
     return out
 
 
 def _reported_capacities(snapshot: Snapshot) -> dict[str, float]:
     """Start-up values with no native field (vLLM's KV cache size in tokens), as the metrics of
     MEASURED_CONCEPTS, so both sides' values are compared (`measured.*`)."""
+    if not_applicable(snapshot) is not None:
+        return {}
     by_concept = {concept: metric for metric, concept in MEASURED_CONCEPTS.items()}
     out: dict[str, float] = {}
     for kind in ("startup", "effective"):

@@ -20,23 +20,43 @@ KINDS = (STARTUP, EFFECTIVE)
 MAX_REPORTED_VALUES = 2000  # a ServerArgs has ~400 fields; more is not a server's answer
 
 
-def _finite(value: Any) -> bool:
-    return not (isinstance(value, float) and not math.isfinite(value))
+MAX_NUMBER = 1e15  # what a saved snapshot may hold (snapshot.py reads nothing larger back)
+MAX_TEXT = 64 << 10
+UNORDERED = ("cuda_graph.batch_sizes",)  # lists whose order is not the setting (engines sort them)
+
+
+def _storable(value: Any) -> bool:
+    if isinstance(value, bool) or value is None:
+        return True
+    if isinstance(value, (int, float)):
+        return math.isfinite(value) and abs(value) <= MAX_NUMBER
+    return isinstance(value, str) and len(value) <= MAX_TEXT
 
 
 def _scalar_or_list(value: Any) -> bool:
-    """Values a snapshot can hold and a comparison can read: JSON scalars and flat lists of them."""
-    if isinstance(value, (bool, int, float, str)) or value is None:
-        return _finite(value)
+    """Values a snapshot can hold and read back, and a comparison can read: JSON scalars and flat
+    lists of them, within the bounds snapshot.py checks on reading."""
     if isinstance(value, list):
-        return len(value) <= 4096 and all(isinstance(v, (bool, int, float, str)) and _finite(v) for v in value)
-    return False
+        return len(value) <= 4096 and all(v is not None and _storable(v) for v in value)
+    return _storable(value)
+
+
+def differs(config: EngineConfig, name: str, a: Any, b: Any) -> bool:
+    """Whether two values of the native field `name` are different settings (capture sizes in
+    another order are the same sizes)."""
+    from .diff.values import _changed  # diff imports snapshot, which imports this module
+    binding = config.bindings.get(name)
+    if binding is not None and binding.concept in UNORDERED and isinstance(a, list) and isinstance(b, list):
+        try:
+            return _changed(sorted(set(a)), sorted(set(b)))
+        except TypeError:  # numbers and words mixed: compared as written
+            pass
+    return _changed(a, b)
 
 
 def keep_reported(values: StartupValues, config: EngineConfig, policy: Redactor) -> dict[str, Any]:
     """The record to store: the fields the unit does not already say (computed by the engine, or
     different from the typed value), concepts and figures; secrets fingerprinted, credentials cut."""
-    from .diff.values import _changed  # diff imports snapshot, which imports this module
     fields: dict[str, Any] = {}
     for name, value in list(values.fields.items())[:MAX_REPORTED_VALUES]:
         typed = config.flags.get(name)
@@ -45,7 +65,7 @@ def keep_reported(values: StartupValues, config: EngineConfig, policy: Redactor)
         if typed.source == RUNTIME and typed.value is None:
             if value is None:
                 continue  # "computed at start-up", and the server did not say
-        elif not _changed(typed.value, value):
+        elif not differs(config, name, typed.value, value):
             continue  # the unit (or the release default, or the rule driftwatch knows) already says this
         if credential_kind(name, value):
             fields[name] = [policy.fp(v) if isinstance(v, str) else v for v in value] if isinstance(value, list) \
@@ -57,9 +77,9 @@ def keep_reported(values: StartupValues, config: EngineConfig, policy: Redactor)
         else:
             fields[name] = value
     concepts = {k: v for k, v in list(values.concepts.items())[:MAX_REPORTED_VALUES]
-                if isinstance(k, str) and isinstance(v, (bool, int, float)) and _finite(v)}
+                if isinstance(k, str) and isinstance(v, (bool, int, float)) and _storable(v)}
     figures = {k: float(v) for k, v in list(values.figures.items())[:MAX_REPORTED_VALUES]
-               if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and _finite(v)}
+               if isinstance(k, str) and isinstance(v, (int, float)) and not isinstance(v, bool) and _storable(v)}
     record: dict[str, Any] = {}
     if fields:
         record["fields"] = policy.scrub(fields)

@@ -257,7 +257,7 @@ def _model_facts(raw: RawUnit, engine: EngineConfig) -> dict[str, Any] | None:
     name = path if path in configs else next(iter(configs))
     try:
         data = json.loads(configs[name])
-    except ValueError:
+    except (ValueError, RecursionError, MemoryError):  # not JSON, or nested past what Python parses
         return None
     if not isinstance(data, dict):
         return None

@@ -109,7 +109,7 @@ trap 'if [ -n "$WD" ]; then kill $WD 2>/dev/null; fi' EXIT
 tick() { UP=; read -r UP _ </proc/uptime 2>/dev/null; sec "TICK $1 $UP"; }  # --verbose: what each step cost
 tick start
 rc=127
-CAT=
+CAT=; WHY=
 if ! command -v systemctl >/dev/null 2>&1; then :
 elif [ ! -d /run/systemd/system ]; then  # systemd is not PID 1 (sd_booted): systemctl cat cannot answer
   rc=1; WHY="systemd is not running on this host (no /run/systemd/system)"
@@ -120,7 +120,7 @@ else
 fi
 sec CAT; printf '%s' "$CAT"
 sec CATRC; echo "$rc"
-if [ -n "${WHY:-}" ]; then sec CATERR; echo "$WHY"
+if [ -n "$WHY" ]; then sec CATERR; echo "$WHY"
 elif [ "$rc" != 0 ] && [ "$rc" != 127 ]; then  # why it failed (a success's stderr says nothing SHOW does not)
   sec CATERR; $T systemctl --no-pager cat -- "$U" 2>&1 >/dev/null | head -c 65536
 fi

@@ -103,7 +103,11 @@ def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions,
                     results[i] = raw
                     done += 1
                     if on_result is not None:
-                        on_result(i, raw)
+                        try:
+                            on_result(i, raw)
+                        except Exception as exc:  # noqa: BLE001 - one host's answer must not cost the others
+                            raw.status = ERROR
+                            raw.error = f"internal error handling the answer: {type(exc).__name__}"
                     if progress is not None:
                         progress(done, total, raw)
             runner.watchdog()

@@ -48,11 +48,17 @@ class ProbeTarget:
 
 
 def probe_target(raw: RawUnit) -> ProbeTarget | str:
-    """Where the unit's server listens on the host's loopback, or why it is not asked."""
+    """Where the unit's server listens on the host's loopback, or why it is not asked. Asked only
+    when the unit's own server runs (else whatever listens on the port, perhaps anyone's, would be
+    believed and sent the key), and not through a container's port mapping."""
     from driftwatch.engines.registry import find_launcher, get_engine
+    from driftwatch.engines.vllm import config_file
     from driftwatch.parse.execstart import resolve_exec_start
     from driftwatch.parse.unitfile import parse_unit_text
 
+    not_running = _not_running(raw)
+    if not_running:
+        return not_running
     try:
         unit = parse_unit_text(raw.text or "", name=raw.unit)
         result = resolve_exec_start(unit, raw.environment_files or None)
@@ -60,7 +66,10 @@ def probe_target(raw: RawUnit) -> ProbeTarget | str:
         engine = get_engine(launcher.engine)
         if not engine.probe_paths:
             return "no known engine with an HTTP endpoint in this unit"
-        config = engine.read_config(launcher.engine_argv, recorded_version=raw.engine_version)
+        if launcher.image and not _host_network(launcher.wrapper_args):
+            return "the server runs in a container: its port is not the host's (only --network host is asked)"
+        with config_file.host_files(raw.engine_files or None):  # a vLLM --config FILE may set the port
+            config = engine.read_config(launcher.engine_argv, recorded_version=raw.engine_version)
     except Exception as exc:  # noqa: BLE001 - an unreadable unit is reported by the parser, not here
         return f"the unit could not be read ({type(exc).__name__})"
     values, _ = config.concept_values()
@@ -69,8 +78,41 @@ def probe_target(raw: RawUnit) -> ProbeTarget | str:
         return "the unit names no usable --port"
     if isinstance(host, str) and host.strip() and not _reachable_on_loopback(host.strip()):
         return f"the server listens on {host} only: the probe asks the host's loopback, nothing else"
-    key = next((v.value for k, v in config.flags.items() if k == "api_key" and isinstance(v.value, str)), None)
-    return ProbeTarget(engine=engine, port=port, api_key=key or None)
+    return ProbeTarget(engine=engine, port=port, api_key=_api_key(config))
+
+
+def _not_running(raw: RawUnit) -> str | None:
+    """Why the unit's own server is not known to be the one on its port (None: it is)."""
+    if raw.active_state is not None and raw.active_state not in ("active", "reloading"):
+        return f"the unit is {raw.active_state}: whatever listens on its port is not its server"
+    if raw.active_state is not None and raw.main_pid is None:
+        return "systemd names no main process for the unit"
+    if raw.active_state is None and raw.running_argv is None:
+        return "no process on this host is known to be the unit's server"
+    return None
+
+
+def _host_network(wrapper_args: list[str]) -> bool:
+    words = [w.strip() for w in wrapper_args]
+    pairs = zip(words, words[1:] + [""])
+    return any(w in ("--network=host", "--net=host") or (w in ("--network", "--net") and nxt == "host")
+               for w, nxt in pairs)
+
+
+def _api_key(config) -> str | None:
+    """The key the unit gives its server (vLLM 0.15+ types it as a list: the first); None when there
+    is none, or it could not travel in a header (line breaks, not Latin-1)."""
+    value = config.flags.get("api_key")
+    key = value.value if value is not None else None
+    if isinstance(key, list):
+        key = next((k for k in key if isinstance(k, str) and k), None)
+    if not isinstance(key, str) or not key or "\r" in key or "\n" in key:
+        return None
+    try:
+        key.encode("latin-1")
+    except UnicodeEncodeError:
+        return None
+    return key
 
 
 def _reachable_on_loopback(host: str) -> bool:
@@ -167,7 +209,7 @@ def parse_http_response(data: bytes) -> tuple[int, bytes]:
         raise ProbeError("not an HTTP answer")
     status_line, *header_lines = head.split(b"\r\n")
     parts = status_line.split(b" ", 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit() or len(parts[1]) != 3:
         raise ProbeError("not an HTTP answer")
     headers = {}
     for line in header_lines:
@@ -177,7 +219,7 @@ def parse_http_response(data: bytes) -> tuple[int, bytes]:
     if headers.get(b"transfer-encoding", b"").lower() == b"chunked":
         body = _dechunk(body)
     length = headers.get(b"content-length")
-    if length is not None and length.isdigit() and len(body) < int(length):
+    if length is not None and length.isdigit() and len(length) <= 12 and len(body) < int(length):
         raise ProbeError("the answer was cut short")
     if len(body) > MAX_BODY_BYTES:
         raise ProbeError(f"an answer over {MAX_BODY_BYTES} bytes: not read")
@@ -192,7 +234,7 @@ def _dechunk(body: bytes) -> bytes:
             raise ProbeError("the answer was cut short")
         size_text = body[i:end].split(b";", 1)[0].strip()
         try:
-            size = int(size_text, 16)
+            size = int(size_text[:16] if len(size_text) <= 16 else b"x", 16)
         except ValueError:
             raise ProbeError("not an HTTP answer") from None
         if size == 0:

@@ -16,9 +16,9 @@ from typing import Any
 from ..engines.config import EXPLICIT, EngineConfig, FlagValue
 from ..engines.registry import find_launcher, get_engine
 from ..redact import is_redacted, is_secret_field
+from ..reported import differs
 from ..snapshot import Snapshot
 from .difference import Difference
-from .values import _changed
 
 FROM_WORDS = {"startup": "computed at start-up", "effective": "reported by the server"}
 
@@ -40,17 +40,25 @@ def reported_concepts(snapshot: Snapshot) -> dict[str, Any]:
 
 
 def not_applicable(snapshot: Snapshot) -> str | None:
-    """Why the reported values do not describe the unit on disk (None: they do)."""
+    """Why the reported values do not describe the unit on disk (None: they do). They do only for
+    a server known to run the unit's command line now: not for a stopped unit (its last run's lines),
+    a restart or daemon-reload pending, or a live unit whose running command line is unknown.
+    (Environment changes without a restart are not seen here: only the command line is compared.)"""
     rt = snapshot.runtime
     if not (rt.get("startup") or rt.get("effective")):
         return None
     if rt.get("need_daemon_reload"):
         return "systemd has not loaded the unit on disk (daemon-reload pending)"
+    state = rt.get("active_state")
+    if state is not None and state not in ("active", "reloading"):
+        return f"the unit is {state}: they are from a run that has ended"
     running = rt.get("running_argv")
     if running:
         launcher = find_launcher(list(running))
         if launcher.engine != snapshot.launcher.engine or launcher.engine_argv != snapshot.engine_argv:
             return "the running server was started with other flags than the unit on disk (restart pending)"
+    elif state is not None:
+        return "the running server's command line could not be read (is it the unit on disk?)"
     return None
 
 
@@ -89,7 +97,7 @@ def reported_truths(snapshot: Snapshot, config: EngineConfig) -> list[Difference
     diffs = []
     for name, (value, kind) in sorted(reported_fields(snapshot).items()):
         typed = config.flags.get(name)
-        if typed is None or typed.source != EXPLICIT or not _changed(typed.value, value):
+        if typed is None or typed.source != EXPLICIT or not differs(config, name, typed.value, value):
             continue
         if name not in config.bindings:
             continue  # a setting no rule or model reads (how a path or name was spelled back)

@@ -74,14 +74,46 @@ def engine_http():
         s.close()
 
 
+@pytest.fixture
+def unit_server(lab, tmp_path):
+    """start(port, extra): a process whose command line is plain_unit(port, extra)'s ExecStart, as
+    the unit's server would be (on a host without systemd the probe asks only a unit whose server
+    is found running)."""
+    import shlex
+    pkg = tmp_path / "pkg" / "sglang"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "launch_server.py").write_text("import time\nwhile True:\n    time.sleep(60)\n")
+    procs = []
+
+    def start(port: int, extra: str = ""):
+        line = plain_unit(port, extra).split("ExecStart=", 1)[1].strip()
+        argv = shlex.split(line)
+        proc = lab.spawn(["bash", "-c", 'exec -a "$0" /usr/bin/python3 "$@"'] + argv,
+                         env={"PYTHONPATH": str(tmp_path / "pkg"), "PATH": "/usr/bin:/bin"})
+        procs.append(proc)
+        for _ in range(300):
+            with open(f"/proc/{proc.pid}/cmdline", "rb") as fh:
+                if b"sglang.launch_server" in fh.read():
+                    break
+            time.sleep(0.01)
+        return proc
+
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait()
+
+
 def _target(server):
     return HostTarget(name=server.name, address=server.address, user="root", port=server.port)
 
 
-def test_probe_reads_the_servers_view_through_ssh(loopback, known_hosts, options, engine_http):
+def test_probe_reads_the_servers_view_through_ssh(loopback, known_hosts, options, engine_http, unit_server):
     http = engine_http()
     unit = "probe-ok.service"
     loopback.write(f"/etc/systemd/system/{unit}", plain_unit(http.port, f" --api-key {KEY}"))
+    unit_server(http.port, f" --api-key {KEY}")
     [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True))
     assert raw.status == "fallback", raw.error
     assert set(raw.probe) == {"/server_info", "/metrics"}  # the deprecated alias is not asked once this answers
@@ -103,10 +135,11 @@ def test_probe_is_off_by_default(loopback, known_hosts, options, engine_http):
     assert raw.status == "fallback" and raw.probe is None and http.seen == []
 
 
-def test_a_hung_endpoint_costs_its_own_timeout_only(loopback, known_hosts, options, engine_http):
+def test_a_hung_endpoint_costs_its_own_timeout_only(loopback, known_hosts, options, engine_http, unit_server):
     http = engine_http(hang=True)
     unit = "probe-hang.service"
     loopback.write(f"/etc/systemd/system/{unit}", plain_unit(http.port))
+    unit_server(http.port)
     start = time.monotonic()
     [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True, probe_timeout=0.5))
     elapsed = time.monotonic() - start
@@ -116,21 +149,47 @@ def test_a_hung_endpoint_costs_its_own_timeout_only(loopback, known_hosts, optio
     assert elapsed < 10  # three paths at 0.5 s each, bounded by the unit's probe budget of 1.5 s
 
 
-def test_nothing_listening_is_one_problem(loopback, known_hosts, options):
+def test_nothing_listening_is_one_problem(loopback, known_hosts, options, unit_server):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         free = s.getsockname()[1]
     unit = "probe-closed.service"
     loopback.write(f"/etc/systemd/system/{unit}", plain_unit(free))
+    unit_server(free)
     [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True))
     assert raw.status == "fallback"
     assert list(raw.probe_problems) == ["/server_info"]
     assert f"cannot connect to 127.0.0.1:{free}" in raw.probe_problems["/server_info"]
 
 
+def test_a_unit_whose_server_is_not_running_is_never_asked(loopback, known_hosts, options, engine_http):
+    """Whatever listens on a stopped unit's port (perhaps any user's process) is not its server:
+    not believed, and not sent the key."""
+    http = engine_http()
+    unit = "probe-stopped.service"
+    loopback.write(f"/etc/systemd/system/{unit}", plain_unit(http.port, f" --api-key {KEY}"))
+    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True))
+    assert raw.status == "fallback" and http.seen == []
+    assert "no process on this host is known to be the unit's server" in raw.probe_problems["*"]
+
+
+def test_stopped_units_and_containers_are_never_asked():
+    opened = []
+    stopped = RawUnit(host="ct129", unit="x.service", active_state="failed", main_pid=None,
+                      text="[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path m --port 30000\n")
+    probe_unit(stopped, lambda port, timeout: opened.append(port))
+    assert "the unit is failed" in stopped.probe_problems["*"]
+    docker = RawUnit(host="ct129", unit="v.service", active_state="active", main_pid=4242,
+                     text="[Service]\nExecStart=/usr/bin/docker run --rm -p 9000:8000 vllm/vllm-openai:v0.15.0 "
+                          "--model m\n")
+    probe_unit(docker, lambda port, timeout: opened.append(port))
+    assert "runs in a container" in docker.probe_problems["*"]
+    assert opened == []
+
+
 def test_a_server_bound_elsewhere_is_never_asked():
     opened = []
-    raw = RawUnit(host="ct129", unit="x.service",
+    raw = RawUnit(host="ct129", unit="x.service", active_state="active", main_pid=4242,
                   text="[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path m "
                        "--host 10.1.230.5 --port 30000\n")
     probe_unit(raw, lambda port, timeout: opened.append(port))
@@ -159,7 +218,8 @@ def test_an_answer_over_the_limit_is_refused(monkeypatch):
         listener.close()
 
 
-def test_show_probe_prints_the_servers_view_and_no_secret(loopback, known_hosts, lab, engine_http, tmp_path):
+def test_show_probe_prints_the_servers_view_and_no_secret(loopback, known_hosts, lab, engine_http, tmp_path,
+                                                          unit_server):
     """The command an operator runs: `driftwatch show --host HOST --unit U --probe`, through the real CLI."""
     import subprocess
     import sys
@@ -168,6 +228,7 @@ def test_show_probe_prints_the_servers_view_and_no_secret(loopback, known_hosts,
     http = engine_http()
     unit = "probe-cli.service"
     loopback.write(f"/etc/systemd/system/{unit}", plain_unit(http.port, f" --api-key {KEY}"))
+    unit_server(http.port, f" --api-key {KEY}")
     dw = Path(sys.executable).with_name("driftwatch")
     r = subprocess.run([str(dw), "show", "--host", f"root@127.0.0.1:{loopback.port}", "--unit", unit, "--probe",
                         "--known-hosts", known_hosts(loopback), "-i", lab.client_key, "--ssh-config", "none"],

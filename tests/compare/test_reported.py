@@ -152,3 +152,48 @@ def test_values_the_engine_picks_at_random_are_not_drift():
     result = compare(Baseline(name="b", snapshot=snap(12345), metrics={}), snap(67890), load_rules())
     assert snap(1).runtime["startup"]["fields"]["random_seed"] == 1  # recorded, for the operator
     assert result.findings == []
+
+
+def test_lines_of_a_run_that_has_ended_are_not_laid_over_the_unit():
+    snap = build_snapshot(_raw(startup_lines=STARTUP, active_state="failed"))
+    result = compare(_baseline(), snap, load_rules(), concurrency=4)
+    assert display_pair(_finding(result, "context_length").difference)[1] == "computed at start-up"
+    assert any("the unit is failed" in n for n in result.notes)
+
+
+def test_nothing_the_server_reported_is_used_while_a_restart_is_pending():
+    from driftwatch.baseline import Baseline
+
+    running = ["/opt/vllm/bin/vllm", "serve", "/models/Qwen3-8B", "--port", "8000"]
+
+    def snap(tokens, **kw):
+        raw = RawUnit(host="gpu7", unit="vllm.service", text=VLLM_UNIT, source="systemctl cat",
+                      engine_version="0.10.0", startup_lines=_vllm_startup(tokens, "40,960"), **kw)
+        return build_snapshot(raw)
+
+    result = compare(Baseline(name="b", snapshot=snap("811,808"), metrics={}), snap("20,000", running_argv=running),
+                     load_rules())
+    assert not [f for f in result.findings if f.key.startswith("measured.")]
+    assert "max_total_tokens" not in result.current_metrics
+
+
+def test_an_idle_servers_throughput_of_zero_is_not_a_measurement():
+    idle = build_snapshot(_raw(probe={"/server_info": json.dumps({"internal_states": [
+        {"last_gen_throughput": 0.0}]}).encode()}))
+    result = compare(_baseline(), idle, load_rules())
+    assert "throughput" not in result.current_metrics and result.measured_throughput_ratio is None
+
+
+def test_capture_sizes_in_another_order_are_the_same_sizes():
+    text = SEED_000.replace("--tp-size 2", "--tp-size 2 --cuda-graph-bs 8 4 2 1")
+    snap = build_snapshot(_raw(text, startup_lines=["[2026-11-28 09:12:58 TP0] Capture cuda graph bs [1, 2, 4, 8]"]))
+    assert "cuda_graph_bs" not in (snap.runtime.get("startup") or {}).get("fields", {})
+    from driftwatch.baseline import Baseline
+    assert compare(Baseline(name="b", snapshot=build_snapshot(_raw(text)), metrics={}), snap, load_rules()).findings == []
+
+
+def test_a_number_no_snapshot_could_read_back_is_not_stored():
+    snap = build_snapshot(_raw(probe={"/server_info": json.dumps({"max_total_num_tokens": 10 ** 17,
+                                                                   "context_length": 19456}).encode()}))
+    assert snap.runtime["effective"]["fields"] == {"context_length": 19456}
+    snapshot_from_dict(json.loads(json.dumps(snapshot_to_dict(snap))), "saved.yaml")  # reads back
