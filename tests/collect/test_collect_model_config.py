@@ -49,3 +49,13 @@ def test_no_config_json_means_facts_unknown(loopback, known_hosts, options):
     [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback)))
     assert raw.status == "fallback" and raw.model_configs == {}
     assert "model_facts" not in build_snapshot(raw).runtime
+
+
+def test_a_config_json_nested_past_what_python_parses_is_facts_unknown(loopback, known_hosts, options):
+    unit = "model-deep.service"
+    loopback.write(f"/etc/systemd/system/{unit}",
+                   "[Service]\nExecStart=/root/ml-env/bin/python3 -m sglang.launch_server --model-path /root/models/deep\n")
+    loopback.write("/root/models/deep/config.json", "[" * 60000)
+    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback)))
+    assert "/root/models/deep" in raw.model_configs
+    assert "model_facts" not in build_snapshot(raw).runtime
