@@ -271,7 +271,7 @@ def _reported(raw: RawUnit, engine_plugin, engine: EngineConfig, policy: Redacto
     """`runtime.startup` (the journal's start-up lines) and `runtime.effective` (the --probe answers)."""
     out: dict[str, Any] = {}
     if raw.startup_lines:
-        record = keep_reported(engine_plugin.parse_startup_log(list(raw.startup_lines)), engine, policy)
+        record = keep_reported(engine_plugin.parse_startup_log(list(raw.startup_lines), engine), engine, policy)
         if record:
             out[STARTUP] = record
     if raw.probe is not None or raw.probe_problems:

@@ -73,8 +73,9 @@ class Engine(ABC):
     # loopback HTTP paths `--probe` asks, in order; a tuple is alternatives: the first that answers
     probe_paths: tuple[str | tuple[str, ...], ...] = ()
 
-    def parse_startup_log(self, lines: list[str]) -> StartupValues:
-        """The values the server printed at start-up; lines that do not parse are ignored."""
+    def parse_startup_log(self, lines: list[str], config: EngineConfig | None = None) -> StartupValues:
+        """The values the server printed at start-up; lines that do not parse are ignored. `config`
+        is the unit's typed argv, for what a reader needs of it when a line is missing."""
         return StartupValues()
 
     def parse_probe(self, responses: dict[str, bytes]) -> StartupValues:

@@ -46,8 +46,9 @@ class SGLangEngine(ArgparseEngine):
     def apply_startup(self, config: EngineConfig) -> None:
         apply_rewrites(config)
 
-    def parse_startup_log(self, lines: list[str]) -> StartupValues:
-        return parse_startup_log(lines)
+    def parse_startup_log(self, lines: list[str], config: EngineConfig | None = None) -> StartupValues:
+        unit_args = {k: v.value for k, v in config.flags.items()} if config is not None else None
+        return parse_startup_log(lines, unit_args)
 
     def parse_probe(self, responses: dict[str, bytes]) -> StartupValues:
         return parse_probe(responses)

@@ -49,9 +49,11 @@ _KV = re.compile(r"(?:KV Cache is allocated|Post-capture KV sizing: KV cache all
                  r"|KV size: (\d{1,30}\.\d{1,30}) GB)")
 
 
-def parse_startup_log(lines: Iterable[str]) -> StartupValues:
+def parse_startup_log(lines: Iterable[str], unit_args: dict[str, Any] | None = None) -> StartupValues:
     """Total: a line that does not match or parse adds nothing. Per kind of line, each rank's first
-    (the target model's pool and graphs come before a draft model's) counts; then ranks are merged."""
+    (the target model's pool and graphs come before a draft model's) counts; then ranks are merged.
+    `unit_args` (the unit's typed fields) stand in for a `server_args` line that was not read (cut
+    by journald's line limit, vacuumed) where the attention-DP width is needed."""
     seen: dict[tuple[str, str], dict[str, Any]] = {}
     for line in lines:
         if isinstance(line, (bytes, bytearray)):
@@ -79,7 +81,7 @@ def parse_startup_log(lines: Iterable[str]) -> StartupValues:
     if isinstance(merged.get("scheduler", {}).get("max_running_requests"), int):
         # The scheduler prints its own share: --max-running-requests // attention-DP width (0.4.10.post2
         # managers/tp_worker.py:127, 0.5.23 model_executor/pool_configurator.py:956).
-        result.fields["max_running_requests"] *= attention_dp_width(args)
+        result.fields["max_running_requests"] *= attention_dp_width({**(unit_args or {}), **args})
     return result
 
 

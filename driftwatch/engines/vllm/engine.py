@@ -127,7 +127,7 @@ class VLLMEngine(ArgparseEngine):
         apply_rewrites(config, pre, self.catalogs.load(config.version))
         config.bindings = {k: b for k, b in self._bindings.items() if k in config.flags}
 
-    def parse_startup_log(self, lines: list[str]) -> StartupValues:
+    def parse_startup_log(self, lines: list[str], config: EngineConfig | None = None) -> StartupValues:
         return parse_startup_log(lines)
 
     def parse_probe(self, responses: dict[str, bytes]) -> StartupValues:

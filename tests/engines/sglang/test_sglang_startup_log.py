@@ -246,3 +246,13 @@ def test_any_text_never_raises(lines):
     got = parse_startup_log(lines)
     for value in got.figures.values():
         assert isinstance(value, (int, float)) and value == value and abs(value) != float("inf")
+
+
+def test_attention_dp_width_from_the_unit_when_the_server_args_line_was_not_read():
+    """journald cuts lines over LineMax (48K): without server_args, the unit says the DP width."""
+    line = ("[2026-11-01 08:01:30 DP1 TP1] max_total_num_tokens=812345, chunked_prefill_size=8192, "
+            "max_prefill_tokens=16384, max_running_requests=8, context_len=131072, available_gpu_mem=9.10 GB")
+    alone = parse_startup_log([line])
+    assert alone.fields["max_running_requests"] == 8
+    with_unit = parse_startup_log([line], {"dp_size": 2, "enable_dp_attention": True})
+    assert with_unit.fields["max_running_requests"] == 16
