@@ -83,3 +83,21 @@ def test_cli_unknown_format_is_one_line_exit_2(command):
     lines = run.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("driftwatch: ") and "'xml'" in lines[0]
     assert "html" in lines[0]
+
+
+def test_the_registrys_kinds_are_what_each_format_renders():
+    """The CLI's --format choices come from the registry without importing the formats: the kinds
+    written there must be what each class says it renders."""
+    from driftwatch.report import _REGISTRY
+    from driftwatch.report.interface import KINDS
+    for name, (_, _, kinds) in _REGISTRY.items():
+        fmt = get_format(name)
+        assert set(kinds) == {k for k in KINDS if fmt.supports(k)}, name
+
+
+def test_a_command_imports_only_the_format_it_renders():
+    code = ("import sys; import driftwatch.cli; from driftwatch.report import get_format; get_format('text'); "
+            "print(sorted(m for m in sys.modules if m.startswith('driftwatch.report.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "driftwatch.report.text" in out
+    assert "driftwatch.report.html_" not in out and "driftwatch.report.prometheus" not in out
