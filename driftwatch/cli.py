@@ -631,7 +631,7 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
     from .baseline import load_baseline
     from .ignore import from_cli, load_ignore_file
     from .report import get_format
-    from .report.data import build_report, entries_from_raws, file_entry
+    from .report.data import build_report, entry_from_raw, file_entry
     from .rulebook import load_rules
     from .settings import load_report_settings, merge, resolve_baselines_dir
     from .sources import collect_live, inventory_targets, raw_to_snapshot, snapshot_from_unit_file
@@ -667,8 +667,15 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
             if not u:
                 raise InputError("--host needs --unit (the baseline records none)")
             validate_unit_name(u)
-        raws = collect_live(targets, _ssh_settings(ssh, parallel), settings.get("inventory"))
-        entries += entries_from_raws(raws, base, rules_loaded, ignore, concurrency, engine_version, raw_to_snapshot)
+        compared: dict[int, dict] = {}  # each host compared as its answer arrives (overlapping the others' reads)
+
+        def arrived(raw):
+            compared[id(raw)] = entry_from_raw(raw, base, rules_loaded, ignore, concurrency, engine_version,
+                                               raw_to_snapshot)
+
+        raws = collect_live(targets, _ssh_settings(ssh, parallel), settings.get("inventory"), on_result=arrived)
+        entries += [compared.get(id(raw)) or entry_from_raw(raw, base, rules_loaded, ignore, concurrency,
+                                                            engine_version, raw_to_snapshot) for raw in raws]
     doc = build_report(base, entries)
     _warn_unused_fleet_ignores(doc, ignore, rules_loaded, quiet)
     _since_from_store(doc, store, base, rules_loaded, ignore, concurrency, engine_version, quiet)

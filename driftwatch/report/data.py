@@ -152,18 +152,23 @@ def file_entry(path: str, baseline: Baseline, read, rules, ignore, concurrency, 
 
 def entries_from_raws(raws: list[RawUnit], baseline: Baseline, rules, ignore, concurrency, engine_version,
                       to_snapshot) -> list[dict]:
-    entries = []
-    for raw in raws:
-        if raw.status not in ("ok", "fallback"):
-            error = f"{raw.host}: {raw.unit}: {raw.status}" + (f": {raw.error}" if raw.error else "")
-            entries.append(host_entry(raw.host, raw.unit, "error", error=error, failure=raw.status))
-            continue
-        try:
-            snap = to_snapshot(raw, engine_version)
-            entries.append(compare_entry(baseline, snap, rules, ignore, concurrency, engine_version))
-        except DriftwatchError as exc:
-            entries.append(host_entry(raw.host, raw.unit, "error", error=str(exc), failure="invalid unit"))
-    return entries
+    return [entry_from_raw(raw, baseline, rules, ignore, concurrency, engine_version, to_snapshot) for raw in raws]
+
+
+def entry_from_raw(raw: RawUnit, baseline: Baseline, rules, ignore, concurrency, engine_version,
+                   to_snapshot) -> dict:
+    """One host and unit of a fleet report; whatever goes wrong with it stays its own error."""
+    if raw.status not in ("ok", "fallback"):
+        error = f"{raw.host}: {raw.unit}: {raw.status}" + (f": {raw.error}" if raw.error else "")
+        return host_entry(raw.host, raw.unit, "error", error=error, failure=raw.status)
+    try:
+        snap = to_snapshot(raw, engine_version)
+        return compare_entry(baseline, snap, rules, ignore, concurrency, engine_version)
+    except DriftwatchError as exc:
+        return host_entry(raw.host, raw.unit, "error", error=str(exc), failure="invalid unit")
+    except Exception as exc:  # noqa: BLE001 - a bug on one host's input must not cost the report
+        return host_entry(raw.host, raw.unit, "error", error=f"{raw.host}: {raw.unit}: internal error: "
+                          f"{type(exc).__name__}", failure="error")
 
 
 def _counts(statuses_by_host: dict[str, list[str]]) -> tuple[int, int, int]:
