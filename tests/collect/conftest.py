@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -147,5 +148,31 @@ def engine_process(lab, tmp_path):
             time.sleep(0.01)
         yield proc.pid, argv
     finally:
+        proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def server_process(lab, tmp_path):
+    """start(argv) -> a process whose /proc/PID/cmdline is `argv` (a sleeping python)."""
+    pkg = tmp_path / "pkg" / "sglang"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "launch_server.py").write_text("import time\nwhile True:\n    time.sleep(60)\n")
+    procs = []
+
+    def start(words: list[str]):
+        proc = lab.spawn(["bash", "-c", 'exec -a "$0" /usr/bin/python3 "$@"'] + words,
+                         env={"PYTHONPATH": str(tmp_path / "pkg"), "PATH": "/usr/bin:/bin"})
+        procs.append(proc)
+        for _ in range(200):
+            with open(f"/proc/{proc.pid}/cmdline", "rb") as fh:
+                if b"sglang.launch_server" in fh.read():
+                    break
+            time.sleep(0.01)
+        return proc.pid
+
+    yield start
+    for proc in procs:
         proc.kill()
         proc.wait()

@@ -75,34 +75,16 @@ def engine_http():
 
 
 @pytest.fixture
-def unit_server(lab, tmp_path):
+def unit_server(server_process):
     """start(port, extra): a process whose command line is plain_unit(port, extra)'s ExecStart, as
     the unit's server would be (on a host without systemd the probe asks only a unit whose server
     is found running)."""
     import shlex
-    pkg = tmp_path / "pkg" / "sglang"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "launch_server.py").write_text("import time\nwhile True:\n    time.sleep(60)\n")
-    procs = []
 
     def start(port: int, extra: str = ""):
-        line = plain_unit(port, extra).split("ExecStart=", 1)[1].strip()
-        argv = shlex.split(line)
-        proc = lab.spawn(["bash", "-c", 'exec -a "$0" /usr/bin/python3 "$@"'] + argv,
-                         env={"PYTHONPATH": str(tmp_path / "pkg"), "PATH": "/usr/bin:/bin"})
-        procs.append(proc)
-        for _ in range(300):
-            with open(f"/proc/{proc.pid}/cmdline", "rb") as fh:
-                if b"sglang.launch_server" in fh.read():
-                    break
-            time.sleep(0.01)
-        return proc
+        return server_process(shlex.split(plain_unit(port, extra).split("ExecStart=", 1)[1].strip()))
 
-    yield start
-    for proc in procs:
-        proc.kill()
-        proc.wait()
+    return start
 
 
 def _target(server):

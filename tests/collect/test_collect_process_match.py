@@ -9,9 +9,6 @@ read it over SSH from a loopback sshd (root and /usr/sbin/sshd needed; no networ
 from __future__ import annotations
 
 import os
-import time
-
-import pytest
 
 from driftwatch.collect.commands import match_process, parse_output
 
@@ -81,32 +78,6 @@ def test_parse_output_without_systemd_needs_evidence():
 
 
 # --------------------------------------------------------------------------- over SSH, a real process
-
-@pytest.fixture
-def server_process(lab, tmp_path):
-    """start(argv) -> a process whose /proc/PID/cmdline is `argv` (a sleeping python)."""
-    pkg = tmp_path / "pkg" / "sglang"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "launch_server.py").write_text("import time\nwhile True:\n    time.sleep(60)\n")
-    procs = []
-
-    def start(words: list[str]):
-        proc = lab.spawn(["bash", "-c", 'exec -a "$0" /usr/bin/python3 "$@"'] + words,
-                         env={"PYTHONPATH": str(tmp_path / "pkg"), "PATH": "/usr/bin:/bin"})
-        procs.append(proc)
-        for _ in range(200):
-            with open(f"/proc/{proc.pid}/cmdline", "rb") as fh:
-                if b"sglang.launch_server" in fh.read():
-                    break
-            time.sleep(0.01)
-        return proc.pid
-
-    yield start
-    for proc in procs:
-        proc.kill()
-        proc.wait()
-
 
 def test_over_ssh_only_the_unit_on_the_processes_port_gets_it(loopback, known_hosts, options, server_process):
     """The loopback host holds sglang-qwen.service (--port 30000) and other.service (--port 30001),
