@@ -129,27 +129,11 @@ def options(lab):
 
 
 @pytest.fixture
-def engine_process(lab, tmp_path):
+def engine_process(server_process):
     """A process whose command line is a real-looking SGLang launch (python -m sglang.launch_server)."""
-    pkg = tmp_path / "pkg" / "sglang"
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text("")
-    (pkg / "launch_server.py").write_text("import time\nwhile True:\n    time.sleep(60)\n")
     argv = ["/root/ml-env/bin/python3", "-m", "sglang.launch_server",
             "--model-path", "/root/models/Qwen3.6-27B", "--tp-size", "2"]
-    proc = lab.spawn(["bash", "-c", 'exec -a "$0" /usr/bin/python3 "$@"'] + argv,
-                     env={"PYTHONPATH": str(tmp_path / "pkg"), "PATH": "/usr/bin:/bin"})
-    try:
-        import time
-        for _ in range(200):
-            with open(f"/proc/{proc.pid}/cmdline", "rb") as fh:
-                if b"sglang.launch_server" in fh.read():
-                    break
-            time.sleep(0.01)
-        yield proc.pid, argv
-    finally:
-        proc.kill()
-        proc.wait()
+    return server_process(argv), argv
 
 
 @pytest.fixture
