@@ -296,6 +296,13 @@ def known_hosts_bench(entries: int, before: str | None) -> int:
     return 0
 
 
+def _medians(runs: list[dict], keys: tuple[str, ...]) -> dict:
+    """The median of each figure over the runs; hosts read: the worst run's."""
+    res = {k: statistics.median(r[k] for r in runs) for k in keys}
+    res["ok"] = min(r["ok"] for r in runs)
+    return res
+
+
 def sshd_children_cpu(pid: int) -> float:
     """CPU seconds of the sshd's exited (reaped) children: the per-connection sshd and the shells it ran."""
     with open(f"/proc/{pid}/stat") as fh:
@@ -339,9 +346,7 @@ def loopback_main(args, methods) -> int:
                     run = python_run(method, spec_path, ns, args.tree)
                     run["sshd"] = sshd_children_cpu(server.pid) - before
                     runs.append(run)
-                res = {k: statistics.median(r[k] for r in runs) for k in ("wall", "process", "rss", "cpu", "sshd")}
-                res["ok"] = min(r["ok"] for r in runs)
-                results[(method, n)] = res
+                res = results[(method, n)] = _medians(runs, ("wall", "process", "rss", "cpu", "sshd"))
                 print(f"{method:18} N={n:<5} wall {res['wall']:.2f}s  client CPU {res['cpu'] / n * 1000:.1f} ms/host  "
                       f"sshd CPU {res['sshd'] / n * 1000:.1f} ms/host  peak RSS {res['rss'] / 1024:.0f} MiB  "
                       f"ok {res['ok']}/{n}", file=sys.stderr)
@@ -436,9 +441,7 @@ def main() -> int:
                         runs.append(ansible_run(args.ansible_venv, spec, lab.tmp, n))
                     else:
                         runs.append(python_run(method, spec_path))
-                res = {k: statistics.median(r[k] for r in runs) for k in ("wall", "process", "rss", "cpu")}
-                res["ok"] = min(r["ok"] for r in runs)
-                results[(method, n)] = res
+                res = results[(method, n)] = _medians(runs, ("wall", "process", "rss", "cpu"))
                 print(f"{method:18} N={n:<4} wall {res['wall']:.3f}s  process {res['process']:.3f}s  "
                       f"client CPU {res['cpu'] / n * 1000:.1f} ms/host  "
                       f"peak RSS {res['rss'] / 1024:.0f} MiB  ok {res['ok']}/{n}", file=sys.stderr)
