@@ -229,7 +229,7 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
             runtime[name] = getattr(raw, name)
     if raw.measured:
         runtime["measured"] = dict(raw.measured)
-    runtime.update(_reported(raw, engine_plugin, engine, policy))
+    runtime.update(_reported(raw, engine_plugin, clear_engine, policy))  # compared in clear, stored redacted
     facts = _model_facts(raw, engine)
     if facts:
         runtime["model_facts"] = scrub(facts)

@@ -107,6 +107,7 @@ def test_probe_reads_the_servers_view_through_ssh(loopback, known_hosts, options
     assert effective["fields"]["max_running_requests"] == 1
     assert effective["figures"]["throughput"] == 41.5 and effective["figures"]["accept_length"] == 1.75
     assert KEY not in dump_yaml(snapshot_to_dict(snap))  # the answer's api_key and launch_command
+    assert "api_key" not in effective["fields"]  # the same key as the unit's: nothing to record
 
 
 def test_probe_is_off_by_default(loopback, known_hosts, options, engine_http):
