@@ -6,8 +6,10 @@ start-up)". Measured beats assumed, so a reported value replaces a default or a 
 placeholder; where the unit sets the field and the server reports another value, that disagreement
 is a finding of its own (`effective.<field>`).
 
-Reported values belong to the process that printed them: when that process was started from other
-flags than the unit on disk (restart or daemon-reload pending), they are not laid over the unit.
+Reported values belong to the process that printed them: they are used only while that process is
+the unit's running server with the unit's command line (not for a stopped unit, a restart or
+daemon-reload pending, or a running command line that could not be read); `not_applicable` says why
+not, and compare.py asks it before using the server's figures too.
 """
 from __future__ import annotations
 
