@@ -17,6 +17,8 @@ Metrics (gauges; one series per (host, unit) read, label values escaped as the f
                                                                    low, info: every one, 0 included)
     driftwatch_predicted_throughput_ratio{host,unit}               predicted ÷ baseline, where a model applies
     driftwatch_predicted_throughput_tokens_per_second{host,unit}   where the baseline records its throughput
+    driftwatch_measured_throughput_tokens_per_second{host,unit}    measured on the running server now
+    driftwatch_measured_accept_length{host,unit}                   (its journal, or --probe), where read
     driftwatch_finding_since_timestamp_seconds{host,unit}          oldest "since" of the unit's findings
                                                                    (with a snapshot store)
     driftwatch_hosts{status}                                       hosts drifted / clean / unreadable
@@ -110,6 +112,10 @@ class PrometheusFormat(Format):
                         "Predicted throughput divided by the baseline's (absent where no model applies).")
         tps = _Family("driftwatch_predicted_throughput_tokens_per_second",
                       "Predicted throughput in tokens per second (where the baseline records its throughput).")
+        measured = _Family("driftwatch_measured_throughput_tokens_per_second",
+                           "Throughput measured on the running server now (its journal or --probe).")
+        accept = _Family("driftwatch_measured_accept_length",
+                         "Speculative accept length measured on the running server now (journal or --probe).")
         since = _Family("driftwatch_finding_since_timestamp_seconds",
                         "Since when (Unix time) the unit's oldest current finding has been present without a "
                         "break, from the snapshot store.")
@@ -138,6 +144,12 @@ class PrometheusFormat(Format):
                 ratio.add(where, c["predicted_throughput_ratio"])
             if _is_number(c.get("predicted_throughput")):
                 tps.add(where, c["predicted_throughput"])
+            now = (c.get("target") or {}).get("metrics") if isinstance(c.get("target"), dict) else None
+            if isinstance(now, dict):
+                if _is_number(now.get("throughput")):
+                    measured.add(where, now["throughput"])
+                if _is_number(now.get("accept_length")):
+                    accept.add(where, now["accept_length"])
             starts = []
             for f in fs:
                 s = f.get("since") if isinstance(f.get("since"), dict) else {}
@@ -153,7 +165,7 @@ class PrometheusFormat(Format):
             if _is_number(counts.get(key)):
                 hosts.add({"status": key}, counts[key])
         lines = []
-        for family in (last, read, drift, findings, ratio, tps, since, hosts):
+        for family in (last, read, drift, findings, ratio, tps, measured, accept, since, hosts):
             lines += family.lines()
         return "\n".join(lines) + "\n"
 

@@ -105,3 +105,25 @@ def test_report_writes_the_textfile_atomically(tmp_path):
                           "examples/sglang-qwen-40toks.service", "--prometheus", "/proc/nope/x.prom", "-q"],
                          capture_output=True, text=True, cwd=REPO, timeout=120, env={**os.environ, "HOME": str(tmp_path)})
     assert bad.returncode == 2 and "x.prom" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_what_the_running_server_measured_is_a_gauge(tmp_path):
+    """`report` on the shipped live snapshot: the journal's throughput and accept length, as measured."""
+    out = tmp_path / "dw.prom"
+    r = subprocess.run([str(DRIFTWATCH), "report", "--unit-file", str(REPO / "examples/sglang-qwen-70toks.service"),
+                        "--baseline", "70toks", "--prometheus", str(out), "--quiet"],
+                       capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert r.returncode in (0, 1), r.stderr
+    assert "driftwatch_measured_throughput_tokens_per_second" not in out.read_text()  # a file: nothing measured
+    from driftwatch.baseline import load_baseline
+    from driftwatch.report.data import build_report, compare_entry
+    from driftwatch.rulebook import load_rules
+    from driftwatch.snapshot import snapshot_from_dict
+    from driftwatch.fileio import read_yaml
+    snap = snapshot_from_dict(read_yaml(REPO / "examples/snapshots/ct129-relaunched.yaml", "snapshot"), "example")
+    base = load_baseline("70toks", REPO / "baselines")
+    doc = build_report(base, [compare_entry(base, snap, load_rules(), [], None, None)])
+    families = parse(get_format("prometheus").render_fleet(doc))
+    [(labels, tps)] = families["driftwatch_measured_throughput_tokens_per_second"][2]
+    assert labels == {"host": "ct129", "unit": "sglang-qwen.service"} and tps == 40.12
+    assert families["driftwatch_measured_accept_length"][2][0][1] == 1.75
