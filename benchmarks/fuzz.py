@@ -24,8 +24,6 @@ import argparse
 import collections
 import copy
 import json
-import math
-import os
 import random
 import sys
 import tempfile
@@ -261,6 +259,20 @@ def fuzz_cli(n: int, rng: random.Random, tally: Tally, corpus: list[str]) -> Non
             path.unlink()
 
 
+def documents(corpus: list[str]) -> list[dict]:
+    """The saved form (a snapshot, and a baseline made of it) of every corpus unit that builds:
+    what the document fuzzer mutates."""
+    docs = []
+    for text in corpus:
+        try:
+            s = build_snapshot(RawUnit(host="h", unit="u.service", text=text, source="file"))
+        except DriftwatchError:
+            continue
+        docs.append(snapshot_to_dict(s))
+        docs.append(baseline_to_dict(Baseline(name="b", snapshot=s, metrics={"throughput": 70.0})))
+    return docs
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--units", type=int, default=2000)
@@ -279,14 +291,7 @@ def main(argv=None) -> int:
                                        text=(ROOT / "examples/sglang-qwen-70toks.service").read_text(),
                                        source="systemctl cat"))
     base = Baseline(name="seed", snapshot=base_snap, metrics={"throughput": 70.0})
-    docs = []
-    for text in corpus:
-        try:
-            s = build_snapshot(RawUnit(host="h", unit="u.service", text=text, source="file"))
-        except DriftwatchError:
-            continue
-        docs.append(snapshot_to_dict(s))
-        docs.append(baseline_to_dict(Baseline(name="b", snapshot=s, metrics={"throughput": 70.0})))
+    docs = documents(corpus)
     tally = Tally(args.slow)
     start = time.monotonic()
     fuzz_units(args.units, rng, tally, rules, base, corpus)

@@ -10,7 +10,7 @@ from typing import Any
 
 from .baseline import Baseline
 from .diff import Difference, EnginePair, diff_snapshots, read_pair
-from .diff.reported import not_applicable
+from .diff.reported import reported_concepts, reported_figures
 from .facts import facts_context
 from .ignore import IgnoreEntry
 from .impact import ImpactContext, combine, get_model
@@ -126,7 +126,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
             diff.origin = {"current": current.origins["ExecStart"]}
     diffs = diff_snapshots(baseline.snapshot, current, pair) + startup
     b_metrics = {**_reported_capacities(baseline.snapshot), **baseline.metrics, **(baseline_metrics or {})}
-    c_metrics = {**current.runtime.get("measured", {}), **_reported_capacities(current), **_reported_figures(current),
+    c_metrics = {**current.runtime.get("measured", {}), **_reported_capacities(current), **reported_figures(current),
                  **(current_metrics or {})}
     conc = concurrency or int(b_metrics.get("concurrency") or c_metrics.get("concurrency") or 1)
     b_values, b_runtime = _side_values(pair.baseline)
@@ -149,8 +149,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
     findings: list[Finding] = []
     ignored: list[Finding] = []
     for diff in diffs:
-        # The server's disagreement with its own unit is one rule (DW604) whatever the concept.
-        rule = match_rule(rules, diff.key, diff.kind, None if diff.key.startswith("effective.") else diff.concept)
+        rule = match_rule(rules, diff.key, diff.kind, None if diff.rule_by_key else diff.concept)
         model_rule = _model_rule(rules, rule, diff)
         name, b_value, c_value = diff.model_inputs()
         estimate = get_model(model_rule.model)(name, b_value, c_value, ctx, model_rule.params)
@@ -198,33 +197,12 @@ MEASURED_CONCEPTS = {"max_running_requests": "batch.max_running_requests",
                      "max_total_tokens": "kv.max_total_tokens"}
 
 
-def _reported_figures(snapshot: Snapshot) -> dict[str, float]:
-    """Figures the server reported (start-up log, then the probe's live answer) as measured metrics,
-    when they are the unit's server's (diff/reported.py); an idle server's throughput of 0 says
-    nothing about its speed."""
-    if not_applicable(snapshot) is not None:
-        return {}
-    out: dict[str, float] = {}
-    for kind in ("startup", "effective"):
-        out.update((snapshot.runtime.get(kind) or {}).get("figures") or {})
-    for name in ("throughput", "accept_length"):
-        if name in out and not out[name] > 0:
-            del out[name]
-    return out
-
-
 def _reported_capacities(snapshot: Snapshot) -> dict[str, float]:
     """Start-up values with no native field (vLLM's KV cache size in tokens), as the metrics of
     MEASURED_CONCEPTS, so both sides' values are compared (`measured.*`)."""
-    if not_applicable(snapshot) is not None:
-        return {}
     by_concept = {concept: metric for metric, concept in MEASURED_CONCEPTS.items()}
-    out: dict[str, float] = {}
-    for kind in ("startup", "effective"):
-        for concept, value in ((snapshot.runtime.get(kind) or {}).get("concepts") or {}).items():
-            if concept in by_concept and not isinstance(value, bool):
-                out[by_concept[concept]] = value
-    return out
+    return {by_concept[c]: v for c, v in reported_concepts(snapshot, used_only=True).items()
+            if c in by_concept and not isinstance(v, bool)}
 
 
 def _apply_measured(metrics: dict, values: dict, runtime: set, config) -> None:

@@ -17,6 +17,7 @@ Errors are `InputError`s whose message is one line naming the file.
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import stat
@@ -160,31 +161,34 @@ def _temp_copy(target: Path, text: str, mode: int) -> str:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise InputError(f"{target}: cannot write here: {exc.strerror or exc}") from None
-    try:
+    with _removed_on_failure(tmp, target):
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
+    return tmp
+
+
+@contextlib.contextmanager
+def _removed_on_failure(tmp: str, target: Path):
+    """Whatever stops the block (an OSError, Ctrl-C) removes the temp file; an OSError is one
+    InputError line naming the target."""
+    try:
+        yield
     except BaseException as exc:
         _unlink(tmp)
         if isinstance(exc, OSError):
             raise InputError(f"{target}: cannot write: {exc.strerror or exc}") from None
         raise
-    return tmp
 
 
 def write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> None:
     """Replace path with text in one rename: readers see the old file or the new one, never half."""
     target = Path(path)
     tmp = _temp_copy(target, text, mode)
-    try:
+    with _removed_on_failure(tmp, target):
         os.replace(tmp, target)
-    except BaseException as exc:
-        _unlink(tmp)
-        if isinstance(exc, OSError):
-            raise InputError(f"{target}: cannot write: {exc.strerror or exc}") from None
-        raise
     _sync_directory(target.parent)
 
 
@@ -213,14 +217,11 @@ def link_atomic(source: str | os.PathLike, path: str | os.PathLike) -> None:
     """Make `path` another name of the file `source` (a hard link), replacing what `path` was in one
     rename; its content is already synced, so only the directory needs to be, once."""
     source, target = Path(source), Path(path)
-    tmp = target.parent / f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp"
-    try:
-        _unlink(str(tmp))
+    tmp = str(target.parent / f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    _unlink(tmp)
+    with _removed_on_failure(tmp, target):
         os.link(source, tmp)
         os.replace(tmp, target)
-    except OSError as exc:
-        _unlink(str(tmp))
-        raise InputError(f"{target}: cannot write: {exc.strerror or exc}") from None
     _sync_directory(target.parent)
 
 

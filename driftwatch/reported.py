@@ -67,15 +67,11 @@ def keep_reported(values: StartupValues, config: EngineConfig, policy: Redactor)
                 continue  # "computed at start-up", and the server did not say
         elif not differs(config, name, typed.value, value):
             continue  # the unit (or the release default, or the rule driftwatch knows) already says this
-        if credential_kind(name, value):
-            fields[name] = [policy.fp(v) if isinstance(v, str) else v for v in value] if isinstance(value, list) \
-                else policy.fp(value) if isinstance(value, str) else value
-        elif isinstance(value, str):
-            fields[name] = policy.cut(value)
-        elif isinstance(value, list):
-            fields[name] = [policy.cut(v) if isinstance(v, str) else v for v in value]
+        protect = policy.fp if credential_kind(name, value) else policy.cut  # a secret, or credentials in text
+        if isinstance(value, list):
+            fields[name] = [protect(v) if isinstance(v, str) else v for v in value]
         else:
-            fields[name] = value
+            fields[name] = protect(value) if isinstance(value, str) else value
     concepts = {k: v for k, v in list(values.concepts.items())[:MAX_REPORTED_VALUES]
                 if isinstance(k, str) and isinstance(v, (bool, int, float)) and _storable(v)}
     figures = {k: float(v) for k, v in list(values.figures.items())[:MAX_REPORTED_VALUES]

@@ -321,6 +321,7 @@ def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = Non
     unit = validate_unit_name(unit)
     nonce = secrets.token_hex(8)
     q = shlex.quote
+    markers = startup_markers()
     values = {
         "@UNIT@": q(unit),
         "@NONCE@": nonce,
@@ -335,8 +336,8 @@ def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = Non
         "@MAXENV@": str(MAX_ENV_FILE_BYTES),
         "@MAXCFGONE@": str(MAX_ENV_FILE_BYTES + 1),
         "@MAXCFGN@": str(MAX_ENGINE_FILES),
-        "@MARKERS@": " ".join(f"-e {q(m)}" for m in startup_markers()),
-        "@HASMARKERS@": "1" if startup_markers() else "0",
+        "@MARKERS@": " ".join(f"-e {q(m)}" for m in markers),
+        "@HASMARKERS@": "1" if markers else "0",
         "@STARTUPSCAN@": str(STARTUP_SCAN_LINES),
         "@STARTUPLINES@": str(STARTUP_MAX_LINES),
         "@STARTUPBYTES@": str(STARTUP_MAX_BYTES),

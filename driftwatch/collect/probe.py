@@ -123,7 +123,7 @@ def _reachable_on_loopback(host: str) -> bool:
         address = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return False  # a host name: which address it is bound to is not known here
-    return address.is_loopback and address.version == 4 or address.is_unspecified
+    return (address.is_loopback and address.version == 4) or address.is_unspecified
 
 
 def probe_unit(raw: RawUnit, open_stream: OpenStream, timeout: float = PROBE_TIMEOUT) -> None:

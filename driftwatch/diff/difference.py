@@ -23,6 +23,8 @@ class Difference:
     concept_baseline: Any = None  # the two sides as concept values (booleans mean "on"), for impact models
     concept_current: Any = None
     origin: dict = field(default_factory=dict)  # {"baseline": file, "current": file} that set each side
+    rule_by_key: bool = False  # its rule is found by key only (DW604: the server differs from its unit,
+    # whatever the concept, which still picks the impact model)
 
     def model_inputs(self) -> tuple[str, Any, Any]:
         """(name, baseline, current) as impact models read them: by concept where one applies."""

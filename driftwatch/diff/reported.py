@@ -15,15 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..engines.config import EXPLICIT, EngineConfig, FlagValue
+from ..engines.config import EXPLICIT, SOURCE_WORDS, EngineConfig, FlagValue
 from ..engines.registry import find_launcher, get_engine
 from ..redact import is_redacted, is_secret_field
 from ..reported import differs
 from ..snapshot import Snapshot
 from .difference import Difference
-
-FROM_WORDS = {"startup": "computed at start-up", "effective": "reported by the server"}
-
 
 def reported_fields(snapshot: Snapshot) -> dict[str, tuple[Any, str]]:
     """native field -> (value, where: startup | effective); the probe's answer wins (it is newer)."""
@@ -34,10 +31,31 @@ def reported_fields(snapshot: Snapshot) -> dict[str, tuple[Any, str]]:
     return out
 
 
-def reported_concepts(snapshot: Snapshot) -> dict[str, Any]:
+def _merged(snapshot: Snapshot, part: str) -> dict[str, Any]:
+    """One part (`concepts`, `figures`) of both reports; the probe's answer wins (it is newer)."""
     out: dict[str, Any] = {}
     for kind in ("startup", "effective"):
-        out.update((snapshot.runtime.get(kind) or {}).get("concepts") or {})
+        out.update((snapshot.runtime.get(kind) or {}).get(part) or {})
+    return out
+
+
+def reported_concepts(snapshot: Snapshot, used_only: bool = False) -> dict[str, Any]:
+    """concept -> value the server reported with no native field; `used_only`: none when the
+    values do not describe the unit (`not_applicable`)."""
+    if used_only and not_applicable(snapshot) is not None:
+        return {}
+    return _merged(snapshot, "concepts")
+
+
+def reported_figures(snapshot: Snapshot) -> dict[str, float]:
+    """Figures the server measured (start-up log, then the probe's live answer), when they are the
+    unit's server's; an idle server's throughput of 0 says nothing about its speed."""
+    if not_applicable(snapshot) is not None:
+        return {}
+    out = _merged(snapshot, "figures")
+    for name in ("throughput", "accept_length"):
+        if name in out and not out[name] > 0:
+            del out[name]
     return out
 
 
@@ -105,11 +123,11 @@ def reported_truths(snapshot: Snapshot, config: EngineConfig) -> list[Difference
             continue  # a setting no rule or model reads (how a path or name was spelled back)
         label = engine.primary_flag(name, config.version) or typed.flag or name
         binding = config.bindings.get(name)
-        diff = Difference(key=f"effective.{name}", label=f"{label} (as the server runs it)",
+        diff = Difference(key=f"effective.{name}", label=f"{label} (as the server runs it)", rule_by_key=True,
                           baseline=typed.value, current=value, baseline_source=EXPLICIT, current_source=kind,
                           secret=is_secret_field(name) or is_redacted(typed.value) or is_redacted(value),
                           notes=[f"the unit sets {label} {typed.value}; the server runs {value} "
-                                 f"({FROM_WORDS[kind]})"])
+                                 f"({SOURCE_WORDS[kind]})"])
         if binding is not None:
             diff.concept = binding.concept
             diff.concept_baseline = binding.to_concept_value(typed.value)

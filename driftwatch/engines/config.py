@@ -12,6 +12,8 @@ RUNTIME = "runtime"  # a default the engine computes at start-up (GPU memory, mo
 STARTUP = "startup"  # what the server printed at start-up that it computed (journal): measured
 EFFECTIVE = "effective"  # what the server answered to --probe: measured
 REPORTED = (STARTUP, EFFECTIVE)  # the server's own word, which beats anything assumed
+# How a value of each source reads after it: "8 (default)", "19456 (computed at start-up)".
+SOURCE_WORDS = {DEFAULT: "default", STARTUP: "computed at start-up", EFFECTIVE: "reported by the server"}
 
 
 @dataclass

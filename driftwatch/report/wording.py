@@ -21,7 +21,7 @@ import json
 import re
 from typing import Any
 
-from ..engines.config import DEFAULT, EFFECTIVE, RUNTIME, STARTUP
+from ..engines.config import DEFAULT, RUNTIME, SOURCE_WORDS
 from ..redact import CHANGED_FINGERPRINT, has_fingerprint, mask_fingerprints
 from . import view
 
@@ -33,7 +33,7 @@ ELLIPSIS = "\u2026"  # …
 COMPUTED = "computed at start-up"
 UNSET = "unset"
 REDACTED = "(redacted)"
-CHANGED_REDACTED = "changed (redacted)"
+CHANGED_REDACTED = CHANGED_FINGERPRINT  # one wording, in redact.py and here
 
 FINDING_COLUMNS = ["#", "flag", "baseline", "current", "impact", "explanation"]
 FLEET_COLUMNS = ["host", "unit", "status", "top finding", "predicted"]
@@ -101,12 +101,9 @@ def value_text(value: Any, source: str | None = None) -> str:
         except (TypeError, ValueError):
             text = str(value)
         text = clean(text)
-    if source in _SOURCE_SUFFIX:
-        return f"{text} ({_SOURCE_SUFFIX[source]})"
+    if source in SOURCE_WORDS:
+        return f"{text} ({SOURCE_WORDS[source]})"
     return text
-
-
-_SOURCE_SUFFIX = {DEFAULT: "default", STARTUP: "computed at start-up", EFFECTIVE: "reported by the server"}
 
 
 def pair_text(baseline: Any, baseline_source: str | None, current: Any, current_source: str | None,

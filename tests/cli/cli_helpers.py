@@ -9,6 +9,22 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 BASELINES = REPO / "baselines"
 DRIFTWATCH = Path(sys.executable).with_name("driftwatch")
+UNIT_70 = EXAMPLES / "sglang-qwen-70toks.service"
+
+
+def unit_70(*replacements: tuple[str, str]) -> str:
+    """The shipped 70 tok/s unit (seed 000) with some of its text replaced (each must be there)."""
+    text = UNIT_70.read_text(encoding="utf-8")
+    for old, new in replacements:
+        assert old in text, old
+        text = text.replace(old, new)
+    return text
+
+
+def write(tmp_path, name: str, text: str):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 class Run:

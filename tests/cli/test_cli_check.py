@@ -10,10 +10,9 @@ import json
 import os
 import subprocess
 
-from cli_helpers import DRIFTWATCH, EXAMPLES, REPO, Run, assert_one_line_error
+from cli_helpers import DRIFTWATCH, EXAMPLES, REPO, UNIT_70, Run, assert_one_line_error
 
 UNIT_40 = EXAMPLES / "sglang-qwen-40toks.service"
-UNIT_70 = EXAMPLES / "sglang-qwen-70toks.service"
 SHADOW = EXAMPLES / "ddtree" / "sglang-qwen-ddtree-shadow.service"  # flags of a patched SGLang (DDTree)
 DDTREE_FLAGS = ["--speculative-ddtree-budget", "--speculative-ddtree-topk-cap", "--speculative-ddtree-shadow-linear"]
 

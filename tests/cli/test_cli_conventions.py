@@ -16,11 +16,10 @@ import subprocess
 
 import pytest
 
-from cli_helpers import BASELINES, DRIFTWATCH, EXAMPLES, Run, assert_one_line_error
+from cli_helpers import BASELINES, DRIFTWATCH, EXAMPLES, UNIT_70, Run, assert_one_line_error, unit_70, write
 
 BASELINE_70 = BASELINES / "70toks.yaml"
 UNIT_40 = EXAMPLES / "sglang-qwen-40toks.service"
-UNIT_70 = EXAMPLES / "sglang-qwen-70toks.service"
 LIVE = EXAMPLES / "ddtree" / "sglang-qwen-current.service"  # `systemctl cat` output, `# /…/sglang-qwen.service`
 
 
@@ -31,20 +30,6 @@ def run_stdin(args, text: str, cwd, env=None) -> Run:
     proc = subprocess.run([str(DRIFTWATCH), *map(str, args)], cwd=str(cwd), env=full_env, input=text,
                           capture_output=True, text=True, timeout=60)
     return Run(proc.returncode, proc.stdout, proc.stderr)
-
-
-def unit_70(*replacements: tuple[str, str]) -> str:
-    text = UNIT_70.read_text(encoding="utf-8")
-    for old, new in replacements:
-        assert old in text, old
-        text = text.replace(old, new)
-    return text
-
-
-def write(tmp_path, name: str, text: str):
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def keys(doc: dict, part: str = "findings") -> set[str]:

@@ -11,29 +11,13 @@ import re
 
 import pytest
 
-from cli_helpers import BASELINES, EXAMPLES
+from cli_helpers import BASELINES, EXAMPLES, UNIT_70, unit_70, write
 
 BASELINE_70 = BASELINES / "70toks.yaml"
-UNIT_70 = EXAMPLES / "sglang-qwen-70toks.service"
 MTP1 = EXAMPLES / "sglang-qwen35-122b-mtp1.service"
 FRAGMENT = "/etc/systemd/system/sglang-qwen.service"
 DROPIN = "/etc/systemd/system/sglang-qwen.service.d/override.conf"
 PREDICTED_TPS = re.compile(r"predicted \d+(\.\d+)? tok/s")
-
-
-def unit_70(*replacements: tuple[str, str]) -> str:
-    """The shipped 70 tok/s unit (seed 000) with some of its text replaced."""
-    text = UNIT_70.read_text(encoding="utf-8")
-    for old, new in replacements:
-        assert old in text, old
-        text = text.replace(old, new)
-    return text
-
-
-def write(tmp_path, name: str, text: str):
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def exec_start_of(unit_text: str) -> str:

@@ -34,14 +34,7 @@ CORPUS = fuzz.seeds()[:40]
 BASE = Baseline(name="seed", snapshot=build_snapshot(RawUnit(
     host="b", unit="sglang-qwen.service", source="systemctl cat",
     text=(Path(__file__).resolve().parents[2] / "examples/sglang-qwen-70toks.service").read_text())))
-DOCS = []
-for _text in CORPUS[:12]:
-    try:
-        _s = build_snapshot(RawUnit(host="h", unit="u.service", text=_text, source="file"))
-    except DriftwatchError:
-        continue
-    DOCS.append(snapshot_to_dict(_s))
-    DOCS.append(baseline_to_dict(Baseline(name="b", snapshot=_s, metrics={"throughput": 70.0})))
+DOCS = fuzz.documents(CORPUS[:12])
 
 # A live snapshot with what the server reported (start-up lines, a probe answer) and model facts,
 # so mutations reach runtime.startup / runtime.effective / runtime.model_facts too.
