@@ -273,6 +273,15 @@ def _prediction_withheld(findings: list[Finding]) -> str | None:
         for f in findings:
             if (key is not None and f.key == key) or (concept is not None and f.difference.concept == concept):
                 return why
+    # A product smaller than what an unmodelled high-severity change may do has no sign to trust (one
+    # case: ×1.10 modelled, the unmodelled drafter change went ×0.89). Larger modelled effects keep
+    # their prediction, with the unmodelled changes named beside it (summary).
+    dark = [f for f in findings if f.throughput_ratio is None and f.rule.severity == "high"
+            and f.dimension in ("single-stream", "aggregate")]
+    known = combine([f.throughput_ratio for f in findings])
+    if dark and known is not None and abs(math.log(known)) < _UNQUANTIFIED_WEIGHT["high"]:
+        partial = f"; the modelled changes alone: ×{known:.2f}" if abs(known - 1.0) > 1e-9 else ""
+        return f"{dark[0].difference.label} has no sound throughput model and may move it more{partial}"
     return None
 
 

@@ -30,6 +30,20 @@ def expected_tokens(alpha: float, k: int, decay: float = 1.0, topk: int = 1) -> 
     return total
 
 
+def expected_tokens_by_position(alphas: list[float], topk: int = 1) -> float:
+    """E with its own acceptance at each draft position: 1 + Σ_i Π_{j≤i} α_j (chain; with topk > 1
+    each position's α is widened as in expected_tokens). Used where the first positions were
+    measured and the deeper ones were not."""
+    total, prod = 1.0, 1.0
+    for alpha in alphas:
+        a = min(max(float(alpha), 0.0), 1.0)
+        if topk > 1:
+            a = 1.0 - (1.0 - a) ** topk
+        prod *= a
+        total += prod
+    return total
+
+
 def alpha_from_accept_length(length: float, k: int, decay: float = 1.0, topk: int = 1,
                              tol: float = 1e-9) -> float:
     """Solve E(k; α) = length for α by bisection (E is increasing in α). Clamped to [0, 1]."""

@@ -16,7 +16,7 @@ from . import roofline
 from .base import (AGGREGATE, HIGH, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, as_float, as_int,
                    concurrency_of, engine_label, is_runtime, min_conf, param, show, side_metrics, side_runtime,
                    side_value, unknown_estimate)
-from .expected_tokens import alpha_from_accept_length, expected_tokens, step_cost
+from .expected_tokens import alpha_from_accept_length, expected_tokens, expected_tokens_by_position, step_cost
 
 ALGO, STEPS, TOPK, DRAFT = ("speculative.algorithm", "speculative.steps",
                             "speculative.topk", "speculative.draft_tokens")
@@ -137,6 +137,7 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
     alphas: dict[str, float] = {}
     expected: dict[str, float] = {}
     shallow: dict[str, float] = {}  # E with a shallow side's α carried to deeper steps (the floor)
+    by_position: dict[str, float] = {}  # E with the measured α where observed, the prior deeper
     source: dict[str, str] = {}
     notes: list[str] = base.notes + cur.notes
     for s, sp in sides.items():
@@ -161,14 +162,18 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
             prior = cal.ALPHA_PRIOR.get(_prior_key(ctx, s, sp), -1.0)
         if other in alphas and sides[other].algorithm == sp.algorithm:
             alpha, source[s] = alphas[other], "transferred"
-            if sp.steps > sides[other].steps and 0.0 <= prior <= 1.0 and prior > alpha:
-                # A shallow measurement observes only the first draft positions; the seeds (000, 001)
-                # show MTP/EAGLE acceptance does not fall at deeper ones, so the measured α is a
-                # floor there, not an estimate: use the prior, and give the floor as the bound.
+            seen = sides[other].steps
+            if sp.steps > seen and 0.0 <= prior <= 1.0 and prior > alpha:
+                # A shallow measurement observes only the first `seen` draft positions: the same
+                # drafter accepts as measured there, and the deeper positions (never observed) get
+                # the prior — the seeds (000, 001) show MTP/EAGLE acceptance does not fall with
+                # depth, so the measured α is their floor, given as the other bound.
                 shallow[s] = expected_tokens(alpha, sp.steps, decay, sp.topk)
-                notes.append(f"an accept length measured at {sides[other].steps} step"
-                             f"{'s' if sides[other].steps != 1 else ''} does not observe draft positions "
-                             f"beyond it: the {s} side's {sp.steps} steps use the {_prior_key(ctx, s, sp)} prior "
+                by_position[s] = expected_tokens_by_position(
+                    [(alpha if i < seen else prior) * decay ** i for i in range(sp.steps)], sp.topk)
+                notes.append(f"an accept length measured at {seen} step{'s' if seen != 1 else ''} observes "
+                             f"draft position{'s' if seen != 1 else ''} 1{'–' + str(seen) if seen > 1 else ''} "
+                             f"only: the {s} side's deeper positions use the {_prior_key(ctx, s, sp)} prior "
                              f"α {prior:.2f} (the measured α {alpha:.2f} throughout would give "
                              "×{shallow_ratio:.2f}); measure the accept length on the " + s + " side to pin it")
                 alpha, source[s] = prior, "prior"
@@ -179,7 +184,7 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
                     f"(workload-dependent); measure accept length on the {s} side", dim)
             alpha, source[s] = prior, "prior"
         alphas.setdefault(s, alpha)
-        expected[s] = expected_tokens(alpha, sp.steps, decay, sp.topk)
+        expected[s] = by_position.get(s) or expected_tokens(alpha, sp.steps, decay, sp.topk)
 
     physical = _physical_costs(base, cur, ctx, params, batch)
     if physical is not None:

@@ -314,3 +314,35 @@ def test_10_no_measured_ratio_without_both_measurements(compare_units, baseline_
                            current_metrics=current_metrics)
     assert result.measured_throughput_ratio is None
     assert "explain" not in summary(result)
+
+
+# ------------------------------------------------------------------------ a product that leaves out more than it holds
+
+
+def test_small_modelled_product_beside_an_unmodelled_drafter_change_is_withheld(baseline_70, shipped_rules, snap):
+    # The overlap scheduler switched off is a ×0.91 prior; the drafter switched from EAGLE to NGRAM
+    # has no number without accept lengths and can move throughput far more, either way: a ×0.91
+    # "prediction" would be a sign nobody measured (calibration: ×1.10 modelled, ×0.89 measured).
+    text = unit_70(("--speculative-algorithm NEXTN", "--speculative-algorithm NGRAM"),
+                   ("--tp-size 2", "--tp-size 2 --disable-overlap-schedule"))
+    result = compare(baseline_70, snap(text), shipped_rules)
+    dark = next(f for f in result.findings if f.difference.concept == "speculative.algorithm")
+    assert dark.throughput_ratio is None and dark.rule.severity == "high"
+    assert any(f.throughput_ratio is not None and f.throughput_ratio < 1 for f in result.findings)
+    assert result.predicted_throughput_ratio is None and result.predicted_throughput is None
+    assert "no sound throughput model and may move it more" in result.prediction_withheld
+    assert "the modelled changes alone: ×0.91" in result.prediction_withheld
+    assert "no quantitative prediction" in summary(result)
+
+
+def test_large_modelled_product_keeps_its_prediction_and_names_what_it_leaves_out(baseline_70, shipped_rules, snap):
+    # Steps 3 → 1 (×0.61) with CUDA graphs switched off (no number without model facts): the sign of
+    # the total does not hang on the unmodelled change, so the prediction stands, with the change named.
+    text = unit_70(("--speculative-num-steps 3", "--speculative-num-steps 1"),
+                   ("--tp-size 2", "--tp-size 2 --disable-cuda-graph"))
+    result = compare(baseline_70, snap(text), shipped_rules)
+    graphs = next(f for f in result.findings if f.difference.concept == "cuda_graph.enabled")
+    assert graphs.throughput_ratio is None and graphs.rule.severity == "high"
+    assert result.prediction_withheld is None
+    assert result.predicted_throughput == pytest.approx(42.5, abs=0.05)
+    assert "--disable-cuda-graph" in summary(result) and "not in the prediction" in summary(result)
