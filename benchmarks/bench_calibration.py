@@ -1,5 +1,6 @@
 """The calibration cases through the real CLI: `driftwatch compare` with each case's compare_args,
-plus --model-config / --gpu where the fit script (tools/fit_calibration.py) finds the facts.
+plus --model-config / --gpu where the fit script (tools/fit_calibration.py) finds the facts, and the
+start-up values a case's source quotes as --baseline-metric / --current-metric.
 
     python benchmarks/bench_calibration.py [--cases ../shared/calibration] [--driftwatch PATH]
 
@@ -30,6 +31,10 @@ def cli_ratio(exe: list[str], case: fit.Case, facts: bool) -> float | None:
         args += ["--model-config", case.model_config]
     if facts and case.gpus:
         args += ["--gpu", f"{case.gpus[0]['name']}x{len(case.gpus)}"]
+    if facts and case.reported:  # what the servers logged at start-up (tools/calibration_reported.yaml)
+        for side in ("baseline", "current"):
+            for name, value in (case.reported.get(side) or {}).items():
+                args += [f"--{side}-metric", f"{name}={value}"]
     proc = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=120)
     try:
         return json.loads(proc.stdout).get("predicted_throughput_ratio")

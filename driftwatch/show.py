@@ -125,7 +125,9 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
                                             "started with another command line: " + shlex.join(rt["running_argv"])))
         if rt.get("gpus"):
             lines.append("gpus:        " + ", ".join(f"{g.get('index', '?')}: {g.get('name', '?')}"
-                                                     for g in rt["gpus"] if isinstance(g, dict)))
+                                                     for g in rt["gpus"] if isinstance(g, dict))
+                         + (f"; linked by {rt['interconnect']} (nvidia-smi topo -m)"
+                            if rt.get("interconnect") in ("nvlink", "pcie") else ""))
         if rt.get("measured"):
             lines.append("measured:    " + ", ".join(f"{k}={v:g}" for k, v in rt["measured"].items()))
         lines += _reported_lines(rt)

@@ -13,6 +13,7 @@ from typing import Any
 
 from .engines.registry import find_launcher, get_engine
 from .errors import DriftwatchError, InputError
+from .facts.gpu import INTERCONNECTS
 from .fileio import MAX_TEXT_BYTES
 from .engines.config import EngineConfig, Issue
 from .parse.launcher import Launcher
@@ -224,7 +225,7 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
         launcher.engine_argv, engine_version=engine_version, recorded_version=recorded, recorded_from=recorded_from)
     for issue in engine.issues:
         issue.message = scrub(issue.message)
-    for name in ("main_pid", "active_state", "gpus"):
+    for name in ("main_pid", "active_state", "gpus", "interconnect"):
         if getattr(raw, name) is not None:
             runtime[name] = getattr(raw, name)
     if raw.measured:
@@ -446,6 +447,11 @@ def _runtime_from(data: Any, f: _Fields) -> dict[str, Any]:
             entry = {"index": g.number(gpu.get("index"), "index", 0, 4096, integer=True) if "index" in gpu else 0,
                      "name": g.text(gpu, "name") or "?", "memory_total": g.text(gpu, "memory_total") or "?"}
             out["gpus"].append(entry)
+    if data.get("interconnect") is not None:
+        link = r.text(data, "interconnect")
+        if link not in INTERCONNECTS:
+            raise r.fail("interconnect", f"expected one of {', '.join(INTERCONNECTS)}, found {link!r}")
+        out["interconnect"] = link
     if data.get("measured") is not None:
         measured = r.mapping(data, "measured")
         out["measured"] = {str(k): r.number(v, f"measured.{k}", 0, 1e12) for k, v in measured.items()}

@@ -24,6 +24,8 @@ content can forge a header. Sections, in order:
                                ``sglang-*.dist-info/METADATA`` (``vllm-*`` when the unit starts
                                vLLM) beside it (read, never executed);
 ``GPU``/``GPURC``             ``nvidia-smi --query-gpu=index,name,memory.total``;
+``TOPO``/``TOPORC``           ``nvidia-smi topo -m`` (first 16 KiB), only on a host with more than one
+                               GPU: how the GPUs are linked (NVLink or PCIe), for the all-reduce cost;
 ``JOURNAL``                   ``journalctl`` of the unit's current invocation (-n 500) lines with ``accept len`` or
                                ``gen throughput`` (SGLang), ``Avg generation throughput``, ``Mean
                                acceptance length`` or ``Speculative metrics:`` (vLLM) (the last 20);
@@ -71,6 +73,7 @@ from driftwatch.collect.local import (
 from driftwatch.collect.unitname import validate_unit_name
 from driftwatch.collect.raw import RawUnit
 from driftwatch.engines.registry import startup_markers
+from driftwatch.facts.gpu import parse_topology
 
 MAX_OUTPUT_BYTES = 32 << 20
 MAX_ENV_FILE_BYTES = 64 << 10
@@ -240,9 +243,18 @@ if [ -n "$PY" ]; then
 fi
 tick version
 if [ "$GPU" = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
-  sec GPU; $T nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
-  sec GPURC; echo $?
+  sec GPU; G=$($T nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader); GRC=$?
+  printf '%s\n' "$G"
+  sec GPURC; echo $GRC
   tick gpu
+  case "$G" in  # two or more GPUs (a line break in the list): how they are linked
+    *"
+"*) if [ $GRC = 0 ]; then
+          sec TOPO; $T nvidia-smi topo -m 2>/dev/null | head -c 16384
+          sec TOPORC; echo $?
+          tick topo
+        fi ;;
+  esac
 fi
 if [ -d /run/systemd/system ] && command -v journalctl >/dev/null 2>&1; then
   sec JOURNAL  # this run of the unit only: figures logged under older flags would mislead
@@ -612,6 +624,8 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, timed_out: boo
         raw.engine_version = version
     if _int(s.text("GPURC")) == 0:
         raw.gpus = parse_gpus(s.text("GPU") or "")
+    if _int(s.text("TOPORC")) == 0:
+        raw.interconnect = parse_topology(s.text("TOPO") or "")
     raw.measured = parse_journal(s.text("JOURNAL") or "")
     startup = s.text("STARTUP")
     if startup is not None:

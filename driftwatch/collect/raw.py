@@ -22,6 +22,7 @@ class RawUnit:
     running_argv: list[str] | None = None  # /proc/MAINPID/cmdline of the engine process
     engine_version: str | None = None  # `python -c 'import sglang; print(sglang.__version__)'`
     gpus: list[dict] | None = None  # [{index, name, memory_total}]
+    interconnect: str | None = None  # GPU-to-GPU link from `nvidia-smi topo -m`: nvlink | pcie | none
     measured: dict[str, float] = field(default_factory=dict)  # from the journal: accept_length, throughput
     startup_lines: list[str] | None = None  # the current run's start-up lines (None: journal not read)
     model_configs: dict[str, str] = field(default_factory=dict)  # model name/path -> its config.json text

@@ -360,9 +360,9 @@ class SSHCollector(Collector):
             probe_unit(raw, self.connection.open_loopback, self.probe_timeout)
             raw.step_seconds["probe"] = round(time.monotonic() - asked, 3)
         if not self._gpus_done:
-            self._gpus_done, self._gpus = True, raw.gpus
+            self._gpus_done, self._gpus = True, (raw.gpus, raw.interconnect)
         else:
-            raw.gpus = self._gpus
+            raw.gpus, raw.interconnect = self._gpus
         raw.collected_at = utc_now()
         return raw
 

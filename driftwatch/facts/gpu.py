@@ -102,6 +102,10 @@ def lookup_gpu(name: Any) -> GPUSpec | None:
     return best
 
 
+# The links a snapshot's runtime.interconnect may name (parse_topology's answers, and "network").
+INTERCONNECTS = ("nvlink", "pcie", "network", "none")
+
+
 def gpu_facts(gpus: Any, interconnect: Any = None) -> GPUFacts | None:
     """GPUFacts from a snapshot's ``gpus`` list ([{index, name, memory_total}]); None when empty or
     the first GPU's model is not in the table."""
@@ -113,7 +117,7 @@ def gpu_facts(gpus: Any, interconnect: Any = None) -> GPUFacts | None:
     spec = lookup_gpu(names[0])
     if spec is None:
         return None
-    known = isinstance(interconnect, str) and interconnect in ("nvlink", "pcie", "network", "none")
+    known = isinstance(interconnect, str) and interconnect in INTERCONNECTS
     mixed = any(lookup_gpu(n) != spec for n in names[1:])
     return GPUFacts(spec=spec, count=len(gpus), seen_as=names[0],
                     interconnect=interconnect if known else spec.interconnect, interconnect_known=known,

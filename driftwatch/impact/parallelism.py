@@ -91,7 +91,7 @@ def _tensor_physical(ctx: ImpactContext, params: dict, tb: int, tc: int, c: int,
     t_b = roofline.forward_time(m, hw_b, batch, 1, params=params)
     t_c = roofline.forward_time(m, hw_c, batch, 1, params=params)
     ratio = t_b.total / t_c.total
-    link = f"{hw_c.interconnect}{'' if hw_c.known else ' (assumed)'}"
+    link = hw_c.link_words()
     lead = (f"each GPU now reads 1/{tc} instead of 1/{tb} of the weights ({t_b.weights * 1e3:.1f} → "
             f"{t_c.weights * 1e3:.1f} ms per step) while all-reduces over {link} cost {t_b.allreduce * 1e3:.1f} → "
             f"{t_c.allreduce * 1e3:.1f} ms, on {roofline.hardware_words(m, hw_c)} at batch {batch}")

@@ -40,12 +40,22 @@ class Hardware:
     interconnect: str = "pcie"
     graphs: bool = True
     known: bool = True  # False: the reference GPU stands in for an unknown one
+    link_known: bool = False  # the link was read on the host (`nvidia-smi topo -m`), not the table's usual one
 
     @classmethod
     def of(cls, facts: GPUFacts | None, tp: int = 1, graphs: bool = True) -> "Hardware":
         if facts is None:
             return cls(REFERENCE_GPU, max(1, tp), REFERENCE_GPU.interconnect, graphs, known=False)
-        return cls(facts.spec, max(1, tp), facts.interconnect, graphs, known=True)
+        return cls(facts.spec, max(1, tp), facts.interconnect, graphs, known=True,
+                   link_known=facts.interconnect_known)
+
+    def link_words(self) -> str:
+        """"pcie (nvidia-smi topo -m)" or "nvlink (assumed: …)": where the all-reduce cost's link came from."""
+        if self.link_known:
+            return f"{self.interconnect} (nvidia-smi topo -m)"
+        if not self.known:
+            return f"{self.interconnect} (assumed)"
+        return f"{self.interconnect} (assumed: the {self.gpu.name}'s usual link; the host's topology was not read)"
 
 
 @dataclass

@@ -63,7 +63,15 @@ def _fake_systemd_host(server, state_dir: str) -> None:
         echo "fake systemctl: unsupported: $*" >&2; exit 1
         """), 0o755)
     server.write("/usr/local/bin/journalctl", f"#!/bin/sh\ncat {f}/journal.txt\n", 0o755)
-    server.write("/usr/local/bin/nvidia-smi", f"#!/bin/sh\ncat {f}/nvidia-smi.csv\n", 0o755)
+    server.write("/usr/local/bin/nvidia-smi", textwrap.dedent(f"""\
+        #!/bin/sh
+        # fake nvidia-smi: the GPU list (-L), the link matrix (topo -m), else the --query-gpu csv
+        case "$1" in
+          -L) echo "GPU 0: NVIDIA RTX A6000 (UUID: GPU-0)"; echo "GPU 1: NVIDIA RTX A6000 (UUID: GPU-1)" ;;
+          topo) cat {f}/nvidia-smi-topo.txt ;;
+          *) cat {f}/nvidia-smi.csv ;;
+        esac
+        """), 0o755)
     # The version is read from the package metadata; the interpreter must never be run (it would say 9.9.9).
     server.write("/root/ml-env/bin/python3", "#!/bin/sh\necho 9.9.9\n", 0o755)
     server.write("/root/ml-env/lib/python3.11/site-packages/sglang-0.5.23.dist-info/METADATA",

@@ -48,6 +48,7 @@ def test_systemctl_cat_happy_path(fleet, known_hosts, options, engine_process):
     assert raw.engine_version == "0.5.23"
     assert raw.gpus == [{"index": 0, "name": "NVIDIA RTX A6000", "memory_total": "49140 MiB"},
                         {"index": 1, "name": "NVIDIA RTX A6000", "memory_total": "49140 MiB"}]
+    assert raw.interconnect == "pcie"  # `nvidia-smi topo -m`: the two GPUs meet over SYS (PCIe + UPI)
     assert raw.measured == {"accept_length": 1.75, "throughput": 40.12}
     # the start-up lines of this invocation, picked by the engines' markers, none of the decode lines
     assert raw.startup_lines is not None and len(raw.startup_lines) == 4
