@@ -249,10 +249,13 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
         if not physical["hardware"].known:
             notes.append(f"GPU unknown: {physical['hardware'].gpu.name} assumed (pass --gpu NAME[xN])")
             conf = min_conf(conf, LOW)
-        detail = f"{lead}. Details: {a_part}; {e_part}; {terms}"
         pool = _state_pool_note(physical["model"], base, cur, ctx)
         if pool:
             notes.append(pool)
+        # what the operator must know (assumptions, what to measure) stays beside the sentence;
+        # α, E(k) and the roofline terms go to the details
+        said = f" ({'; '.join(notes)})" if notes else ""
+        return Estimate(ratio, conf, f"{lead}{said}. Details: {a_part}; {e_part}; {terms}", dim)
     else:
         c_part = (f"step cost {cost_b:.3f} → {cost_c:.3f} (drafting {base.steps} → {cur.steps} passes, verifying "
                   f"{base.tokens if base.on else 1} → {cur.tokens if cur.on else 1} tokens/request at batch {batch})")

@@ -75,8 +75,10 @@ def _finding_rows(findings: list[dict]) -> list[list[str]]:
         if w.finding_history(f):
             impact += f'<br /><span style="{_MUTED}">{esc(w.finding_history(f))}</span>'
         base, cur = w.finding_pair(f)
-        rows.append([esc(w.rank_text(f)), esc(w.finding_name(f)), esc(base), esc(cur), impact,
-                     esc(w.explanation_text(f))])
+        explanation = esc(w.explanation_lead(f))
+        if w.explanation_details(f):  # the terms behind the number, quieter than the sentence
+            explanation += f'<br /><span style="{_MUTED};font-size:12px">Details: {esc(w.explanation_details(f))}</span>'
+        rows.append([esc(w.rank_text(f)), esc(w.finding_name(f)), esc(base), esc(cur), impact, explanation])
     return rows
 
 

@@ -47,6 +47,9 @@ class MarkdownFormat(Format):
             rows = [[md(w.rank_text(f)), code(w.finding_name(f)), *(md(v) for v in w.finding_pair(f)),
                      md(w.impact_text(f)), md(w.rule_explanation(f))] for f in findings]
             out += table(w.FINDING_COLUMNS, rows) + [""]
+            details = w.details_lines(findings)
+            if details:
+                out += [f"- {md(d)}" for d in details] + [""]
         out += [f"- ignored {md(w.ignored_text(f))}" for f in view.comparison_ignored(doc)]
         out += [f"- **warning:** {md(n)}" for n in view.comparison_warnings(doc)]
         out += [f"- note: {md(n)}" for n in view.comparison_notes(doc)]
@@ -69,9 +72,12 @@ class MarkdownFormat(Format):
                 lines += [f"- **warning:** {md(x)}" for x in warnings] + [""]
             rows = [[md(w.rank_text(f)), md(w.finding_name(f)), *(md(v) for v in w.finding_pair(f)),
                      md(w.impact_text(f) + (f" [{w.rule_tag(f)}]" if w.rule_tag(f) else "")),
-                     md(w.explanation_text(f) + (f" ({w.finding_history(f)})" if w.finding_history(f) else ""))]
+                     md(w.explanation_lead(f) + (f" ({w.finding_history(f)})" if w.finding_history(f) else ""))]
                     for f in view.findings(h)]
             lines += table(w.FINDING_COLUMNS, rows) if rows else ["*(no findings listed)*"]
+            details = w.details_lines(view.findings(h))
+            if details:
+                lines += [""] + [f"- {md(d)}" for d in details]
         errors = view.unreadable_hosts(doc)
         if errors:
             lines += ["", f"## Unreadable hosts ({len(errors)})", ""]

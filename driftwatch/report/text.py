@@ -96,7 +96,9 @@ class TextFormat(Format):
             lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)}", "     ")
             lines += self._fit(f"     impact: {w.impact_text(f)}" + (f"  [{tag}]" if tag else ""), "     ")
             if f.get("explanation"):
-                lines += self._para(w.explanation_text(f), "     ")
+                lines += self._para(w.explanation_lead(f), "     ")
+            if w.explanation_details(f):
+                lines += self._para("details: " + w.explanation_details(f), "       ")
         return lines
 
     def _para(self, text: str, indent: str) -> list[str]:
@@ -115,6 +117,8 @@ class TextFormat(Format):
                 lines += self._finding_list(findings)  # too narrow for a table: one block per finding
             else:
                 lines.append(table)
+                for detail in w.details_lines(findings):  # the terms behind each number, below the table
+                    lines += self._fit(detail, "     ")
             lines.append("")
         if w.comparison_summary(doc):
             lines += self._fit(w.comparison_summary(doc), "")
@@ -158,7 +162,9 @@ class TextFormat(Format):
                 if w.finding_history(f):
                     lines += self._fit(f"     {w.finding_history(f)}", "       ")
                 if f.get("explanation"):
-                    lines += self._para(w.explanation_text(f), "     ")
+                    lines += self._para(w.explanation_lead(f), "     ")
+                if w.explanation_details(f):
+                    lines += self._para("details: " + w.explanation_details(f), "       ")
         errors = view.unreadable_hosts(doc)
         if errors:
             lines += ["", f"== Unreadable hosts ({len(errors)})"]

@@ -195,13 +195,35 @@ def rank_text(f: dict) -> str:
     return clean(rank) if rank is not None else "-"
 
 
+# A model's detail leads with what the change does in operators' words, then " Details: " and the
+# terms behind the number (α, E(k), the roofline's): tables show the lead, the terms go below them.
+DETAILS_MARK = " Details: "
+
+
 def explanation_text(f: dict) -> str:
     return clean(f.get("explanation") or "")
 
 
+def explanation_lead(f: dict) -> str:
+    """The explanation up to its details (all of it when it has none)."""
+    return explanation_text(f).split(DETAILS_MARK, 1)[0]
+
+
+def explanation_details(f: dict) -> str:
+    """The terms behind the number ('' when the explanation has none)."""
+    parts = explanation_text(f).split(DETAILS_MARK, 1)
+    return parts[1] if len(parts) == 2 else ""
+
+
 def rule_explanation(f: dict) -> str:
-    """'DW101 --speculative-num-steps 3 → 1: each target forward pass …' (the rule id, then why)."""
-    return " ".join(x for x in (clean(f.get("rule") or ""), explanation_text(f)) if x)
+    """'DW101 --speculative-num-steps 3 → 1: each target forward pass …' (the rule id, then why;
+    without the details, which `details_lines` gives below the table)."""
+    return " ".join(x for x in (clean(f.get("rule") or ""), explanation_lead(f)) if x)
+
+
+def details_lines(findings: list[dict]) -> list[str]:
+    """'#1 details: no accept length measured: α prior 0.97; …', one per finding that has details."""
+    return [f"#{rank_text(f)} details: {explanation_details(f)}" for f in findings if explanation_details(f)]
 
 
 def ignored_text(f: dict) -> str:

@@ -1,0 +1,77 @@
+"""Explanations in operators' words (issue 13 item 5): the findings table carries what the change
+does and the number; α, E(k) and the roofline terms go below the table (text, Markdown) or under the
+sentence in a quieter style (HTML); JSON keeps the whole explanation. What the operator must act on
+(an assumed GPU, what to measure) stays in the sentence, not in the details."""
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from driftwatch.compare import compare
+from driftwatch.facts import load_model_config
+from driftwatch.report import get_format
+from driftwatch.report.data import comparison_to_dict
+from driftwatch.sources import snapshot_from_unit_file
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+UNIT_40 = REPO / "examples" / "sglang-qwen-40toks.service"
+
+QWEN36 = REPO / "tools" / "calibration_models" / "Qwen--Qwen3.6-27B.json"
+A6000X2 = [{"index": i, "name": "NVIDIA RTX A6000", "memory_total": "49140 MiB"} for i in range(2)]
+
+
+def _doc(baseline, rules, gpus):
+    current = snapshot_from_unit_file(str(UNIT_40))
+    current.runtime["model_facts"] = load_model_config(str(QWEN36)).to_dict()
+    if gpus:
+        current.runtime["gpus"] = copy.deepcopy(gpus)
+    return comparison_to_dict(compare(baseline, current, rules, []))
+
+
+@pytest.fixture(scope="module")
+def physical_doc(baseline, rules):
+    return _doc(baseline, rules, A6000X2)
+
+
+def _steps(doc):
+    return next(f for f in doc["findings"] if f["key"] == "speculative_num_steps")
+
+
+def test_the_table_leads_with_the_sentence_and_the_terms_follow_it(physical_doc):
+    f = _steps(physical_doc)
+    lead, terms = f["explanation"].split(" Details: ", 1)
+    assert "a step takes" in lead and "roofline" not in lead and "E(3)=" not in lead
+    assert "roofline baseline" in terms and "E(1)=" in terms
+    text = get_format("text").render_comparison(physical_doc)
+    table, after = text.split(f"#{f['rank']} details: ", 1)
+    flat = " ".join(table.split())  # table cells wrap: words, not phrases, survive
+    assert "takes" in flat and "yields" in flat and "roofline" not in flat
+    assert "roofline baseline" in " ".join(after.split())
+    md = get_format("markdown").render_comparison(physical_doc)
+    rows = [line for line in md.splitlines() if line.startswith("|")]
+    assert not any("roofline baseline" in r for r in rows)
+    assert any(line.startswith(f"- #{f['rank']} details: ") and "roofline baseline" in line for line in md.splitlines())
+    html = get_format("html").render_comparison(physical_doc)
+    assert "font-size:12px\">Details: " in html and "roofline baseline" in html
+
+
+def test_json_keeps_the_whole_explanation(physical_doc):
+    doc = get_format("json").render_comparison(physical_doc)
+    assert "Details: " in doc and "roofline baseline" in doc
+
+
+def test_what_to_act_on_stays_in_the_sentence(baseline, rules):
+    # no GPU known: the reference GPU is assumed, which the operator must see without the details
+    doc = _doc(baseline, rules, None)
+    lead = _steps(doc)["explanation"].split(" Details: ", 1)[0]
+    assert "GPU unknown" in lead and "--gpu" in lead
+
+
+def test_an_explanation_without_details_is_shown_whole(seed_doc):
+    # the prior path (no model facts) is one sentence with its numbers: nothing is split off
+    f = _steps(seed_doc)
+    assert " Details: " not in f["explanation"]
+    text = get_format("text").render_comparison(seed_doc)
+    assert "details:" not in text and "E(3)=" in " ".join(text.split())
