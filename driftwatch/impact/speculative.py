@@ -386,8 +386,8 @@ def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dic
     step_b, step_c = fb.total * 1e3, fc.total * 1e3
     pay = ("the extra drafted tokens more than pay for it" if ratio > 1.0 and expected["current"] > expected["baseline"]
            else "the drafted tokens no longer pay for it" if ratio < 1.0 and expected["current"] > expected["baseline"]
-           else "fewer tokens per step cost more than the cheaper step saves" if ratio < 1.0
-           else "the cheaper step saves more than the lost tokens cost")
+           else "the cheaper step does not make up for the tokens lost per step" if ratio < 1.0
+           else "the cheaper step more than makes up for the tokens lost per step")
     lead = (f"{what}; a step takes {step_b:.1f} → {step_c:.1f} ms and yields {expected['baseline']:.2f} → "
             f"{expected['current']:.2f} tokens per request, so {pay}: ×{ratio:.2f}")
 

@@ -38,3 +38,24 @@ def test_completion_and_netns_are_documented():
     assert "_DRIFTWATCH_COMPLETE=bash_source" in README
     assert "network namespaces" in README.lower() or "network\nnamespaces" in README.lower()
     assert "ip netns" in README
+
+
+def test_the_model_aware_example_prints_what_the_readme_shows(dw):
+    """The README's "Explanations that know the model and the GPU" command, run from the repository
+    root: the figures its sample output quotes are the ones the CLI prints today."""
+    import shlex
+    section = README[README.index("## Explanations that know the model and the GPU"):]
+    section = section[:section.index("\n## ")]
+    shell = re.search(r"```sh\n(.*?)```\n", section, re.S)
+    command = re.sub(r"\\\n\s*", " ", shell.group(1)).strip()
+    sample = " ".join(re.search(r"```\n(.*?)```", section[shell.end():], re.S).group(1).split())
+    assert "tok/s" in sample
+    argv = shlex.split(command)
+    assert argv[0] == "driftwatch"
+    run = dw(*argv[1:], "--baselines-dir", "baselines", cwd=Path(__file__).resolve().parents[2])
+    assert run.code == 1, run
+    printed = " ".join(run.stdout.split())
+    figures = re.findall(r"×\d\.\d\d|\d+\.\d ms|\d+\.\d →|\d+\.\d\d tokens|\d+\.\d tok/s", sample)
+    assert len(figures) >= 5, figures
+    for figure in figures:
+        assert figure in printed, (figure, printed)
