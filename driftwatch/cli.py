@@ -509,6 +509,7 @@ def _apply_facts(base, current, kw: dict) -> None:
         base.snapshot.runtime["model_facts"] = load_model_config(baseline_config).to_dict()
     if gpu:
         current.runtime["gpus"] = parse_gpu_option(gpu)
+        current.runtime.pop("interconnect", None)  # the host's link matrix belongs to the host's GPUs
 
 
 # --------------------------------------------------------------------------- compare

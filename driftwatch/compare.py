@@ -61,7 +61,8 @@ class Comparison:
     predicted_throughput_ratio: float | None
     predicted_throughput: float | None
     notes: list[str] = field(default_factory=list)
-    prediction_withheld: str | None = None  # why there is no prediction at all (other model/engine, no start)
+    prediction_withheld: str | None = None  # why there is no prediction at all (other model/engine, no start,
+    # or a modelled product smaller than what an unquantified high-severity change may do)
     warnings: list[str] = field(default_factory=list)  # what makes the numbers less trustworthy
     measured_throughput_ratio: float | None = None  # measured now ÷ measured on the baseline, when both are
 
@@ -281,7 +282,8 @@ def _prediction_withheld(findings: list[Finding]) -> str | None:
     known = combine([f.throughput_ratio for f in findings])
     if dark and known is not None and abs(math.log(known)) < _UNQUANTIFIED_WEIGHT["high"]:
         partial = f"; the modelled changes alone: ×{known:.2f}" if abs(known - 1.0) > 1e-9 else ""
-        return f"{dark[0].difference.label} has no sound throughput model and may move it more{partial}"
+        return (f"the effect of {dark[0].difference.label} is not quantified (size or sign unknown) and may "
+                f"outweigh the modelled changes{partial}")
     return None
 
 

@@ -9,8 +9,10 @@ comparison the case's `compare_args` describe, twice:
   for a unit alone);
 - **after**: with the facts a collector would read on that host: the model's config.json (from
   tools/calibration_models/, found by the unit's model name as a Hugging Face cache would be) and
-  the GPUs named in the case's `hardware` line (gpus.yaml). Cases whose model or GPU is not stated
-  get no facts and keep their priors.
+  the GPUs named in the case's `hardware` line (gpus.yaml), and the values the servers printed at
+  start-up where the case's source quotes them (tools/calibration_reported.yaml, passed as the
+  metrics an operator would pass; `driftwatch snapshot` reads them from the journal). Cases whose
+  model or GPU is not stated get no facts and keep their priors.
 
 `--fit` searches the few free constants of driftwatch/impact/calibration.py (roofline
 efficiencies, per-step and per-draft overheads, all-reduce latency, eager launch overhead) within
@@ -160,8 +162,8 @@ class Runner:
         a = case.args
         b_metrics, c_metrics = dict(a["baseline_metrics"]), dict(a["current_metrics"])
         if facts and case.reported:  # what the collector reads from the journal at start-up
-            b_metrics = {**case.reported.get("baseline", {}), **b_metrics}
-            c_metrics = {**case.reported.get("current", {}), **c_metrics}
+            b_metrics = {**(case.reported.get("baseline") or {}), **b_metrics}
+            c_metrics = {**(case.reported.get("current") or {}), **c_metrics}
         return compare(base, cur, self.rules, [], a["concurrency"], b_metrics, c_metrics, None)
 
 

@@ -250,8 +250,9 @@ if [ "$GPU" = 1 ] && command -v nvidia-smi >/dev/null 2>&1; then
   case "$G" in  # two or more GPUs (a line break in the list): how they are linked
     *"
 "*) if [ $GRC = 0 ]; then
-          sec TOPO; $T nvidia-smi topo -m 2>/dev/null | head -c 16384
-          sec TOPORC; echo $?
+          sec TOPO; TP=$($T nvidia-smi topo -m 2>/dev/null); TRC=$?
+          printf '%s\n' "$TP" | head -c 16384
+          sec TOPORC; echo $TRC
           tick topo
         fi ;;
   esac

@@ -30,16 +30,17 @@ def expected_tokens(alpha: float, k: int, decay: float = 1.0, topk: int = 1) -> 
     return total
 
 
-def expected_tokens_by_position(alphas: list[float], topk: int = 1) -> float:
-    """E with its own acceptance at each draft position: 1 + Σ_i Π_{j≤i} α_j (chain; with topk > 1
-    each position's α is widened as in expected_tokens). Used where the first positions were
-    measured and the deeper ones were not."""
+def expected_tokens_by_position(alphas: list[float], decay: float = 1.0, topk: int = 1) -> float:
+    """E with its own acceptance at each draft position: 1 + Σ_i Π_{j≤i} α_j. Each α is widened for
+    topk, then decayed by its position and capped at 1, exactly as expected_tokens does, so equal α
+    everywhere gives expected_tokens' value. Used where the first positions were measured and the
+    deeper ones were not."""
     total, prod = 1.0, 1.0
-    for alpha in alphas:
+    for i, alpha in enumerate(alphas):
         a = min(max(float(alpha), 0.0), 1.0)
         if topk > 1:
             a = 1.0 - (1.0 - a) ** topk
-        prod *= a
+        prod *= min(a * decay ** i, 1.0)
         total += prod
     return total
 

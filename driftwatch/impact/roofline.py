@@ -50,9 +50,10 @@ class Hardware:
                    link_known=facts.interconnect_known)
 
     def link_words(self) -> str:
-        """"pcie (nvidia-smi topo -m)" or "nvlink (assumed: …)": where the all-reduce cost's link came from."""
+        """"pcie (nvidia-smi topo -m on the host)" or "nvlink (assumed: …)": where the all-reduce cost's
+        link came from. The matrix is the host's: "pcie" when any pair of its GPUs meets over PCIe."""
         if self.link_known:
-            return f"{self.interconnect} (nvidia-smi topo -m)"
+            return f"{self.interconnect} (nvidia-smi topo -m on the host)"
         if not self.known:
             return f"{self.interconnect} (assumed)"
         return f"{self.interconnect} (assumed: the {self.gpu.name}'s usual link; the host's topology was not read)"

@@ -170,7 +170,7 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
                 # depth, so the measured α is their floor, given as the other bound.
                 shallow[s] = expected_tokens(alpha, sp.steps, decay, sp.topk)
                 by_position[s] = expected_tokens_by_position(
-                    [(alpha if i < seen else prior) * decay ** i for i in range(sp.steps)], sp.topk)
+                    [alpha if i < seen else prior for i in range(sp.steps)], decay, sp.topk)
                 notes.append(f"an accept length measured at {seen} step{'s' if seen != 1 else ''} observes "
                              f"draft position{'s' if seen != 1 else ''} 1{'–' + str(seen) if seen > 1 else ''} "
                              f"only: the {s} side's deeper positions use the {_prior_key(ctx, s, sp)} prior "

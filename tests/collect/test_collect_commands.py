@@ -117,3 +117,61 @@ def test_a_finished_script_leaves_no_watchdog_behind():
     assert split_sections(out, cmd.nonce).complete
     time.sleep(0.2)
     assert _alive_in_group(proc.pid) == [], "processes left in the script's group"
+
+
+TOPO_2 = "\tGPU0\tGPU1\tCPU Affinity\nGPU0\t X \tNV4\t0-31\nGPU1\tNV4\t X \t0-31\n"
+
+
+def _with_fake_nvidia_smi(tmp_path, body: str, step_timeout: float = 30):
+    """The script run locally with a fake nvidia-smi (sh `case` on its first argument) first on PATH."""
+    fake = tmp_path / "bin"
+    fake.mkdir(exist_ok=True)
+    (fake / "nvidia-smi").write_text("#!/bin/sh\n" + body)
+    (fake / "nvidia-smi").chmod(0o755)
+    cmd = build_command("dw-surely-missing-unit.service", step_timeout=step_timeout)
+    script = cmd.script.replace("PATH=/usr/local/sbin:", f"PATH={fake}:/usr/local/sbin:")
+    out = subprocess.run(["/bin/sh", "-s"], input=script.encode(), capture_output=True, timeout=60).stdout
+    return cmd, out, parse_output("h", cmd.unit, cmd.nonce, out)
+
+
+def test_link_matrix_is_read_where_two_gpus_answer(tmp_path):
+    cmd, out, raw = _with_fake_nvidia_smi(tmp_path, f"""case "$1" in
+  topo) printf '{TOPO_2}' ;;
+  *) echo '0, NVIDIA H100 80GB HBM3, 81559 MiB'; echo '1, NVIDIA H100 80GB HBM3, 81559 MiB' ;;
+esac
+""")
+    assert len(raw.gpus) == 2 and raw.interconnect == "nvlink"
+
+
+def test_one_gpu_asks_for_no_link_matrix(tmp_path):
+    cmd, out, raw = _with_fake_nvidia_smi(tmp_path, f"""case "$1" in
+  topo) printf '{TOPO_2}' ;;
+  *) echo '0, NVIDIA H100 80GB HBM3, 81559 MiB' ;;
+esac
+""")
+    assert len(raw.gpus) == 1 and raw.interconnect is None
+    assert b":TOPO" not in out
+
+
+def test_a_failing_link_matrix_is_unknown_not_read(tmp_path):
+    # it prints a valid matrix and then fails: its exit status (not head's) decides
+    cmd, out, raw = _with_fake_nvidia_smi(tmp_path, f"""case "$1" in
+  topo) printf '{TOPO_2}'; exit 9 ;;
+  *) echo '0, NVIDIA H100 80GB HBM3, 81559 MiB'; echo '1, NVIDIA H100 80GB HBM3, 81559 MiB' ;;
+esac
+""")
+    assert len(raw.gpus) == 2 and raw.interconnect is None
+    assert split_sections(out, cmd.nonce).complete
+
+
+def test_a_hung_link_matrix_costs_one_step(tmp_path):
+    import time
+    start = time.monotonic()
+    cmd, out, raw = _with_fake_nvidia_smi(tmp_path, """case "$1" in
+  topo) exec sleep 300 ;;
+  *) echo '0, NVIDIA H100 80GB HBM3, 81559 MiB'; echo '1, NVIDIA H100 80GB HBM3, 81559 MiB' ;;
+esac
+""", step_timeout=1)
+    assert time.monotonic() - start < 20
+    assert split_sections(out, cmd.nonce).complete  # the script went on after the step's timeout
+    assert len(raw.gpus) == 2 and raw.interconnect is None

@@ -56,8 +56,32 @@ def test_a_link_no_reader_wrote_is_refused():
 
 def test_the_measured_link_prices_the_all_reduces(shipped_rules):
     nvlink, pcie, unread = (tp_finding(shipped_rules, link) for link in ("nvlink", "pcie", None))
-    assert "nvlink (nvidia-smi topo -m)" in nvlink.detail and "pcie (nvidia-smi topo -m)" in pcie.detail
+    assert "nvlink (nvidia-smi topo -m on the host)" in nvlink.detail and "pcie (nvidia-smi topo -m on the host)" in pcie.detail
     assert "the host's topology was not read" in unread.detail  # the table's usual link, said so
     # tp 2 -> 4 halves the weights each GPU reads; over NVLink the extra all-reduces cost less
     assert nvlink.throughput_ratio is not None and pcie.throughput_ratio is not None
     assert nvlink.throughput_ratio > pcie.throughput_ratio
+
+
+def test_gpu_option_drops_the_hosts_link(tmp_path):
+    # `--gpu` names other hardware: the link matrix read on the host belongs to the host's GPUs
+    import subprocess
+    import sys
+    from driftwatch.fileio import dump_yaml
+    current = tmp_path / "current.yaml"
+    current.write_text(dump_yaml(snapshot_to_dict(snapshot(4, "nvlink"))), encoding="utf-8")
+    baseline = tmp_path / "tp2.service"
+    baseline.write_text(UNIT.format(tp=2), encoding="utf-8")
+    exe = Path(sys.executable).with_name("driftwatch")
+
+    def tp_detail(*extra):
+        run = subprocess.run([str(exe), "compare", "--baseline", str(baseline), "--snapshot", str(current),
+                              "--model-config", str(REPO / "tools" / "calibration_models" / "Qwen--Qwen3-32B.json"),
+                              "--format", "json", *extra], capture_output=True, text=True, timeout=60)
+        assert run.returncode == 1, run.stderr
+        import json
+        return next(f for f in json.loads(run.stdout)["findings"] if f["key"] == "tp_size")["explanation"]
+
+    assert "nvlink (nvidia-smi topo -m on the host)" in tp_detail()
+    other = tp_detail("--gpu", "H200x4")
+    assert "topo -m on the host" not in other and "(assumed: the NVIDIA H200 SXM's usual link" in other

@@ -330,7 +330,8 @@ def test_small_modelled_product_beside_an_unmodelled_drafter_change_is_withheld(
     assert dark.throughput_ratio is None and dark.rule.severity == "high"
     assert any(f.throughput_ratio is not None and f.throughput_ratio < 1 for f in result.findings)
     assert result.predicted_throughput_ratio is None and result.predicted_throughput is None
-    assert "no sound throughput model and may move it more" in result.prediction_withheld
+    assert "is not quantified (size or sign unknown) and may outweigh the modelled changes" in \
+        result.prediction_withheld
     assert "the modelled changes alone: ×0.91" in result.prediction_withheld
     assert "no quantitative prediction" in summary(result)
 
@@ -346,3 +347,15 @@ def test_large_modelled_product_keeps_its_prediction_and_names_what_it_leaves_ou
     assert result.prediction_withheld is None
     assert result.predicted_throughput == pytest.approx(42.5, abs=0.05)
     assert "--disable-cuda-graph" in summary(result) and "not in the prediction" in summary(result)
+
+
+def test_an_unquantified_medium_change_beside_a_small_product_keeps_the_prediction(baseline_70, shipped_rules, snap):
+    # only high-severity unknowns can withhold: a medium one (the prefix cache at concurrency 8, no
+    # number) is named beside the prediction instead
+    text = unit_70(("--tp-size 2", "--tp-size 2 --disable-overlap-schedule --disable-radix-cache"))
+    result = compare(baseline_70, snap(text), shipped_rules, [], 8)
+    cache = next(f for f in result.findings if f.difference.concept == "kv.prefix_cache")
+    assert cache.throughput_ratio is None and cache.rule.severity == "medium"
+    assert result.prediction_withheld is None
+    assert result.predicted_throughput_ratio == pytest.approx(1 / 1.1, abs=0.005)
+    assert "not in the prediction" in summary(result)

@@ -1,7 +1,8 @@
 """The expected-tokens math: E(k), α inversion, step cost."""
 import pytest
 
-from driftwatch.impact.expected_tokens import alpha_from_accept_length, expected_tokens, step_cost
+from driftwatch.impact.expected_tokens import (alpha_from_accept_length, expected_tokens, expected_tokens_by_position,
+                                              step_cost)
 
 
 @pytest.mark.parametrize("alpha,k,want", [
@@ -72,3 +73,20 @@ def test_step_cost_grows_with_k_and_batch():
     assert step_cost(0, 1, 1, 0.0, 256) == pytest.approx(1 + 1 / 256)
     assert step_cost(3, 1, 4, 0.02, 256) == pytest.approx(1.06 + 4 / 256)
     assert step_cost(2, 64, 3, 0.02, 256) > step_cost(1, 64, 2, 0.02, 256) > step_cost(1, 1, 2, 0.02, 256)
+
+
+@pytest.mark.parametrize("topk", [1, 2, 4])
+@pytest.mark.parametrize("decay", [0.8, 1.0, 1.2])
+@pytest.mark.parametrize("alpha,k", [(0.7, 4), (0.85, 3), (0.5, 1), (0.97, 6)])
+def test_by_position_with_one_alpha_is_expected_tokens(alpha, k, decay, topk):
+    # widened for topk, decayed by position, capped at 1: the same E either way
+    assert expected_tokens_by_position([alpha] * k, decay, topk) == pytest.approx(expected_tokens(alpha, k, decay, topk))
+
+
+def test_by_position_measured_first_prior_deeper():
+    # seed 000: position 1 measured at 0.75, positions 2-3 at a prior of 0.9
+    assert expected_tokens_by_position([0.75, 0.9, 0.9]) == pytest.approx(1 + 0.75 + 0.75 * 0.9 + 0.75 * 0.81)
+    assert expected_tokens_by_position([]) == 1.0  # no drafting: the bonus token only
+    # a better deeper prior never lowers E, and E never exceeds k + 1
+    assert expected_tokens_by_position([0.75, 0.95, 0.95]) > expected_tokens_by_position([0.75, 0.9, 0.9])
+    assert expected_tokens_by_position([1.5, 2.0], 1.3, 3) == 3.0
