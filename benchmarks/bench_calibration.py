@@ -2,7 +2,7 @@
 plus --model-config / --gpu where the fit script (tools/fit_calibration.py) finds the facts, and the
 start-up values a case's source quotes as --baseline-metric / --current-metric.
 
-    python benchmarks/bench_calibration.py [--cases ../shared/calibration] [--driftwatch PATH]
+    python benchmarks/bench_calibration.py [--cases tools/calibration_cases] [--driftwatch PATH]
 
 Prints one line per case (measured, predicted without and with facts, residual) and checks that
 the CLI's figures equal the fit script's in-process ones (exit 1 when any differs), so the table in

@@ -1,0 +1,64 @@
+"""The calibration that MODELS.md reports (issue 13): the residual table in MODELS.md is what the
+models give today, no case gets a wrong direction, and the seeds stay within ±15 %. Runs the fit
+script's evaluation (no fitting: ~1 s) on the repository's copy of the calibration cases."""
+from __future__ import annotations
+
+import filecmp
+import os
+from pathlib import Path
+
+import pytest
+
+from tools import fit_calibration as fit
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS_MD = REPO / "driftwatch" / "impact" / "MODELS.md"
+
+
+@pytest.fixture(scope="module")
+def rows():
+    cases = fit.load_cases(fit.DEFAULT_CASES)
+    assert len(cases) >= 24
+    return fit.evaluate(fit.Runner(cases), cases)
+
+
+def _table(rows) -> str:
+    return ("Constants: " + ", ".join(f"{k} = {fit._get(k):g}" for k in fit.FREE) + ".\n\n" + fit.table(rows)
+            + "\n\nSeeds (tok/s):\n\n" + fit.seed_table(rows))
+
+
+def test_models_md_holds_todays_residual_table(rows):
+    doc = MODELS_MD.read_text(encoding="utf-8")
+    shipped = doc.split("<!-- calibration-table -->\n", 1)[1].split("\n<!-- /calibration-table -->", 1)[0]
+    assert shipped == _table(rows), ("MODELS.md is stale: run python -m tools.fit_calibration "
+                                     "--write driftwatch/impact/MODELS.md")
+
+
+def test_no_case_points_the_wrong_way(rows):
+    wrong = [r.case.name for r in rows if fit.direction_ok(r.after, r.case.measured) is False
+             and abs(r.after - 1.0) >= 0.02]
+    assert wrong == []
+    # and "no change" is not claimed for a case that moved more than 10 %
+    flat = [r.case.name for r in rows if r.after is not None and abs(r.case.measured - 1) > 0.1
+            and abs(r.after - 1.0) < 0.02]
+    assert flat == []
+
+
+def test_seeds_within_15_percent(rows):
+    seeds = [r for r in rows if r.case.seed]
+    assert len(seeds) == 3
+    for r in seeds:
+        assert r.after is not None and abs(r.after / r.case.measured - 1) <= 0.15, r.case.name
+
+
+def test_the_copy_is_the_shared_set():
+    if not os.path.isdir(fit.SHARED_CASES):
+        pytest.skip(f"no shared calibration set at {fit.SHARED_CASES} to compare the copy with")
+    cmp = filecmp.dircmp(fit.SHARED_CASES, fit.DEFAULT_CASES)
+    pending = [cmp]
+    differ = []
+    while pending:
+        c = pending.pop()
+        differ += [os.path.join(c.left, n) for n in c.diff_files + c.left_only + c.right_only]
+        pending += list(c.subdirs.values())
+    assert differ == [], "tools/calibration_cases differs from ../shared/calibration: copy it again"
