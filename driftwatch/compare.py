@@ -177,7 +177,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
         notes.append(f"baseline read as {pair.baseline.title}, current as {pair.current.version}")
     return Comparison(baseline=baseline, current=current, pair=pair, findings=findings, ignored=ignored,
                       concurrency=ctx.concurrency, baseline_metrics=b_metrics, current_metrics=c_metrics,
-                      predicted_throughput_ratio=None if ratio is None else round(ratio, 3),
+                      predicted_throughput_ratio=None if ratio is None else round(ratio, 6),
                       predicted_throughput=predicted, notes=notes, prediction_withheld=withheld,
                       warnings=_warnings(b_metrics, ctx.concurrency, concurrency),
                       measured_throughput_ratio=_measured_ratio(b_metrics, c_metrics))

@@ -75,3 +75,20 @@ def test_an_explanation_without_details_is_shown_whole(seed_doc):
     assert " Details: " not in f["explanation"]
     text = get_format("text").render_comparison(seed_doc)
     assert "details:" not in text and "E(3)=" in " ".join(text.split())
+
+
+def test_the_impact_column_and_the_sentence_give_the_same_figure(baseline, rules, tmp_path):
+    # A ratio of 0.5751 once read ×0.57 in the impact column (rounded to 3 decimals, then to 2) and
+    # ×0.58 in the sentence (rounded once): the document keeps enough digits for one rounding.
+    import re
+    text = UNIT_40.read_text(encoding="utf-8").replace("--tp-size 2", "--tp-size 1")
+    unit = tmp_path / "tp1.service"
+    unit.write_text(text, encoding="utf-8")
+    current = snapshot_from_unit_file(str(unit))
+    current.runtime["model_facts"] = load_model_config(str(QWEN36)).to_dict()
+    current.runtime["gpus"] = copy.deepcopy(A6000X2)
+    doc = comparison_to_dict(compare(baseline, current, rules, [], 1))
+    f = _steps(doc)
+    shown = f"×{f['impact']['throughput_ratio']:.2f}"
+    said = re.findall(r"×\d+\.\d\d", f["explanation"].split(" Details: ")[0])
+    assert said and said[-1] == shown, (said, shown, f["impact"]["throughput_ratio"])
