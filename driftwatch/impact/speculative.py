@@ -259,13 +259,22 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
     else:
         c_part = (f"step cost {cost_b:.3f} → {cost_c:.3f} (drafting {base.steps} → {cur.steps} passes, verifying "
                   f"{base.tokens if base.on else 1} → {cur.tokens if cur.on else 1} tokens/request at batch {batch})")
-        detail = f"{a_part}; {e_part}; {c_part} ⇒ ×{ratio:.2f}"
         if getattr(ctx, "model_facts", None) is None:
-            notes.append("model facts unknown: step cost from the default roofline knee (pass --model-config "
-                         "config.json for the model's own)")
-    if notes:
-        detail += " (" + "; ".join(notes) + ")"
-    return Estimate(ratio, conf, detail, dim)
+            notes.append("model facts unknown: step cost from the default roofline knee; --model-config "
+                         "config.json gives the model's own")
+        said = f" ({'; '.join(notes)})" if notes else ""
+        return Estimate(ratio, conf, f"{_prior_words(base, cur, expected, cost_c / cost_b, ratio)}{said}. "
+                        f"Details: {a_part}; {e_part}; {c_part} ⇒ ×{ratio:.2f}", dim)
+
+
+def _prior_words(base: SpecSide, cur: SpecSide, expected: dict, cost_growth: float, ratio: float) -> str:
+    """The lead sentence without model facts: what the drafting change does to the tokens a step
+    yields and to its cost, then the number."""
+    kb, kc = (base.steps if base.on else 0), (cur.steps if cur.on else 0)
+    cost = ("at about the same step cost" if abs(cost_growth - 1.0) < 0.05
+            else f"while a step costs ×{cost_growth:.2f}")
+    return (f"{kb} → {kc} drafted token{'s' if kc != 1 else ''} per step: a step yields "
+            f"{expected['baseline']:.2f} → {expected['current']:.2f} tokens per request {cost}: ×{ratio:.2f}")
 
 
 def _state_pool_note(m, base: SpecSide, cur: SpecSide, ctx: ImpactContext) -> str | None:

@@ -117,7 +117,10 @@ class TextFormat(Format):
                 lines += self._finding_list(findings)  # too narrow for a table: one block per finding
             else:
                 lines.append(table)
-                for detail in w.details_lines(findings):  # the terms behind each number, below the table
+                details = w.details_lines(findings)  # the terms behind each number, below the table
+                if details:
+                    lines.append("")
+                for detail in details:
                     lines += self._fit(detail, "     ")
             lines.append("")
         if w.comparison_summary(doc):

@@ -69,12 +69,24 @@ def test_what_to_act_on_stays_in_the_sentence(baseline, rules):
     assert "GPU unknown" in lead and "--gpu" in lead
 
 
-def test_an_explanation_without_details_is_shown_whole(seed_doc):
-    # the prior path (no model facts) is one sentence with its numbers: nothing is split off
+def test_without_model_facts_the_sentence_leads_too(seed_doc):
+    # the prior path (no config.json): what the drafting change does to a step's tokens and cost,
+    # then the number; α and E(k) below the table
     f = _steps(seed_doc)
-    assert " Details: " not in f["explanation"]
+    lead, terms = f["explanation"].split(" Details: ", 1)
+    assert "3 → 1 drafted token per step: a step yields 3.19 → 1.85 tokens per request" in lead
+    assert "E(3)=" not in lead and "E(3)=3.19" in terms and "α prior 0.85" in terms
+    assert "--model-config" in lead  # what would sharpen it stays in the sentence
+
+
+def test_an_explanation_without_details_is_shown_whole(seed_doc):
+    ctx_len = next(f for f in seed_doc["findings"] if f["key"] == "context_length")
+    assert " Details: " not in ctx_len["explanation"]
     text = get_format("text").render_comparison(seed_doc)
-    assert "details:" not in text and "E(3)=" in " ".join(text.split())
+    listed = [line for line in text.splitlines() if " details: " in line]
+    assert [line.split(" ")[0] for line in listed] == [f"#{_steps(seed_doc)['rank']}"]
+    flat = " ".join(text.split())
+    assert "requests longer than the smaller limit are rejected" in flat  # the whole sentence, in the table
 
 
 def test_the_impact_column_and_the_sentence_give_the_same_figure(baseline, rules, tmp_path):
