@@ -60,14 +60,13 @@ def concurrency_cap(name: str, baseline_value: Any, current_value: Any, ctx: Imp
         ratio = (b_cur / t_cur.total) / (b_base / t_base.total)
         fewer = b_cur < b_base
         conf = MEDIUM if hw.known else LOW
+        assumed = "" if hw.known else f" (GPU unknown: {hw.gpu.name} assumed; pass --gpu NAME[xN])"
         return Estimate(ratio, conf,
                         f"at concurrency {c} the server decodes {b_base} → {b_cur} requests at once (caps {base_cap} → "
                         f"{cur_cap}); on {roofline.hardware_words(m, hw)} a step takes {t_base.total * 1e3:.1f} → "
                         f"{t_cur.total * 1e3:.1f} ms, so aggregate throughput (requests ÷ step time) goes ×{ratio:.2f}"
-                        f"{'; queued requests wait longer' if fewer else ''}. Details: roofline at batch {b_base}: "
-                        f"{t_base.describe() if not hasattr(t_base, 'verify') else t_base.verify.describe()}; at batch "
-                        f"{b_cur}: {t_cur.describe() if not hasattr(t_cur, 'verify') else t_cur.verify.describe()}"
-                        + ("" if hw.known else f" (GPU unknown: {hw.gpu.name} assumed)"), AGGREGATE)
+                        f"{'; queued requests wait longer' if fewer else ''}{assumed}. Details: roofline at batch "
+                        f"{b_base}: {t_base.describe()}; at batch {b_cur}: {t_cur.describe()}", AGGREGATE)
     if isinstance(spec, str) or knee <= 0:
         k, tokens, d, how = 0, 1, 0.0, "plain decoding assumed"
     else:

@@ -281,16 +281,21 @@ def _state_pool_note(m, base: SpecSide, cur: SpecSide, ctx: ImpactContext) -> st
     """On a hybrid (linear-attention) model each running request keeps one recurrent state per
     verified draft token for rollback (SGLang's intermediate SSM states), so more draft tokens fit
     fewer requests in the same pool. Said, not charged: the pool size is the engine's start-up choice
-    (seed 004: 26 → 21 requests for 2 → 3 draft tokens)."""
+    (seed 004: 26 → 21 requests for 2 → 3 draft tokens). Nothing to say once the current side's cap
+    is known (set, reported at start-up, or passed as a metric): the batch then already counts it."""
     if not m.linear_attention_layers or concurrency_of(ctx) <= 1:
         return None
     tb, tc = (base.tokens if base.on else 0), (cur.tokens if cur.on else 0)
-    if tb == tc or as_int(side_metrics(ctx, "current").get(MAX_RUNNING_METRIC)) is not None:
+    if tb == tc or effective_batch(ctx) < concurrency_of(ctx) or \
+            as_int(side_metrics(ctx, "current").get(MAX_RUNNING_METRIC)) is not None:
         return None
+    fits = (1 + tb) / (1 + tc)
+    effect = ("if it limits the running batch, throughput is lower than this estimate" if fits < 1 else
+              "if it limited the baseline's batch, the current server runs more at once than this estimate assumes")
     return (f"on this hybrid model each running request also holds {1 + tc} instead of {1 + tb} recurrent states "
-            f"(one per verified draft token, for rollback), so the state pool fits ~{(1 + tb) / (1 + tc):.2f}× the "
-            f"requests: if it limits the running batch, the gain is smaller — pass the max_running_requests each "
-            f"server reports at start-up (--baseline-metric/--current-metric max_running_requests=N)")
+            f"(one per verified draft token, for rollback), so the state pool fits ~{fits:.2f}× the requests: "
+            f"{effect} — pass the max_running_requests each server reports at start-up "
+            f"(--baseline-metric/--current-metric max_running_requests=N)")
 
 
 def _prior_key(ctx: ImpactContext, side: str, sp: SpecSide) -> str:
@@ -366,6 +371,11 @@ class _Step:
     @property
     def total(self) -> float:
         return self.verify.total + self.draft_s + self.iteration_s
+
+    def describe(self) -> str:
+        """'62.13 ms = verify 51.21 ms = max(…) + … + 7.91 ms drafting + 3.00 ms per speculative iteration'."""
+        return (f"{self.total * 1e3:.2f} ms = verify {self.verify.describe()} + {self.draft_s * 1e3:.2f} ms drafting"
+                + (f" + {self.iteration_s * 1e3:.2f} ms per speculative iteration" if self.iteration_s else ""))
 
 
 def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dict, ratio: float,

@@ -233,3 +233,17 @@ def test_hybrid_model_says_more_draft_tokens_fit_fewer_requests():
     assert "holds 4 instead of 3 recurrent states" in e.detail and "max_running_requests" in e.detail
     one = get_model("speculative_steps")(STEPS, 1, 2, ctx(b, {**b, STEPS: 2}, qwen35, gpus("4x RTX PRO 6000")), {})
     assert "recurrent states" not in one.detail  # one stream: the pool does not bind
+
+
+def test_hybrid_state_pool_note_points_the_way_the_draft_change_goes():
+    qwen36 = model("Qwen--Qwen3.6-27B")
+    b = {"model.path": "/root/models/Qwen3.6-27B", A: "EAGLE", STEPS: 3, TOPK: 1, "parallel.tensor": 2}
+    fewer_tokens = {**b, STEPS: 1}
+    e = get_model("speculative_steps")(STEPS, 3, 1, ctx(b, fewer_tokens, qwen36, gpus("RTX A6000x2"), conc=16), {})
+    # 4 → 2 verified tokens: more requests fit, so the note must not speak of a smaller gain
+    assert "holds 3 instead of 5 recurrent states" in e.detail
+    assert "runs more at once" in e.detail and "lower than this estimate" not in e.detail
+    # the current server's cap known (reported at start-up as 1, below the concurrency): the batch
+    # already counts it, nothing to warn about
+    capped = ctx(b, {**fewer_tokens, "batch.max_running_requests": 1}, qwen36, gpus("RTX A6000x2"), conc=16)
+    assert "recurrent states" not in get_model("speculative_steps")(STEPS, 3, 1, capped, {}).detail
