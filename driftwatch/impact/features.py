@@ -99,7 +99,8 @@ def _graphs_physical(ctx: ImpactContext, params: dict, before: bool | None, now:
     where = roofline.hardware_words(m, hw)
     lead = (f"{how}: {eager.eager * 1e3:.1f} ms of launches on a {graphs.total * 1e3:.1f} ms decode step of {where} "
             f"at batch {batch} (one step: {m.layers} layers)")
-    return Estimate(ratio, LOW, f"{lead} ⇒ ×{ratio:.2f}. Details: roofline with graphs {graphs.describe()}; eager "
-                    f"{eager.describe()} (eager launch overhead {eager.eager / max(m.layers, 1) * 1e6:.0f} µs per layer, "
-                    f"fitted; larger on small models and small batches, and some architectures run slower with "
-                    f"partial graphs: re-measure)", AGGREGATE if concurrency_of(ctx) > 1 else SINGLE)
+    return Estimate(ratio, LOW, f"{lead} ⇒ ×{ratio:.2f} (the launch overhead is fitted, larger on small models "
+                    f"and batches, and some architectures run slower with partial graphs: re-measure). Details: "
+                    f"roofline with graphs {graphs.describe()}; eager {eager.describe()} (eager launch overhead "
+                    f"{eager.eager / max(m.layers, 1) * 1e6:.0f} µs per layer)",
+                    AGGREGATE if concurrency_of(ctx) > 1 else SINGLE)
