@@ -145,6 +145,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
                         concurrency_known=(concurrency is not None or "concurrency" in b_metrics
                                            or "concurrency" in c_metrics),
                         gpus=len(gpus) if isinstance(gpus, list) else None,
+                        current_reported=frozenset(pair.current.reported),
                         engine=pair.current.label if pair.same_engine and pair.current.label else None,
                         **facts_context(baseline.snapshot, current))  # model/GPU facts (driftwatch/facts)
     findings: list[Finding] = []
@@ -177,7 +178,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
         notes.append(f"baseline read as {pair.baseline.title}, current as {pair.current.version}")
     return Comparison(baseline=baseline, current=current, pair=pair, findings=findings, ignored=ignored,
                       concurrency=ctx.concurrency, baseline_metrics=b_metrics, current_metrics=c_metrics,
-                      predicted_throughput_ratio=None if ratio is None else round(ratio, 6),
+                      predicted_throughput_ratio=None if ratio is None else float(ratio),
                       predicted_throughput=predicted, notes=notes, prediction_withheld=withheld,
                       warnings=_warnings(b_metrics, ctx.concurrency, concurrency),
                       measured_throughput_ratio=_measured_ratio(b_metrics, c_metrics))
@@ -256,7 +257,7 @@ def _measured_ratio(b_metrics: dict[str, float], c_metrics: dict[str, float]) ->
     b, c = b_metrics.get("throughput"), c_metrics.get("throughput")
     if b is None or c is None or b <= 0:
         return None
-    return round(c / b, 3)
+    return c / b
 
 
 # Findings after which no throughput figure of the baseline says anything about the current unit.

@@ -347,6 +347,12 @@ def seed_table(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
+def render(rows: list[Row]) -> str:
+    """What `--write` puts between MODELS.md's markers: the constants, the case table, the seeds."""
+    return ("Constants: " + ", ".join(f"{k} = {_get(k):g}" for k in FREE) + ".\n\n" + table(rows)
+            + "\n\nSeeds (tok/s):\n\n" + seed_table(rows))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cases", default=DEFAULT_CASES)
@@ -364,8 +370,7 @@ def main(argv=None) -> int:
         print("fitted constants:", ", ".join(f"{k} = {v:g}" for k, v in constants.items()),
               f"(objective {objective(evaluate(runner, cases)):.4f})")
     rows = evaluate(runner, cases)
-    text = ("Constants: " + ", ".join(f"{k} = {_get(k):g}" for k in FREE) + ".\n\n" + table(rows)
-            + "\n\nSeeds (tok/s):\n\n" + seed_table(rows))
+    text = render(rows)
     print(text)
     if args.details:
         for r in rows:

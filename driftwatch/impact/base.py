@@ -36,7 +36,8 @@ class ImpactContext:
     fall back to their priors (roofline.py, MODELS.md). ``concurrency_known``: False when nobody stated
     the client concurrency (no ``--concurrency``, no ``concurrency`` metric) and ``concurrency`` is
     only the default 1: models then make no "one stream" claim (an open-loop or offline benchmark
-    runs many requests at once)."""
+    runs many requests at once). ``current_reported``: the concepts whose current value came from the
+    server (start-up log, --probe) rather than the unit or a release default."""
 
     baseline: dict[str, Any]
     current: dict[str, Any]
@@ -51,6 +52,7 @@ class ImpactContext:
     baseline_model_facts: Any = None
     gpu_facts: Any = None
     concurrency_known: bool = True
+    current_reported: frozenset = frozenset()  # concepts whose current value the server itself reported
 
 
 @dataclass

@@ -70,7 +70,7 @@ def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
         ratio = graphs.total / eager.total if covered_base else eager.total / graphs.total
         return Estimate(ratio, LOW, f"batches of {c} {'no longer fit' if covered_base else 'now fit'} the CUDA-graph "
                         f"limit ({b_base} → {b_cur}), so decode {'launches every kernel from Python again' if covered_base else 'replays captured graphs'}: "
-                        f"{eager.eager * 1e3:.1f} ms of launches on a {graphs.total * 1e3:.1f} ms step of "
+                        f"{eager.eager * 1e3:.1f} ms of launches on a step of {graphs.total * 1e3:.1f} ms of "
                         f"{roofline.hardware_words(m, hw)} ⇒ ×{ratio:.2f}. Details: with graphs {graphs.describe()}; "
                         f"eager {eager.describe()}", AGGREGATE)
     pen = param(params, "eager_ratio", EAGER_DECODE_RATIO)

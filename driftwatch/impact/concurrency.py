@@ -60,10 +60,10 @@ def concurrency_cap(name: str, baseline_value: Any, current_value: Any, ctx: Imp
         ratio = (b_cur / t_cur.total) / (b_base / t_base.total)
         fewer = b_cur < b_base
         conf = MEDIUM if hw.known else LOW
-        assumed = "" if hw.known else f" (GPU unknown: {hw.gpu.name} assumed; pass --gpu NAME[xN])"
+        assumed = "" if hw.known else " (pass --gpu NAME[xN] for the host's GPUs)"
         return Estimate(ratio, conf,
                         f"at concurrency {c} the server decodes {b_base} → {b_cur} requests at once (caps {base_cap} → "
-                        f"{cur_cap}); on {roofline.hardware_words(m, hw)} a step takes {t_base.total * 1e3:.1f} → "
+                        f"{cur_cap}); on {roofline.hardware_words(m, hw)}, a step takes {t_base.total * 1e3:.1f} → "
                         f"{t_cur.total * 1e3:.1f} ms, so aggregate throughput (requests ÷ step time) goes ×{ratio:.2f}"
                         f"{'; queued requests wait longer' if fewer else ''}{assumed}. Details: roofline at batch "
                         f"{b_base}: {t_base.describe()}; at batch {b_cur}: {t_cur.describe()}", AGGREGATE)

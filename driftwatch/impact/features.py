@@ -97,8 +97,9 @@ def _graphs_physical(ctx: ImpactContext, params: dict, before: bool | None, now:
     graphs, eager, m, hw = effect
     ratio = eager.total / graphs.total if now else graphs.total / eager.total
     where = roofline.hardware_words(m, hw)
-    lead = (f"{how}: {eager.eager * 1e3:.1f} ms of launches on a {graphs.total * 1e3:.1f} ms decode step of {where} "
-            f"at batch {batch} (one step: {m.layers} layers)")
+    bound = "" if ctx.concurrency_known is not False else " (no concurrency stated: batch 1, the bound of the effect)"
+    lead = (f"{how}: {eager.eager * 1e3:.1f} ms of launches on a decode step of {graphs.total * 1e3:.1f} ms of "
+            f"{where} at batch {batch}{bound} (one step: {m.layers} layers)")
     return Estimate(ratio, LOW, f"{lead} ⇒ ×{ratio:.2f} (the launch overhead is fitted, larger on small models "
                     f"and batches, and some architectures run slower with partial graphs: re-measure). Details: "
                     f"roofline with graphs {graphs.describe()}; eager {eager.describe()} (eager launch overhead "

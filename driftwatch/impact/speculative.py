@@ -271,27 +271,35 @@ def _prior_words(base: SpecSide, cur: SpecSide, expected: dict, cost_growth: flo
     """The lead sentence without model facts: what the drafting change does to the tokens a step
     yields and to its cost, then the number."""
     kb, kc = (base.steps if base.on else 0), (cur.steps if cur.on else 0)
-    cost = ("at about the same step cost" if abs(cost_growth - 1.0) < 0.05
-            else f"while a step costs ×{cost_growth:.2f}")
-    return (f"{kb} → {kc} drafted token{'s' if kc != 1 else ''} per step: a step yields "
-            f"{expected['baseline']:.2f} → {expected['current']:.2f} tokens per request {cost}: ×{ratio:.2f}")
+    tb, tc = (base.tokens if base.on else 1), (cur.tokens if cur.on else 1)
+    chain = base.topk == 1 and cur.topk == 1
+    what = (f"{kb} → {kc} drafted tokens per step" if chain and kb != kc
+            else f"verifying {tb} → {tc} tokens per request per step")
+    same_yield = abs(expected["current"] - expected["baseline"]) < 0.005
+    cost = ("at about the same step cost" if abs(cost_growth - 1.0) < 0.05 and not same_yield
+            else f"and a step costs ×{cost_growth:.2f}")
+    return (f"{what}: a step yields {expected['baseline']:.2f} → {expected['current']:.2f} tokens per request "
+            f"{cost}, so ×{ratio:.2f}")
 
 
 def _state_pool_note(m, base: SpecSide, cur: SpecSide, ctx: ImpactContext) -> str | None:
     """On a hybrid (linear-attention) model each running request keeps one recurrent state per
     verified draft token for rollback (SGLang's intermediate SSM states), so more draft tokens fit
     fewer requests in the same pool. Said, not charged: the pool size is the engine's start-up choice
-    (seed 004: 26 → 21 requests for 2 → 3 draft tokens). Nothing to say once the current side's cap
-    is known (set, reported at start-up, or passed as a metric): the batch then already counts it."""
+    (seed 004: 26 → 21 requests for 2 → 3 draft tokens). Nothing to say once the server reported the
+    current cap (start-up log, --probe, or a max_running_requests metric): the batch then counts it.
+    A cap set in the unit is only an upper limit; the pool may fit fewer."""
     if not m.linear_attention_layers or concurrency_of(ctx) <= 1:
         return None
     tb, tc = (base.tokens if base.on else 0), (cur.tokens if cur.on else 0)
-    if tb == tc or effective_batch(ctx) < concurrency_of(ctx) or \
-            as_int(side_metrics(ctx, "current").get(MAX_RUNNING_METRIC)) is not None:
+    reported = MAX_RUNNING in getattr(ctx, "current_reported", ()) or \
+        as_int(side_metrics(ctx, "current").get(MAX_RUNNING_METRIC)) is not None
+    if tb == tc or reported:
         return None
     fits = (1 + tb) / (1 + tc)
     effect = ("if it limits the running batch, throughput is lower than this estimate" if fits < 1 else
-              "if it limited the baseline's batch, the current server runs more at once than this estimate assumes")
+              "if it limited the baseline's batch, the current server may run more at once and do better than "
+              "this estimate")
     return (f"on this hybrid model each running request also holds {1 + tc} instead of {1 + tb} recurrent states "
             f"(one per verified draft token, for rollback), so the state pool fits ~{fits:.2f}× the requests: "
             f"{effect} — pass the max_running_requests each server reports at start-up "
@@ -373,9 +381,9 @@ class _Step:
         return self.verify.total + self.draft_s + self.iteration_s
 
     def describe(self) -> str:
-        """'62.13 ms = verify 51.21 ms = max(…) + … + 7.91 ms drafting + 3.00 ms per speculative iteration'."""
-        return (f"{self.total * 1e3:.2f} ms = verify {self.verify.describe()} + {self.draft_s * 1e3:.2f} ms drafting"
-                + (f" + {self.iteration_s * 1e3:.2f} ms per speculative iteration" if self.iteration_s else ""))
+        """'62.13 ms = verify (51.21 ms = max(…) + …) + drafting 7.91 ms + iteration 3.00 ms'."""
+        return (f"{self.total * 1e3:.2f} ms = verify ({self.verify.describe()}) + drafting {self.draft_s * 1e3:.2f} ms"
+                + (f" + iteration {self.iteration_s * 1e3:.2f} ms" if self.iteration_s else ""))
 
 
 def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dict, ratio: float,
@@ -401,7 +409,7 @@ def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dic
                 f"compute-bound: each forward does ~{tc / max(tb, 1):.1f}× the arithmetic")
     kb, kc = (base.steps if base.on else 0), (cur.steps if cur.on else 0)
     if kb != kc:
-        what += f", with {kb} → {kc} draft pass{'es' if kc != 1 else ''} per step"
+        what += f", with {kb} → {kc} draft passes per step"
     step_b, step_c = fb.total * 1e3, fc.total * 1e3
     pay = ("the extra drafted tokens more than pay for it" if ratio > 1.0 and expected["current"] > expected["baseline"]
            else "the drafted tokens no longer pay for it" if ratio < 1.0 and expected["current"] > expected["baseline"]
@@ -412,10 +420,10 @@ def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dic
 
     def terms(label, f, draft):
         if isinstance(f, _Step):
-            d = (f" + {f.draft_s * 1e3:.2f} ms drafting" + (f" ({draft.describe()} per pass)" if draft else "")
-                 + (f" + {f.iteration_s * 1e3:.2f} ms per speculative iteration (draft tree, accept pass, host sync)"
+            d = (f" + drafting {f.draft_s * 1e3:.2f} ms" + (f" (per pass {draft.describe()})" if draft else "")
+                 + (f" + iteration {f.iteration_s * 1e3:.2f} ms (draft tree, accept pass, host sync)"
                     if f.iteration_s else ""))
-            return f"{label} verify {f.verify.describe()}{d}"
+            return f"{label} step {f.total * 1e3:.2f} ms = verify ({f.verify.describe()}){d}"
         return f"{label} {f.describe()}"
 
     roof = ("roofline " + terms("baseline", fb, physical.get("baseline_draft")) + "; "

@@ -61,7 +61,7 @@ def finding_to_dict(f: Finding) -> dict:
     out.update({
         "rule": f.rule.id, "severity": f.rule.severity,
         "impact": {"dimension": f.dimension,
-                   "throughput_ratio": None if f.throughput_ratio is None else round(f.throughput_ratio, 6),
+                   "throughput_ratio": None if f.throughput_ratio is None else float(f.throughput_ratio),
                    "confidence": f.confidence},
         "explanation": f.explanation,
     })

@@ -242,8 +242,20 @@ def test_hybrid_state_pool_note_points_the_way_the_draft_change_goes():
     e = get_model("speculative_steps")(STEPS, 3, 1, ctx(b, fewer_tokens, qwen36, gpus("RTX A6000x2"), conc=16), {})
     # 4 → 2 verified tokens: more requests fit, so the note must not speak of a smaller gain
     assert "holds 3 instead of 5 recurrent states" in e.detail
-    assert "runs more at once" in e.detail and "lower than this estimate" not in e.detail
-    # the current server's cap known (reported at start-up as 1, below the concurrency): the batch
-    # already counts it, nothing to warn about
-    capped = ctx(b, {**fewer_tokens, "batch.max_running_requests": 1}, qwen36, gpus("RTX A6000x2"), conc=16)
-    assert "recurrent states" not in get_model("speculative_steps")(STEPS, 3, 1, capped, {}).detail
+    assert "may run more at once" in e.detail and "lower than this estimate" not in e.detail
+
+
+def test_hybrid_state_pool_note_is_silent_once_the_server_reported_the_cap():
+    qwen36 = model("Qwen--Qwen3.6-27B")
+    b = {"model.path": "/root/models/Qwen3.6-27B", A: "EAGLE", STEPS: 1, TOPK: 1, "parallel.tensor": 2}
+    more_tokens = {**b, STEPS: 3, "batch.max_running_requests": 16}
+    steps = get_model("speculative_steps")
+    # a cap set in the unit is only an upper limit: the larger state pool may fit fewer than 16
+    set_only = steps(STEPS, 1, 3, ctx(b, more_tokens, qwen36, gpus("RTX A6000x2"), conc=64), {})
+    assert "holds 5 instead of 3 recurrent states" in set_only.detail and "lower than this estimate" in set_only.detail
+    # the server reported what it runs (start-up log / --probe): the batch counts it, nothing to warn about
+    reported = ImpactContext(b, more_tokens, set(), set(), {}, {}, 64, model_facts=qwen36, baseline_model_facts=qwen36,
+                             gpu_facts=gpus("RTX A6000x2"), current_reported=frozenset({"batch.max_running_requests"}))
+    assert "recurrent states" not in steps(STEPS, 1, 3, reported, {}).detail
+    metric = ctx(b, more_tokens, qwen36, gpus("RTX A6000x2"), conc=64, cm={"max_running_requests": 9})
+    assert "recurrent states" not in steps(STEPS, 1, 3, metric, {}).detail

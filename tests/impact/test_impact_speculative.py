@@ -215,3 +215,14 @@ def test_garbage_steps_give_no_ratio():
 def test_runtime_algorithm_gives_no_ratio():
     e = steps(STEPS, 3, 1, ctx(SEED0_BASE, SEED0_CUR, crt={ALGO}), {})
     assert e.throughput_ratio is None
+
+
+def test_without_facts_a_tree_change_names_the_verified_tokens_and_its_cost():
+    # same steps, a bigger tree: the lead names what changed (verified tokens) and never calls a
+    # dearer step "about the same" when the tokens per step do not move
+    base = {**SEED0_BASE, TOPK: 4, DRAFT: 8}
+    cur = {**base, DRAFT: 16}
+    e = steps(DRAFT, 8, 16, ctx(base, cur), {})
+    lead = e.detail.split(" Details: ")[0]
+    assert lead.startswith("verifying 8 → 16 tokens per request per step: a step yields")
+    assert "a step costs ×" in lead and "about the same" not in lead and e.throughput_ratio < 1

@@ -22,15 +22,10 @@ def rows():
     return fit.evaluate(fit.Runner(cases), cases)
 
 
-def _table(rows) -> str:
-    return ("Constants: " + ", ".join(f"{k} = {fit._get(k):g}" for k in fit.FREE) + ".\n\n" + fit.table(rows)
-            + "\n\nSeeds (tok/s):\n\n" + fit.seed_table(rows))
-
-
 def test_models_md_holds_todays_residual_table(rows):
     doc = MODELS_MD.read_text(encoding="utf-8")
     shipped = doc.split("<!-- calibration-table -->\n", 1)[1].split("\n<!-- /calibration-table -->", 1)[0]
-    assert shipped == _table(rows), ("MODELS.md is stale: run python -m tools.fit_calibration "
+    assert shipped == fit.render(rows), ("MODELS.md is stale: run python -m tools.fit_calibration "
                                      "--write driftwatch/impact/MODELS.md")
 
 
