@@ -76,7 +76,12 @@ def read_side(ctx: ImpactContext, side: str, name: str, given: Any) -> SpecSide 
                                 else cal.ARCH_DEFAULTS_OTHER)
     notes: list[str] = []
     values = {}
+    mapped = (ctx.baseline if side == "baseline" else ctx.current) or {}
     for concept in (STEPS, TOPK, DRAFT):
+        if concept in (TOPK, DRAFT) and concept != name and isinstance(mapped, dict) and concept not in mapped:
+            # the engine has no such setting (vLLM drafts a chain): nothing was assumed
+            values[concept] = 1 if concept == TOPK else None
+            continue
         raw = side_value(ctx, side, concept, name, given)
         if raw is None or is_runtime(raw, concept, runtime):
             values[concept] = None

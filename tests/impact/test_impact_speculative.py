@@ -226,3 +226,17 @@ def test_without_facts_a_tree_change_names_the_verified_tokens_and_its_cost():
     lead = e.detail.split(" Details: ")[0]
     assert lead.startswith("verifying 8 → 16 tokens per request per step: a step yields")
     assert "a step costs ×" in lead and "about the same" not in lead and e.throughput_ratio < 1
+
+
+def test_an_engine_without_a_tree_width_assumes_nothing():
+    # vLLM maps no speculative.topk (it drafts a chain): that is the engine's behaviour, not an
+    # assumption, so it neither adds a note nor lowers the confidence; SGLang leaving topk unset does
+    vllm_base = {"model.path": "/m/Qwen3.6-27B", ALGO: "EAGLE", STEPS: 3, "parallel.tensor": 2}
+    vllm_cur = {**vllm_base, STEPS: 1}
+    measured = ({"accept_length": 2.9}, {})
+    v = steps(STEPS, 3, 1, ctx(vllm_base, vllm_cur, *measured), {})
+    assert "topk unset" not in v.detail and v.confidence == "medium"
+    sglang_base = {**vllm_base, TOPK: None, DRAFT: None}
+    s = steps(STEPS, 3, 1, ctx(sglang_base, {**sglang_base, STEPS: 1}, *measured), {})
+    assert "topk unset: 1 assumed" in s.detail and s.confidence == "low"
+    assert s.throughput_ratio == pytest.approx(v.throughput_ratio)
