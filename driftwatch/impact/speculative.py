@@ -257,6 +257,10 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
         pool = _state_pool_note(physical["model"], base, cur, ctx)
         if pool:
             notes.append(pool)
+        checked, off = _measured_step(ctx, base, expected["baseline"], source.get("baseline"), physical, params)
+        if off:
+            notes.append(off)
+        terms += checked
         # what the operator must know (assumptions, what to measure) stays beside the sentence;
         # α, E(k) and the roofline terms go to the details
         said = f" ({'; '.join(notes)})" if notes else ""
@@ -285,6 +289,42 @@ def _prior_words(base: SpecSide, cur: SpecSide, expected: dict, cost_growth: flo
             else f"and a step costs ×{cost_growth:.2f}")
     return (f"{what}: a step yields {expected['baseline']:.2f} → {expected['current']:.2f} tokens per request "
             f"{cost}, so ×{ratio:.2f}")
+
+
+# How far the roofline's step may stray from the baseline server's measured one before the sentence
+# says the ratio is rough (a judgement: the seeds' steps are 14-48 % off, MODELS.md).
+MEASURED_STEP_TOLERANCE = 0.5
+
+
+def _measured_step(ctx: ImpactContext, base: SpecSide, e_base: float, e_source: str | None, physical: dict,
+                   params: dict) -> tuple[str, str | None]:
+    """The baseline server's own step time where its throughput was measured at a known batch:
+    running requests × tokens per step ÷ tok/s. Measured beats assumed, but one number cannot say
+    which roofline term is off, so it does not move the ratio: it is given beside the roofline's
+    step (details), and in the sentence when the two differ by more than MEASURED_STEP_TOLERANCE.
+    Returns (details text, note or None)."""
+    metrics = side_metrics(ctx, "baseline")
+    tput = as_float(metrics.get("throughput"))
+    conc = as_int(metrics.get("concurrency"))
+    if conc is None and getattr(ctx, "concurrency_known", True) is not False:
+        conc = concurrency_of(ctx)
+    if tput is None or tput <= 0 or conc is None or conc < 1:
+        return "", None
+    raw = (ctx.baseline or {}).get(MAX_RUNNING) if isinstance(ctx.baseline, dict) else None
+    cap = None if is_runtime(raw, MAX_RUNNING, side_runtime(ctx, "baseline")) else as_int(raw)
+    cap = cap if cap is not None else as_int(metrics.get(MAX_RUNNING_METRIC))
+    batch = min(conc, cap) if cap is not None and cap >= 1 else conc
+    measured = batch * e_base / tput
+    model_s = physical_step(physical["model"], physical["hardware"], base, ctx, "baseline", params, batch)[0].total
+    how = "measured" if e_source in ("measured", "off") else "assumed"
+    detail = (f"; the baseline server's measured step ≈ {measured * 1e3:.1f} ms ({tput:g} tok/s over {batch} "
+              f"request{'s' if batch != 1 else ''} at {e_base:.2f} tokens per step, {how}) against the roofline's "
+              f"{model_s * 1e3:.1f} ms at that batch")
+    off = model_s / measured - 1.0
+    if abs(off) <= MEASURED_STEP_TOLERANCE:
+        return detail, None
+    return detail, (f"the roofline's step is {abs(off) * 100:.0f} % {'longer' if off > 0 else 'shorter'} than the "
+                    f"baseline server's measured one, so treat the ratio as rough")
 
 
 def _state_pool_note(m, base: SpecSide, cur: SpecSide, ctx: ImpactContext) -> str | None:

@@ -259,3 +259,29 @@ def test_hybrid_state_pool_note_is_silent_once_the_server_reported_the_cap():
     assert "recurrent states" not in steps(STEPS, 1, 3, reported, {}).detail
     metric = ctx(b, more_tokens, qwen36, gpus("RTX A6000x2"), conc=64, cm={"max_running_requests": 9})
     assert "recurrent states" not in steps(STEPS, 1, 3, metric, {}).detail
+
+
+def test_the_baseline_servers_measured_step_is_set_beside_the_rooflines():
+    # seed 001: 122 tok/s at one request and the prior's 1.97 tokens per step ⇒ a step of ≈ 16.1 ms
+    qwen35 = model("Qwen--Qwen3.5-122B-A10B")
+    b = {"model.path": "/home/ml/models/Qwen3.5-122B-A10B", A: "EAGLE", STEPS: 1, TOPK: 1, "parallel.tensor": 4}
+    steps = get_model("speculative_steps")
+    e = steps(STEPS, 1, 2, ctx(b, {**b, STEPS: 2}, qwen35, gpus("4x RTX PRO 6000"), bm={"throughput": 122}), {})
+    lead, details = e.detail.split(" Details: ")
+    e_base = 1 + cal_alpha_mtp()
+    assert f"measured step ≈ {e_base / 122 * 1e3:.1f} ms (122 tok/s over 1 request" in details
+    assert "treat the ratio as rough" not in lead  # within the tolerance
+    # a server measured far faster than the roofline's step: the sentence says the ratio is rough,
+    # the ratio itself does not move (one number cannot say which term is off)
+    fast = steps(STEPS, 1, 2, ctx(b, {**b, STEPS: 2}, qwen35, gpus("4x RTX PRO 6000"), bm={"throughput": 400}), {})
+    assert "shorter" not in fast.detail.split(" Details: ")[0]
+    assert "longer than the baseline server's measured one, so treat the ratio as rough" in fast.detail.split(" Details: ")[0]
+    assert fast.throughput_ratio == pytest.approx(e.throughput_ratio)
+    # no throughput, or an unstated concurrency: nothing to set beside it
+    none = steps(STEPS, 1, 2, ctx(b, {**b, STEPS: 2}, qwen35, gpus("4x RTX PRO 6000")), {})
+    assert "measured step" not in none.detail
+
+
+def cal_alpha_mtp():
+    from driftwatch.impact import calibration as cal
+    return cal.ALPHA_PRIOR["MTP"]
