@@ -316,7 +316,7 @@ def _measured_step(ctx: ImpactContext, base: SpecSide, e_base: float, e_source: 
     batch = min(conc, cap) if cap is not None and cap >= 1 else conc
     measured = batch * e_base / tput
     model_s = physical_step(physical["model"], physical["hardware"], base, ctx, "baseline", params, batch)[0].total
-    how = "measured" if e_source in ("measured", "off") else "assumed"
+    how = {"measured": "measured", "off": "no drafting"}.get(e_source or "", "assumed")
     detail = (f"; the baseline server's measured step ≈ {measured * 1e3:.1f} ms ({tput:g} tok/s over {batch} "
               f"request{'s' if batch != 1 else ''} at {e_base:.2f} tokens per step, {how}) against the roofline's "
               f"{model_s * 1e3:.1f} ms at that batch")
