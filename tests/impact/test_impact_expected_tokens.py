@@ -90,3 +90,21 @@ def test_by_position_measured_first_prior_deeper():
     # a better deeper prior never lowers E, and E never exceeds k + 1
     assert expected_tokens_by_position([0.75, 0.95, 0.95]) > expected_tokens_by_position([0.75, 0.9, 0.9])
     assert expected_tokens_by_position([1.5, 2.0], 1.3, 3) == 3.0
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_alphas = st.lists(st.floats(min_value=0.0, max_value=1.0, allow_nan=False), min_size=0, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_alphas, st.integers(min_value=0, max_value=7), st.floats(min_value=0.0, max_value=1.0),
+       st.sampled_from([0.8, 1.0, 1.2]), st.integers(min_value=1, max_value=4))
+def test_by_position_is_bounded_and_never_falls_when_one_position_accepts_more(alphas, i, bump, decay, topk):
+    e = expected_tokens_by_position(alphas, decay, topk)
+    assert 1.0 <= e <= len(alphas) + 1 + 1e-12
+    if alphas:
+        j = i % len(alphas)
+        more = list(alphas)
+        more[j] = max(more[j], bump)
+        assert expected_tokens_by_position(more, decay, topk) >= e - 1e-12
