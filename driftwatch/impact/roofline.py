@@ -245,15 +245,17 @@ def hardware_words(m: ModelFacts, hw: Hardware) -> str:
             + (f", TP {hw.tp}" if hw.tp > 1 and not hw.known else ""))
 
 
-def decode_batch(ctx) -> int:
-    """The running batch of the current side: client concurrency capped by its known
-    batch.max_running_requests (value, else a measured max_running_requests metric)."""
+def decode_batch(ctx, side: str = "current", concurrency: int | None = None) -> int:
+    """The running batch of one side: the client concurrency (or `concurrency`, e.g. the one a
+    baseline was measured at) capped by that side's known batch.max_running_requests (its value,
+    else a measured max_running_requests metric)."""
     from .base import as_int, concurrency_of, is_runtime, side_metrics, side_runtime
-    c = concurrency_of(ctx)
-    raw = (ctx.current or {}).get("batch.max_running_requests") if isinstance(ctx.current, dict) else None
-    cap = None if is_runtime(raw, "batch.max_running_requests", side_runtime(ctx, "current")) else as_int(raw)
+    c = concurrency if concurrency is not None else concurrency_of(ctx)
+    values = ctx.baseline if side == "baseline" else ctx.current
+    raw = values.get("batch.max_running_requests") if isinstance(values, dict) else None
+    cap = None if is_runtime(raw, "batch.max_running_requests", side_runtime(ctx, side)) else as_int(raw)
     if cap is None:
-        cap = as_int(side_metrics(ctx, "current").get("max_running_requests"))
+        cap = as_int(side_metrics(ctx, side).get("max_running_requests"))
     return min(c, cap) if cap is not None and cap >= 1 else c
 
 

@@ -114,26 +114,13 @@ def measured_accept_length(ctx: ImpactContext, side: str) -> float | None:
     return None
 
 
-def effective_batch(ctx: ImpactContext) -> int:
-    """Client concurrency, capped by the current side's batch.max_running_requests when it is known
-    (its value, else a measured max_running_requests metric)."""
-    c = concurrency_of(ctx)
-    cap = None
-    raw = (ctx.current or {}).get(MAX_RUNNING) if isinstance(ctx.current, dict) else None
-    if not is_runtime(raw, MAX_RUNNING, side_runtime(ctx, "current")):
-        cap = as_int(raw)
-    if cap is None:
-        cap = as_int(side_metrics(ctx, "current").get(MAX_RUNNING_METRIC))
-    return min(c, cap) if cap is not None and cap >= 1 else c
-
-
 def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: dict) -> Estimate:
     """Ratio (E_cur / cost_cur) / (E_base / cost_base) at the current effective batch."""
     decay = param(params, "decay", cal.DECAY)
     knee = param(params, "knee_tokens", cal.KNEE_TOKENS)
     if not (0.0 < decay <= 1.5) or knee <= 0:
         return unknown_estimate(f"unusable model parameters decay={decay} knee_tokens={knee}")
-    batch = effective_batch(ctx)
+    batch = roofline.decode_batch(ctx)
     dim = SINGLE if concurrency_of(ctx) <= 1 else AGGREGATE
     sides = {"baseline": base, "current": cur}
     measured = {s: (measured_accept_length(ctx, s) if sp.on else None) for s, sp in sides.items()}
@@ -310,10 +297,7 @@ def _measured_step(ctx: ImpactContext, base: SpecSide, e_base: float, e_source: 
         conc = concurrency_of(ctx)
     if tput is None or tput <= 0 or conc is None or conc < 1:
         return "", None
-    raw = (ctx.baseline or {}).get(MAX_RUNNING) if isinstance(ctx.baseline, dict) else None
-    cap = None if is_runtime(raw, MAX_RUNNING, side_runtime(ctx, "baseline")) else as_int(raw)
-    cap = cap if cap is not None else as_int(metrics.get(MAX_RUNNING_METRIC))
-    batch = min(conc, cap) if cap is not None and cap >= 1 else conc
+    batch = roofline.decode_batch(ctx, "baseline", conc)
     measured = batch * e_base / tput
     model_s = physical_step(physical["model"], physical["hardware"], base, ctx, "baseline", params, batch)[0].total
     how = {"measured": "measured", "off": "no drafting"}.get(e_source or "", "assumed")

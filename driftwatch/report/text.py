@@ -95,10 +95,14 @@ class TextFormat(Format):
             tag = w.rule_tag(f)
             lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)}", "     ")
             lines += self._fit(f"     impact: {w.impact_text(f)}" + (f"  [{tag}]" if tag else ""), "     ")
-            if f.get("explanation"):
-                lines += self._para(w.explanation_lead(f), "     ")
-            if w.explanation_details(f):
-                lines += self._para("details: " + w.explanation_details(f), "       ")
+            lines += self._explanation(f)
+        return lines
+
+    def _explanation(self, f: dict) -> list[str]:
+        """A finding's sentence as a paragraph, its details (if any) indented under it."""
+        lines = self._para(w.explanation_lead(f), "     ") if f.get("explanation") else []
+        if w.explanation_details(f):
+            lines += self._para("details: " + w.explanation_details(f), "       ")
         return lines
 
     def _para(self, text: str, indent: str) -> list[str]:
@@ -164,10 +168,7 @@ class TextFormat(Format):
                 lines += self._fit(f"     impact: {w.impact_text(f)}" + (f"  [{tag}]" if tag else ""), "     ")
                 if w.finding_history(f):
                     lines += self._fit(f"     {w.finding_history(f)}", "       ")
-                if f.get("explanation"):
-                    lines += self._para(w.explanation_lead(f), "     ")
-                if w.explanation_details(f):
-                    lines += self._para("details: " + w.explanation_details(f), "       ")
+                lines += self._explanation(f)
         errors = view.unreadable_hosts(doc)
         if errors:
             lines += ["", f"== Unreadable hosts ({len(errors)})"]

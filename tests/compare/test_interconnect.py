@@ -5,7 +5,9 @@ where two or more GPUs answer) is tests/collect/test_collect_fleet.py."""
 from __future__ import annotations
 
 import copy
-import os
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,7 @@ from driftwatch.baseline import Baseline
 from driftwatch.collect.raw import RawUnit
 from driftwatch.compare import compare
 from driftwatch.errors import InputError
+from driftwatch.fileio import dump_yaml
 from driftwatch.show import render_show
 from driftwatch.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
 
@@ -65,9 +68,6 @@ def test_the_measured_link_prices_the_all_reduces(shipped_rules):
 
 def test_gpu_option_drops_the_hosts_link(tmp_path):
     # `--gpu` names other hardware: the link matrix read on the host belongs to the host's GPUs
-    import subprocess
-    import sys
-    from driftwatch.fileio import dump_yaml
     current = tmp_path / "current.yaml"
     current.write_text(dump_yaml(snapshot_to_dict(snapshot(4, "nvlink"))), encoding="utf-8")
     baseline = tmp_path / "tp2.service"
@@ -79,7 +79,6 @@ def test_gpu_option_drops_the_hosts_link(tmp_path):
                               "--model-config", str(REPO / "tools" / "calibration_models" / "Qwen--Qwen3-32B.json"),
                               "--format", "json", *extra], capture_output=True, text=True, timeout=60)
         assert run.returncode == 1, run.stderr
-        import json
         return next(f for f in json.loads(run.stdout)["findings"] if f["key"] == "tp_size")["explanation"]
 
     assert "nvlink (nvidia-smi topo -m on the host)" in tp_detail()

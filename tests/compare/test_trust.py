@@ -5,6 +5,7 @@ is tests/cli/test_cli_trust.py.
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,22 +17,17 @@ from driftwatch.report import wording
 from driftwatch.report.data import comparison_to_dict, summary
 from driftwatch.sources import snapshot_from_unit_file
 
+if str(Path(__file__).resolve().parents[1] / "cli") not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+from cli_helpers import UNIT_70, unit_70  # noqa: E402  (the shipped 70 tok/s unit, edited)
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
-UNIT_70 = EXAMPLES / "sglang-qwen-70toks.service"
 MTP1 = EXAMPLES / "sglang-qwen35-122b-mtp1.service"
 FRAGMENT = "/etc/systemd/system/sglang-qwen.service"
 DROPIN = "/etc/systemd/system/sglang-qwen.service.d/override.conf"
 DIGEST = "sha256:" + "fedcba9876543210" * 4
 MEASURED_70 = {"throughput": 70, "concurrency": 1}
-
-
-def unit_70(*replacements: tuple[str, str]) -> str:
-    text = UNIT_70.read_text(encoding="utf-8")
-    for old, new in replacements:
-        assert old in text, old
-        text = text.replace(old, new)
-    return text
 
 
 STEPS_1 = unit_70(("--speculative-num-steps 3", "--speculative-num-steps 1"))
@@ -319,14 +315,19 @@ def test_10_no_measured_ratio_without_both_measurements(compare_units, baseline_
 # ------------------------------------------------------------------------ a product that leaves out more than it holds
 
 
+def _with_unmodelled(baseline_70, shipped_rules, snap, concept: str, *replacements, concurrency=None):
+    """The 70 tok/s unit edited, compared with its baseline: (result, the finding of `concept`)."""
+    result = compare(baseline_70, snap(unit_70(*replacements)), shipped_rules, [], concurrency)
+    return result, next(f for f in result.findings if f.difference.concept == concept)
+
+
 def test_small_modelled_product_beside_an_unmodelled_drafter_change_is_withheld(baseline_70, shipped_rules, snap):
     # The overlap scheduler switched off is a ×0.91 prior; the drafter switched from EAGLE to NGRAM
     # has no number without accept lengths and can move throughput far more, either way: a ×0.91
     # "prediction" would be a sign nobody measured (calibration: ×1.10 modelled, ×0.89 measured).
-    text = unit_70(("--speculative-algorithm NEXTN", "--speculative-algorithm NGRAM"),
-                   ("--tp-size 2", "--tp-size 2 --disable-overlap-schedule"))
-    result = compare(baseline_70, snap(text), shipped_rules)
-    dark = next(f for f in result.findings if f.difference.concept == "speculative.algorithm")
+    result, dark = _with_unmodelled(baseline_70, shipped_rules, snap, "speculative.algorithm",
+                                    ("--speculative-algorithm NEXTN", "--speculative-algorithm NGRAM"),
+                                    ("--tp-size 2", "--tp-size 2 --disable-overlap-schedule"))
     assert dark.throughput_ratio is None and dark.rule.severity == "high"
     assert any(f.throughput_ratio is not None and f.throughput_ratio < 1 for f in result.findings)
     assert result.predicted_throughput_ratio is None and result.predicted_throughput is None
@@ -339,10 +340,9 @@ def test_small_modelled_product_beside_an_unmodelled_drafter_change_is_withheld(
 def test_large_modelled_product_keeps_its_prediction_and_names_what_it_leaves_out(baseline_70, shipped_rules, snap):
     # Steps 3 → 1 (×0.61) with CUDA graphs switched off (no number without model facts): the sign of
     # the total does not hang on the unmodelled change, so the prediction stands, with the change named.
-    text = unit_70(("--speculative-num-steps 3", "--speculative-num-steps 1"),
-                   ("--tp-size 2", "--tp-size 2 --disable-cuda-graph"))
-    result = compare(baseline_70, snap(text), shipped_rules)
-    graphs = next(f for f in result.findings if f.difference.concept == "cuda_graph.enabled")
+    result, graphs = _with_unmodelled(baseline_70, shipped_rules, snap, "cuda_graph.enabled",
+                                      ("--speculative-num-steps 3", "--speculative-num-steps 1"),
+                                      ("--tp-size 2", "--tp-size 2 --disable-cuda-graph"))
     assert graphs.throughput_ratio is None and graphs.rule.severity == "high"
     assert result.prediction_withheld is None
     assert result.predicted_throughput == pytest.approx(42.5, abs=0.05)
@@ -352,9 +352,9 @@ def test_large_modelled_product_keeps_its_prediction_and_names_what_it_leaves_ou
 def test_an_unquantified_medium_change_beside_a_small_product_keeps_the_prediction(baseline_70, shipped_rules, snap):
     # only high-severity unknowns can withhold: a medium one (the prefix cache at concurrency 8, no
     # number) is named beside the prediction instead
-    text = unit_70(("--tp-size 2", "--tp-size 2 --disable-overlap-schedule --disable-radix-cache"))
-    result = compare(baseline_70, snap(text), shipped_rules, [], 8)
-    cache = next(f for f in result.findings if f.difference.concept == "kv.prefix_cache")
+    result, cache = _with_unmodelled(baseline_70, shipped_rules, snap, "kv.prefix_cache",
+                                     ("--tp-size 2", "--tp-size 2 --disable-overlap-schedule --disable-radix-cache"),
+                                     concurrency=8)
     assert cache.throughput_ratio is None and cache.rule.severity == "medium"
     assert result.prediction_withheld is None
     assert result.predicted_throughput_ratio == pytest.approx(1 / 1.1, abs=0.005)
