@@ -53,5 +53,8 @@ SPEC_STEP_OVERHEAD_MS = 3.0  # fitted, at the grid's top (MODELS.md)
 # Per all-reduce call of a decode-sized message. pcie fitted (at the grid's top: it also carries the
 # other costs of a multi-GPU PCIe box); nvlink and network are priors (NCCL small-message latency).
 ALLREDUCE_US = {"nvlink": 10.0, "pcie": 80.0, "network": 150.0, "none": 80.0}
+# Fraction of an MoE layer's experts that decode routing effectively spreads over (roofline.experts_touched):
+# 1.0 is uniform routing over all of them (the first-order model).
+ROUTING_POOL = 1.0
 EAGER_LAYER_US = 20.0  # per decoder layer per forward without CUDA graphs; at the grid's bottom (see MODELS.md)
 CONTEXT_TOKENS = 2048.0  # tokens of context per request when the workload is not known (KV reads)

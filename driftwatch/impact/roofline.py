@@ -93,15 +93,21 @@ class StepTime:
         return out
 
 
-def experts_touched(experts: int, per_token: int, tokens: float) -> float:
-    """Expected distinct experts that `tokens` tokens route to, each picking `per_token` of `experts`
-    uniformly: E·(1 − (1 − k/E)^n)."""
+def experts_touched(experts: int, per_token: int, tokens: float, pool: float | None = None) -> float:
+    """Expected distinct experts that `tokens` tokens route to, each picking `per_token` experts
+    uniformly from an effective pool of max(k, pool·E) of the `experts`: P·(1 − (1 − k/P)^n).
+
+    pool 1 is uniform routing over all E. Real decode routing is concentrated (a batch's tokens,
+    and a request's consecutive tokens, favour the same experts), so fewer distinct experts are read
+    than uniform routing predicts; `cal.ROUTING_POOL` is that fraction, fitted (MODELS.md)."""
     if experts <= 0 or per_token <= 0:
         return 0.0
     if tokens <= 0:
         return 0.0
-    frac = min(per_token / experts, 1.0)
-    return experts * (1.0 - (1.0 - frac) ** tokens)
+    share = cal.ROUTING_POOL if pool is None else pool
+    size = max(float(per_token), min(1.0, max(0.0, share)) * experts)
+    frac = min(per_token / size, 1.0)
+    return size * (1.0 - (1.0 - frac) ** tokens)
 
 
 def _param(params: dict | None, name: str, default: float) -> float:
@@ -145,7 +151,7 @@ def forward_time(m: ModelFacts, hw: Hardware, batch: float, tokens: float = 1, *
     if m.is_moe and m.expert_params and m.moe_layers:
         moe_layers = m.moe_layers * share
         if moe:
-            touched = experts_touched(m.experts, m.experts_per_token, n)
+            touched = experts_touched(m.experts, m.experts_per_token, n, _param(params, "routing_pool", cal.ROUTING_POOL))
             expert_bytes = moe_layers * touched * m.expert_params * bpw
         else:  # a dense head of the same width: an MLP of the model's intermediate size
             mlp = 3 * (m.hidden_size or 0) * (m.intermediate_size or 0)
