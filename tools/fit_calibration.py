@@ -15,9 +15,14 @@ comparison the case's `compare_args` describe, twice:
   model or GPU is not stated get no facts and keep their priors.
 
 `--fit` searches the few free constants of driftwatch/impact/calibration.py (roofline
-efficiencies, per-step and per-draft overheads, all-reduce latency, eager launch overhead) within
-physically plausible bounds, minimising the squared log residual (capped at ln 1.5, so a case the model cannot explain
-counts as one miss instead of pulling every constant) over the cases that have a prediction, with a penalty for every wrong direction on a case whose measured change exceeds 10 %.
+efficiencies, per-step and per-draft overheads, all-reduce latency, eager launch overhead, the MoE
+routing pool) within physically plausible bounds, minimising the squared log residual (capped at
+ln 1.5, so a case the model cannot explain counts as one miss instead of pulling every constant; a
+case with no prediction counts as such a miss) with a penalty for every wrong direction on a case
+whose measured change exceeds 10 %, plus the squared log of the roofline's absolute baseline step
+against the baseline server's measured one (running requests × tokens per step ÷ tok/s) where a
+case gives it and its tokens per step are not mostly assumed: ratios alone cannot tell a fixed cost
+from a per-expert cost, the step at two batches on one host can.
 No case is weighted or treated apart. The printed constants are what calibration.py ships;
 `--write FILE` replaces the table between the `<!-- calibration-table -->` markers in FILE.
 """
@@ -181,6 +186,35 @@ class Row:
     detail: str
     before_tps: float | None = None  # predicted tok/s, when the case gives a baseline throughput
     after_tps: float | None = None
+    step_ms: tuple | None = None  # (the baseline server's measured step, the roofline's ms, fitted?), where reported
+
+
+# How the speculative model reports the baseline server's own step beside the roofline's
+# (speculative._measured_step): running requests × tokens per step ÷ tok/s, against the model's.
+_STEP = re.compile(r"measured step ≈ ([0-9.]+) ms \(.*?\) against the roofline's ([0-9.]+) ms")
+_YIELD = re.compile(r"E\((\d+)\)=([0-9.]+)")  # the baseline's tokens per step, E(k), first in the details
+# A measured step rests on the tokens per step it divides by. Where those were assumed (an α prior),
+# the step is evidence only if a perfect drafter (k + 1 tokens) would move it by less than this.
+STEP_ASSUMPTION_SPREAD = 0.10
+
+
+def reported_step(findings) -> tuple | None:
+    """(measured ms, roofline ms, evidence) for the baseline step of the first finding that reports
+    both. evidence is False when its tokens per step are assumed and a perfect drafter would make the
+    step more than STEP_ASSUMPTION_SPREAD longer (seed 000: E(3) 3.18 at the prior, 4 at α 1: that
+    step says more about α than about the roofline)."""
+    for f in findings:
+        detail = f.detail or ""
+        m = _STEP.search(detail)
+        if not m:
+            continue
+        evidence = True
+        e = _YIELD.search(detail)
+        if "assumed)" in detail[m.start():m.end()] and e:
+            k, tokens = int(e.group(1)), float(e.group(2))
+            evidence = tokens > 0 and (k + 1) / tokens - 1.0 <= STEP_ASSUMPTION_SPREAD
+        return float(m.group(1)), float(m.group(2)), evidence
+    return None
 
 
 def evaluate(runner: Runner, cases: list[Case]) -> list[Row]:
@@ -191,7 +225,8 @@ def evaluate(runner: Runner, cases: list[Case]) -> list[Row]:
         res = runner.run(c, facts=True)
         top = res.findings[0] if res.findings else None
         rows.append(Row(c, before, res.predicted_throughput_ratio, top.confidence if top else None,
-                        top.key if top else None, top.detail if top else "", before_tps, res.predicted_throughput))
+                        top.key if top else None, top.detail if top else "", before_tps, res.predicted_throughput,
+                        reported_step(res.findings)))
     return rows
 
 
@@ -225,10 +260,18 @@ OUTLIER = math.log(1.5)  # a case more than ×1.5 off counts as a miss, however 
 
 
 def objective(rows: list[Row]) -> float:
-    """Σ min(|ln(predicted ÷ measured)|, ln 1.5)² over cases with a prediction, + 1 per wrong direction."""
+    """Σ min(|ln(predicted ÷ measured)|, ln 1.5)² over the cases (a case with no prediction counts as
+    ln 1.5², a miss), + 1 per wrong direction,
+    + the same capped squared log of the roofline's baseline step against the baseline server's
+    measured one wherever a case gives both (throughput at a known batch) and the tokens per step it
+    rests on are not mostly assumed (reported_step). Ratios alone leave the
+    terms' split free (a fixed cost and a per-expert cost can trade places); the absolute step pins it."""
     total = 0.0
     for r in rows:
-        if r.after is None:
+        if r.step_ms and r.step_ms[2] and r.step_ms[0] > 0 and r.step_ms[1] > 0:
+            total += min(abs(math.log(r.step_ms[1] / r.step_ms[0])), OUTLIER) ** 2
+        if r.after is None:  # no prediction counts as a miss: constants must not buy a fit by withholding
+            total += OUTLIER ** 2
             continue
         total += min(abs(math.log(r.after / r.case.measured)), OUTLIER) ** 2
         if direction_ok(r.after, r.case.measured) is False and abs(r.after - 1.0) >= 0.02:
@@ -246,6 +289,7 @@ FREE = {
     "ALLREDUCE_US.pcie": [10.0, 15.0, 20.0, 25.0, 35.0, 50.0, 65.0, 80.0],
     "ALPHA_PRIOR.MTP": [0.8, 0.85, 0.88, 0.9, 0.92, 0.95, 0.97],
     "EAGER_LAYER_US": [20.0, 40.0, 60.0, 80.0, 120.0, 160.0, 240.0],
+    "ROUTING_POOL": [0.25, 0.3, 0.4, 0.5, 0.6, 0.75, 1.0],
 }
 
 
@@ -335,15 +379,17 @@ def table(rows: list[Row]) -> str:
 
 
 def seed_table(rows: list[Row]) -> str:
-    out = ["| seed case | before | measured | predicted before (priors) | predicted after (facts) |",
-           "|---|---|---|---|---|"]
+    out = ["| seed case | before | measured | predicted before (priors) | predicted after (facts) | "
+           "baseline step: measured / roofline |", "|---|---|---|---|---|---|"]
     for r in rows:
         if not r.case.seed:
             continue
         b = float(r.case.spec["before"])
+        step = "—" if not r.step_ms else (f"{r.step_ms[0]:.1f} / {r.step_ms[1]:.1f} ms ({r.step_ms[1] / r.step_ms[0] - 1:+.0%})"
+                                          + ("" if r.step_ms[2] else "; not fitted: tokens per step assumed"))
         out.append(f"| {r.case.name} | {b:g} | {float(r.case.spec['after']):g} | "
                    f"{'null' if r.before_tps is None else f'{r.before_tps:.1f}'} | "
-                   f"{'null' if r.after_tps is None else f'{r.after_tps:.1f}'} |")
+                   f"{'null' if r.after_tps is None else f'{r.after_tps:.1f}'} | {step} |")
     return "\n".join(out)
 
 

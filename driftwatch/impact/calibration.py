@@ -44,17 +44,20 @@ ARCH_DEFAULTS_OTHER = (3, 1, 4)
 # bound is marked.
 BW_EFFICIENCY = 0.90  # achieved ÷ peak memory bandwidth for decode GEMVs
 FLOPS_EFFICIENCY = 0.60  # achieved ÷ peak dense tensor throughput
-STEP_OVERHEAD_MS = 3.0  # per target forward: scheduling, sampling, launch, host sync
-DRAFT_OVERHEAD_MS = 0.0  # per draft pass of an EAGLE/MTP head (graph replay, top-k select)
+STEP_OVERHEAD_MS = 2.0  # per target forward: scheduling, sampling, launch, host sync
+DRAFT_OVERHEAD_MS = 0.1  # per draft pass of an EAGLE/MTP head (graph replay, top-k select)
 # Per speculative iteration, once, whatever the number of draft passes: building the draft tree and
 # its mask, the accept/reject pass and the host sync that reads how many tokens were accepted, the
 # KV bookkeeping for the accepted tokens. Paid by a side that speculates, not by plain decode.
-SPEC_STEP_OVERHEAD_MS = 3.0  # fitted, at the grid's top (MODELS.md)
+SPEC_STEP_OVERHEAD_MS = 2.0  # fitted (MODELS.md)
 # Per all-reduce call of a decode-sized message. pcie fitted (at the grid's top: it also carries the
 # other costs of a multi-GPU PCIe box); nvlink and network are priors (NCCL small-message latency).
 ALLREDUCE_US = {"nvlink": 10.0, "pcie": 80.0, "network": 150.0, "none": 80.0}
 # Fraction of an MoE layer's experts that decode routing effectively spreads over (roofline.experts_touched):
-# 1.0 is uniform routing over all of them (the issue's first-order model).
-ROUTING_POOL = 1.0
+# 1.0 is uniform routing over all of them (the issue's first-order model). Fitted 0.4 with the absolute
+# step of seed 004's servers at batch 1 and batch 26 (MODELS.md): uniform routing put their step at
+# 18 and 48 ms where they ran 16 and 33 ms. A batch's tokens and a request's consecutive tokens favour
+# the same experts (routing is trained to balance load over a corpus, not within one step's batch).
+ROUTING_POOL = 0.4
 EAGER_LAYER_US = 20.0  # per decoder layer per forward without CUDA graphs; at the grid's bottom (see MODELS.md)
 CONTEXT_TOKENS = 2048.0  # tokens of context per request when the workload is not known (KV reads)

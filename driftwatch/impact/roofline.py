@@ -6,8 +6,9 @@ model and these GPUs.
 
 for a batch of b requests verifying t tokens each (n = b·t tokens in the forward). Weight bytes
 read: every non-expert weight once (attention, dense MLPs, shared experts, router, lm_head); on an
-MoE, per MoE layer the distinct experts the n tokens touch, E·(1 − (1 − k/E)^n) for uniform
-routing (k experts per token out of E). Tensor parallelism divides the weights, FLOPs and KV heads
+MoE, per MoE layer the distinct experts the n tokens touch, P·(1 − (1 − k/P)^n) for routing spread
+uniformly over an effective pool P = max(k, ROUTING_POOL·E) of the E experts (k per token; pool 1 is
+uniform routing over all of them; decode routing is concentrated, so fewer experts are read). Tensor parallelism divides the weights, FLOPs and KV heads
 by tp and adds two all-reduces per layer. KV reads: each request's context over the full-attention
 layers, once per forward (verifying t tokens reads it once). Linear-attention (Gated DeltaNet)
 layers read their fixed-size state and write it back for each verified token. The constants

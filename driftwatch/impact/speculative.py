@@ -427,8 +427,10 @@ def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dic
     at = f"at batch {batch}"
     if m.is_moe and vb.experts_touched and vc.experts_touched:
         grow = vc.experts_touched / vb.experts_touched
+        # a batch that already touches most of the experts it routes to reads about the same weights
+        reads = (f"~{grow:.1f}× the expert weights of" if abs(grow - 1.0) >= 0.05 else "about the same expert weights as")
         what = (f"verifying {tc} token{'s' if tc != 1 else ''} per request per step on {where} reads "
-                f"~{grow:.1f}× the expert weights of {tb} token{'s' if tb != 1 else ''} {at} "
+                f"{reads} {tb} token{'s' if tb != 1 else ''} {at} "
                 f"({vb.experts_touched:.0f} → {vc.experts_touched:.0f} of {m.experts} experts per layer)")
     elif vc.bound == "memory" and vb.bound == "memory":
         what = (f"verifying {tc} instead of {tb} token{'s' if tb != 1 else ''} per request costs about the same "

@@ -3,12 +3,14 @@ models give today, no case gets a wrong direction, and the seeds stay within ±1
 script's evaluation (no fitting: ~1 s) on the repository's copy of the calibration cases."""
 from __future__ import annotations
 
+import dataclasses
 import filecmp
 import os
 from pathlib import Path
 
 import pytest
 
+from driftwatch.impact import calibration as cal
 from tools import fit_calibration as fit
 
 REPO = Path(__file__).resolve().parents[2]
@@ -57,3 +59,36 @@ def test_the_copy_is_the_shared_set():
         differ += [os.path.join(c.left, n) for n in c.diff_files + c.left_only + c.right_only]
         pending += list(c.subdirs.values())
     assert differ == [], "tools/calibration_cases differs from ../shared/calibration: copy it again"
+
+
+def test_the_baseline_servers_step_is_read_from_the_details(rows):
+    """The c1/c64 seeds' baseline drafts 1 token at the MTP prior: measured step = batch × (1 + α) ÷
+    tok/s. Seed 000's 3-token baseline rests on the prior at two of three positions, so its step is
+    shown but is not fit evidence."""
+    steps = {r.case.name: r.step_ms for r in rows if r.case.seed}
+    alpha = cal.ALPHA_PRIOR["MTP"]
+    assert steps["seed-qwen35-122b-mtp-1to2-c1"][0] == pytest.approx(1 * (1 + alpha) / 122 * 1e3, abs=0.05)
+    assert steps["seed-qwen35-122b-mtp-1to2-c64"][0] == pytest.approx(26 * (1 + alpha) / 1566 * 1e3, abs=0.05)
+    assert steps["seed-qwen35-122b-mtp-1to2-c1"][2] and steps["seed-qwen35-122b-mtp-1to2-c64"][2]
+    assert steps["seed-qwen36-27b-mtp-3to1"] is not None and steps["seed-qwen36-27b-mtp-3to1"][2] is False
+
+
+def test_the_objective_charges_a_roofline_step_far_from_the_measured_one(rows):
+    fitted = [r for r in rows if r.step_ms and r.step_ms[2]]
+    assert fitted
+    worse = [dataclasses.replace(r, step_ms=(r.step_ms[0], r.step_ms[0] * 1.4, True)) if r in fitted else r
+             for r in rows]
+    exact = [dataclasses.replace(r, step_ms=(r.step_ms[0], r.step_ms[0], True)) if r in fitted else r for r in rows]
+    assert fit.objective(exact) <= fit.objective(rows) < fit.objective(worse)
+    # a step resting on an assumed acceptance is shown, not fitted
+    ignored = [dataclasses.replace(r, step_ms=(r.step_ms[0], r.step_ms[0] * 3, False)) if r in fitted else r
+               for r in rows]
+    assert fit.objective(ignored) == pytest.approx(fit.objective(exact))
+
+
+def test_the_fitted_roofline_steps_match_the_servers_own(rows):
+    """Physics check beyond the ratios: with the shipped constants the roofline's absolute step at
+    batch 1 and at batch 26 (seeds 001 and 004, the same host) is within 20 % of the measured one."""
+    for r in rows:
+        if r.step_ms and r.step_ms[2]:
+            assert abs(r.step_ms[1] / r.step_ms[0] - 1) <= 0.20, (r.case.name, r.step_ms)
