@@ -279,7 +279,7 @@ def _prior_words(base: SpecSide, cur: SpecSide, expected: dict, cost_growth: flo
 
 
 # How far the roofline's step may stray from the baseline server's measured one before the sentence
-# says the ratio is rough (a judgement: the seeds' steps are 14-48 % off, MODELS.md).
+# says the ratio is rough (a judgement: seed 000's step, which rests on an assumed acceptance, is 33 % off, MODELS.md).
 MEASURED_STEP_TOLERANCE = 0.5
 
 
