@@ -23,7 +23,8 @@ whose measured change exceeds 10 %, plus the squared log of the roofline's absol
 against the baseline server's measured one (running requests × tokens per step ÷ tok/s) where a
 case gives it and its tokens per step are not mostly assumed: ratios alone cannot tell a fixed cost
 from a per-expert cost, the step at two batches on one host can.
-No case is weighted or treated apart. The printed constants are what calibration.py ships;
+No case is weighted or treated apart (a case that also gives its baseline server's step adds that
+evidence as a second term, whichever case it is). The printed constants are what calibration.py ships;
 `--write FILE` replaces the table between the `<!-- calibration-table -->` markers in FILE.
 """
 from __future__ import annotations
@@ -191,8 +192,11 @@ class Row:
 
 # How the speculative model reports the baseline server's own step beside the roofline's
 # (speculative._measured_step): running requests × tokens per step ÷ tok/s, against the model's.
-_STEP = re.compile(r"measured step ≈ ([0-9.]+) ms \(.*?\) against the roofline's ([0-9.]+) ms")
-_YIELD = re.compile(r"E\((\d+)\)=([0-9.]+)")  # the baseline's tokens per step, E(k), first in the details
+_STEP = re.compile(r"measured step ≈ ([0-9.]+) ms \(.*? at ([0-9.]+) tokens per step, ([a-z ]+)\) "
+                   r"against the roofline's ([0-9.]+) ms")
+# The baseline's draft depth: its label on the left of "→" in the E(k) details ("E(3)=3.18 → …",
+# "E(3, topk 4)=3.50 → …"); the most a step can yield is k + 1 tokens.
+_BASE_DEPTH = re.compile(r"(?:^|; )E\((\d+)(?:, topk \d+)?\)=[0-9.]+ → ")
 # A measured step rests on the tokens per step it divides by. Where those were assumed (an α prior),
 # the step is evidence only if a perfect drafter (k + 1 tokens) would move it by less than this.
 STEP_ASSUMPTION_SPREAD = 0.10
@@ -202,18 +206,18 @@ def reported_step(findings) -> tuple | None:
     """(measured ms, roofline ms, evidence) for the baseline step of the first finding that reports
     both. evidence is False when its tokens per step are assumed and a perfect drafter would make the
     step more than STEP_ASSUMPTION_SPREAD longer (seed 000: E(3) 3.18 at the prior, 4 at α 1: that
-    step says more about α than about the roofline)."""
+    step says more about α than about the roofline), or when the baseline's depth cannot be read."""
     for f in findings:
         detail = f.detail or ""
         m = _STEP.search(detail)
         if not m:
             continue
+        measured, tokens, how, model = float(m.group(1)), float(m.group(2)), m.group(3), float(m.group(4))
         evidence = True
-        e = _YIELD.search(detail)
-        if "assumed)" in detail[m.start():m.end()] and e:
-            k, tokens = int(e.group(1)), float(e.group(2))
-            evidence = tokens > 0 and (k + 1) / tokens - 1.0 <= STEP_ASSUMPTION_SPREAD
-        return float(m.group(1)), float(m.group(2)), evidence
+        if how == "assumed":
+            depth = _BASE_DEPTH.search(detail.split("Details: ", 1)[-1])
+            evidence = bool(depth) and tokens > 0 and (int(depth.group(1)) + 1) / tokens - 1.0 <= STEP_ASSUMPTION_SPREAD
+        return measured, model, evidence
     return None
 
 

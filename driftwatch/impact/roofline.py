@@ -95,20 +95,25 @@ class StepTime:
 
 
 def experts_touched(experts: int, per_token: int, tokens: float, pool: float | None = None) -> float:
-    """Expected distinct experts that `tokens` tokens route to, each picking `per_token` experts
-    uniformly from an effective pool of max(k, pool·E) of the `experts`: P·(1 − (1 − k/P)^n).
+    """Expected distinct experts that `tokens` (≥ 1 in a forward) tokens route to, each picking
+    `per_token` experts uniformly from an effective pool of P = min(E, max(k, pool·E)) of the
+    `experts`: P·(1 − (1 − k/P)^n).
 
     pool 1 is uniform routing over all E. Real decode routing is concentrated (a batch's tokens,
     and a request's consecutive tokens, favour the same experts), so fewer distinct experts are read
-    than uniform routing predicts; `cal.ROUTING_POOL` is that fraction, fitted (MODELS.md)."""
+    than uniform routing predicts; `cal.ROUTING_POOL` is that fraction, fitted (MODELS.md). A pool
+    outside (0, 1] (or not a number) is not a pool: the shipped one is used."""
     if experts <= 0 or per_token <= 0:
         return 0.0
-    if tokens <= 0:
+    if not tokens > 0:
         return 0.0
+    if per_token >= experts:
+        return float(experts)
     share = cal.ROUTING_POOL if pool is None else pool
-    size = max(float(per_token), min(1.0, max(0.0, share)) * experts)
-    frac = min(per_token / size, 1.0)
-    return size * (1.0 - (1.0 - frac) ** tokens)
+    if not (isinstance(share, (int, float)) and 0.0 < share <= 1.0):
+        share = cal.ROUTING_POOL
+    size = min(float(experts), max(float(per_token), share * experts))
+    return size * (1.0 - (1.0 - per_token / size) ** tokens)
 
 
 def _param(params: dict | None, name: str, default: float) -> float:

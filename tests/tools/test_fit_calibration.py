@@ -92,3 +92,40 @@ def test_the_fitted_roofline_steps_match_the_servers_own(rows):
     for r in rows:
         if r.step_ms and r.step_ms[2]:
             assert abs(r.step_ms[1] / r.step_ms[0] - 1) <= 0.20, (r.case.name, r.step_ms)
+
+
+class _Said:
+    def __init__(self, detail):
+        self.detail = detail
+
+
+@pytest.mark.parametrize("detail, evidence", [
+    # a chain baseline drafting 1 token: E 1.97 of at most 2 → evidence
+    ("… Details: no accept length measured: α prior 0.97; E(1)=1.97 → E(2)=2.91 tokens per target step; …; the "
+     "baseline server's measured step ≈ 32.7 ms (1566 tok/s over 26 requests at 1.97 tokens per step, assumed) "
+     "against the roofline's 31.5 ms at that batch", True),
+    # 3 steps: E 3.18 of at most 4 → not evidence
+    ("… Details: α; E(3)=3.18 → E(1)=1.75 tokens per target step; the baseline server's measured step ≈ 45.5 ms "
+     "(70 tok/s over 1 request at 3.18 tokens per step, assumed) against the roofline's 60.4 ms at that batch", False),
+    # a tree baseline: its own depth (3), not the current side's E(1)
+    ("… Details: α; E(3, topk 4)=3.50 → E(1)=1.90 tokens per target step; the baseline server's measured step ≈ "
+     "20.0 ms (175 tok/s over 1 request at 3.50 tokens per step, assumed) against the roofline's 21.0 ms at that "
+     "batch", False),
+    # the baseline's depth cannot be read: an assumed step is not evidence
+    ("… Details: α; off=1.00 → off=1.00 tokens per target step; the baseline server's measured step ≈ 20.0 ms "
+     "(100 tok/s over 2 requests at 1.00 tokens per step, assumed) against the roofline's 21.0 ms at that batch",
+     False),
+    # measured tokens per step, or no drafting: always evidence
+    ("… Details: E(3)=3.18 → E(1)=1.75; the baseline server's measured step ≈ 45.5 ms (70 tok/s over 1 request at "
+     "3.18 tokens per step, measured) against the roofline's 60.4 ms at that batch", True),
+    ("… Details: off=1.00 → E(1)=1.90; the baseline server's measured step ≈ 20.0 ms (50 tok/s over 1 request at "
+     "1.00 tokens per step, no drafting) against the roofline's 21.0 ms at that batch", True),
+])
+def test_a_measured_step_is_evidence_only_where_its_tokens_per_step_are_not_mostly_assumed(detail, evidence):
+    got = fit.reported_step([_Said("no step here"), _Said(detail)])
+    assert got is not None and got[2] is evidence
+    assert got[0] > 0 and got[1] > 0 and got[0] != got[1]
+
+
+def test_no_step_reported_is_none():
+    assert fit.reported_step([_Said("×1.10 from the async-scheduling prior")]) is None
