@@ -37,6 +37,7 @@ import random
 import re
 import sys
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import yaml
 
@@ -187,7 +188,13 @@ class Row:
     detail: str
     before_tps: float | None = None  # predicted tok/s, when the case gives a baseline throughput
     after_tps: float | None = None
-    step_ms: tuple | None = None  # (the baseline server's measured step, the roofline's ms, fitted?), where reported
+    step_ms: "BaselineStep | None" = None  # the baseline server's step beside the roofline's, where reported
+
+
+class BaselineStep(NamedTuple):
+    measured: float  # ms: running requests × tokens per step ÷ tok/s
+    roofline: float  # ms
+    evidence: bool  # fitted: its tokens per step are not mostly assumed
 
 
 # How the speculative model reports the baseline server's own step beside the roofline's
@@ -202,8 +209,8 @@ _BASE_DEPTH = re.compile(r"(?:^|; )E\((\d+)(?:, topk \d+)?\)=[0-9.]+ → ")
 STEP_ASSUMPTION_SPREAD = 0.10
 
 
-def reported_step(findings) -> tuple | None:
-    """(measured ms, roofline ms, evidence) for the baseline step of the first finding that reports
+def reported_step(findings) -> BaselineStep | None:
+    """The baseline step (measured ms, roofline ms, evidence) of the first finding that reports
     both. evidence is False when its tokens per step are assumed and a perfect drafter would make the
     step more than STEP_ASSUMPTION_SPREAD longer (seed 000: E(3) 3.18 at the prior, 4 at α 1: that
     step says more about α than about the roofline), or when the baseline's depth cannot be read."""
@@ -217,7 +224,7 @@ def reported_step(findings) -> tuple | None:
         if how == "assumed":
             depth = _BASE_DEPTH.search(detail.split("Details: ", 1)[-1])
             evidence = bool(depth) and tokens > 0 and (int(depth.group(1)) + 1) / tokens - 1.0 <= STEP_ASSUMPTION_SPREAD
-        return measured, model, evidence
+        return BaselineStep(measured, model, evidence)
     return None
 
 
@@ -272,8 +279,9 @@ def objective(rows: list[Row]) -> float:
     terms' split free (a fixed cost and a per-expert cost can trade places); the absolute step pins it."""
     total = 0.0
     for r in rows:
-        if r.step_ms and r.step_ms[2] and r.step_ms[0] > 0 and r.step_ms[1] > 0:
-            total += min(abs(math.log(r.step_ms[1] / r.step_ms[0])), OUTLIER) ** 2
+        measured, modelled, evidence = r.step_ms or (0.0, 0.0, False)
+        if evidence and measured > 0 and modelled > 0:
+            total += min(abs(math.log(modelled / measured)), OUTLIER) ** 2
         if r.after is None:  # no prediction counts as a miss: constants must not buy a fit by withholding
             total += OUTLIER ** 2
             continue
@@ -389,8 +397,9 @@ def seed_table(rows: list[Row]) -> str:
         if not r.case.seed:
             continue
         b = float(r.case.spec["before"])
-        step = "—" if not r.step_ms else (f"{r.step_ms[0]:.1f} / {r.step_ms[1]:.1f} ms ({r.step_ms[1] / r.step_ms[0] - 1:+.0%})"
-                                          + ("" if r.step_ms[2] else "; not fitted: tokens per step assumed"))
+        s = r.step_ms
+        step = "—" if not s else (f"{s.measured:.1f} / {s.roofline:.1f} ms ({s.roofline / s.measured - 1:+.0%})"
+                                  + ("" if s.evidence else "; not fitted: tokens per step assumed"))
         out.append(f"| {r.case.name} | {b:g} | {float(r.case.spec['after']):g} | "
                    f"{'null' if r.before_tps is None else f'{r.before_tps:.1f}'} | "
                    f"{'null' if r.after_tps is None else f'{r.after_tps:.1f}'} | {step} |")

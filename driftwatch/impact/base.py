@@ -167,9 +167,15 @@ def concurrency_of(ctx: ImpactContext) -> int:
     return c if c is not None and c >= 1 else 1
 
 
+def concurrency_stated(ctx: ImpactContext) -> bool:
+    """Somebody stated the client concurrency (--concurrency or a concurrency metric): it is not only
+    the default 1 standing in for an unknown one."""
+    return getattr(ctx, "concurrency_known", True) is not False
+
+
 def single_stream_known(ctx: ImpactContext) -> bool:
     """Concurrency 1 as stated, not as the default standing in for an unstated concurrency."""
-    return concurrency_of(ctx) == 1 and getattr(ctx, "concurrency_known", True) is not False
+    return concurrency_of(ctx) == 1 and concurrency_stated(ctx)
 
 
 def param(params: Any, name: str, default: float) -> float:

@@ -10,8 +10,8 @@ from typing import Any
 
 from . import roofline
 from .base import (CAPACITY, HIGH, LOW, MEDIUM, AGGREGATE, STABILITY, Estimate, ImpactContext, as_float, as_int,
-                   concurrency_of, engine_label, is_runtime, param, show, show_side, side_runtime, single_stream_known,
-                   unknown_estimate)
+                   concurrency_of, concurrency_stated, engine_label, is_runtime, param, show, show_side, side_runtime,
+                   single_stream_known, unknown_estimate)
 
 # Concurrency from which a smaller KV pool may limit the running batch (below: few requests fit
 # in any pool that loads at all). A documented judgement, not a measurement.
@@ -58,7 +58,7 @@ def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
                             f"{engine_label(ctx)} always captures batch 1, so one stream keeps its graphs")
         return unknown_estimate(f"CUDA-graph batch limit {show(baseline_value)} → {show(current_value)}: "
                                 f"unknown whether batches of {c if single_stream_known(ctx) or c > 1 else 'the benchmark runs'} "
-                                f"still run with graphs" + ("" if ctx.concurrency_known is not False else
+                                f"still run with graphs" + ("" if concurrency_stated(ctx) else
                                                             " (concurrency not stated: pass --concurrency N)"))
     covered_base, covered_cur = c <= b_base, c <= b_cur
     if covered_base == covered_cur:

@@ -11,8 +11,8 @@ from typing import Any
 
 from ..concepts import is_concept
 from . import roofline
-from .base import (AGGREGATE, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, concurrency_of, on_off, param, single_stream_known,
-                   show, unknown_estimate)
+from .base import (AGGREGATE, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, concurrency_of, concurrency_stated, on_off,
+                   param, show, single_stream_known, unknown_estimate)
 
 # SGLang v0.4 release notes: the zero-overhead (overlap) batch scheduler gave ~1.1× throughput.
 # Turning it off therefore costs ≈ 1/1.1. Prior, low confidence; smaller when GPU time dominates.
@@ -97,7 +97,7 @@ def _graphs_physical(ctx: ImpactContext, params: dict, before: bool | None, now:
     graphs, eager, m, hw = effect
     ratio = eager.total / graphs.total if now else graphs.total / eager.total
     where = roofline.hardware_words(m, hw)
-    bound = "" if ctx.concurrency_known is not False else " (no concurrency stated: batch 1, the bound of the effect)"
+    bound = "" if concurrency_stated(ctx) else " (no concurrency stated: batch 1, the bound of the effect)"
     lead = (f"{how}: {eager.eager * 1e3:.1f} ms of launches on a decode step of {graphs.total * 1e3:.1f} ms of "
             f"{where} at batch {batch}{bound} (one step: {m.layers} layers)")
     return Estimate(ratio, LOW, f"{lead} ⇒ ×{ratio:.2f} (the launch overhead is fitted, larger on small models "

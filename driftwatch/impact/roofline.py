@@ -7,9 +7,9 @@ model and these GPUs.
 for a batch of b requests verifying t tokens each (n = b·t tokens in the forward). Weight bytes
 read: every non-expert weight once (attention, dense MLPs, shared experts, router, lm_head); on an
 MoE, per MoE layer the distinct experts the n tokens touch, P·(1 − (1 − k/P)^n) for routing spread
-uniformly over an effective pool P = max(k, ROUTING_POOL·E) of the E experts (k per token; pool 1 is
-uniform routing over all of them; decode routing is concentrated, so fewer experts are read). Tensor parallelism divides the weights, FLOPs and KV heads
-by tp and adds two all-reduces per layer. KV reads: each request's context over the full-attention
+evenly over an effective pool P = min(E, max(k, ROUTING_POOL·E)) of the E experts (k per token; pool
+1 is uniform routing over all of them; decode routing is concentrated, so fewer experts are read).
+Tensor parallelism divides the weights, FLOPs and KV heads by tp and adds two all-reduces per layer. KV reads: each request's context over the full-attention
 layers, once per forward (verifying t tokens reads it once). Linear-attention (Gated DeltaNet)
 layers read their fixed-size state and write it back for each verified token. The constants
 (efficiencies, overheads, all-reduce latency) are fitted in tools/fit_calibration.py; MODELS.md
@@ -103,9 +103,7 @@ def experts_touched(experts: int, per_token: int, tokens: float, pool: float | N
     and a request's consecutive tokens, favour the same experts), so fewer distinct experts are read
     than uniform routing predicts; `cal.ROUTING_POOL` is that fraction, fitted (MODELS.md). A pool
     outside (0, 1] (or not a number) is not a pool: the shipped one is used."""
-    if experts <= 0 or per_token <= 0:
-        return 0.0
-    if not tokens > 0:
+    if experts <= 0 or per_token <= 0 or not tokens > 0:
         return 0.0
     if per_token >= experts:
         return float(experts)
@@ -116,7 +114,7 @@ def experts_touched(experts: int, per_token: int, tokens: float, pool: float | N
     return size * (1.0 - (1.0 - per_token / size) ** tokens)
 
 
-def _param(params: dict | None, name: str, default: float) -> float:
+def _param(params: dict | None, name: str, default: float | None) -> float | None:
     if isinstance(params, dict):
         v = params.get(name)
         if isinstance(v, (int, float)) and not isinstance(v, bool):
@@ -157,7 +155,7 @@ def forward_time(m: ModelFacts, hw: Hardware, batch: float, tokens: float = 1, *
     if m.is_moe and m.expert_params and m.moe_layers:
         moe_layers = m.moe_layers * share
         if moe:
-            touched = experts_touched(m.experts, m.experts_per_token, n, _param(params, "routing_pool", cal.ROUTING_POOL))
+            touched = experts_touched(m.experts, m.experts_per_token, n, _param(params, "routing_pool", None))
             expert_bytes = moe_layers * touched * m.expert_params * bpw
         else:  # a dense head of the same width: an MLP of the model's intermediate size
             mlp = 3 * (m.hidden_size or 0) * (m.intermediate_size or 0)

@@ -14,7 +14,7 @@ from typing import Any
 from . import calibration as cal
 from . import roofline
 from .base import (AGGREGATE, HIGH, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, as_float, as_int,
-                   concurrency_of, engine_label, is_runtime, min_conf, param, show, side_metrics, side_runtime,
+                   concurrency_of, concurrency_stated, engine_label, is_runtime, min_conf, param, show, side_metrics, side_runtime,
                    side_value, unknown_estimate)
 from .expected_tokens import alpha_from_accept_length, expected_tokens, expected_tokens_by_position, step_cost
 
@@ -293,7 +293,7 @@ def _measured_step(ctx: ImpactContext, base: SpecSide, e_base: float, e_source: 
     metrics = side_metrics(ctx, "baseline")
     tput = as_float(metrics.get("throughput"))
     conc = as_int(metrics.get("concurrency"))
-    if conc is None and getattr(ctx, "concurrency_known", True) is not False:
+    if conc is None and concurrency_stated(ctx):
         conc = concurrency_of(ctx)
     if tput is None or tput <= 0 or conc is None or conc < 1:
         return "", None
@@ -409,10 +409,15 @@ class _Step:
     def total(self) -> float:
         return self.verify.total + self.draft_s + self.iteration_s
 
-    def describe(self) -> str:
-        """'60.42 ms = verify (50.21 ms = max(…) + …) + drafting 8.21 ms + iteration 2.00 ms'."""
-        return (f"{self.total * 1e3:.2f} ms = verify ({self.verify.describe()}) + drafting {self.draft_s * 1e3:.2f} ms"
-                + (f" + iteration {self.iteration_s * 1e3:.2f} ms" if self.iteration_s else ""))
+    def describe(self, per_pass=None, gloss: bool = False) -> str:
+        """'60.42 ms = verify (50.21 ms = max(…) + …) + drafting 8.21 ms + iteration 2.00 ms'; with
+        `per_pass` (one draft pass's StepTime) and `gloss`, the speculative details' longer form."""
+        drafting = f" + drafting {self.draft_s * 1e3:.2f} ms" + (f" (per pass {per_pass.describe()})" if per_pass else "")
+        iteration = ""
+        if self.iteration_s:
+            iteration = (f" + iteration {self.iteration_s * 1e3:.2f} ms"
+                         + (" (draft tree, accept pass, host sync)" if gloss else ""))
+        return f"{self.total * 1e3:.2f} ms = verify ({self.verify.describe()}){drafting}{iteration}"
 
 
 def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dict, ratio: float,
@@ -451,10 +456,7 @@ def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dic
 
     def terms(label, f, draft):
         if isinstance(f, _Step):
-            d = (f" + drafting {f.draft_s * 1e3:.2f} ms" + (f" (per pass {draft.describe()})" if draft else "")
-                 + (f" + iteration {f.iteration_s * 1e3:.2f} ms (draft tree, accept pass, host sync)"
-                    if f.iteration_s else ""))
-            return f"{label} step {f.total * 1e3:.2f} ms = verify ({f.verify.describe()}){d}"
+            return f"{label} step {f.describe(draft, gloss=True)}"
         return f"{label} {f.describe()}"
 
     roof = ("roofline " + terms("baseline", fb, physical.get("baseline_draft")) + "; "
