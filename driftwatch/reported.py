@@ -10,12 +10,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .engines.config import RUNTIME, EngineConfig
+from .engines.config import EFFECTIVE, RUNTIME, STARTUP, EngineConfig  # runtime.startup / runtime.effective
 from .engines.startup import StartupValues
 from .redact import Redactor, credential_kind
 
-STARTUP = "startup"  # runtime.startup: printed at start-up (journal of the current invocation)
-EFFECTIVE = "effective"  # runtime.effective: the server's answer to --probe
 KINDS = (STARTUP, EFFECTIVE)
 MAX_REPORTED_VALUES = 2000  # a ServerArgs has ~400 fields; more is not a server's answer
 

@@ -11,10 +11,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-# Where a value the server reported came from (stored with it in snapshots).
-FROM_JOURNAL = "journal"  # printed at start-up, read from the unit's current invocation
-FROM_PROBE = "probe"  # returned by the server's HTTP endpoint on the host's loopback
-
 
 @dataclass
 class StartupValues:
