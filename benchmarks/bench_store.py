@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from driftwatch.collect.raw import RawUnit  # noqa: E402
-from driftwatch.snapshot import build_snapshot  # noqa: E402
-from driftwatch.store import SnapshotStore  # noqa: E402
+from driftwatch.snapshots.snapshot import build_snapshot  # noqa: E402
+from driftwatch.snapshots.store import SnapshotStore  # noqa: E402
 from driftwatch.timestamps import format_utc, parse_utc  # noqa: E402
 
 UNIT = ROOT / "examples" / "sglang-qwen-70toks.service"

@@ -140,15 +140,15 @@ def _invoke(args: list, cwd: Path) -> str:
 
 def _api_outputs(case: Case, text: str, secret: str, work: Path) -> dict[str, str]:
     """What only a live host supplies: build the snapshot through the API, then render it."""
-    from driftwatch.baseline import Baseline, baseline_to_dict
-    from driftwatch.compare import compare
+    from driftwatch.snapshots.baseline import Baseline, baseline_to_dict
+    from driftwatch.findings.compare import compare
     from driftwatch.fileio import dump_yaml
     from driftwatch.collect.raw import RawUnit
     from driftwatch.report import get_format
     from driftwatch.report.data import comparison_to_dict
-    from driftwatch.rulebook import load_rules
-    from driftwatch.show import render_show
-    from driftwatch.snapshot import build_snapshot, snapshot_to_dict
+    from driftwatch.findings.rulebook import load_rules
+    from driftwatch.report.show import render_show
+    from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
 
     extra = json.loads(json.dumps(case.raw).replace("{S}", secret))
     raw = RawUnit(host="h1", unit="planted.service", text=text, source="systemctl cat", **extra)
@@ -203,11 +203,11 @@ def run_case(i: int, case: Case, work: Path) -> dict[str, str]:
     for fmt in ("text", "json", "html"):
         out[f"report {fmt}"] = _invoke(["report", "--baseline", clean, "--unit-file", unit, "--format", fmt], d)
     try:
-        from driftwatch.baseline import Baseline
+        from driftwatch.snapshots.baseline import Baseline
         from driftwatch.notify.email import build_message
         from driftwatch.report.data import build_report, file_entry
-        from driftwatch.rulebook import load_rules
-        from driftwatch.sources import snapshot_from_unit_file
+        from driftwatch.findings.rulebook import load_rules
+        from driftwatch.run.targets import snapshot_from_unit_file
         base = Baseline(name="clean", snapshot=snapshot_from_unit_file(str(clean)))
         doc = build_report(base, [file_entry(str(unit), base, snapshot_from_unit_file, load_rules(None), [], None,
                                              None)])

@@ -55,14 +55,14 @@ CHILD = textwrap.dedent('''
             parse_unit_text(text, name="s.service")
         elif kind in ("snapshot", "compare"):
             from driftwatch.collect.raw import RawUnit
-            from driftwatch.snapshot import build_snapshot
+            from driftwatch.snapshots.snapshot import build_snapshot
             snap = build_snapshot(RawUnit(host="h", unit="s.service", text=text, source="file"))
             if kind == "compare":
-                from driftwatch.baseline import Baseline
-                from driftwatch.compare import compare
+                from driftwatch.snapshots.baseline import Baseline
+                from driftwatch.findings.compare import compare
                 from driftwatch.report import get_format
                 from driftwatch.report.data import comparison_to_dict
-                from driftwatch.rulebook import load_rules
+                from driftwatch.findings.rulebook import load_rules
                 base = build_snapshot(RawUnit(host="h", unit="s.service", text="[Service]\\nExecStart=" + PY, source="file"))
                 doc = comparison_to_dict(compare(Baseline(name="b", snapshot=base), snap, load_rules(None)))
                 for fmt in ("text", "json"):
@@ -80,7 +80,7 @@ CHILD = textwrap.dedent('''
         elif kind == "yaml":
             path = os.path.join(WORK, "b.yaml")
             open(path, "w").write(text)
-            from driftwatch.baseline import load_baseline
+            from driftwatch.snapshots.baseline import load_baseline
             from pathlib import Path
             load_baseline(path, Path(WORK))
         elif kind == "inventory":

@@ -44,12 +44,12 @@ import yaml
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from driftwatch.baseline import load_baseline  # noqa: E402
-from driftwatch.compare import compare  # noqa: E402
+from driftwatch.snapshots.baseline import load_baseline  # noqa: E402
+from driftwatch.findings.compare import compare  # noqa: E402
 from driftwatch.facts import load_model_config, lookup_gpu  # noqa: E402
 from driftwatch.impact import calibration as cal  # noqa: E402
-from driftwatch.rulebook import load_rules  # noqa: E402
-from driftwatch.sources import snapshot_from_unit_file  # noqa: E402
+from driftwatch.findings.rulebook import load_rules  # noqa: E402
+from driftwatch.run.targets import snapshot_from_unit_file  # noqa: E402
 
 # A copy of the project's shared calibration set (../shared/calibration), kept in the repository so the
 # fit, the benchmark and the tests that guard MODELS.md run on a fresh clone; a test checks the copy

@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 
 from ..parse.wrappers import NO_ENGINE
-from ..snapshot import Snapshot
+from ..snapshots.snapshot import Snapshot
 from .difference import Difference, EnginePair
 from .flags import default_changes, diff_concepts, diff_flags, read_pair
 from .reported import reported_truths

@@ -11,7 +11,7 @@ from ..engines.registry import get_engine
 from ..engines.config import EXPLICIT, REPORTED, RUNTIME, EngineConfig
 from ..parse.wrappers import NO_ENGINE
 from ..redact import is_redacted, is_secret_field
-from ..snapshot import Snapshot
+from ..snapshots.snapshot import Snapshot
 from .difference import Difference, EnginePair
 from .reported import overlay_reported
 from .values import _changed, _flag_state

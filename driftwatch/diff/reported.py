@@ -18,8 +18,8 @@ from typing import Any
 from ..engines.config import EXPLICIT, SOURCE_WORDS, EngineConfig, FlagValue
 from ..engines.registry import find_launcher, get_engine
 from ..redact import is_redacted, is_secret_field
-from ..reported import differs
-from ..snapshot import Snapshot
+from ..snapshots.reported import differs
+from ..snapshots.snapshot import Snapshot
 from .difference import Difference
 
 def reported_fields(snapshot: Snapshot) -> dict[str, tuple[Any, str]]:

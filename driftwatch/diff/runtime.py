@@ -7,7 +7,7 @@ from typing import Any
 from ..engines.registry import find_launcher, get_engine
 from ..engines.config import EngineConfig
 from ..parse.wrappers import NO_ENGINE
-from ..snapshot import Snapshot
+from ..snapshots.snapshot import Snapshot
 from .difference import Difference
 from .flags import diff_flags
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from ..redact import is_redacted
-from ..snapshot import Snapshot
+from ..snapshots.snapshot import Snapshot
 from .difference import Difference
 
 def _dict_diff(prefix: str, label_fmt: str, base: dict, cur: dict, secret_aware: bool = False) -> list[Difference]:

@@ -20,7 +20,7 @@ from importlib import resources
 from typing import Any, Callable
 
 from ..errors import CatalogError
-from ..engines.config import Issue
+from .config import Issue
 from .versions import version_key
 
 CATALOG_SCHEMA = "driftwatch.catalog/v1"

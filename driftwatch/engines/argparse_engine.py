@@ -13,7 +13,7 @@ from importlib import resources
 import yaml
 
 from ..concepts import Binding, check_bindings
-from ..engines.config import DEFAULT, EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
+from .config import DEFAULT, EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
 from .argparse_catalog import BadValue, CatalogSet, in_choices, plain
 from .interface import Engine
 

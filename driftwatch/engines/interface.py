@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from ..concepts import Binding
-from ..engines.config import EngineConfig
+from .config import EngineConfig
 from .startup import StartupValues
 
 

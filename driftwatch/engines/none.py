@@ -5,7 +5,7 @@ launcher and argv (`exec.argv`).
 """
 from __future__ import annotations
 
-from ..engines.config import EngineConfig
+from .config import EngineConfig
 from .interface import Engine, EngineEntry
 
 

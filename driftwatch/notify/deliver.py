@@ -1,7 +1,7 @@
 """Decide whether a fleet report is mailed, mail it, and remember what was sent (--only-changes).
 
-`deliver` takes the merged settings dict of `driftwatch.settings` (flat keys: email, sender,
-state, only_changes, smtp_*); this module reads it, `driftwatch.settings` never imports it, so
+`deliver` takes the merged settings dict of `driftwatch.notify.settings` (flat keys: email, sender,
+state, only_changes, smtp_*); this module reads it, `driftwatch.notify.settings` never imports it, so
 settings → notify is the only direction between the two.
 """
 from __future__ import annotations

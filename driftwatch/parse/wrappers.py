@@ -13,7 +13,7 @@ import re
 import shlex
 from typing import Callable
 
-from ..parse.launcher import Launcher
+from .launcher import Launcher
 
 PYTHON_RE = re.compile(r"^python(\d+(\.\d+)*)?$")
 NO_ENGINE = "none"

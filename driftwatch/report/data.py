@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..baseline import Baseline
-from ..compare import COMPARE_SCHEMA, Comparison, Finding, compare, unquantified
+from ..snapshots.baseline import Baseline
+from ..findings.compare import COMPARE_SCHEMA, Comparison, Finding, compare, unquantified
 from ..errors import DriftwatchError
 from ..collect.raw import RawUnit
 from ..redact import mask_fingerprints
-from ..snapshot import Snapshot, now_utc
+from ..snapshots.snapshot import Snapshot, now_utc
 from . import wording
 
 REPORT_SCHEMA = "driftwatch.report/v1"

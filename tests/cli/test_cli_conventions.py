@@ -53,7 +53,7 @@ def test_11_report_labels_unit_files_by_the_path_given(dw, tmp_path):
 
 
 def test_11_host_counts_count_hosts_not_host_unit_pairs():
-    from driftwatch.baseline import load_baseline
+    from driftwatch.snapshots.baseline import load_baseline
     from driftwatch.report.data import build_report, host_entry
     base = load_baseline(str(BASELINE_70), BASELINES)
     entries = [host_entry("ct129", "a.service", "drift"), host_entry("ct129", "b.service", "clean"),
@@ -65,11 +65,11 @@ def test_11_host_counts_count_hosts_not_host_unit_pairs():
 
 
 def test_15_report_json_keeps_the_failure_kind_per_host():
-    from driftwatch.baseline import load_baseline
+    from driftwatch.snapshots.baseline import load_baseline
     from driftwatch.collect.raw import RawUnit
     from driftwatch.report.data import entries_from_raws
-    from driftwatch.rulebook import load_rules
-    from driftwatch.sources import raw_to_snapshot
+    from driftwatch.findings.rulebook import load_rules
+    from driftwatch.run.targets import raw_to_snapshot
     base = load_baseline(str(BASELINE_70), BASELINES)
     raws = [RawUnit(host=h, unit="sglang-qwen.service", status=s, error="why") for h, s in (
         ("a", "unreachable"), ("b", "timeout"), ("c", "auth failed"), ("d", "host key refused"),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from driftwatch import settings
+from driftwatch.notify import settings
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
 SH = [re.sub(r"\\\n\s*", " ", b) for b in re.findall(r"^```sh\n(.*?)^```", README, re.S | re.M)]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from driftwatch.rulebook import load_rules
+from driftwatch.findings.rulebook import load_rules
 
 from cli_helpers import BASELINES, EXAMPLES, assert_one_line_error
 

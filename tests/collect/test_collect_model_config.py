@@ -7,7 +7,7 @@ import json
 from dw_sshlab import plain_unit
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
-from driftwatch.snapshot import build_snapshot
+from driftwatch.snapshots.snapshot import build_snapshot
 
 # Qwen3-30B-A3B's config.json (the fields facts read), as published on the Hugging Face hub
 MOE = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 2048,

@@ -19,7 +19,7 @@ from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.probe import ProbeError, http_get, probe_unit
 from driftwatch.collect.raw import RawUnit
 from driftwatch.fileio import dump_yaml
-from driftwatch.snapshot import build_snapshot, snapshot_to_dict
+from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
 
 KEY = "sk-probe-7f7f7f7f"
 SERVER_INFO = {

@@ -83,12 +83,12 @@ def test_over_ssh_only_the_unit_on_the_processes_port_gets_it(loopback, known_ho
     """The loopback host holds sglang-qwen.service (--port 30000) and other.service (--port 30001),
     and no systemd. One old server runs on 30001 with other flags: other.service is "restart
     pending", sglang-qwen.service's running process is unknown (it used to get the same process)."""
-    from driftwatch.baseline import Baseline
+    from driftwatch.snapshots.baseline import Baseline
     from driftwatch.collect.fleet import collect_fleet
     from driftwatch.collect.inventory import HostTarget
-    from driftwatch.compare import compare
-    from driftwatch.rulebook import load_rules
-    from driftwatch.sources import raw_to_snapshot
+    from driftwatch.findings.compare import compare
+    from driftwatch.findings.rulebook import load_rules
+    from driftwatch.run.targets import raw_to_snapshot
 
     old = ["/root/ml-env/bin/python3", "-m", "sglang.launch_server", "--model-path", "/root/models/m",
            "--port", "30001", "--tp-size", "2"]
@@ -106,14 +106,14 @@ def test_over_ssh_only_the_unit_on_the_processes_port_gets_it(loopback, known_ho
         base.runtime = {}
         keys = {f.key for f in compare(Baseline(name="b", snapshot=base), snap, rules).findings}
         assert ("process.argv" in keys) is pending, (raw.unit, keys)
-    from driftwatch.show import render_show
+    from driftwatch.report.show import render_show
     assert "running:     unknown" in render_show(raw_to_snapshot(qwen), "text", False)
     assert "running:     unknown" not in render_show(raw_to_snapshot(other), "text", False)
 
 
 def test_plain_unit_file_says_nothing_about_a_running_process(tmp_path):
-    from driftwatch.show import render_show
-    from driftwatch.sources import snapshot_from_unit_file
+    from driftwatch.report.show import render_show
+    from driftwatch.run.targets import snapshot_from_unit_file
     path = tmp_path / "x.service"
     path.write_text(unit_text(31000), encoding="utf-8")
     assert "running:" not in render_show(snapshot_from_unit_file(str(path)), "text", False)

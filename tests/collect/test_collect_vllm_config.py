@@ -13,12 +13,12 @@ from driftwatch.collect.commands import MAX_ENV_FILE_BYTES
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.local import LocalCollector
-from driftwatch.compare import compare
-from driftwatch.baseline import Baseline
+from driftwatch.findings.compare import compare
+from driftwatch.snapshots.baseline import Baseline
 from driftwatch.engines.vllm import config_file
 from driftwatch.engines.config import EXPLICIT
-from driftwatch.rulebook import load_rules
-from driftwatch.snapshot import build_snapshot
+from driftwatch.findings.rulebook import load_rules
+from driftwatch.snapshots.snapshot import build_snapshot
 
 UNIT = "vllm-cfg.service"
 CFG = "/root/vllm/qwen.yaml"

@@ -1,14 +1,14 @@
-"""Fixtures for the compare tests: run driftwatch.compare on two unit texts through the Python API."""
+"""Fixtures for the compare tests: run driftwatch.findings.compare on two unit texts through the Python API."""
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
 
-from driftwatch.baseline import Baseline
-from driftwatch.sources import snapshot_from_unit_file
-from driftwatch.compare import compare
-from driftwatch.rulebook import load_rules
+from driftwatch.snapshots.baseline import Baseline
+from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.findings.compare import compare
+from driftwatch.findings.rulebook import load_rules
 
 REPO = Path(__file__).resolve().parents[2]
 

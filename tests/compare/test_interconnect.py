@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.baseline import Baseline
+from driftwatch.snapshots.baseline import Baseline
 from driftwatch.collect.raw import RawUnit
-from driftwatch.compare import compare
+from driftwatch.findings.compare import compare
 from driftwatch.errors import InputError
 from driftwatch.fileio import dump_yaml
-from driftwatch.show import render_show
-from driftwatch.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
+from driftwatch.report.show import render_show
+from driftwatch.snapshots.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = (REPO / "tools" / "calibration_models" / "Qwen--Qwen3-32B.json").read_text()

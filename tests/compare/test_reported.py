@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.baseline import load_baseline
+from driftwatch.snapshots.baseline import load_baseline
 from driftwatch.collect.raw import RawUnit
-from driftwatch.compare import compare
+from driftwatch.findings.compare import compare
 from driftwatch.errors import InputError
 from driftwatch.fileio import dump_yaml
 from driftwatch.report.wording import display_pair
-from driftwatch.rulebook import load_rules
-from driftwatch.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
+from driftwatch.findings.rulebook import load_rules
+from driftwatch.snapshots.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
 
 REPO = Path(__file__).resolve().parents[2]
 SEED_000 = (REPO / "examples" / "sglang-qwen-40toks.service").read_text()
@@ -125,7 +125,7 @@ def _vllm_startup(tokens: str, context: str) -> list[str]:
 
 
 def test_vllm_values_both_servers_computed_are_compared():
-    from driftwatch.baseline import Baseline
+    from driftwatch.snapshots.baseline import Baseline
 
     def snap(tokens, context):
         raw = RawUnit(host="gpu7", unit="vllm.service", text=VLLM_UNIT, source="systemctl cat",
@@ -148,7 +148,7 @@ def test_values_the_engine_picks_at_random_are_not_drift():
                  f"random_seed={seed}, max_running_requests=None)"] + STARTUP[2:3]
         return build_snapshot(_raw(SEED_000, startup_lines=lines))
 
-    from driftwatch.baseline import Baseline
+    from driftwatch.snapshots.baseline import Baseline
     result = compare(Baseline(name="b", snapshot=snap(12345), metrics={}), snap(67890), load_rules())
     assert snap(1).runtime["startup"]["fields"]["random_seed"] == 1  # recorded, for the operator
     assert result.findings == []
@@ -162,7 +162,7 @@ def test_lines_of_a_run_that_has_ended_are_not_laid_over_the_unit():
 
 
 def test_nothing_the_server_reported_is_used_while_a_restart_is_pending():
-    from driftwatch.baseline import Baseline
+    from driftwatch.snapshots.baseline import Baseline
 
     running = ["/opt/vllm/bin/vllm", "serve", "/models/Qwen3-8B", "--port", "8000"]
 
@@ -188,7 +188,7 @@ def test_capture_sizes_in_another_order_are_the_same_sizes():
     text = SEED_000.replace("--tp-size 2", "--tp-size 2 --cuda-graph-bs 8 4 2 1")
     snap = build_snapshot(_raw(text, startup_lines=["[2026-11-28 09:12:58 TP0] Capture cuda graph bs [1, 2, 4, 8]"]))
     assert "cuda_graph_bs" not in (snap.runtime.get("startup") or {}).get("fields", {})
-    from driftwatch.baseline import Baseline
+    from driftwatch.snapshots.baseline import Baseline
     assert compare(Baseline(name="b", snapshot=build_snapshot(_raw(text)), metrics={}), snap, load_rules()).findings == []
 
 

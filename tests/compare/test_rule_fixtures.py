@@ -39,8 +39,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from driftwatch.compare import display_pair
-from driftwatch.rulebook import UNKNOWN_RULE, load_rules
+from driftwatch.findings.compare import display_pair
+from driftwatch.findings.rulebook import UNKNOWN_RULE, load_rules
 
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,12 +1,12 @@
 """Disk vs loaded vs running: a pending daemon-reload or restart is reported as a finding."""
 from pathlib import Path
 
-from driftwatch.baseline import Baseline
-from driftwatch.sources import snapshot_from_unit_file
-from driftwatch.compare import compare
+from driftwatch.snapshots.baseline import Baseline
+from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.findings.compare import compare
 from driftwatch.collect.raw import RawUnit
-from driftwatch.rulebook import load_rules
-from driftwatch.snapshot import build_snapshot
+from driftwatch.findings.rulebook import load_rules
+from driftwatch.snapshots.snapshot import build_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 UNIT_70 = ROOT / "examples" / "sglang-qwen-70toks.service"

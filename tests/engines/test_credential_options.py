@@ -9,7 +9,7 @@ import pytest
 
 from driftwatch.engines.argparse_catalog import CREDENTIALS_FILE, credential_options_of
 from driftwatch.engines.registry import ENGINES
-from driftwatch.snapshot import credential_options
+from driftwatch.snapshots.snapshot import credential_options
 
 
 @pytest.mark.parametrize("name", ["sglang", "vllm"])

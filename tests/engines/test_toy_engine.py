@@ -300,7 +300,7 @@ def test_compare_user_rule_matching_the_concept(toy, dw, unit):
 
 def test_inverted_boolean_reaches_impact_models_as_concept(toy, dw, unit, monkeypatch):
     """`--no-graphs` on is `cuda_graph.enabled` False for the models; DW206 matches by concept."""
-    import driftwatch.compare as compare_mod
+    import driftwatch.findings.compare as compare_mod
 
     seen = []
     real_get_model = compare_mod.get_model

@@ -13,7 +13,7 @@ from driftwatch.errors import InputError
 from driftwatch.fileio import load_yaml_text, read_yaml
 from driftwatch.collect.raw import RawUnit
 from driftwatch.parse.unitfile import parse_unit_text
-from driftwatch.snapshot import build_snapshot
+from driftwatch.snapshots.snapshot import build_snapshot
 
 PY = "/root/ml-env/bin/python3 -m sglang.launch_server --model-path /m"
 

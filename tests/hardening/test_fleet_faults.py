@@ -169,8 +169,8 @@ def test_ctrl_c_ends_a_run_at_once_and_leaves_no_temp_files(cli):
 # ----------------------------------------------------------------------------- names and escapes
 
 def test_host_names_become_store_paths_only_inside_the_store(servers, lab, tmp_path, options):
-    from driftwatch.snapshot import build_snapshot
-    from driftwatch.store import SnapshotStore
+    from driftwatch.snapshots.snapshot import build_snapshot
+    from driftwatch.snapshots.store import SnapshotStore
     kh = tmp_path / "known_hosts"
     kh.write_text(servers["good"].known_hosts_line())
     root = tmp_path / "store"
@@ -199,7 +199,7 @@ def test_terminal_escapes_from_a_remote_unit_never_reach_the_terminal(cli):
 def test_error_lines_never_carry_a_raw_control_character():
     from driftwatch.errors import DriftwatchError
     from driftwatch.collect.raw import RawUnit
-    from driftwatch.snapshot import build_snapshot
+    from driftwatch.snapshots.snapshot import build_snapshot
     with pytest.raises(DriftwatchError) as exc:  # a `# /path` header from a host, with an escape in it
         build_snapshot(RawUnit(host="h", unit="u.service", source="systemctl cat",
                                text="# /etc/x\x1b[2J\x9b.service\n[Service\nExecStart=/bin/x\n"))

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.baseline import Baseline
-from driftwatch.compare import compare
+from driftwatch.snapshots.baseline import Baseline
+from driftwatch.findings.compare import compare
 from driftwatch.errors import InputError, UnitError
 from driftwatch.fileio import dump_yaml
 from driftwatch.collect.raw import RawUnit
@@ -16,8 +16,8 @@ from driftwatch.redact import (
     cut_credentials, is_plain_public, is_public_env_name, is_secret_option, load_public_env,
 )
 from driftwatch.report.data import comparison_to_dict
-from driftwatch.rulebook import load_rules
-from driftwatch.snapshot import build_snapshot, snapshot_to_dict
+from driftwatch.findings.rulebook import load_rules
+from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
@@ -173,7 +173,7 @@ def test_drift_in_a_secret_stays_visible_as_a_changed_fingerprint():
 
 
 def test_abbreviations_of_engine_credential_flags_are_secret_names():
-    from driftwatch.snapshot import credential_options
+    from driftwatch.snapshots.snapshot import credential_options
     options = credential_options()
     assert "--api-key" in options and "--admin-api-key" in options
     assert is_secret_option("--api-k", options) and is_secret_option("--requirepass")

@@ -15,16 +15,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from driftwatch.baseline import Baseline, baseline_from_dict, baseline_to_dict
-from driftwatch.compare import compare
+from driftwatch.snapshots.baseline import Baseline, baseline_from_dict, baseline_to_dict
+from driftwatch.findings.compare import compare
 from driftwatch.errors import DriftwatchError
 from driftwatch.fileio import dump_yaml, load_yaml_text
 from driftwatch.collect.raw import RawUnit
 from driftwatch.report import get_format
 from driftwatch.report.data import comparison_to_dict
-from driftwatch.rulebook import load_rules
-from driftwatch.show import render_show
-from driftwatch.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
+from driftwatch.findings.rulebook import load_rules
+from driftwatch.report.show import render_show
+from driftwatch.snapshots.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import fuzz  # noqa: E402

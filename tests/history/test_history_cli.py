@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from driftwatch.store import RUNS, SnapshotStore
+from driftwatch.snapshots.store import RUNS, SnapshotStore
 
 from history_helpers import DROPIN, ROOT, U40, U70, UNIT, run, steps_text, with_dropin
 

@@ -3,8 +3,8 @@ context window and the running-request cap the engine computed have been what th
 from __future__ import annotations
 
 from driftwatch.collect.raw import RawUnit
-from driftwatch.snapshot import build_snapshot
-from driftwatch.store import SnapshotStore
+from driftwatch.snapshots.snapshot import build_snapshot
+from driftwatch.snapshots.store import SnapshotStore
 
 from history_helpers import ROOT, U40, U70, UNIT, run
 

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.baseline import load_baseline, save_baseline
+from driftwatch.snapshots.baseline import load_baseline, save_baseline
 from driftwatch.errors import InputError
-from driftwatch.history import annotate_since, parse_duration, parse_when
+from driftwatch.run.history import annotate_since, parse_duration, parse_when
 from driftwatch.notify.state import mark_changes, state_for
 from driftwatch.report import get_format
 from driftwatch.report.data import build_report, compare_entry
-from driftwatch.rulebook import load_rules
-from driftwatch.sources import snapshot_from_unit_file
-from driftwatch.store import RUNS, BaselineSource, SnapshotKey, SnapshotStore, baseline_protections, state_hash
+from driftwatch.findings.rulebook import load_rules
+from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.snapshots.store import RUNS, BaselineSource, SnapshotKey, SnapshotStore, baseline_protections, state_hash
 
 from history_helpers import ROOT, U40, U70, UNIT
 

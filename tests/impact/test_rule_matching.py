@@ -5,7 +5,7 @@ import pytest
 
 from driftwatch.concepts import CONCEPTS
 from driftwatch.errors import InputError
-from driftwatch.rulebook import UNKNOWN_RULE, Rule, load_rules, load_rules_dir, match_rule
+from driftwatch.findings.rulebook import UNKNOWN_RULE, Rule, load_rules, load_rules_dir, match_rule
 
 RULES = load_rules()
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.cron_example import FILES, cron_example
+from driftwatch.notify.cron import FILES, cron_example
 from driftwatch.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize("key", sorted(FILES))
 def test_shipped_examples_match_the_generator(key):
     assert (ROOT / FILES[key]).read_text() == cron_example()[key], \
-        f"{FILES[key]} is out of date: regenerate it from driftwatch.cron_example.cron_example()"
+        f"{FILES[key]} is out of date: regenerate it from driftwatch.notify.cron.cron_example()"
 
 
 def _cron_job(text):
@@ -127,7 +127,7 @@ def test_systemd_analyze_verify(tmp_path):
 
 
 def test_templates_are_files_filled_by_one_function():
-    from driftwatch.cron_example import TEMPLATES, fill_template
+    from driftwatch.notify.cron import TEMPLATES, fill_template
     folder = ROOT / "driftwatch" / "data" / "templates"
     assert sorted(TEMPLATES.values()) == sorted(p.name for p in folder.glob("*.in"))
     assert fill_template(TEMPLATES["timer"]) == (folder / TEMPLATES["timer"]).read_text()

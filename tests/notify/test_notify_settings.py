@@ -8,7 +8,7 @@ import pytest
 
 from driftwatch.errors import InputError
 from driftwatch.notify.deliver import smtp_settings
-from driftwatch.settings import DEFAULTS, default_config_paths, load_report_settings, merge
+from driftwatch.notify.settings import DEFAULTS, default_config_paths, load_report_settings, merge
 
 CONFIG = """\
 email: [ops@example.com, oncall@example.com]

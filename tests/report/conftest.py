@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.baseline import load_baseline
-from driftwatch.compare import compare
+from driftwatch.snapshots.baseline import load_baseline
+from driftwatch.findings.compare import compare
 from driftwatch.report.data import build_report, comparison_to_dict, compare_entry, host_entry
-from driftwatch.rulebook import load_rules
-from driftwatch.sources import snapshot_from_unit_file
+from driftwatch.findings.rulebook import load_rules
+from driftwatch.run.targets import snapshot_from_unit_file
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

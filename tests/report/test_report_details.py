@@ -8,11 +8,11 @@ import copy
 
 import pytest
 
-from driftwatch.compare import compare
+from driftwatch.findings.compare import compare
 from driftwatch.facts import load_model_config
 from driftwatch.report import get_format
 from driftwatch.report.data import comparison_to_dict
-from driftwatch.sources import snapshot_from_unit_file
+from driftwatch.run.targets import snapshot_from_unit_file
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from driftwatch.baseline import load_baseline, save_baseline
+from driftwatch.snapshots.baseline import load_baseline, save_baseline
 from driftwatch.errors import InputError
 from driftwatch.fileio import dump_yaml
-from driftwatch.snapshot import snapshot_to_dict
-from driftwatch.sources import snapshot_from_unit_file
-from driftwatch.store import LATEST, SnapshotStore, save_snapshot, snapshot_hash
+from driftwatch.snapshots.snapshot import snapshot_to_dict
+from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.snapshots.store import LATEST, SnapshotStore, save_snapshot, snapshot_hash
 
 ROOT = Path(__file__).resolve().parents[2]
 U70 = ROOT / "examples" / "sglang-qwen-70toks.service"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from driftwatch.store import LATEST, SnapshotStore
+from driftwatch.snapshots.store import LATEST, SnapshotStore
 
 ROOT = Path(__file__).resolve().parents[2]
 DW = Path(sys.executable).with_name("driftwatch")

@@ -59,5 +59,5 @@ def test_file_stamps_are_fixed_width_and_read_back():
 def test_one_helper_for_every_stamp():
     import driftwatch.collect.local as local
     import driftwatch.collect.ssh as ssh
-    import driftwatch.snapshot as snapshot
+    import driftwatch.snapshots.snapshot as snapshot
     assert snapshot.now_utc is utc_now and ssh.utc_now is utc_now and local.utc_now is utc_now

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from ...engines.config import EngineConfig
+from ..config import EngineConfig
 from ...parse.wrappers import python_module
 from ..argparse_engine import ArgparseEngine
 from ..interface import EngineEntry

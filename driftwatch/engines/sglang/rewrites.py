@@ -8,7 +8,7 @@ Known start-up crashes are Issues so an operator hears about them before a resta
 """
 from __future__ import annotations
 
-from ...engines.config import EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
+from ..config import EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
 from ..versions import version_key
 
 EAGLE_FAMILY = {"EAGLE", "EAGLE3", "NEXTN", "MTP"}

@@ -17,7 +17,7 @@ import json
 from importlib import resources
 from typing import Any
 
-from ...engines.config import Issue
+from ..config import Issue
 from ..versions import version_key
 from ..argparse_catalog import _RECORDING, BadValue, Catalog, CatalogSet, OptionSpec, _is_number
 from . import converters

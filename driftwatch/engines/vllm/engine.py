@@ -15,7 +15,7 @@ import functools
 import os
 
 from ...concepts import Binding
-from ...engines.config import EngineConfig
+from ..config import EngineConfig
 from ...parse.wrappers import python_module
 from ..argparse_engine import ArgparseEngine
 from ..interface import EngineEntry

@@ -32,7 +32,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...engines.config import Issue
+from ..config import Issue
 from ..versions import version_key
 from . import config_file
 from .converters import human_readable_int

@@ -21,7 +21,7 @@ import re
 from importlib import resources
 from typing import Any
 
-from ...engines.config import DEFAULT, EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
+from ..config import DEFAULT, EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
 from ..argparse_catalog import Catalog
 from ..versions import version_key
 from .flexible import Preprocessed, at_least

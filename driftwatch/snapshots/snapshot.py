@@ -11,21 +11,21 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .engines.registry import find_launcher, get_engine
-from .errors import DriftwatchError, InputError
-from .facts.gpu import INTERCONNECTS
-from .fileio import MAX_TEXT_BYTES
-from .engines.config import EngineConfig, Issue
-from .parse.launcher import Launcher
-from .collect.raw import RawUnit
-from .parse.execstart import ExecStartError, resolve_exec_start
-from .parse.unitfile import parse_unit_text
-from .parse.environment import parse_environment_file
-from .parse.said import public
-from .parse.wrappers import NO_ENGINE
-from .redact import Redactor, credential_kind, is_secret_field, load_public_env, visible
+from ..engines.registry import find_launcher, get_engine
+from ..errors import DriftwatchError, InputError
+from ..facts.gpu import INTERCONNECTS
+from ..fileio import MAX_TEXT_BYTES
+from ..engines.config import EngineConfig, Issue
+from ..parse.launcher import Launcher
+from ..collect.raw import RawUnit
+from ..parse.execstart import ExecStartError, resolve_exec_start
+from ..parse.unitfile import parse_unit_text
+from ..parse.environment import parse_environment_file
+from ..parse.said import public
+from ..parse.wrappers import NO_ENGINE
+from ..redact import Redactor, credential_kind, is_secret_field, load_public_env, visible
 from .reported import EFFECTIVE, KINDS as REPORTED_KINDS, STARTUP, keep_reported
-from .timestamps import utc_now as now_utc
+from ..timestamps import utc_now as now_utc
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
 # [Service] keys whose drift we report besides ExecStart/Environment (which are read deeper).
@@ -81,7 +81,7 @@ def _locate(message: str, where: str, prefix: str = "") -> str:
 def _origins(unit, environment: dict[str, str], environment_files: list[str]) -> dict[str, str]:
     """Which file (fragment or drop-in) set ExecStart, each environment variable and each unit key:
     the last assignment in systemd's order wins, as it does for the value."""
-    from .parse.environment import parse_environment_values
+    from ..parse.environment import parse_environment_values
     origins: dict[str, str] = {}
     for a in unit.assignments:
         if a.path is None or a.section != "Service":
@@ -111,7 +111,7 @@ def _typed_options(config: EngineConfig) -> dict[str, bool]:
 def credential_options() -> tuple[str, ...]:
     """Every credential flag of every registered engine's catalogs (`--api-key`, `--hf-token`, …):
     an abbreviation of one is a secret's name wherever it appears in a command line."""
-    from .engines.registry import ENGINES
+    from ..engines.registry import ENGINES
     found: set[str] = set()
     for engine in ENGINES.values():
         catalogs = getattr(engine, "catalogs", None)
@@ -122,7 +122,7 @@ def credential_options() -> tuple[str, ...]:
 def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str | None = None) -> Snapshot:
     """Parse a collected unit into a Snapshot (see `_build_snapshot`), the engine reading the unit's
     vLLM `--config FILE` as the collector fetched it from the host (`RawUnit.engine_files`)."""
-    from .engines.vllm import config_file
+    from ..engines.vllm import config_file
     with config_file.host_files(getattr(raw, "engine_files", None)):
         return _build_snapshot(raw, engine_version, origin)
 
@@ -250,7 +250,7 @@ def _model_facts(raw: RawUnit, engine: EngineConfig) -> dict[str, Any] | None:
     (the one named by the unit's model path when several were read); None when none parses."""
     import json
 
-    from .facts import model_facts
+    from ..facts import model_facts
     configs = dict(getattr(raw, "model_configs", None) or {})
     if not configs:
         return None

@@ -12,7 +12,7 @@ import math
 import re
 from typing import Any
 
-from .errors import InputError
+from ..errors import InputError
 
 # name -> (what it is, kind): "count" is a whole number >= 1, "rate" a number >= 0, "length" >= 1.
 METRICS: dict[str, tuple[str, str]] = {
@@ -82,7 +82,7 @@ def accept_length_of(metrics: dict[str, float]) -> tuple[str, float] | None:
 def max_accept_length(config: Any) -> tuple[int, str] | None:
     """(steps + 1, the setting that says so) for a unit with speculative decoding on and a known
     number of steps; None when speculation is off or the steps are not known before start-up."""
-    from .impact.speculative import ALGO, STEPS, normalise_algorithm
+    from ..impact.speculative import ALGO, STEPS, normalise_algorithm
     try:
         values, runtime = config.concept_values()
         if normalise_algorithm(values.get(ALGO)) is None or STEPS in runtime:

@@ -48,10 +48,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple
 
-from .errors import DriftwatchError, InputError
-from .fileio import dump_yaml, link_atomic, read_yaml, write_atomic, write_new
+from ..errors import DriftwatchError, InputError
+from ..fileio import dump_yaml, link_atomic, read_yaml, write_atomic, write_new
 from .snapshot import Snapshot, snapshot_from_dict, snapshot_to_dict
-from .timestamps import UTC, file_stamp, format_utc, parse_file_stamp, parse_utc
+from ..timestamps import UTC, file_stamp, format_utc, parse_file_stamp, parse_utc
 
 DEFAULT_STORE = "~/.local/state/driftwatch"
 LATEST = "latest.yaml"

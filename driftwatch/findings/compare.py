@@ -8,16 +8,16 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from .baseline import Baseline
-from .diff import Difference, EnginePair, diff_snapshots, read_pair
-from .diff.reported import reported_concepts, reported_figures
-from .facts import facts_context
+from ..snapshots.baseline import Baseline
+from ..diff import Difference, EnginePair, diff_snapshots, read_pair
+from ..diff.reported import reported_concepts, reported_figures
+from ..facts import facts_context
 from .ignore import IgnoreEntry
-from .impact import ImpactContext, combine, get_model
-from .redact import mask_fingerprints
-from .report.wording import display_pair
+from ..impact import ImpactContext, combine, get_model
+from ..redact import mask_fingerprints
+from ..report.wording import display_pair
 from .rulebook import Rule, match_rule
-from .snapshot import Snapshot
+from ..snapshots.snapshot import Snapshot
 
 COMPARE_SCHEMA = "driftwatch.compare/v1"
 _SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}

@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .engines.config import EFFECTIVE, RUNTIME, STARTUP, EngineConfig  # runtime.startup / runtime.effective
-from .engines.startup import StartupValues
-from .redact import Redactor, credential_kind
+from ..engines.config import EFFECTIVE, RUNTIME, STARTUP, EngineConfig  # runtime.startup / runtime.effective
+from ..engines.startup import StartupValues
+from ..redact import Redactor, credential_kind
 
 KINDS = (STARTUP, EFFECTIVE)
 MAX_REPORTED_VALUES = 2000  # a ServerArgs has ~400 fields; more is not a server's answer
@@ -42,7 +42,7 @@ def _scalar_or_list(value: Any) -> bool:
 def differs(config: EngineConfig, name: str, a: Any, b: Any) -> bool:
     """Whether two values of the native field `name` are different settings (capture sizes in
     another order are the same sizes)."""
-    from .diff.values import _changed  # diff imports snapshot, which imports this module
+    from ..diff.values import _changed  # diff imports snapshot, which imports this module
     binding = config.bindings.get(name)
     if binding is not None and binding.concept in UNORDERED and isinstance(a, list) and isinstance(b, list):
         try:

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
-from .fileio import read_yaml
+from ..errors import InputError
+from ..fileio import read_yaml
 
 DEFAULT_IGNORE_FILE = ".driftwatch.yaml"
 _FIELDS = ("rule", "key", "concept", "flag")
@@ -41,7 +41,7 @@ _FIELDS = ("rule", "key", "concept", "flag")
 def flag_fields(spelling: str) -> frozenset[str]:
     """The native fields a flag spelling names in any registered engine's catalogs (an alias or an
     unambiguous prefix resolves as the engine's own parser would): `--tp` -> {"tp_size"}."""
-    from .engines.registry import ENGINES
+    from ..engines.registry import ENGINES
     fields: set[str] = set()
     name = spelling.split("=", 1)[0]
     for engine in ENGINES.values():

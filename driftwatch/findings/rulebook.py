@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import InputError
-from .fileio import read_yaml
+from ..errors import InputError
+from ..fileio import read_yaml
 
 SEVERITIES = ("high", "medium", "low", "info")
 DIMENSIONS = ("single-stream", "aggregate", "capacity", "stability", "none")
@@ -79,7 +79,7 @@ def shipped_rules_dir() -> Path:
     """The shipped rules: driftwatch/data/rules, a link to the top-level rules/ in a checkout and a
     copy in a wheel (DRIFTWATCH_SHIPPED_RULES overrides, for testing a rules tree)."""
     env = os.environ.get("DRIFTWATCH_SHIPPED_RULES")
-    return Path(env) if env else Path(__file__).resolve().parent / "data" / "rules"
+    return Path(env) if env else Path(__file__).resolve().parents[1] / "data" / "rules"
 
 
 def _patterns(raw: dict, field_name: str, where: str) -> list[str]:
@@ -96,7 +96,7 @@ def _patterns(raw: dict, field_name: str, where: str) -> list[str]:
 def _check_concepts(patterns: list[str], where: str) -> None:
     """Refuse a concept pattern that names nothing in the vocabulary: a typo would silently stop the
     rule from matching any engine."""
-    from .concepts import CONCEPTS
+    from ..concepts import CONCEPTS
     unknown = [p for p in patterns if not any(fnmatch.fnmatchcase(name, p) for name in CONCEPTS)]
     if unknown:
         raise InputError(f"{where}: unknown concept(s) {', '.join(unknown)} (see `driftwatch rules list` "
@@ -149,7 +149,7 @@ def load_rules_dir(directory: Path, models: set[str] | None = None) -> list[Rule
 
 
 def load_rules(user_dir: str | None = None) -> list[Rule]:
-    from .impact import MODELS
+    from ..impact import MODELS
     models = set(MODELS)
     rules = {r.id: r for r in load_rules_dir(shipped_rules_dir(), models)}
     if user_dir:

@@ -13,9 +13,9 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import BaselineError, InputError
+from ..errors import BaselineError, InputError
 from .snapshot import SNAPSHOT_SCHEMA, Snapshot, _Fields, now_utc, snapshot_from_dict, snapshot_to_dict
-from .fileio import dump_yaml, read_yaml, write_new
+from ..fileio import dump_yaml, read_yaml, write_new
 
 BASELINE_SCHEMA = "driftwatch.baseline/v1"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -54,8 +54,8 @@ def list_baselines(directory: Path) -> list[str]:
 
 def parse_metrics(pairs: tuple[str, ...] | list[str], option: str = "--metric") -> dict[str, float]:
     """['throughput=70', 'accept_length=3.1'] -> {'throughput': 70.0, ...}. Malformed pairs, unknown
-    names and impossible values are InputErrors (driftwatch/metrics.py)."""
-    from .metrics import parse_metrics as parse
+    names and impossible values are InputErrors (driftwatch/findings/metrics.py)."""
+    from ..findings.metrics import parse_metrics as parse
     return parse(pairs, option)
 
 

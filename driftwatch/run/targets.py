@@ -9,10 +9,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import DriftwatchError, InputError
-from .fileio import MAX_TEXT_BYTES, read_text_file
-from .collect.raw import RawUnit
-from .snapshot import Snapshot, build_snapshot
+from ..errors import DriftwatchError, InputError
+from ..fileio import MAX_TEXT_BYTES, read_text_file
+from ..collect.raw import RawUnit
+from ..snapshots.snapshot import Snapshot, build_snapshot
 
 
 @dataclass
@@ -31,8 +31,8 @@ def collect_live(targets: list[tuple[str, str]], ssh: SSHSettings, inventory: st
                  progress=None, on_result=None) -> list[RawUnit]:
     """Collect (host spec, unit) pairs over SSH. Host specs may name inventory entries.
     `on_result(raw)` runs as each answer arrives (see collect_fleet), with the host's recorded name."""
-    from .collect.fleet import SSHOptions, collect_fleet
-    from .collect.inventory import parse_target
+    from ..collect.fleet import SSHOptions, collect_fleet
+    from ..collect.inventory import parse_target
     known = {t.name: t for t in _inventory(inventory)} if inventory else {}
     pairs, labels, seen = [], [], set()
     for spec, unit in targets:
@@ -62,7 +62,7 @@ _INVENTORIES: dict[tuple, list] = {}
 def _inventory(path: str) -> list:
     """The inventory's hosts, parsed once per run however often they are asked for (a 1 000-host
     inventory is read to list the targets and again to resolve them); re-read when the file changes."""
-    from .collect.inventory import load_inventory
+    from ..collect.inventory import load_inventory
     try:
         st = os.stat(path)
         key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino)
@@ -92,7 +92,7 @@ def raw_to_snapshot(raw: RawUnit, engine_version: str | None = None) -> Snapshot
 
 def collect_one(host: str, unit: str, ssh: SSHSettings, inventory: str | None = None,
                 engine_version: str | None = None) -> Snapshot:
-    from .collect.unitname import validate_unit_name
+    from ..collect.unitname import validate_unit_name
     validate_unit_name(unit)
     [raw] = collect_live([(host, unit)], ssh, inventory)
     return raw_to_snapshot(raw, engine_version)

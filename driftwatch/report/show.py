@@ -7,7 +7,7 @@ import shlex
 
 from tabulate import tabulate
 
-from .snapshot import Snapshot, engine_to_dict
+from ..snapshots.snapshot import Snapshot, engine_to_dict
 
 
 def show_dict(snap: Snapshot, include_defaults: bool) -> dict:
@@ -77,7 +77,7 @@ def _reported_lines(rt: dict) -> list[str]:
 
 def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
     if fmt == "json":
-        from .report.json_ import dump
+        from .json_ import dump
         return dump(show_dict(snap, include_defaults))
     e = snap.engine
     launcher = snap.launcher

@@ -10,9 +10,9 @@ import sys
 
 import click
 
-from . import __version__
-from .errors import EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, DriftwatchError, InputError
-from .report import format_names
+from .. import __version__
+from ..errors import EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, DriftwatchError, InputError
+from ..report import format_names
 
 
 def _ssh_options(func):
@@ -38,7 +38,7 @@ def _add_catalog_dirs(ctx, param, values):
     read beside the shipped ones; a release there replaces the shipped catalog of that release."""
     if not values:
         return values  # not given: nothing to import (the engines cost ~20 ms to load)
-    from .engines.registry import ENGINES
+    from ..engines.registry import ENGINES
     for directory in values or ():
         if not os.path.isdir(directory):
             raise InputError(f"--catalog-dir {directory}: not a directory")
@@ -67,7 +67,7 @@ def _parallel_ceiling() -> int:
 
 
 def _ssh_settings(kw: dict, parallel: int = 32):
-    from .sources import SSHSettings
+    from ..run.targets import SSHSettings
     if parallel > _parallel_ceiling():
         click.echo(f"driftwatch: warning: --parallel {parallel} on {os.cpu_count() or 1} CPU core(s): SSH handshakes "
                    f"compete for the CPU and slow hosts may time out; at most {_parallel_ceiling()} is faster here",
@@ -81,8 +81,8 @@ def _ssh_settings(kw: dict, parallel: int = 32):
 
 def _terminal_format(fmt: str):
     """The format for output to this terminal: text fits its width (COLUMNS, else the tty's)."""
-    from .report import get_format
-    from .report.text import TextFormat, terminal_width
+    from ..report import get_format
+    from ..report.text import TextFormat, terminal_width
     chosen = get_format(fmt)
     if isinstance(chosen, TextFormat):
         width = terminal_width()
@@ -93,7 +93,7 @@ def _terminal_format(fmt: str):
 
 def _emit(text: str, output: str | None = None) -> None:
     if output:
-        from .fileio import write_atomic
+        from ..fileio import write_atomic
         write_atomic(output, text)
     else:
         click.echo(text, nl=False)
@@ -110,7 +110,7 @@ def cli(engine_configs=()):
 
     Exit codes: 0 no drift, 1 drift found, 2 trouble (bad input, unreadable host)."""
     for value in engine_configs:
-        from .engines.vllm import config_file
+        from ..engines.vllm import config_file
         try:
             config_file.provide_option(value)
         except OSError as exc:
@@ -131,7 +131,7 @@ def cli(engine_configs=()):
 @_ssh_options
 def show(unit_file, host, unit, snapshot_file, engine_version, show_all, fmt, inventory, **ssh):
     """What driftwatch read from one unit: argv, launcher, typed flags, findings."""
-    from .show import render_show
+    from ..report.show import render_show
     snap = _one_target(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, required=True)
     click.echo(render_show(snap, fmt, show_all), nl=False)
     sys.exit(EXIT_OK)
@@ -142,19 +142,19 @@ def _one_target(unit_file, host, unit, snapshot_file, engine_version, inventory,
     if len(chosen) > 1:
         raise InputError("give one of --unit-file, --snapshot or --host/--unit")
     if unit_file:
-        from .sources import snapshot_from_unit_file
+        from ..run.targets import snapshot_from_unit_file
         snap = snapshot_from_unit_file(unit_file, host=None, engine_version=engine_version)
         if unit:  # the unit's name on its host, when the file is a copy named otherwise
-            from .collect.unitname import validate_unit_name
+            from ..collect.unitname import validate_unit_name
             snap.unit = validate_unit_name(unit)
         return snap
     if snapshot_file:
-        from .store import read_snapshot_file
+        from ..snapshots.store import read_snapshot_file
         return read_snapshot_file(snapshot_file, engine_version)
     if host:
         if not unit:
             raise InputError("--host needs --unit (the systemd unit to read)")
-        from .sources import collect_one
+        from ..run.targets import collect_one
         return collect_one(host, unit, _ssh_settings(ssh), inventory, engine_version)
     if unit:
         raise InputError("--unit needs --host (or use --unit-file for a file on this machine)")
@@ -178,8 +178,8 @@ def _one_target(unit_file, host, unit, snapshot_file, engine_version, inventory,
 def check(unit_file, host, unit, snapshot_file, engine_version, fmt, quiet, inventory, **ssh):
     """Would the engine start? Exit 1 when it would refuse (unknown or removed flags, known
     start-up crashes), 0 otherwise; one line per problem. For ExecStartPre= or CI."""
-    from .check import check_doc, problems, refused_doc, render_check
-    from .errors import UnitError
+    from ..report.check import check_doc, problems, refused_doc, render_check
+    from ..errors import UnitError
     try:
         snap = _one_target(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, required=True)
     except UnitError as exc:  # systemd itself would refuse the unit: it cannot start either
@@ -236,8 +236,8 @@ def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_versio
                    "once); --concurrency means the client concurrency in compare and report", err=True)
         parallel = old_parallel
     parallel = parallel or 32
-    from .sources import snapshot_from_unit_file
-    from .store import save_snapshot
+    from ..run.targets import snapshot_from_unit_file
+    from ..snapshots.store import save_snapshot
     if host_name and not unit_files:
         hosts, host_name = tuple(hosts) + (host_name,), None
     if not hosts and not inventory and not unit_files:
@@ -258,9 +258,9 @@ def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_versio
 
 def _prune_store(store, keep, older_than, baselines_dir, dry_run: bool, quiet: bool, host=None, unit=None) -> list:
     """Retention: delete old snapshots, never the newest of a host/unit nor one a baseline was made from."""
-    from .baseline import baselines_dir as resolve_dir
-    from .history import parse_duration
-    from .store import SnapshotStore, baseline_protections
+    from ..snapshots.baseline import baselines_dir as resolve_dir
+    from ..run.history import parse_duration
+    from ..snapshots.store import SnapshotStore, baseline_protections
     age = parse_duration(older_than) if older_than else None
     warn = lambda m: click.echo(f"driftwatch: warning: {m}", err=True)  # noqa: E731
     directory = resolve_dir(baselines_dir)
@@ -286,9 +286,9 @@ def _step_costs(raw) -> str:
 
 
 def _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh, verbose=False) -> bool:
-    from .collect.unitname import validate_unit_name
-    from .sources import collect_live, inventory_targets, raw_to_snapshot
-    from .store import save_snapshot
+    from ..collect.unitname import validate_unit_name
+    from ..run.targets import collect_live, inventory_targets, raw_to_snapshot
+    from ..snapshots.store import save_snapshot
     if hosts:
         if not unit:
             raise InputError("reading hosts needs --unit UNIT (or an --inventory that lists units)")
@@ -365,14 +365,14 @@ _baselines_dir_option = click.option("--baselines-dir", envvar="DRIFTWATCH_BASEL
 def baseline_save(name, from_snapshot, unit_file, host, unit, host_name, metrics, note, force, engine_version,
                   inventory, baselines_dir, **ssh):
     """Save NAME from a snapshot, a unit file or a live host."""
-    from .baseline import baselines_dir as resolve_dir, parse_metrics, save_baseline
+    from ..snapshots.baseline import baselines_dir as resolve_dir, parse_metrics, save_baseline
     values = parse_metrics(metrics)
     snap = _one_target(unit_file, host, unit, from_snapshot, None, inventory, ssh, required=True)
     if host_name:
         snap.host = host_name
     if engine_version:
         snap.engine_version = engine_version
-    from .metrics import check_accept_length
+    from ..findings.metrics import check_accept_length
     check_accept_length(values, snap.engine, "--metric")
     path = save_baseline(resolve_dir(baselines_dir), name, snap, values, note, force)
     click.echo(f"saved baseline {name} to {path}")
@@ -395,7 +395,7 @@ def baseline_save(name, from_snapshot, unit_file, host, unit, host_name, metrics
 def baseline_accept(name, unit_file, snapshot_file, host, unit, reason, metrics, keep_metrics, inventory,
                     baselines_dir, **ssh):
     """Turn today's accepted drift into the new NAME baseline (the old one is replaced atomically)."""
-    from .baseline import baselines_dir as resolve_dir, load_baseline, parse_metrics, save_baseline
+    from ..snapshots.baseline import baselines_dir as resolve_dir, load_baseline, parse_metrics, save_baseline
     directory = resolve_dir(baselines_dir)
     old = load_baseline(name, directory)
     snap = _one_target(unit_file, host, unit or (old.unit if host else None), snapshot_file, None, inventory, ssh,
@@ -403,7 +403,7 @@ def baseline_accept(name, unit_file, snapshot_file, host, unit, reason, metrics,
     if snap is None:
         if not old.host or not old.unit:
             raise InputError(f"baseline {name} records no host/unit; give --unit-file, --snapshot or --host/--unit")
-        from .sources import collect_one
+        from ..run.targets import collect_one
         snap = collect_one(old.host, old.unit, _ssh_settings(ssh), inventory)
     if not snap.host:
         snap.host = old.host
@@ -411,7 +411,7 @@ def baseline_accept(name, unit_file, snapshot_file, host, unit, reason, metrics,
         snap.unit = old.unit  # a local copy of the unit stands for the unit the baseline names
     values = dict(old.metrics) if keep_metrics else {}
     values.update(parse_metrics(metrics))
-    from .metrics import check_accept_length
+    from ..findings.metrics import check_accept_length
     check_accept_length(values, snap.engine, "--metric")
     note = f"accepted drift on {snap.collected_at}: {reason}" + (f" (was: {old.note})" if old.note else "")
     path = save_baseline(directory, name, snap, values, note, force=True)
@@ -426,8 +426,8 @@ def baseline_accept(name, unit_file, snapshot_file, host, unit, reason, metrics,
 def baseline_list(fmt, baselines_dir):
     """Named baselines with their host, unit and metrics."""
     from tabulate import tabulate
-    from .baseline import BASELINE_SCHEMA, baselines_dir as resolve_dir, list_baselines
-    from .fileio import read_yaml
+    from ..snapshots.baseline import BASELINE_SCHEMA, baselines_dir as resolve_dir, list_baselines
+    from ..fileio import read_yaml
     directory = resolve_dir(baselines_dir)
     items = []
     for name in list_baselines(directory):
@@ -471,12 +471,12 @@ def baseline_list(fmt, baselines_dir):
 @_baselines_dir_option
 def baseline_show(name, fmt, baselines_dir):
     """A baseline's metrics and typed flags."""
-    from .baseline import baselines_dir as resolve_dir, load_baseline
-    from .show import render_show
-    from .sources import snapshot_from_unit_file
+    from ..snapshots.baseline import baselines_dir as resolve_dir, load_baseline
+    from ..report.show import render_show
+    from ..run.targets import snapshot_from_unit_file
     b = load_baseline(name, resolve_dir(baselines_dir), unit_reader=lambda p: snapshot_from_unit_file(p, None, None))
     if fmt == "json":
-        from .baseline import baseline_to_dict
+        from ..snapshots.baseline import baseline_to_dict
         click.echo(json.dumps(baseline_to_dict(b), indent=2, default=str))
     else:
         metrics = ", ".join(f"{k}={v:g}" for k, v in b.metrics.items()) or "none recorded"
@@ -500,7 +500,7 @@ def _facts_options(func):
 
 def _apply_facts(base, current, kw: dict) -> None:
     """Record --model-config / --baseline-model-config / --gpu in the snapshots' runtime (popped from kw)."""
-    from .facts import load_model_config, parse_gpu_option
+    from ..facts import load_model_config, parse_gpu_option
     model_config, baseline_config, gpu = kw.pop("model_config", None), kw.pop("baseline_model_config", None), \
         kw.pop("gpu", None)
     if model_config:
@@ -536,13 +536,13 @@ def _apply_facts(base, current, kw: dict) -> None:
 def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric, current_metric, concurrency, fmt,
             output, rules_dir, ignores, ignore_file, engine_version, inventory, baselines_dir, **ssh):
     """Compare a unit with a known-good baseline and rank what cost throughput."""
-    from .baseline import baselines_dir as resolve_dir, load_baseline, parse_metrics
-    from .compare import compare as run_compare
-    from .ignore import from_cli, load_ignore_file
-    from .report import get_format
-    from .report.data import comparison_to_dict
-    from .rulebook import load_rules
-    from .sources import snapshot_from_unit_file
+    from ..snapshots.baseline import baselines_dir as resolve_dir, load_baseline, parse_metrics
+    from ..findings.compare import compare as run_compare
+    from ..findings.ignore import from_cli, load_ignore_file
+    from ..report import get_format
+    from ..report.data import comparison_to_dict
+    from ..findings.rulebook import load_rules
+    from ..run.targets import snapshot_from_unit_file
     b_metrics = parse_metrics(baseline_metric, "--baseline-metric")
     c_metrics = parse_metrics(current_metric, "--current-metric")
     rules = load_rules(rules_dir)
@@ -555,7 +555,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
         if not base.host or not base.unit:
             raise InputError(f"baseline {base.name} records no host/unit to read; give --unit-file, --snapshot "
                              "or --host/--unit")
-        from .sources import collect_one
+        from ..run.targets import collect_one
         current = collect_one(base.host, base.unit, _ssh_settings(ssh), inventory)
     _apply_facts(base, current, ssh)
     result = run_compare(base, current, rules, ignore, concurrency, b_metrics, c_metrics, engine_version)
@@ -570,14 +570,14 @@ def _check_measured(result, baseline_given: dict, current_given: dict) -> None:
     """An accept length the user gave (or the baseline file records) that no step of that side can
     reach is refused, never clamped into an estimate. Figures read from the journal are not checked
     here: they belong to the running process, which may run other flags than the unit."""
-    from .metrics import check_accept_length
+    from ..findings.metrics import check_accept_length
     check_accept_length(baseline_given, result.pair.baseline, f"baseline {result.baseline.name} metrics")
     check_accept_length(current_given, result.pair.current, "--current-metric")
 
 
 def _warn_unused_ignores(result, ignore, quiet: bool = False) -> None:
     """An ignore that matched no difference is a warning naming it (stderr and JSON `warnings`)."""
-    from .ignore import unused, unused_warning
+    from ..findings.ignore import unused, unused_warning
     pairs = [(f.rule, f.difference) for f in result.findings + result.ignored]
     for entry in unused(ignore, pairs):
         message = unused_warning(entry)
@@ -629,13 +629,13 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
            fmt, output, quiet, config_path, concurrency, parallel, rules_dir, ignores, ignore_file, engine_version,
            baselines_dir, store, prometheus_file, **ssh):
     """Check hosts against a baseline; print, write and mail one drift report (for cron)."""
-    from .baseline import load_baseline
-    from .ignore import from_cli, load_ignore_file
-    from .report import get_format
-    from .report.data import build_report, entry_from_raw, file_entry
-    from .rulebook import load_rules
-    from .settings import load_report_settings, merge, resolve_baselines_dir
-    from .sources import collect_live, inventory_targets, raw_to_snapshot, snapshot_from_unit_file
+    from ..snapshots.baseline import load_baseline
+    from ..findings.ignore import from_cli, load_ignore_file
+    from ..report import get_format
+    from ..report.data import build_report, entry_from_raw, file_entry
+    from ..findings.rulebook import load_rules
+    from ..notify.settings import load_report_settings, merge, resolve_baselines_dir
+    from ..run.targets import collect_live, inventory_targets, raw_to_snapshot, snapshot_from_unit_file
     cli_values = dict(email=email, smtp_host=smtp_host, smtp_port=smtp_port, smtp_user=smtp_user,
                       smtp_password_file=smtp_password_file, smtp_security=smtp_security, smtp_ca_file=smtp_ca_file,
                       sender=sender, subject_prefix=subject_prefix, state=state, only_changes=only_changes,
@@ -663,7 +663,7 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
     if not targets and not unit_files:
         raise InputError("nothing to check: give --inventory FILE, --host H --unit U or --unit-file FILE")
     if targets:
-        from .collect.unitname import validate_unit_name
+        from ..collect.unitname import validate_unit_name
         for _, u in targets:
             if not u:
                 raise InputError("--host needs --unit (the baseline records none)")
@@ -683,14 +683,14 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
     text = get_format(fmt).render_fleet(doc)
     trouble = doc["summary"]["unreadable"] > 0
     if prometheus_file:
-        from .fileio import write_atomic
+        from ..fileio import write_atomic
         try:
             write_atomic(prometheus_file, get_format("prometheus").render_fleet(doc))
         except DriftwatchError as exc:  # still print and mail the report
             click.echo(f"driftwatch: {exc}", err=True)
             trouble = True
     if output:
-        from .fileio import write_atomic
+        from ..fileio import write_atomic
         try:
             write_atomic(output, text)
         except DriftwatchError as exc:  # still print and mail the report
@@ -711,8 +711,8 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
 
 def _since_from_store(doc: dict, store, base, rules_loaded, ignore, concurrency, engine_version, quiet) -> None:
     """Each finding's "since" from the snapshot store (nothing when the store holds no snapshot of it)."""
-    from .history import annotate_since
-    from .store import SnapshotStore
+    from ..run.history import annotate_since
+    from ..snapshots.store import SnapshotStore
     warn = (lambda m: None) if quiet else (lambda m: click.echo(f"driftwatch: warning: {m}", err=True))
     annotate_since(doc, SnapshotStore(store or None, on_problem=warn), base, rules_loaded, ignore, concurrency,
                    engine_version)
@@ -722,7 +722,7 @@ def _warn_unused_fleet_ignores(doc: dict, ignore, rules_loaded, quiet: bool) -> 
     """An ignore that matched no difference on any host: a warning naming it (stderr unless
     --quiet, and the report's `warnings`)."""
     from types import SimpleNamespace
-    from .ignore import unused, unused_warning
+    from ..findings.ignore import unused, unused_warning
     names = {r.id: r.name for r in rules_loaded}
     pairs = []
     for entry in doc["hosts"]:
@@ -742,8 +742,8 @@ def _warn_unused_fleet_ignores(doc: dict, ignore, rules_loaded, quiet: bool) -> 
 def _mail_report(doc: dict, settings: dict, always: bool, quiet: bool) -> bool:
     """Mail the report when warranted; True when delivery failed (said on stderr). Info lines only
     without --quiet: cron mails any output, so a quiet run stays silent unless something is wrong."""
-    from .errors import NotifyError
-    from .notify.deliver import deliver
+    from ..errors import NotifyError
+    from ..notify.deliver import deliver
     try:
         outcome = deliver(doc, settings, always)
     except NotifyError as exc:
@@ -775,24 +775,24 @@ def history(hosts, inventory, unit, store, since_text, baseline_spec, fmt, outpu
             concurrency, engine_version, baselines_dir):
     """What changed when, per host and unit, from the snapshot store (newest first); with
     --baseline, since when each current finding is there and whether it ever went away."""
-    from .history import groups_for, history_document, parse_when
-    from .report import get_format
-    from .store import SnapshotStore
+    from ..run.history import groups_for, history_document, parse_when
+    from ..report import get_format
+    from ..snapshots.store import SnapshotStore
     since = parse_when(since_text) if since_text else None
     st = SnapshotStore(store or None, on_problem=lambda m: click.echo(f"driftwatch: warning: {m}", err=True))
     base = rules = ignore = None
     if baseline_spec:
-        from .baseline import baselines_dir as resolve_dir, load_baseline
-        from .ignore import from_cli, load_ignore_file
-        from .rulebook import load_rules
-        from .sources import snapshot_from_unit_file
+        from ..snapshots.baseline import baselines_dir as resolve_dir, load_baseline
+        from ..findings.ignore import from_cli, load_ignore_file
+        from ..findings.rulebook import load_rules
+        from ..run.targets import snapshot_from_unit_file
         base = load_baseline(baseline_spec, resolve_dir(baselines_dir),
                              unit_reader=lambda p: snapshot_from_unit_file(p, None, None))
         rules = load_rules(rules_dir)
         ignore = from_cli(ignores) + load_ignore_file(ignore_file)
     pairs = []
     if inventory:
-        from .sources import inventory_targets
+        from ..run.targets import inventory_targets
         pairs = inventory_targets(inventory, unit)
     groups = groups_for(st, list(hosts), unit, pairs)
     doc = history_document(st, groups, since, base, rules, ignore, concurrency, engine_version)
@@ -832,7 +832,7 @@ def cron_example(inventory, baseline_spec, cron_baselines_dir, email, user, exe)
 
     Relative paths are made absolute (the job runs in /var/lib/driftwatch, not here). Warns on
     stderr when the executable or a file is under /tmp or in a home directory --user cannot read."""
-    from .cron_example import FILES, cron_example as fill, path_warnings
+    from ..notify.cron import FILES, cron_example as fill, path_warnings
     exe = os.path.abspath(os.path.expanduser(exe)) if exe else _this_executable()
     absolute = lambda p: os.path.abspath(os.path.expanduser(p))  # noqa: E731
     baseline_value = absolute(baseline_spec) if ("/" in baseline_spec or baseline_spec.endswith((".yaml", ".yml"))) \
@@ -876,7 +876,7 @@ def rules():
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def rules_list(rules_dir, fmt):
     from tabulate import tabulate
-    from .rulebook import UNKNOWN_RULE, load_rules
+    from ..findings.rulebook import UNKNOWN_RULE, load_rules
     every = load_rules(rules_dir) + [UNKNOWN_RULE]
     if fmt == "json":
         click.echo(json.dumps({"schema": "driftwatch.rules/v1", "rules": [
@@ -900,9 +900,9 @@ def rules_list(rules_dir, fmt):
 @click.option("--rules", "rules_dir", type=str, help="Extra rules directory to merge.")
 def rules_show(rule_id, rules_dir):
     import fnmatch
-    from .concepts import CONCEPTS
-    from .engines.registry import ENGINES
-    from .rulebook import get_rule, load_rules
+    from ..concepts import CONCEPTS
+    from ..engines.registry import ENGINES
+    from ..findings.rulebook import get_rule, load_rules
     r = get_rule(load_rules(rules_dir), rule_id)
     click.echo(f"{r.id} {r.name}\n  severity:  {r.severity}\n  dimension: {r.dimension}\n  model:     {r.model}")
     # concept -> "SGLang: tp_size" for every registered engine that binds a native field to it

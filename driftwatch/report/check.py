@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from .snapshot import Snapshot
+from ..snapshots.snapshot import Snapshot
 
 CHECK_SCHEMA = "driftwatch.check/v1"
 

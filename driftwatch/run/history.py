@@ -36,12 +36,12 @@ import datetime as _dt
 import re
 from typing import Any, Iterable
 
-from .errors import DriftwatchError, InputError
-from .identity import finding_id
-from .redact import mask_fingerprints
-from .snapshot import Snapshot
-from .store import SnapshotStore, StoredSnapshot, safe_component
-from .timestamps import UTC, format_utc, parse_utc, utc_now
+from ..errors import DriftwatchError, InputError
+from ..identity import finding_id
+from ..redact import mask_fingerprints
+from ..snapshots.snapshot import Snapshot
+from ..snapshots.store import SnapshotStore, StoredSnapshot, safe_component
+from ..timestamps import UTC, format_utc, parse_utc, utc_now
 
 HISTORY_SCHEMA = "driftwatch.history/v1"
 # Differences that describe one side's own state (disk vs loaded vs running), not a change between
@@ -97,13 +97,13 @@ def _value(value: Any) -> Any:
 
 def _state_diffs(snap: Snapshot, engine_version: str | None) -> dict[str, Any]:
     """One snapshot's own disk-vs-loaded-vs-running findings, by key."""
-    from .diff import diff_snapshots, read_pair
+    from ..diff import diff_snapshots, read_pair
     pair = read_pair(snap, snap, engine_version)
     return {d.key: d for d in diff_snapshots(snap, snap, pair) if d.key in _STATE_KEYS}
 
 
 def _change_from_difference(d) -> dict:
-    from .report import wording
+    from ..report import wording
     old, new = d.baseline, d.current
     if d.secret:
         old = None if old is None else wording.REDACTED
@@ -120,7 +120,7 @@ def _change_from_difference(d) -> dict:
 
 def changes_between(old: Snapshot, new: Snapshot, engine_version: str | None = None) -> list[dict]:
     """What changed from `old` to `new` (both of one host/unit), as history change records."""
-    from .diff import diff_snapshots, read_pair
+    from ..diff import diff_snapshots, read_pair
     pair = read_pair(old, new, engine_version)
     out = [_change_from_difference(d) for d in diff_snapshots(old, new, pair) if d.key not in _STATE_KEYS]
     before, after = _state_diffs(old, engine_version), _state_diffs(new, engine_version)
@@ -152,7 +152,7 @@ class _Findings:
     """compare(baseline, snapshot) per stored snapshot, computed once each: key -> finding dict."""
 
     def __init__(self, baseline, rules=None, ignore=None, concurrency=None, engine_version=None):
-        from .rulebook import load_rules
+        from ..findings.rulebook import load_rules
         self.baseline = baseline
         self.rules = rules if rules is not None else load_rules(None)
         self.ignore = ignore or []
@@ -163,8 +163,8 @@ class _Findings:
     def of(self, stored: StoredSnapshot) -> dict[str, dict]:
         key = str(stored.path)
         if key not in self._cache:
-            from .compare import compare
-            from .report.data import finding_to_dict
+            from ..findings.compare import compare
+            from ..report.data import finding_to_dict
             result = compare(self.baseline, stored.snapshot, self.rules, self.ignore, self.concurrency,
                              engine_version=self.engine_version)
             self._cache[key] = {f.key: finding_to_dict(f) for f in result.findings}
