@@ -14,7 +14,7 @@ from ..redact import is_redacted, is_secret_field
 from ..snapshots.snapshot import Snapshot
 from .difference import Difference, EnginePair
 from .reported import overlay_reported
-from .values import _changed, _flag_state
+from ..engines.values import _changed, _flag_state
 
 SPECULATIVE_DETAILS = ("speculative.steps", "speculative.topk", "speculative.draft_tokens",
                        "speculative.draft_model")

@@ -17,7 +17,7 @@ from ..snapshots.baseline import Baseline
 from ..findings.compare import COMPARE_SCHEMA, Comparison, Finding, compare, unquantified
 from ..errors import DriftwatchError
 from ..collect.raw import RawUnit
-from ..redact import mask_fingerprints
+from ..redact import mask_tree
 from ..snapshots.snapshot import Snapshot, now_utc
 from . import wording
 
@@ -33,20 +33,11 @@ def _json_value(diff, side: str) -> Any:
         if value is None:
             return None
         return wording.REDACTED if side == "baseline" else wording.CHANGED_REDACTED
-    base, cur = _mask_tree(diff.baseline), _mask_tree(diff.current)  # a redacted part reads "(redacted)"
+    base, cur = mask_tree(diff.baseline), mask_tree(diff.current)  # a redacted part reads "(redacted)"
     if side == "current" and cur is not None and base == cur and diff.baseline != diff.current:
         return wording.CHANGED_REDACTED  # only the redacted part changed
     return base if side == "baseline" else cur
 
-
-def _mask_tree(value: Any) -> Any:
-    if isinstance(value, str):
-        return mask_fingerprints(value)
-    if isinstance(value, dict):
-        return {k: _mask_tree(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_mask_tree(v) for v in value]
-    return value
 
 
 def finding_to_dict(f: Finding) -> dict:
@@ -68,7 +59,7 @@ def finding_to_dict(f: Finding) -> dict:
     if d.origin:
         out["origin"] = dict(d.origin)  # the file (fragment or drop-in) that set each side
     if d.details:
-        out["details"] = _mask_tree(d.details)
+        out["details"] = mask_tree(d.details)
     if f.ignored_because:
         out["ignored_because"] = f.ignored_because
     return out

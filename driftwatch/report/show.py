@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import json
-import re
 import shlex
 
 from tabulate import tabulate
 
+from ..redact import visible
 from ..snapshots.snapshot import Snapshot, engine_to_dict
 
 
@@ -38,23 +38,10 @@ def _value(value) -> str:
     return str(value)
 
 
-# C0/C1 controls (ESC, CSI), DEL, line separators, bidi overrides: never written raw to a terminal.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
-def _escape(m: re.Match) -> str:
-    return m.group(0).encode("unicode_escape").decode("ascii")
-
-
-def _visible(value) -> str:
-    """One table cell or line: every control character as a visible escape (before tabulate, which
-    measures and wraps escape sequences wrongly)."""
-    return _CONTROL.sub(_escape, str(value))
-
-
 def _cells(rows) -> list[list[str]]:
-    return [[_visible(c) for c in row] for row in rows]
+    """Table cells with every control character as a visible escape (before tabulate, which
+    measures and wraps escape sequences wrongly)."""
+    return [[visible(c) for c in row] for row in rows]
 
 
 _REPORTED_TITLES = {"startup": "computed at start-up (journal)", "effective": "reported by the server (--probe)"}
@@ -101,7 +88,7 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
             if value.source != "explicit" and not include_defaults:
                 continue
             shown = "computed at start-up" if value.value is None and value.source == "runtime" else _value(value.value)
-            rows.append([_visible(x) for x in (key, e.concept_of(key) or "", value.flag or "", shown, value.source,
+            rows.append([visible(x) for x in (key, e.concept_of(key) or "", value.flag or "", shown, value.source,
                                                 value.note or "")])
         lines.append(tabulate(rows, headers=["field", "concept", "flag", "value", "source", "note"],
                               maxcolwidths=[None, None, None, 40, None, 50]))
@@ -136,12 +123,12 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
         lines.append("running:     unknown (no systemd MainPID, and no process whose command line or --port "
                      "is this unit's)")
     for note in e.notes:
-        lines.append(f"note: {_visible(note)}")
+        lines.append(f"note: {visible(note)}")
     for warning in snap.warnings:
-        lines.append(f"warning: {_visible(warning)}")
+        lines.append(f"warning: {visible(warning)}")
     if snap.issues:
         lines += ["", "findings:"]
-        lines += [f"  [{i.severity}] {i.kind}: {_visible(i.message)}" for i in snap.issues]
+        lines += [f"  [{i.severity}] {i.kind}: {visible(i.message)}" for i in snap.issues]
     # Anything interpolated above that still holds a control character (a terminal escape from a
     # remote unit) is made visible; the only raw control character left is the line break.
-    return "\n".join(_CONTROL_BUT_NEWLINE.sub(_escape, line) for line in lines) + "\n"
+    return "\n".join(visible(part) for line in lines for part in line.split("\n")) + "\n"

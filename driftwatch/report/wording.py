@@ -18,11 +18,10 @@ one line. Nothing here computes drift: the documents hold every number.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 from ..engines.config import DEFAULT, RUNTIME, SOURCE_WORDS
-from ..redact import CHANGED_FINGERPRINT, has_fingerprint, mask_fingerprints
+from ..redact import CHANGED_FINGERPRINT, has_fingerprint, mask_fingerprints, visible
 from . import view
 
 ARROW = "\u2192"  # →
@@ -38,8 +37,6 @@ CHANGED_REDACTED = CHANGED_FINGERPRINT  # one wording, in redact.py and here
 FINDING_COLUMNS = ["#", "flag", "baseline", "current", "impact", "explanation"]
 FLEET_COLUMNS = ["host", "unit", "status", "top finding", "predicted"]
 
-# C0 and C1 controls (ESC, CSI: terminal escapes), DEL, line/paragraph separators, bidi overrides.
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 # --------------------------------------------------------------------------- small pieces
@@ -48,8 +45,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u206
 def clean(text: Any) -> str:
     """One display line: control characters (newlines, terminal escapes) become visible escapes and
     redaction fingerprints read "(redacted)"."""
-    return _CONTROL.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"),
-                        mask_fingerprints(str(text)))
+    return visible(mask_fingerprints(str(text)))
 
 
 def shorten(text: str, width: int | None) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..engines.values import _changed
 from ..engines.config import EFFECTIVE, RUNTIME, STARTUP, EngineConfig  # runtime.startup / runtime.effective
 from ..engines.startup import StartupValues
 from ..redact import Redactor, credential_kind
@@ -42,7 +43,6 @@ def _scalar_or_list(value: Any) -> bool:
 def differs(config: EngineConfig, name: str, a: Any, b: Any) -> bool:
     """Whether two values of the native field `name` are different settings (capture sizes in
     another order are the same sizes)."""
-    from ..diff.values import _changed  # diff imports snapshot, which imports this module
     binding = config.bindings.get(name)
     if binding is not None and binding.concept in UNORDERED and isinstance(a, list) and isinstance(b, list):
         try:

@@ -5,7 +5,7 @@ from deepdiff import DeepDiff
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from driftwatch.diff.values import _changed, _norm
+from driftwatch.engines.values import _changed, _norm
 
 # Numbers as settings are written (0.88, 131072, 1e-3, nan): not DeepDiff's rounding quirks on 1e-165.
 _number = st.floats(allow_nan=True).filter(lambda x: x != x or x == 0 or 1e-9 < abs(x) < 1e15)

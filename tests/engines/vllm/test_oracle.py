@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.diff.values import _norm
+from driftwatch.engines.values import _norm
 from driftwatch.engines.argparse_catalog import BadValue, in_choices, plain
 from driftwatch.engines.vllm import config_file
 from driftwatch.engines.vllm.engine import ENGINE as VLLM

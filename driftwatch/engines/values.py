@@ -6,7 +6,7 @@ import posixpath
 import re
 from typing import Any
 
-from ..engines.config import FlagValue
+from .config import FlagValue
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
