@@ -1,6 +1,7 @@
 """Baseline + current snapshot -> a ranked Comparison: findings, estimates, predicted throughput.
 
-This is the one place that joins diff, rules and impact models; renderers only format its result.
+This is the one place that joins diff, rules and impact models. It makes numbers, not sentences:
+report/wording.py words each finding (`explain`), and renderers only format.
 """
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from ..facts import facts_context
 from .ignore import IgnoreEntry
 from ..impact import ImpactContext, combine, get_model
 from ..redact import mask_fingerprints
-from ..report.wording import display_pair
 from .rulebook import Rule, match_rule
 from ..snapshots.snapshot import Snapshot
 
@@ -32,8 +32,7 @@ class Finding:
     throughput_ratio: float | None
     confidence: str
     dimension: str
-    detail: str
-    explanation: str
+    detail: str  # the impact model's own sentence (fingerprints masked); report/ words the explanation
     rank: int = 0
     ignored_because: str | None = None
 
@@ -74,34 +73,6 @@ class Comparison:
 def _side_values(config) -> tuple[dict[str, Any], set[str]]:
     """What impact models read of one side: concept -> value, and the concepts computed at start-up."""
     return config.concept_values()
-
-
-class _SafeFormat(dict):
-    def __missing__(self, key):
-        return "{" + key + "}"
-
-
-def _drop_restatement(detail: str, diff: Difference) -> str:
-    """Models often open with "NAME a → b: …"; the rule's sentence already says that."""
-    head, sep, rest = detail.partition(": ")
-    names = [diff.key.split(".", 1)[-1], diff.label] + ([diff.concept] if diff.concept else [])
-    if sep and "→" in head and any(name in head for name in names) and rest:
-        return rest[:1].upper() + rest[1:]
-    return detail
-
-
-def _explain(rule: Rule, diff: Difference, detail: str) -> str:
-    base, cur = display_pair(diff)
-    if diff.secret:
-        detail = "the value is a secret: compared by fingerprint only"
-    detail = _drop_restatement(detail or "", diff)
-    first = detail.split(" ", 1)[0]
-    if first.isalpha() and first.islower():  # a sentence, not a setting name like context_length
-        detail = detail[:1].upper() + detail[1:]
-    text = rule.explanation.format_map(_SafeFormat(
-        label=diff.label, key=diff.key, baseline=base, current=cur, detail=detail or "",
-        note=" ".join(diff.notes)))
-    return mask_fingerprints(" ".join(text.split()))
 
 
 def _startup_differences(pair: EnginePair) -> list[Difference]:
@@ -157,7 +128,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
         estimate = get_model(model_rule.model)(name, b_value, c_value, ctx, model_rule.params)
         finding = Finding(difference=diff, rule=rule, throughput_ratio=estimate.throughput_ratio,
                           confidence=estimate.confidence, dimension=estimate.dimension or model_rule.dimension,
-                          detail=mask_fingerprints(estimate.detail), explanation=_explain(rule, diff, estimate.detail))
+                          detail=mask_fingerprints(estimate.detail))
         entry = next((e for e in ignore or [] if e.matches(rule, diff)), None)
         if entry is not None:
             finding.ignored_because = entry.reason

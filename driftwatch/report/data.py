@@ -54,7 +54,7 @@ def finding_to_dict(f: Finding) -> dict:
         "impact": {"dimension": f.dimension,
                    "throughput_ratio": None if f.throughput_ratio is None else float(f.throughput_ratio),
                    "confidence": f.confidence},
-        "explanation": f.explanation,
+        "explanation": wording.explain(f),
     })
     if d.origin:
         out["origin"] = dict(d.origin)  # the file (fragment or drop-in) that set each side

@@ -1,7 +1,7 @@
 """How driftwatch's results read to a person: one wording for every format.
 
 A finding reads the same everywhere: in `compare` (text, Markdown, HTML, and the explanation inside
-the JSON, which compare.py writes with `display_pair`), in the fleet `report` and in the mail. Every
+the JSON, written by `explain`), in the fleet `report` and in the mail. Every
 phrase is built here from the documents report/data.py produces (`driftwatch.compare/v1`,
 `driftwatch.report/v1`); formats only lay the phrases out and escape them.
 
@@ -114,8 +114,38 @@ def pair_text(baseline: Any, baseline_source: str | None, current: Any, current_
 
 
 def display_pair(diff) -> tuple[str, str]:
-    """Both sides of a `Difference` (compare.py writes its explanations with this)."""
+    """Both sides of a `Difference` (`explain` writes them into the rule's sentence)."""
     return pair_text(diff.baseline, diff.baseline_source, diff.current, diff.current_source, bool(diff.secret))
+
+
+class _SafeFormat(dict):
+    def __missing__(self, key):
+        return "{" + key + "}"
+
+
+def _drop_restatement(detail: str, diff) -> str:
+    """Models often open with "NAME a → b: …"; the rule's sentence already says that."""
+    head, sep, rest = detail.partition(": ")
+    names = [diff.key.split(".", 1)[-1], diff.label] + ([diff.concept] if diff.concept else [])
+    if sep and "→" in head and any(name in head for name in names) and rest:
+        return rest[:1].upper() + rest[1:]
+    return detail
+
+
+def explain(finding) -> str:
+    """A finding's explanation: its rule's sentence filled with both sides and the model's detail."""
+    diff, detail = finding.difference, finding.detail
+    base, cur = display_pair(diff)
+    if diff.secret:
+        detail = "the value is a secret: compared by fingerprint only"
+    detail = _drop_restatement(detail or "", diff)
+    first = detail.split(" ", 1)[0]
+    if first.isalpha() and first.islower():  # a sentence, not a setting name like context_length
+        detail = detail[:1].upper() + detail[1:]
+    text = finding.rule.explanation.format_map(_SafeFormat(
+        label=diff.label, key=diff.key, baseline=base, current=cur, detail=detail or "",
+        note=" ".join(diff.notes)))
+    return mask_fingerprints(" ".join(text.split()))
 
 
 def finding_pair(f: dict) -> tuple[str, str]:

@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from driftwatch.findings.compare import display_pair
+from driftwatch.report.wording import display_pair, explain
 from driftwatch.findings.rulebook import UNKNOWN_RULE, load_rules
 
 
@@ -105,7 +105,7 @@ def _check_expect(result, expect: dict) -> None:
     if "baseline_display" in expect:
         assert base_display == expect["baseline_display"], (base_display, cur_display)
     if "explanation_contains" in expect:
-        assert expect["explanation_contains"] in f.explanation, f.explanation
+        assert expect["explanation_contains"] in explain(f), explain(f)
 
 
 @pytest.mark.parametrize("rule_id,case", _cases())

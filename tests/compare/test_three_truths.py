@@ -4,6 +4,7 @@ from pathlib import Path
 from driftwatch.snapshots.baseline import Baseline
 from driftwatch.run.targets import snapshot_from_unit_file
 from driftwatch.findings.compare import compare
+from driftwatch.report.wording import explain
 from driftwatch.collect.raw import RawUnit
 from driftwatch.findings.rulebook import load_rules
 from driftwatch.snapshots.snapshot import build_snapshot
@@ -38,7 +39,7 @@ def test_running_process_started_with_other_flags_is_restart_pending():
     result = _run(_current(running_argv=_argv(UNIT_40)))
     [finding] = [f for f in result.findings if f.key == "process.argv"]
     assert finding.rule.id == "DW601"
-    assert "--speculative-num-steps" in finding.explanation
+    assert "--speculative-num-steps" in explain(finding)
     assert finding.difference.details["speculative_num_steps"] == {"running": 1, "unit": 3}
 
 
