@@ -365,7 +365,8 @@ _baselines_dir_option = click.option("--baselines-dir", envvar="DRIFTWATCH_BASEL
 def baseline_save(name, from_snapshot, unit_file, host, unit, host_name, metrics, note, force, engine_version,
                   inventory, baselines_dir, **ssh):
     """Save NAME from a snapshot, a unit file or a live host."""
-    from ..snapshots.baseline import baselines_dir as resolve_dir, parse_metrics, save_baseline
+    from ..snapshots.baseline import baselines_dir as resolve_dir, save_baseline
+    from ..snapshots.metrics import parse_metrics
     values = parse_metrics(metrics)
     snap = _one_target(unit_file, host, unit, from_snapshot, None, inventory, ssh, required=True)
     if host_name:
@@ -395,7 +396,8 @@ def baseline_save(name, from_snapshot, unit_file, host, unit, host_name, metrics
 def baseline_accept(name, unit_file, snapshot_file, host, unit, reason, metrics, keep_metrics, inventory,
                     baselines_dir, **ssh):
     """Turn today's accepted drift into the new NAME baseline (the old one is replaced atomically)."""
-    from ..snapshots.baseline import baselines_dir as resolve_dir, load_baseline, parse_metrics, save_baseline
+    from ..snapshots.baseline import baselines_dir as resolve_dir, load_baseline, save_baseline
+    from ..snapshots.metrics import parse_metrics
     directory = resolve_dir(baselines_dir)
     old = load_baseline(name, directory)
     snap = _one_target(unit_file, host, unit or (old.unit if host else None), snapshot_file, None, inventory, ssh,
@@ -536,7 +538,8 @@ def _apply_facts(base, current, kw: dict) -> None:
 def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric, current_metric, concurrency, fmt,
             output, rules_dir, ignores, ignore_file, engine_version, inventory, baselines_dir, **ssh):
     """Compare a unit with a known-good baseline and rank what cost throughput."""
-    from ..snapshots.baseline import baselines_dir as resolve_dir, load_baseline, parse_metrics
+    from ..snapshots.baseline import baselines_dir as resolve_dir, load_baseline
+    from ..snapshots.metrics import parse_metrics
     from ..findings.compare import compare as run_compare
     from ..findings.ignore import from_cli, load_ignore_file
     from ..report import get_format

@@ -52,13 +52,6 @@ def list_baselines(directory: Path) -> list[str]:
     return sorted(p.stem for p in directory.glob("*.yaml") if not p.name.startswith(".") and p.is_file())
 
 
-def parse_metrics(pairs: tuple[str, ...] | list[str], option: str = "--metric") -> dict[str, float]:
-    """['throughput=70', 'accept_length=3.1'] -> {'throughput': 70.0, ...}. Malformed pairs, unknown
-    names and impossible values are InputErrors (driftwatch/findings/metrics.py)."""
-    from ..findings.metrics import parse_metrics as parse
-    return parse(pairs, option)
-
-
 def baseline_to_dict(baseline: Baseline) -> dict:
     return {
         "schema": BASELINE_SCHEMA,
