@@ -463,7 +463,7 @@ class Redactor:
     def assignments(self, value: str, env: bool = True) -> str:
         """`A=1 "B=x y"` (Environment=, LogExtraFields=) with each value redacted; a value that does not
         split (bad quoting) is fingerprinted whole."""
-        from .parse.specifiers import LexInvalid, extract_word
+        from .unitwords import LexInvalid, extract_word
         words, i = [], 0
         while True:
             try:
@@ -681,7 +681,7 @@ class Redactor:
         if value == "":
             return ""
         if key == "ExecStart" or key in EXEC_HOOKS:
-            from .parse.specifiers import LexInvalid, extract_word
+            from .unitwords import LexInvalid, extract_word
             words, i = [], 0
             try:
                 while True:

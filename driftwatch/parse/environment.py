@@ -14,12 +14,8 @@ as are other invalid names/values (strv_env_clean). Later assignments win.
 """
 from __future__ import annotations
 
-from driftwatch.parse.specifiers import (
-    LexInvalid,
-    SpecifierFailure,
-    apply_specifiers,
-    extract_word,
-)
+from driftwatch.parse.specifiers import SpecifierFailure, apply_specifiers
+from driftwatch.unitwords import LexInvalid, extract_word
 
 from driftwatch.parse.said import Said
 from driftwatch.redact import shown

@@ -23,16 +23,8 @@ from dataclasses import dataclass, field
 
 from driftwatch.errors import UnitError
 from driftwatch.parse.environment import parse_environment_file, parse_environment_values
-from driftwatch.parse.specifiers import (
-    DEPRECATED_SPECIFIERS,
-    WHITESPACE,
-    LexInvalid,
-    SpecifierFailure,
-    apply_specifiers,
-    extract_word,
-    split_words_relaxed,
-    unit_specifiers,
-)
+from driftwatch.parse.specifiers import DEPRECATED_SPECIFIERS, SpecifierFailure, apply_specifiers, unit_specifiers
+from driftwatch.unitwords import WHITESPACE, LexInvalid, extract_word, split_words_relaxed
 from driftwatch.parse.unitfile import UnitFile
 from driftwatch.parse.said import Said, prefixed, public
 from driftwatch.redact import shown
