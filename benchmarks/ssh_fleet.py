@@ -119,13 +119,14 @@ def worker(method: str, spec: dict) -> dict:
         hostkeys.KnownHosts = _hostkeys_module(spec["before"]).KnownHosts
         method = "driftwatch"
     if method == "driftwatch":
-        from driftwatch.collect.fleet import SSHOptions, collect_fleet
+        from driftwatch.collect.fleet import collect_fleet
+        from driftwatch.collect.sshoptions import SSHOptions
         from driftwatch.collect.inventory import HostTarget
 
         import paramiko  # noqa: F401 - outside the timed part, as for the raw paramiko methods
 
         opts = SSHOptions(known_hosts=spec["known_hosts"], identity=spec["key"], ssh_config="",
-                          allow_agent=False, look_for_keys=False, concurrency=spec.get("parallel") or 32)
+                          allow_agent=False, look_for_keys=False, parallel=spec.get("parallel") or 32)
         targets = [(HostTarget(h["name"], h["address"], "root", h["port"]), UNIT) for h in hosts]
         t0 = time.perf_counter()
         raws = collect_fleet(targets, opts)

@@ -67,16 +67,16 @@ def _parallel_ceiling() -> int:
 
 
 def _ssh_settings(kw: dict, parallel: int = 32):
-    from ..run.targets import SSHSettings
+    from ..collect.sshoptions import SSHOptions
     if parallel > _parallel_ceiling():
         click.echo(f"driftwatch: warning: --parallel {parallel} on {os.cpu_count() or 1} CPU core(s): SSH handshakes "
                    f"compete for the CPU and slow hosts may time out; at most {_parallel_ceiling()} is faster here",
                    err=True)
-    return SSHSettings(known_hosts=kw.get("known_hosts"), accept_new=kw.get("accept_new", False),
-                       identity=kw.get("identity"), ssh_config=kw.get("ssh_config"),
-                       connect_timeout=kw.get("connect_timeout", 10.0),
-                       command_timeout=kw.get("command_timeout", 30.0), parallel=parallel,
-                       probe=kw.get("probe", False))
+    return SSHOptions(known_hosts=kw.get("known_hosts"), accept_new=kw.get("accept_new", False),
+                      identity=kw.get("identity"), ssh_config=kw.get("ssh_config"),
+                      connect_timeout=kw.get("connect_timeout", 10.0),
+                      command_timeout=kw.get("command_timeout", 30.0), parallel=parallel,
+                      probe=kw.get("probe", False))
 
 
 def _terminal_format(fmt: str):

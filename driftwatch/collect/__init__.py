@@ -8,7 +8,8 @@ inventory.py  HostTarget, `user@host:port`, driftwatch YAML and Ansible INI/YAML
 sshconfig.py  ~/.ssh/config resolution (HostName, User, Port, IdentityFile, ProxyJump)
 hostkeys.py   known_hosts checking, --accept-new recording
 ssh.py        SSHConnection / SSHCollector (paramiko, imported lazily)
-fleet.py      SSHOptions, collect_fleet: many hosts in parallel
+sshoptions.py SSHOptions: how to reach hosts (known_hosts, identity, timeouts, --parallel, --probe)
+fleet.py      collect_fleet: many hosts in parallel
 
 Nothing here imports paramiko at import time.
 """

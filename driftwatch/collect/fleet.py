@@ -12,35 +12,18 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from driftwatch.collect.interface import ERROR
-from driftwatch.collect.probe import PROBE_TIMEOUT
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.unitname import validate_unit_name
 from driftwatch.errors import InputError
 from driftwatch.redact import visible
 from driftwatch.collect.raw import RawUnit
+from driftwatch.collect.sshoptions import SSHOptions
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 GLOBAL_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
 WATCHDOG_GRACE = 2.0
-
-
-@dataclass
-class SSHOptions:
-    known_hosts: str | None = None  # None: ~/.ssh/known_hosts (+ /etc/ssh/ssh_known_hosts, read-only)
-    accept_new: bool = False
-    identity: str | None = None
-    ssh_config: str | None = None  # None: ~/.ssh/config when present; "" or "none": no ssh config
-    connect_timeout: float = 10
-    command_timeout: float = 30
-    concurrency: int = 32
-    password: str | None = None  # tests only; not a CLI option
-    allow_agent: bool = True
-    look_for_keys: bool = True  # try ~/.ssh/id_ed25519, id_ecdsa, id_rsa after explicit identities
-    probe: bool = False  # --probe: ask each engine's HTTP endpoint on its host's loopback
-    probe_timeout: float = PROBE_TIMEOUT  # seconds a path (three times that a unit)
 
 
 ProgressFn = Callable[[int, int, RawUnit], None]
@@ -57,8 +40,8 @@ def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions,
     pairs = [(t, validate_unit_name(u)) for t, u in targets]
     if not pairs:
         return []
-    if options.concurrency < 1:
-        raise InputError(f"--concurrency must be at least 1, not {options.concurrency}")
+    if options.parallel < 1:
+        raise InputError(f"--parallel must be at least 1, not {options.parallel}")
 
     from driftwatch.collect.hostkeys import KnownHosts
     from driftwatch.collect.sshconfig import default_ssh_config, load_ssh_config
@@ -83,7 +66,7 @@ def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions,
     results: list[RawUnit | None] = [None] * len(pairs)
     runner = _Runner(pairs, options, config, known)
     total, done = len(pairs), 0
-    workers = min(options.concurrency, len(groups))
+    workers = min(options.parallel, len(groups))
     pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="driftwatch-ssh")
     try:
         futures = {pool.submit(runner.host, idx): idx for idx in groups.values()}

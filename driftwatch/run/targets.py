@@ -1,38 +1,41 @@
-"""Turn what the user named (a unit file, a live host) into Snapshots.
+"""Turn what the user named (a unit file, a saved snapshot, a live host, a baseline) into Snapshots.
 
-Local reads never import SSH code; live reads go through the collect stage. Saved snapshots are
-read and written by the snapshot store (`store.py`).
+Local reads never import SSH code; live reads go through the collect stage with the command
+line's `SSHOptions`. Saved snapshots are read and written by the snapshot store (`store.py`).
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import DriftwatchError, InputError
 from ..fileio import MAX_TEXT_BYTES, read_text_file
 from ..collect.raw import RawUnit
 from ..snapshots.snapshot import Snapshot, build_snapshot
 
-
-@dataclass
-class SSHSettings:
-    known_hosts: str | None = None
-    accept_new: bool = False
-    identity: str | None = None
-    ssh_config: str | None = None
-    connect_timeout: float = 10.0
-    command_timeout: float = 30.0
-    parallel: int = 32
-    probe: bool = False
+if TYPE_CHECKING:
+    from ..collect.sshoptions import SSHOptions
+    from ..snapshots.baseline import Baseline
 
 
-def collect_live(targets: list[tuple[str, str]], ssh: SSHSettings, inventory: str | None = None,
-                 progress=None, on_result=None) -> list[RawUnit]:
+def parallel_ceiling() -> int:
+    """Above this many hosts at once, SSH handshakes (CPU-bound on the client) starve each other: at
+    1 000 on 2 cores 5-23 % of hosts timed out (issue 12's measurements; benchmarks/README.md)."""
+    return max(64, 32 * (os.cpu_count() or 1))
+
+
+def collect_live(targets: list[tuple[str, str]], ssh: SSHOptions, inventory: str | None = None,
+                 progress=None, on_result=None, warn: Callable[[str], None] | None = None) -> list[RawUnit]:
     """Collect (host spec, unit) pairs over SSH. Host specs may name inventory entries.
-    `on_result(raw)` runs as each answer arrives (see collect_fleet), with the host's recorded name."""
-    from ..collect.fleet import SSHOptions, collect_fleet
+    `on_result(raw)` runs as each answer arrives (see collect_fleet), with the host's recorded name.
+    `warn` hears when --parallel is more than this machine's CPUs can shake hands with."""
+    from ..collect.fleet import collect_fleet
     from ..collect.inventory import parse_target
+    if warn is not None and ssh.parallel > parallel_ceiling():
+        warn(f"--parallel {ssh.parallel} on {os.cpu_count() or 1} CPU core(s): SSH handshakes compete for the CPU "
+             f"and slow hosts may time out; at most {parallel_ceiling()} is faster here")
     known = {t.name: t for t in _inventory(inventory)} if inventory else {}
     pairs, labels, seen = [], [], set()
     for spec, unit in targets:
@@ -45,15 +48,13 @@ def collect_live(targets: list[tuple[str, str]], ssh: SSHSettings, inventory: st
         seen.add((label, unit))
         pairs.append((target, unit))
         labels.append(label)
-    options = SSHOptions(known_hosts=ssh.known_hosts, accept_new=ssh.accept_new, identity=ssh.identity,
-                         ssh_config=ssh.ssh_config, connect_timeout=ssh.connect_timeout,
-                         command_timeout=ssh.command_timeout, concurrency=ssh.parallel, probe=ssh.probe)
+
     def arrived(i: int, raw: RawUnit) -> None:
         raw.host = labels[i]
         if on_result is not None:
             on_result(raw)
 
-    return collect_fleet(pairs, options, progress=progress, on_result=arrived)
+    return collect_fleet(pairs, ssh, progress=progress, on_result=arrived)
 
 
 _INVENTORIES: dict[tuple, list] = {}
@@ -90,7 +91,7 @@ def raw_to_snapshot(raw: RawUnit, engine_version: str | None = None) -> Snapshot
     return build_snapshot(raw, engine_version=engine_version, origin=f"{raw.host}:{raw.unit}")
 
 
-def collect_one(host: str, unit: str, ssh: SSHSettings, inventory: str | None = None,
+def collect_one(host: str, unit: str, ssh: SSHOptions, inventory: str | None = None,
                 engine_version: str | None = None) -> Snapshot:
     from ..collect.unitname import validate_unit_name
     validate_unit_name(unit)
@@ -127,3 +128,38 @@ def snapshot_from_unit_file(path: str, host: str | None = None, engine_version: 
         snap.unit = "stdin" if path == STDIN else Path(path).name
     snap.host = host
     return snap
+
+
+def one_target(unit_file: str | None, host: str | None, unit: str | None, snapshot_file: str | None,
+               engine_version: str | None, inventory: str | None, ssh: SSHOptions,
+               required: bool = True) -> Snapshot | None:
+    """The one unit a command names: --unit-file (`-`: standard input), --snapshot, or --host with
+    --unit. None when nothing is named and `required` is false (the caller falls back, e.g. to the
+    host and unit a baseline records)."""
+    chosen = [x for x in (unit_file, snapshot_file, host) if x]
+    if len(chosen) > 1:
+        raise InputError("give one of --unit-file, --snapshot or --host/--unit")
+    if unit_file:
+        snap = snapshot_from_unit_file(unit_file, host=None, engine_version=engine_version)
+        if unit:  # the unit's name on its host, when the file is a copy named otherwise
+            from ..collect.unitname import validate_unit_name
+            snap.unit = validate_unit_name(unit)
+        return snap
+    if snapshot_file:
+        from ..snapshots.store import read_snapshot_file
+        return read_snapshot_file(snapshot_file, engine_version)
+    if host:
+        if not unit:
+            raise InputError("--host needs --unit (the systemd unit to read)")
+        return collect_one(host, unit, ssh, inventory, engine_version)
+    if unit:
+        raise InputError("--unit needs --host (or use --unit-file for a file on this machine)")
+    if required:
+        raise InputError("nothing to read: give --unit-file FILE, --snapshot FILE or --host HOST --unit UNIT")
+    return None
+
+
+def named_baseline(spec: str, directory: Path) -> Baseline:
+    """The baseline a command names: NAME in `directory`, a baseline YAML, or a unit file."""
+    from ..snapshots.baseline import load_baseline
+    return load_baseline(spec, directory, unit_reader=lambda p: snapshot_from_unit_file(p, None, None))

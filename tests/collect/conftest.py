@@ -16,7 +16,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(__file__))
 import dw_sshlab  # noqa: E402
 
-from driftwatch.collect.fleet import SSHOptions  # noqa: E402
+from driftwatch.collect.sshoptions import SSHOptions  # noqa: E402
 
 from dw_sshlab import FIXTURES, UNIT, plain_unit  # noqa: E402
 

@@ -151,7 +151,7 @@ def test_parallel_hosts_one_hung_one_closed(fleet, known_hosts, options):
 
 def test_concurrency_limit_still_collects_all(fleet, known_hosts, options):
     good = [fleet[n] for n in ("plain0", "plain1", "plain2", "plain3", "dropins")]
-    raws = collect_fleet([(t(h), UNIT) for h in good], options(known_hosts(*good), concurrency=2))
+    raws = collect_fleet([(t(h), UNIT) for h in good], options(known_hosts(*good), parallel=2))
     assert [r.status for r in raws] == ["fallback"] * 5
 
 
