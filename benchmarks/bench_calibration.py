@@ -6,7 +6,7 @@ start-up values a case's source quotes as --baseline-metric / --current-metric.
 
 Prints one line per case (measured, predicted without and with facts, residual) and checks that
 the CLI's figures equal the fit script's in-process ones (exit 1 when any differs), so the table in
-driftwatch/impact/MODELS.md is what users get.
+docs/impact.md is what users get.
 """
 from __future__ import annotations
 

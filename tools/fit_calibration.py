@@ -1,6 +1,6 @@
 """Fit the roofline constants on the public calibration cases and write the residual table.
 
-    python -m tools.fit_calibration [--cases tools/calibration_cases] [--fit] [--write MODELS.md]
+    python -m tools.fit_calibration [--cases tools/calibration_cases] [--fit] [--write docs/impact.md]
 
 For every case folder (baseline.unit, current.unit, case.yaml: see the cases' README) this runs the
 comparison the case's `compare_args` describe, twice:
@@ -52,7 +52,7 @@ from driftwatch.findings.rulebook import load_rules  # noqa: E402
 from driftwatch.run.targets import snapshot_from_unit_file  # noqa: E402
 
 # A copy of the project's shared calibration set (../shared/calibration), kept in the repository so the
-# fit, the benchmark and the tests that guard MODELS.md run on a fresh clone; a test checks the copy
+# fit, the benchmark and the tests that guard docs/impact.md run on a fresh clone; a test checks the copy
 # still equals the shared set wherever that is present.
 DEFAULT_CASES = os.path.join(REPO, "tools", "calibration_cases")
 SHARED_CASES = os.path.normpath(os.path.join(REPO, "..", "shared", "calibration"))
@@ -407,7 +407,7 @@ def seed_table(rows: list[Row]) -> str:
 
 
 def render(rows: list[Row]) -> str:
-    """What `--write` puts between MODELS.md's markers: the constants, the case table, the seeds."""
+    """What `--write` puts between docs/impact.md's markers: the constants, the case table, the seeds."""
     return ("Constants: " + ", ".join(f"{k} = {_get(k):g}" for k in FREE) + ".\n\n" + table(rows)
             + "\n\nSeeds (tok/s):\n\n" + seed_table(rows))
 

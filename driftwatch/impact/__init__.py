@@ -4,7 +4,7 @@ A model is ``(name, baseline_value, current_value, ctx, params) -> Estimate``: `
 difference's concept when one applies (``parallel.tensor``; values then in concept space), else its
 native key; ``throughput_ratio`` is current ÷ baseline for that change alone, None when there is no
 sound model. Models are looked up by name (the names rules/*.yaml use). Assumptions and constants:
-MODELS.md.
+docs/impact.md.
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ class ImpactContext:
     None when unknown or not the same on both sides ("the engine" in details). ``model_facts`` /
     ``baseline_model_facts``: what the current/baseline model's config.json says (driftwatch.facts
     ModelFacts), ``gpu_facts``: the current host's GPUs (GPUFacts); None = unknown, and the models
-    fall back to their priors (roofline.py, MODELS.md). ``concurrency_known``: False when nobody stated
+    fall back to their priors (roofline.py, docs/impact.md). ``concurrency_known``: False when nobody stated
     the client concurrency (no ``--concurrency``, no ``concurrency`` metric) and ``concurrency`` is
     only the default 1: models then make no "one stream" claim (an open-loop or offline benchmark
     runs many requests at once). ``current_reported``: the concepts whose current value came from the

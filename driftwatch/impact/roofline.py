@@ -12,7 +12,7 @@ evenly over an effective pool P = min(E, max(k, ROUTING_POOL·E)) of the E exper
 Tensor parallelism divides the weights, FLOPs and KV heads by tp and adds two all-reduces per layer. KV reads: each request's context over the full-attention
 layers, once per forward (verifying t tokens reads it once). Linear-attention (Gated DeltaNet)
 layers read their fixed-size state and write it back for each verified token. The constants
-(efficiencies, overheads, all-reduce latency) are fitted in tools/fit_calibration.py; MODELS.md
+(efficiencies, overheads, all-reduce latency) are fitted in tools/fit_calibration.py; docs/impact.md
 lists them with the residuals.
 
 Everything here is pure arithmetic on ModelFacts/GPUFacts; models that lack facts use their priors.
@@ -101,7 +101,7 @@ def experts_touched(experts: int, per_token: int, tokens: float, pool: float | N
 
     pool 1 is uniform routing over all E. Real decode routing is concentrated (a batch's tokens,
     and a request's consecutive tokens, favour the same experts), so fewer distinct experts are read
-    than uniform routing predicts; `cal.ROUTING_POOL` is that fraction, fitted (MODELS.md). A pool
+    than uniform routing predicts; `cal.ROUTING_POOL` is that fraction, fitted (docs/impact.md). A pool
     outside (0, 1] (or not a number) is not a pool: the shipped one is used."""
     if experts <= 0 or per_token <= 0 or not tokens > 0:
         return 0.0

@@ -4,7 +4,7 @@
 Both read the whole speculative configuration of each side from the context (the concepts
 speculative.algorithm, .steps, .topk, .draft_tokens and model.path), so one estimate covers a steps
 change that drags topk/draft along, whatever the engine calls those fields. Throughput per stream
-∝ E / cost (see expected_tokens.py); assumptions and calibration in MODELS.md.
+∝ E / cost (see expected_tokens.py); assumptions and calibration in docs/impact.md.
 """
 from __future__ import annotations
 
@@ -279,7 +279,7 @@ def _prior_words(base: SpecSide, cur: SpecSide, expected: dict, cost_growth: flo
 
 
 # How far the roofline's step may stray from the baseline server's measured one before the sentence
-# says the ratio is rough (a judgement: seed 000's step, which rests on an assumed acceptance, is 33 % off, MODELS.md).
+# says the ratio is rough (a judgement: seed 000's step, which rests on an assumed acceptance, is 33 % off, docs/impact.md).
 MEASURED_STEP_TOLERANCE = 0.5
 
 

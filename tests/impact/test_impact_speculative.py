@@ -1,4 +1,4 @@
-"""Speculative models, including the seed calibrations (MODELS.md, calibration table)."""
+"""Speculative models, including the seed calibrations (docs/impact.md, calibration table)."""
 import pytest
 
 from driftwatch.impact import ImpactContext, get_model
@@ -33,7 +33,7 @@ def test_seed_000_current_accept_length_only_within_15_percent():
     expected_baseline = 1 + 0.75 + 0.75 * 0.85 + 0.75 * 0.85 ** 2
     assert f"E(3)={expected_baseline:.2f}" in e.detail and "E(1)=1.75" in e.detail
     predicted = 70 * e.throughput_ratio
-    assert predicted == pytest.approx(43.8, abs=0.3)  # the prior-path table in MODELS.md
+    assert predicted == pytest.approx(43.8, abs=0.3)  # the prior-path table in docs/impact.md
     assert abs(predicted - 40) / 40 <= 0.15
     assert e.confidence == "low" and e.dimension == "single-stream"
     assert "α≈0.75" in e.detail and "observes draft position 1 only" in e.detail

@@ -1,4 +1,4 @@
-"""The calibration that MODELS.md reports (issue 13): the residual table in MODELS.md is what the
+"""The calibration that docs/impact.md reports: the residual table in docs/impact.md is what the
 models give today, no case gets a wrong direction, and the seeds stay within ±15 %. Runs the fit
 script's evaluation (no fitting: ~1 s) on the repository's copy of the calibration cases."""
 from __future__ import annotations
@@ -14,7 +14,7 @@ from driftwatch.impact import calibration as cal
 from tools import fit_calibration as fit
 
 REPO = Path(__file__).resolve().parents[2]
-MODELS_MD = REPO / "driftwatch" / "impact" / "MODELS.md"
+MODELS_MD = REPO / "docs" / "impact.md"
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +27,8 @@ def rows():
 def test_models_md_holds_todays_residual_table(rows):
     doc = MODELS_MD.read_text(encoding="utf-8")
     shipped = doc.split("<!-- calibration-table -->\n", 1)[1].split("\n<!-- /calibration-table -->", 1)[0]
-    assert shipped == fit.render(rows), ("MODELS.md is stale: run python -m tools.fit_calibration "
-                                     "--write driftwatch/impact/MODELS.md")
+    assert shipped == fit.render(rows), ("docs/impact.md is stale: run python -m tools.fit_calibration "
+                                     "--write docs/impact.md")
 
 
 def test_no_case_points_the_wrong_way(rows):
