@@ -313,11 +313,6 @@ def credential_options_of(catalogs) -> list[str]:
     return sorted(found)
 
 
-def render_credential_options(engine: str, options: list[str]) -> str:
-    return json.dumps({"engine": engine, "derived_from": "every shipped catalog (tools/catalog)",
-                       "options": options}, indent=1) + "\n"
-
-
 class CatalogSet:
     """The shipped catalogs of one engine and its argparse semantics, cached per release."""
 

@@ -51,11 +51,6 @@ class GPUFacts:
         """Bytes per second."""
         return self.spec.bandwidth_gbs * 1e9
 
-    def flops(self, fp8: bool = False) -> float:
-        """Dense FLOP/s (FP8 when the weights are 8-bit and the GPU has FP8 tensor cores)."""
-        t = self.spec.fp8_tflops if fp8 and self.spec.fp8_tflops else self.spec.bf16_tflops
-        return t * 1e12
-
     def label(self) -> str:
         return f"{self.count}× {self.spec.name}" if self.count > 1 else self.spec.name
 

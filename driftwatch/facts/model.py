@@ -337,7 +337,7 @@ def load_model_config(path: str) -> ModelFacts:
 
 def find_config_json(path: str) -> str | None:
     """config.json for a path: the file itself, DIR/config.json, or the newest snapshot of an HF cache
-    folder (models--ORG--NAME, or a hub directory holding one for ORG/NAME)."""
+    folder (models--ORG--NAME). The collector finds a served model's folder on the host itself."""
     if os.path.isfile(path):
         return path
     if not os.path.isdir(path):
@@ -352,13 +352,3 @@ def find_config_json(path: str) -> str | None:
         if candidates:
             return max(candidates, key=lambda c: (os.path.getmtime(c), c))
     return None
-
-
-def hf_cache_dir_name(model: str) -> str | None:
-    """``Qwen/Qwen3-8B`` -> ``models--Qwen--Qwen3-8B`` (the Hugging Face cache folder), None for paths."""
-    if not isinstance(model, str) or model.startswith(("/", ".", "~")) or model.count("/") != 1:
-        return None
-    org, name = model.split("/")
-    if not org or not name:
-        return None
-    return f"models--{org}--{name}"

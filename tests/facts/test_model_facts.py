@@ -6,7 +6,7 @@ import pytest
 
 from driftwatch.errors import InputError
 from driftwatch.facts import ModelFacts, load_model_config, model_facts
-from driftwatch.facts.model import find_config_json, hf_cache_dir_name
+from driftwatch.facts.model import find_config_json
 
 MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "calibration_models")
 
@@ -105,8 +105,6 @@ def test_config_found_in_a_directory_and_in_the_hf_cache_layout(tmp_path):
     (snap / "config.json").write_text(json.dumps(cfg))
     assert find_config_json(str(cache)) == str(snap / "config.json")
     assert load_model_config(str(cache)).hidden_size == 4096
-    assert hf_cache_dir_name("Qwen/Qwen3-8B") == "models--Qwen--Qwen3-8B"
-    assert hf_cache_dir_name("/srv/models/x") is None
 
 
 def test_unreadable_configs_are_input_errors(tmp_path):
