@@ -80,8 +80,9 @@ class ArgparseEngine(Engine):
         m = re.match(r"^v?(\d+\.\d+(?:\.\d+)?(?:\.?post\d+|rc\d+)?)(?:$|[-_])", tag)
         return m.group(1) if m else None
 
-    def apply_startup(self, config: EngineConfig) -> None:
-        """The engine's own start-up rewrites and known start-up crashes (notes and Issues)."""
+    def apply_startup(self, config: EngineConfig, engine_argv: list[str]) -> None:
+        """The engine's own start-up rewrites and known start-up crashes (notes and Issues), for
+        `config` typed from `engine_argv` (vLLM rewrites from the argv as its parser saw it)."""
 
     def _default_rows(self, version: str) -> list[tuple]:
         """(spec, primary, default value, source, note) of every option of a release, worked out once
@@ -139,5 +140,5 @@ class ArgparseEngine(Engine):
         bindings = {k: b for k, b in self._bindings.items() if k in flags}
         config = EngineConfig(engine=self.name, version=version, version_reason=reason, flags=flags,
                               issues=issues, label=label, bindings=bindings)
-        self.apply_startup(config)
+        self.apply_startup(config, engine_argv)
         return config

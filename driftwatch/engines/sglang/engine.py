@@ -43,7 +43,7 @@ class SGLangEngine(ArgparseEngine):
             return EngineEntry("sglang serve", None, words[2:])
         return None
 
-    def apply_startup(self, config: EngineConfig) -> None:
+    def apply_startup(self, config: EngineConfig, engine_argv: list[str]) -> None:
         apply_rewrites(config)
 
     def parse_startup_log(self, lines: list[str], config: EngineConfig | None = None) -> StartupValues:
