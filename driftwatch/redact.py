@@ -1,6 +1,6 @@
 """Keep secrets on the host: a value is stored or shown in clear only when driftwatch knows it is not secret.
 
-The policy (README, "Secrets"):
+The policy (docs/secrets.md):
 
 - a **typed engine flag** is shown in clear unless it is a credential (a string-valued flag whose
   field says so: ``api_key``, ``admin_api_key``, ``hf_token``, ``ssl_keyfile_password``);

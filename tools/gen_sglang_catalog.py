@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Thin wrapper, kept for old commands and callers: the generator lives in
 ``tools/catalog/`` (``python -m tools.catalog sglang ...``; see
-tools/README.md).
+docs/engines.md).
 
     python tools/gen_sglang_catalog.py --version 0.5.23
     python tools/gen_sglang_catalog.py --python /work/oracles/sglang-0.5.23/bin/python --out /tmp/x

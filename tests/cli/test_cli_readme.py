@@ -1,18 +1,32 @@
-"""Item 18: README commands work pasted in order. Static checks that keep the walk-through honest
-(the commands themselves were run in order in a fresh clone + venv; see the README's walk-through):
-it never writes into the shipped baselines/, documents every config-file key settings.py reads,
-shell completion, and the SSH tests' network namespaces."""
+"""Item 18: README and docs/ commands work pasted in order. Static checks that keep the README and
+the manual in docs/ honest (the commands themselves were run in order in a fresh clone + venv; see
+docs/walkthrough.md): they never write into the shipped baselines/, each page activates the venv
+before its first bare `driftwatch`, every option a documented command uses exists, docs/reports.md
+documents every config-file key settings.py reads, docs/cli.md shell completion and
+docs/development.md the SSH tests' network namespaces."""
 
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
+import click
+
+from driftwatch.cli import cli
 from driftwatch.notify import settings
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-SH = [re.sub(r"\\\n\s*", " ", b) for b in re.findall(r"^```sh\n(.*?)^```", README, re.S | re.M)]
-LINES = [l.split("#")[0].strip() for b in SH for l in b.splitlines() if l.split("#")[0].strip()]
+REPO = Path(__file__).resolve().parents[2]
+PAGES = {str(p.relative_to(REPO)): p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]}
+
+
+def _lines(text: str) -> list[str]:
+    """The command lines of a page's ```sh blocks, continuations joined, comments cut."""
+    sh = [re.sub(r"\\\n\s*", " ", b) for b in re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M)]
+    return [l.split("#")[0].strip() for b in sh for l in b.splitlines() if l.split("#")[0].strip()]
+
+
+LINES = [l for text in PAGES.values() for l in _lines(text)]
 
 
 def test_walk_through_never_overwrites_a_shipped_baseline():
@@ -23,28 +37,63 @@ def test_walk_through_never_overwrites_a_shipped_baseline():
 
 
 def test_commands_use_the_venv():
-    first = next(i for i, l in enumerate(LINES) if re.match(r"(\S+/)?driftwatch ", l) and not l.startswith(".venv/"))
-    assert any(l.startswith(". .venv/bin/activate") for l in LINES[:first]), LINES[first]
+    checked = 0
+    for page, text in PAGES.items():
+        lines = _lines(text)
+        first = next((i for i, l in enumerate(lines) if re.match(r"(\S+/)?driftwatch ", l) and not l.startswith(".venv/")),
+                     None)
+        if first is None:
+            continue
+        checked += 1
+        assert any(l.startswith(". .venv/bin/activate") for l in lines[:first]), (page, lines[first])
+    assert checked >= 5
+
+
+def _options(command: click.Command) -> set[str]:
+    return {o for p in command.get_params(click.Context(command)) for o in p.opts + p.secondary_opts}
+
+
+def test_documented_commands_use_existing_options():
+    """Every `driftwatch …` line of the README and docs/ names a command that exists, with options it has."""
+    commands = [seg.strip() for l in LINES for seg in re.split(r"&&|\|", l)
+                if re.match(r"(\S+/)?driftwatch ", seg.strip())]
+    assert len(commands) >= 30
+    for line in commands:
+        words, command = shlex.split(line)[1:], cli
+        while isinstance(command, click.Group):
+            while words and words[0].startswith("-"):  # the group's own options (--engine-config FILE)
+                word = words.pop(0)
+                assert word.split("=")[0] in _options(command), (line, word)
+                option = next(p for p in command.params if word.split("=")[0] in p.opts)
+                if not option.is_flag and "=" not in word:
+                    words.pop(0)
+            assert words and command.get_command(click.Context(command), words[0]), line
+            command = command.get_command(click.Context(command), words.pop(0))
+        for word in words:
+            if re.match(r"--?[A-Za-z]", word):
+                assert word.split("=")[0] in _options(command), (line, word)
 
 
 def test_config_file_keys_are_documented():
-    block = README[README.index("### The config file"):]
+    reports = PAGES["docs/reports.md"]
+    block = reports[reports.index("### The config file"):]
     block = block[:block.index("```\n", block.index("```yaml") + 7)]
     for key in list(settings._TOP_KEYS) + [f"  {k}:" for k in settings._SMTP_KEYS]:
         assert re.search(rf"^{re.escape(key) if key.startswith(' ') else re.escape(key) + ':'}", block, re.M), key
 
 
 def test_completion_and_netns_are_documented():
-    assert "_DRIFTWATCH_COMPLETE=bash_source" in README
-    assert "network namespaces" in README.lower() or "network\nnamespaces" in README.lower()
-    assert "ip netns" in README
+    assert "_DRIFTWATCH_COMPLETE=bash_source" in PAGES["docs/cli.md"]
+    development = PAGES["docs/development.md"]
+    assert "network namespaces" in development.lower() or "network\nnamespaces" in development.lower()
+    assert "ip netns" in development
 
 
 def test_the_model_aware_example_prints_what_the_readme_shows(dw):
-    """The README's "Explanations that know the model and the GPU" command, run from the repository
+    """docs/impact.md's "Explanations that know the model and the GPU" command, run from the repository
     root: the figures its sample output quotes are the ones the CLI prints today."""
-    import shlex
-    section = README[README.index("## Explanations that know the model and the GPU"):]
+    impact = PAGES["docs/impact.md"]
+    section = impact[impact.index("## Explanations that know the model and the GPU"):]
     section = section[:section.index("\n## ")]
     shell = re.search(r"```sh\n(.*?)```\n", section, re.S)
     command = re.sub(r"\\\n\s*", " ", shell.group(1)).strip()

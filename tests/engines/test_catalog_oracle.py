@@ -1,7 +1,7 @@
 """Re-generate each shipped SGLang catalog from a real SGLang and compare.
 
 Needs an "oracle": a venv with that SGLang release installed (see
-tools/README.md). Found via
+docs/engines.md). Found via
 
 * ``DRIFTWATCH_SGLANG_ORACLE=/path/to/venv/bin/python`` (any release; the test
   asks it which sglang it has), or

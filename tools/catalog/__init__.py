@@ -8,7 +8,7 @@
   engine's parser, and what only that engine knows.
 * ``cli`` / ``__main__``: ``python -m tools.catalog ENGINE --version X``.
 
-An engine module provides (see tools/README.md, "Adding an engine")::
+An engine module provides (see docs/engines.md, "Adding an engine's dump")::
 
     NAME, DISTRIBUTION, GENERATED_BY, DEFAULT_OUT, STRIP_ENV_PREFIXES
     install_plan(version) -> list[list[str]]   # pip argument lists

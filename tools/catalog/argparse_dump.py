@@ -7,7 +7,7 @@ own converter table, and adds what only it knows (dataclass fields, aliases,
 deprecation tables).
 
 One record per argparse action (``-h/--help`` left out), in the keys of
-``driftwatch.catalog/v1`` (see tools/README.md, "How fields are derived"):
+``driftwatch.catalog/v1`` (see docs/engines.md, "How fields are derived"):
 ``option_strings primary dest action type nargs const default default_repr
 choices required deprecated help`` plus, where they apply, ``action_class``
 and ``type_name``, and, where the parser has them, ``hidden_option_strings``

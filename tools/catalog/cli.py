@@ -3,7 +3,7 @@
 Without ``--python``: create (or reuse) the oracle venv
 ``/work/oracles/ENGINE-VERSION`` from the engine's install plan, dump the
 engine's parser inside it and write ``ENGINE-VERSION.json`` into the engine's
-catalog directory (or ``--out``). See tools/README.md.
+catalog directory (or ``--out``). See docs/engines.md.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@
   ``auto_choose_speculative_params``.
 
 The dump half (``dump`` and what it calls) runs inside the oracle venv:
-standard library plus SGLang only. See tools/README.md.
+standard library plus SGLang only. See docs/engines.md.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ LIGHT_DEPS = [
 # transformers is pinned to a version that works with the release (0.5.5 and
 # 0.5.12 pin exactly that in their metadata; 0.4.10.post2 pins 4.54.1, but
 # 4.57.6 imports fine and matches 0.5.5). Releases not listed fall back to the
-# first matching prefix in EXTRA_DEPS_BY_PREFIX; see tools/README.md for how to
+# first matching prefix in EXTRA_DEPS_BY_PREFIX; see docs/engines.md for how to
 # find the list for a new release.
 _COMMON_05 = ["fastapi", "sentencepiece", "openai", "partial_json_parser", "dill"]
 EXTRA_DEPS = {

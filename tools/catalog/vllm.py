@@ -17,7 +17,7 @@
   ``envs-<VERSION>.json`` beside the catalog, see ``extra_files``).
 
 The dump half (``dump`` and what it calls) runs inside the oracle venv:
-standard library plus vLLM only. See tools/README.md, "vLLM".
+standard library plus vLLM only. See docs/engines.md, "vLLM (`catalog/vllm.py`)".
 """
 
 from __future__ import annotations
