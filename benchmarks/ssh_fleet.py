@@ -122,6 +122,7 @@ def worker(method: str, spec: dict) -> dict:
         from driftwatch.collect.fleet import collect_fleet
         from driftwatch.collect.sshoptions import SSHOptions
         from driftwatch.collect.inventory import HostTarget
+        from driftwatch.snapshots.reader import EngineReader
 
         import paramiko  # noqa: F401 - outside the timed part, as for the raw paramiko methods
 
@@ -129,7 +130,7 @@ def worker(method: str, spec: dict) -> dict:
                           allow_agent=False, look_for_keys=False, parallel=spec.get("parallel") or 32)
         targets = [(HostTarget(h["name"], h["address"], "root", h["port"]), UNIT) for h in hosts]
         t0 = time.perf_counter()
-        raws = collect_fleet(targets, opts)
+        raws = collect_fleet(targets, opts, EngineReader())
         wall = time.perf_counter() - t0
         ok = sum(r.status in ("ok", "fallback") and "--port" in (r.text or "") for r in raws)
     else:
@@ -139,7 +140,9 @@ def worker(method: str, spec: dict) -> dict:
 
         if method == "paramiko-threads+":
             from driftwatch.collect.commands import build_command
-            cmds = [build_command(UNIT) for _ in hosts]
+            from driftwatch.snapshots.reader import EngineReader
+            markers = EngineReader().startup_markers  # the script driftwatch sends
+            cmds = [build_command(UNIT, markers=markers) for _ in hosts]
             jobs = [(h, c.command, c.script.encode()) for h, c in zip(hosts, cmds)]
         else:
             jobs = [(h, RAW_CMD, None) for h in hosts]

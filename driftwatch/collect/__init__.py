@@ -4,6 +4,7 @@ interface.py  Collector ABC, RawUnit statuses and sources, HostError
 local.py      LocalCollector (unit file / directory tree), systemd search order, `# /path` text
 unitname.py   systemd unit-name grammar (checked before anything reaches a remote shell)
 commands.py   the one remote `sh` script per unit and the parser of its sections
+reader.py     UnitReader: what collecting asks about a command line, answered by the caller's reader
 inventory.py  HostTarget, `user@host:port`, driftwatch YAML and Ansible INI/YAML inventories
 sshconfig.py  ~/.ssh/config resolution (HostName, User, Port, IdentityFile, ProxyJump)
 hostkeys.py   known_hosts checking, --accept-new recording

@@ -17,9 +17,9 @@ content can forge a header. Sections, in order:
 ``PROC <pid>``                ``/proc/PID/cmdline`` as hex (``od``): MainPID's or, only where
                                systemd cannot be asked, every process whose command line
                                mentions sglang or vllm (at most 16); one of those is taken as the unit's
-                               server only on evidence (``match_process``): its command line is the
-                               unit's, or it serves the unit's ``--port``; else the running process
-                               is unknown;
+                               server only on evidence (``match_process``, the command lines read by the
+                               caller's ``UnitReader``): its command line is the unit's, or it serves the
+                               unit's ``--port``; else the running process is unknown;
 ``INTERP``/``VERSION``/``VERSIONRC``  the unit's interpreter and the ``Version:`` of the
                                ``sglang-*.dist-info/METADATA`` (``vllm-*`` when the unit starts
                                vLLM) beside it (read, never executed);
@@ -32,9 +32,9 @@ content can forge a header. Sections, in order:
                                only where systemd runs
                                (``/run/systemd/system`` exists, systemd's own sd_booted test);
 ``STARTUP``                   the lines, among the first 20 000 of the current invocation, that hold
-                               one of the engines' start-up markers (``Engine.startup_markers``: SGLang's
-                               ``ServerArgs(...)``, its memory pool and scheduler lines, vLLM's
-                               non-default args and KV-cache size); only with an InvocationID, never an
+                               one of the start-up markers the caller passes (the engines', from its
+                               ``UnitReader``: SGLang's ``ServerArgs(...)``, its memory pool and scheduler
+                               lines, vLLM's non-default args and KV-cache size); only with an InvocationID, never an
                                older run's; at most 400 lines and 2 MiB;
 ``ENV <path>``                ``EnvironmentFile=`` files named in the unit (first 64 KiB each);
 ``CFG <path>``/``CFGX <path>`` the vLLM ``--config FILE`` (or ``--config=FILE``) named in the last
@@ -72,7 +72,7 @@ from driftwatch.collect.local import (
 )
 from driftwatch.collect.unitname import validate_unit_name
 from driftwatch.collect.raw import RawUnit
-from driftwatch.engines.registry import startup_markers
+from driftwatch.collect.reader import UnitReader
 from driftwatch.facts.gpu import parse_topology
 
 MAX_OUTPUT_BYTES = 32 << 20
@@ -329,12 +329,13 @@ class RemoteCommand:
 
 
 def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = None,
-                  step_timeout: float = 10.0, deadline: float = 60.0) -> RemoteCommand:
-    """Script collecting ``unit`` (validated here; InputError when systemd would refuse the name)."""
+                  step_timeout: float = 10.0, deadline: float = 60.0,
+                  markers: tuple[str, ...] = ()) -> RemoteCommand:
+    """Script collecting ``unit`` (validated here; InputError when systemd would refuse the name).
+    ``markers``: the fixed strings selecting the start-up lines (none: no ``STARTUP`` section)."""
     unit = validate_unit_name(unit)
     nonce = secrets.token_hex(8)
     q = shlex.quote
-    markers = startup_markers()
     values = {
         "@UNIT@": q(unit),
         "@NONCE@": nonce,
@@ -456,43 +457,26 @@ def _port(engine_argv: list[str]) -> str | None:
     return port
 
 
-def _unit_command(text: str | None, unit: str, environment_files: dict[str, str]):
-    """(expanded ExecStart argv, its Launcher) of the unit text; None when it cannot be read."""
-    if not text:
-        return None
-    try:
-        from driftwatch.engines.registry import find_launcher
-        from driftwatch.parse.execstart import resolve_exec_start
-        from driftwatch.parse.unitfile import parse_unit_text
-        result = resolve_exec_start(parse_unit_text(text, name=unit), environment_files or None)
-        argv = list(result.expanded_argv)
-        return argv, find_launcher(argv, dict(result.environment))
-    except Exception:  # noqa: BLE001 - no evidence from a unit we cannot read: the process stays unknown
-        return None
-
-
-def match_process(text: str | None, unit: str, candidates: list[tuple[int, list[str]]],
+def match_process(text: str | None, unit: str, candidates: list[tuple[int, list[str]]], reader: UnitReader,
                   environment_files: dict[str, str] | None = None) -> list[str] | None:
     """Which of the engine processes found without systemd (no MainPID to ask) runs ``unit``, on
     evidence only: its command line is the unit's (the whole argv, or the same engine with the same
     arguments behind other wrappers), else it is the one process of that engine serving the unit's
     port (``--port``, or both the engine's default). None: the running process is unknown; an
-    unrelated SGLang on the host is never taken for this unit's server."""
-    command = _unit_command(text, unit, environment_files or {})
-    if command is None or not candidates:
+    unrelated SGLang on the host is never taken for this unit's server. ``reader`` reads the command
+    lines (the unit's with its ``EnvironmentFile=`` texts)."""
+    unit_command = reader.command(text, unit, environment_files or None) if text else None
+    if unit_command is None or not candidates:
         return None
-    from driftwatch.engines.registry import find_launcher
-    argv, launcher = command
+    argv, engine, engine_argv = unit_command.argv, unit_command.engine, unit_command.engine_argv
     same, by_port = [], []
     for pid, proc_argv in sorted(candidates):
-        try:
-            running = find_launcher(list(proc_argv))
-        except Exception:  # noqa: BLE001
+        running = reader.process(list(proc_argv))
+        if running is None:
             continue
-        if proc_argv == argv or (running.engine == launcher.engine != "none"
-                                 and running.engine_argv == launcher.engine_argv):
+        if proc_argv == argv or (running.engine == engine != "none" and running.engine_argv == engine_argv):
             same.append(proc_argv)
-        elif running.engine == launcher.engine != "none" and _port(running.engine_argv) == _port(launcher.engine_argv):
+        elif running.engine == engine != "none" and _port(running.engine_argv) == _port(engine_argv):
             by_port.append(proc_argv)
     if same:
         return same[0]
@@ -559,8 +543,10 @@ def _int(value: str | None) -> int | None:
         return None
 
 
-def parse_output(host: str, unit: str, nonce: str, output: bytes, timed_out: bool = False) -> RawUnit:
-    """Turn the script's output into a RawUnit. Missing optional sections stay None."""
+def parse_output(host: str, unit: str, nonce: str, output: bytes, reader: UnitReader,
+                 timed_out: bool = False) -> RawUnit:
+    """Turn the script's output into a RawUnit. Missing optional sections stay None. ``reader`` reads
+    the command lines that tell which process is the unit's where systemd cannot say."""
     s = split_sections(output, nonce)
     raw = RawUnit(host=host, unit=unit)
     cat = s.text("CAT")
@@ -618,7 +604,7 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, timed_out: boo
         raw.running_argv = next((a for p, a in procs if p == raw.main_pid), None)
     else:  # no systemd to ask: a process is this unit's only on argv or port evidence
         engines = [(p, a) for p, a in procs if is_engine_argv(a)]
-        raw.running_argv = match_process(raw.text, unit, engines, environment_files)
+        raw.running_argv = match_process(raw.text, unit, engines, reader, environment_files)
 
     version = (s.text("VERSION") or "").strip()
     if _int(s.text("VERSIONRC")) == 0 and _VERSION.match(version):

@@ -19,6 +19,7 @@ from driftwatch.collect.unitname import validate_unit_name
 from driftwatch.errors import InputError
 from driftwatch.redact import visible
 from driftwatch.collect.raw import RawUnit
+from driftwatch.collect.reader import UnitReader
 from driftwatch.collect.sshoptions import SSHOptions
 
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
@@ -29,11 +30,12 @@ WATCHDOG_GRACE = 2.0
 ProgressFn = Callable[[int, int, RawUnit], None]
 
 
-def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions,
+def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions, reader: UnitReader,
                   progress: ProgressFn | None = None,
                   on_result: Callable[[int, RawUnit], None] | None = None) -> list[RawUnit]:
     """One RawUnit per (host, unit) in input order. Raises InputError only for bad input
-    (an invalid unit name, an unreadable ssh config) — before any connection is made.
+    (an invalid unit name, an unreadable ssh config) — before any connection is made. `reader`
+    reads the units' command lines where collecting needs them (see reader.py).
 
     `on_result(i, raw)` runs in the calling thread as each answer arrives, while the other hosts
     are still being read: parsing and saving overlap with collection instead of following it."""
@@ -64,7 +66,7 @@ def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions,
         groups.setdefault(key, []).append(i)
 
     results: list[RawUnit | None] = [None] * len(pairs)
-    runner = _Runner(pairs, options, config, known)
+    runner = _Runner(pairs, options, config, known, reader)
     total, done = len(pairs), 0
     workers = min(options.parallel, len(groups))
     pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="driftwatch-ssh")
@@ -111,8 +113,9 @@ def _failed(pair: tuple[HostTarget, str], status: str, error: str) -> RawUnit:
 
 
 class _Runner:
-    def __init__(self, pairs, options: SSHOptions, config, known):
+    def __init__(self, pairs, options: SSHOptions, config, known, reader: UnitReader):
         self.pairs = pairs
+        self.reader = reader
         self.options = options
         self.config = config
         self.known = known
@@ -140,7 +143,7 @@ class _Runner:
             endpoint = resolve(target, self.config, o.identity)
         except InputError as exc:
             return [_failed(self.pairs[i], ERROR, str(exc)) for i in idx]
-        collector = SSHCollector(endpoint, self.known, connect_timeout=o.connect_timeout,
+        collector = SSHCollector(endpoint, self.known, reader=self.reader, connect_timeout=o.connect_timeout,
                                  command_timeout=o.command_timeout, password=o.password,
                                  allow_agent=o.allow_agent, look_for_keys=o.look_for_keys, probe=o.probe,
                                  probe_timeout=o.probe_timeout)

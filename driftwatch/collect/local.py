@@ -25,6 +25,7 @@ from driftwatch.collect.unitname import dropin_dir_names, fragment_names, valida
 from driftwatch.errors import InputError
 from driftwatch.fileio import MAX_TEXT_BYTES
 from driftwatch.collect.raw import RawUnit
+from driftwatch.collect.reader import UnitReader
 from driftwatch.timestamps import utc_now
 
 SEARCH_PATH = (  # systemd's system unit path, minus generator/transient/control directories
@@ -154,14 +155,13 @@ MAX_ENGINE_FILE_BYTES = 64 << 10  # a vLLM --config file: the limit of an Enviro
 MAX_ENGINE_FILES = 4
 
 
-def engine_config_paths(text: str, unit: str) -> list[str]:
-    """The vLLM `--config FILE` / `--config=FILE` paths of the unit's ExecStart= (at most 4)."""
-    try:
-        from driftwatch.parse.execstart import resolve_exec_start
-        from driftwatch.parse.unitfile import parse_unit_text
-        argv = list(resolve_exec_start(parse_unit_text(text, name=unit)).expanded_argv)
-    except Exception:  # noqa: BLE001 - a unit we cannot read names no file; build_snapshot says why
+def engine_config_paths(text: str, unit: str, reader: UnitReader) -> list[str]:
+    """The vLLM `--config FILE` / `--config=FILE` paths of the unit's ExecStart= (at most 4), as
+    `reader` reads the command line; none when it cannot (build_snapshot says why)."""
+    command = reader.command(text, unit)
+    if command is None:
         return []
+    argv = list(command.argv)
     paths: list[str] = []
     for word, after in zip(argv, argv[1:] + [""]):
         path = after if word == "--config" else word[len("--config="):] if word.startswith("--config=") else ""
@@ -218,11 +218,13 @@ def _unit_name_from_text(text: str) -> str | None:
 
 
 class LocalCollector(Collector):
-    """Units of a directory tree laid out like a host's root (``/`` for this machine)."""
+    """Units of a directory tree laid out like a host's root (``/`` for this machine). ``reader``
+    reads the unit's command line, for the ``--config`` files it names."""
 
-    def __init__(self, root: str = "/", host: str | None = None):
+    def __init__(self, root: str = "/", host: str | None = None, *, reader: UnitReader):
         self.root = root
         self.host = host or "localhost"
+        self.reader = reader
 
     def collect(self, unit: str) -> RawUnit:
         unit = validate_unit_name(unit)
@@ -231,7 +233,7 @@ class LocalCollector(Collector):
             return RawUnit(host=self.host, unit=unit, source=SOURCE_DISK, status=UNIT_NOT_FOUND,
                            error=f"{unit}: no unit file under {self.root} in {', '.join(SEARCH_PATH)}",
                            collected_at=utc_now())
-        files, problems = read_engine_files(self.root, engine_config_paths(text, unit))
+        files, problems = read_engine_files(self.root, engine_config_paths(text, unit, self.reader))
         return RawUnit(host=self.host, unit=unit, text=text, source=SOURCE_DISK, paths=paths,
                        engine_files=files, engine_file_problems=problems, collected_at=utc_now())
 

@@ -2,8 +2,8 @@
 
 The request travels inside the SSH connection already open to the host (a ``direct-tcpip``
 channel to ``127.0.0.1:PORT``, as ``ssh -L`` does), so nothing new is reachable from here and no
-other address is ever asked. The port comes from the unit's typed command line (`server.port`);
-a server that listens on one non-loopback address only is not asked. Each path costs at most its
+other address is ever asked. The port comes from the unit's typed command line (`server.port`, as
+the caller's `UnitReader` reads it); a server that listens on one non-loopback address only is not asked. Each path costs at most its
 own timeout and ``MAX_BODY_BYTES``; a failure is recorded per path (`RawUnit.probe_problems`),
 never fatal to the host. The server's API key, when the unit sets one, is sent to the server
 itself (it needs it to answer) through the encrypted channel; it is never stored or shown — the
@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import ipaddress
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
 from driftwatch.collect.raw import RawUnit
+from driftwatch.collect.reader import UnitReader
 
 MAX_BODY_BYTES = 4 << 20  # a /server_info is ~50 KB, a /metrics page some 100 KB
 MAX_HEADER_BYTES = 64 << 10
@@ -42,43 +43,31 @@ OpenStream = Callable[[int, float], Stream]  # (port, timeout) -> a connected st
 
 @dataclass
 class ProbeTarget:
-    engine: object  # the Engine plug-in (its probe_paths and parse_probe)
+    paths: tuple[str | tuple[str, ...], ...]  # the engine's probe paths, in order
     port: int
-    api_key: str | None
+    api_key: str | None = field(repr=False)
 
 
-def probe_target(raw: RawUnit) -> ProbeTarget | str:
+def probe_target(raw: RawUnit, reader: UnitReader) -> ProbeTarget | str:
     """Where the unit's server listens on the host's loopback, or why it is not asked. Asked only
     when the unit's own server runs (else whatever listens on the port, perhaps anyone's, would be
     believed and sent the key), and not through a container's port mapping."""
-    from driftwatch.engines.registry import find_launcher, get_engine
-    from driftwatch.engines.vllm import config_file
-    from driftwatch.parse.execstart import resolve_exec_start
-    from driftwatch.parse.unitfile import parse_unit_text
-
     not_running = _not_running(raw)
     if not_running:
         return not_running
-    try:
-        unit = parse_unit_text(raw.text or "", name=raw.unit)
-        result = resolve_exec_start(unit, raw.environment_files or None)
-        launcher = find_launcher(list(result.expanded_argv), dict(result.environment))
-        engine = get_engine(launcher.engine)
-        if not engine.probe_paths:
-            return "no known engine with an HTTP endpoint in this unit"
-        if launcher.image and not _host_network(launcher.wrapper_args):
-            return "the server runs in a container: its port is not the host's (only --network host is asked)"
-        with config_file.host_files(raw.engine_files or None):  # a vLLM --config FILE may set the port
-            config = engine.read_config(launcher.engine_argv, recorded_version=raw.engine_version)
-    except Exception as exc:  # noqa: BLE001 - an unreadable unit is reported by the parser, not here
-        return f"the unit could not be read ({type(exc).__name__})"
-    values, _ = config.concept_values()
-    port, host = values.get("server.port"), values.get("server.host")
+    server = reader.server(raw)
+    if isinstance(server, str):
+        return server
+    if not server.paths:
+        return "no known engine with an HTTP endpoint in this unit"
+    if server.container:
+        return "the server runs in a container: its port is not the host's (only --network host is asked)"
+    port, host = server.port, server.host
     if isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
         return "the unit names no usable --port"
     if isinstance(host, str) and host.strip() and not _reachable_on_loopback(host.strip()):
         return f"the server listens on {host} only: the probe asks the host's loopback, nothing else"
-    return ProbeTarget(engine=engine, port=port, api_key=_api_key(config))
+    return ProbeTarget(paths=server.paths, port=port, api_key=server.api_key)
 
 
 def _not_running(raw: RawUnit) -> str | None:
@@ -92,29 +81,6 @@ def _not_running(raw: RawUnit) -> str | None:
     return None
 
 
-def _host_network(wrapper_args: list[str]) -> bool:
-    words = [w.strip() for w in wrapper_args]
-    pairs = zip(words, words[1:] + [""])
-    return any(w in ("--network=host", "--net=host") or (w in ("--network", "--net") and nxt == "host")
-               for w, nxt in pairs)
-
-
-def _api_key(config) -> str | None:
-    """The key the unit gives its server (vLLM 0.15+ types it as a list: the first); None when there
-    is none, or it could not travel in a header (line breaks, not Latin-1)."""
-    value = config.flags.get("api_key")
-    key = value.value if value is not None else None
-    if isinstance(key, list):
-        key = next((k for k in key if isinstance(k, str) and k), None)
-    if not isinstance(key, str) or not key or "\r" in key or "\n" in key:
-        return None
-    try:
-        key.encode("latin-1")
-    except UnicodeEncodeError:
-        return None
-    return key
-
-
 def _reachable_on_loopback(host: str) -> bool:
     """A server bound to this address answers on 127.0.0.1 too (a wildcard or loopback address)."""
     if host in ("localhost", "0.0.0.0", "::", "*"):
@@ -126,11 +92,11 @@ def _reachable_on_loopback(host: str) -> bool:
     return (address.is_loopback and address.version == 4) or address.is_unspecified
 
 
-def probe_unit(raw: RawUnit, open_stream: OpenStream, timeout: float = PROBE_TIMEOUT) -> None:
+def probe_unit(raw: RawUnit, open_stream: OpenStream, reader: UnitReader, timeout: float = PROBE_TIMEOUT) -> None:
     """Fill `raw.probe` (path -> body) and `raw.probe_problems` (path -> why not); at most `timeout`
-    seconds a path and three times that for the unit."""
+    seconds a path and three times that for the unit. `reader` reads the unit's command line."""
     budget = 3 * timeout
-    target = probe_target(raw)
+    target = probe_target(raw, reader)
     if isinstance(target, str):
         raw.probe_problems = {"*": target}
         return
@@ -138,7 +104,7 @@ def probe_unit(raw: RawUnit, open_stream: OpenStream, timeout: float = PROBE_TIM
     bodies: dict[str, bytes] = {}
     problems: dict[str, str] = {}
     headers = {"Authorization": f"Bearer {target.api_key}"} if target.api_key else {}
-    for entry in target.engine.probe_paths:
+    for entry in target.paths:
         alternatives = (entry,) if isinstance(entry, str) else tuple(entry)
         tried: dict[str, str] = {}
         for path in alternatives:

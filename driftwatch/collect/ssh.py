@@ -22,6 +22,7 @@ from driftwatch.collect.interface import (
     AUTH_FAILED, ERROR, READ_STATUSES, TIMEOUT, UNREACHABLE, Collector, HostError,
 )
 from driftwatch.collect.probe import PROBE_TIMEOUT, probe_unit
+from driftwatch.collect.reader import UnitReader
 from driftwatch.collect.sshconfig import Endpoint
 from driftwatch.fileio import MAX_TEXT_BYTES
 from driftwatch.collect.raw import RawUnit
@@ -288,14 +289,17 @@ def _load_key(path: str, errors: list[str]):
 
 
 class SSHCollector(Collector):
-    """Collects units of one host over one SSH connection (opened on first use)."""
+    """Collects units of one host over one SSH connection (opened on first use). ``reader`` reads
+    command lines: the engines' start-up markers, which process is the unit's, where ``--probe`` asks."""
 
-    def __init__(self, endpoint: Endpoint, known_hosts: KnownHosts, *, connect_timeout: float = 10,
+    def __init__(self, endpoint: Endpoint, known_hosts: KnownHosts, *, reader: UnitReader,
+                 connect_timeout: float = 10,
                  command_timeout: float = 30, password: str | None = None, allow_agent: bool = True,
                  look_for_keys: bool = True, host: str | None = None, probe: bool = False,
                  probe_timeout: float = PROBE_TIMEOUT):
         self.endpoint = endpoint
         self.host = host or endpoint.name
+        self.reader = reader
         self.command_timeout = command_timeout
         self.probe = probe  # --probe: also ask the engine's HTTP endpoint on the host's loopback
         self.probe_timeout = probe_timeout
@@ -322,7 +326,7 @@ class SSHCollector(Collector):
         """
         step = max(1.0, min(10.0, self.command_timeout / 3))
         cmd = build_command(unit, gpus=not self._gpus_done, interpreter=interpreter, step_timeout=step,
-                            deadline=self.command_timeout + 2)
+                            deadline=self.command_timeout + 2, markers=self.reader.startup_markers)
         if self._failure is not None:
             status, error = self._failure
             return RawUnit(host=self.host, unit=cmd.unit, source="", status=status, error=error,
@@ -345,7 +349,7 @@ class SSHCollector(Collector):
             return RawUnit(host=self.host, unit=cmd.unit, source="", status=ERROR, collected_at=utc_now(),
                            error=f"{self.endpoint.display}: {cmd.unit}: the remote output exceeded "
                                  f"{MAX_OUTPUT_BYTES} bytes (a unit is at most {MAX_TEXT_BYTES} bytes): not read")
-        raw = parse_output(self.host, cmd.unit, cmd.nonce, output, timed_out=timed_out)
+        raw = parse_output(self.host, cmd.unit, cmd.nonce, output, self.reader, timed_out=timed_out)
         raw.step_seconds = {**({"connect": round(connected - started, 3)} if first else {}),
                             "round trip": round(answered - connected, 3), **raw.step_seconds}
         if raw.text is not None and len(raw.text.encode("utf-8", "surrogateescape")) > MAX_TEXT_BYTES:
@@ -357,7 +361,7 @@ class SSHCollector(Collector):
             raw.error = f"{self.endpoint.display}: {raw.error} ({self.command_timeout:g}s)"
         if self.probe and raw.status in READ_STATUSES and not self.connection.aborted:
             asked = time.monotonic()
-            probe_unit(raw, self.connection.open_loopback, self.probe_timeout)
+            probe_unit(raw, self.connection.open_loopback, self.reader, self.probe_timeout)
             raw.step_seconds["probe"] = round(time.monotonic() - asked, 3)
         if not self._gpus_done:
             self._gpus_done, self._gpus = True, (raw.gpus, raw.interconnect)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..concepts import Binding
 from .config import EngineConfig
+from .files import EngineFiles
 from .startup import StartupValues
 
 
@@ -32,8 +33,9 @@ class Engine(ABC):
     label: str  # how people write it: "SGLang"
 
     @abstractmethod
-    def detect(self, words: list[str]) -> EngineEntry | None:
-        """The entry point when `words` (a command, wrappers already peeled) starts this engine."""
+    def detect(self, words: list[str], files: EngineFiles) -> EngineEntry | None:
+        """The entry point when `words` (a command, wrappers already peeled) starts this engine.
+        `files` hold the configuration files its arguments may name (vLLM's `--config FILE`)."""
 
     @abstractmethod
     def releases(self) -> tuple[str, ...]:
@@ -51,7 +53,7 @@ class Engine(ABC):
     def choose_release(self, argvs: list[list[str]]) -> tuple[str, str]:
         """The newest release under which every argv parses, and a sentence saying why."""
 
-    def detect_image(self, image: str, args: list[str]) -> EngineEntry | None:
+    def detect_image(self, image: str, args: list[str], files: EngineFiles) -> EngineEntry | None:
         """The entry point when a container image's own entrypoint starts this engine
         (`docker run … vllm/vllm-openai:v0.15.0 ARGS`); `args` are the words after the image."""
         return None

@@ -6,6 +6,7 @@ launcher and argv (`exec.argv`).
 from __future__ import annotations
 
 from .config import EngineConfig
+from .files import EngineFiles
 from .interface import Engine, EngineEntry
 
 
@@ -13,7 +14,7 @@ class NoEngine(Engine):
     name = "none"
     label = ""
 
-    def detect(self, words: list[str]) -> EngineEntry | None:
+    def detect(self, words: list[str], files: EngineFiles) -> EngineEntry | None:
         return None
 
     def releases(self) -> tuple[str, ...]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from ..errors import DriftwatchError
 from ..parse.launcher import Launcher
 from ..parse.wrappers import NO_ENGINE, peel_wrappers
+from .files import NO_FILES, EngineFiles
 from .interface import Engine
 from .none import NONE_ENGINE
 from .sglang.engine import ENGINE as SGLANG
@@ -37,22 +38,6 @@ def get_engine(name: str | None) -> Engine:
         raise DriftwatchError(f"unknown engine {name!r} (known: {', '.join(ENGINES) or 'none'})") from None
 
 
-def _detect(words: list[str]):
-    for engine in ENGINES.values():
-        entry = engine.detect(words)
-        if entry is not None:
-            return engine.name, entry
-    return None
-
-
-def _detect_image(image: str, args: list[str]):
-    for engine in ENGINES.values():
-        entry = engine.detect_image(image, args)
-        if entry is not None:
-            return engine.name, entry
-    return None
-
-
 _MARKER_CHARS = frozenset(map(chr, range(0x20, 0x7f))) - set("'\"\\$`")
 
 
@@ -69,6 +54,23 @@ def startup_markers() -> tuple[str, ...]:
     return tuple(markers)
 
 
-def find_launcher(argv: list[str], environment: dict[str, str] | None = None) -> Launcher:
-    """Peel wrappers off argv until a registered engine's entry point (engine "none" if none)."""
-    return peel_wrappers(argv, _detect, environment, _detect_image)
+def find_launcher(argv: list[str], environment: dict[str, str] | None = None,
+                  files: EngineFiles = NO_FILES) -> Launcher:
+    """Peel wrappers off argv until a registered engine's entry point (engine "none" if none).
+    `files` are the configuration files the engine's arguments may name (vLLM's `--config FILE`)."""
+
+    def detect(words: list[str]):
+        for engine in ENGINES.values():
+            entry = engine.detect(words, files)
+            if entry is not None:
+                return engine.name, entry
+        return None
+
+    def detect_image(image: str, args: list[str]):
+        for engine in ENGINES.values():
+            entry = engine.detect_image(image, args, files)
+            if entry is not None:
+                return engine.name, entry
+        return None
+
+    return peel_wrappers(argv, detect, environment, detect_image)

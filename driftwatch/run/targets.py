@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from ..errors import DriftwatchError, InputError
 from ..fileio import MAX_TEXT_BYTES, read_text_file
 from ..collect.raw import RawUnit
+from ..engines.files import NO_FILES, EngineFiles
 from ..snapshots.snapshot import Snapshot, build_snapshot
 
 if TYPE_CHECKING:
@@ -27,11 +28,14 @@ def parallel_ceiling() -> int:
 
 
 def collect_live(targets: list[tuple[str, str]], ssh: SSHOptions, inventory: str | None = None,
-                 progress=None, on_result=None, warn: Callable[[str], None] | None = None) -> list[RawUnit]:
+                 progress=None, on_result=None, warn: Callable[[str], None] | None = None,
+                 files: EngineFiles = NO_FILES) -> list[RawUnit]:
     """Collect (host spec, unit) pairs over SSH. Host specs may name inventory entries.
     `on_result(raw)` runs as each answer arrives (see collect_fleet), with the host's recorded name.
-    `warn` hears when --parallel is more than this machine's CPUs can shake hands with."""
+    `warn` hears when --parallel is more than this machine's CPUs can shake hands with. `files`: the
+    engine configuration files the user gave (`--engine-config`), for reading command lines."""
     from ..collect.fleet import collect_fleet
+    from ..snapshots.reader import EngineReader
     from ..collect.inventory import parse_target
     if warn is not None and ssh.parallel > parallel_ceiling():
         warn(f"--parallel {ssh.parallel} on {os.cpu_count() or 1} CPU core(s): SSH handshakes compete for the CPU "
@@ -54,7 +58,7 @@ def collect_live(targets: list[tuple[str, str]], ssh: SSHOptions, inventory: str
         if on_result is not None:
             on_result(raw)
 
-    return collect_fleet(pairs, ssh, progress=progress, on_result=arrived)
+    return collect_fleet(pairs, ssh, EngineReader(files), progress=progress, on_result=arrived)
 
 
 _INVENTORIES: dict[tuple, list] = {}
@@ -85,18 +89,18 @@ def inventory_targets(inventory: str, unit: str | None = None) -> list[tuple[str
     return pairs
 
 
-def raw_to_snapshot(raw: RawUnit, engine_version: str | None = None) -> Snapshot:
+def raw_to_snapshot(raw: RawUnit, engine_version: str | None = None, files: EngineFiles = NO_FILES) -> Snapshot:
     if raw.status not in ("ok", "fallback"):
         raise DriftwatchError(f"{raw.host}: {raw.unit}: {raw.status}" + (f": {raw.error}" if raw.error else ""))
-    return build_snapshot(raw, engine_version=engine_version, origin=f"{raw.host}:{raw.unit}")
+    return build_snapshot(raw, engine_version=engine_version, origin=f"{raw.host}:{raw.unit}", files=files)
 
 
 def collect_one(host: str, unit: str, ssh: SSHOptions, inventory: str | None = None,
-                engine_version: str | None = None) -> Snapshot:
+                engine_version: str | None = None, files: EngineFiles = NO_FILES) -> Snapshot:
     from ..collect.unitname import validate_unit_name
     validate_unit_name(unit)
-    [raw] = collect_live([(host, unit)], ssh, inventory)
-    return raw_to_snapshot(raw, engine_version)
+    [raw] = collect_live([(host, unit)], ssh, inventory, files=files)
+    return raw_to_snapshot(raw, engine_version, files)
 
 
 STDIN = "-"
@@ -116,12 +120,15 @@ def read_stdin_text() -> str:
             raise InputError(str(exc).replace(tmp.name, "standard input", 1)) from None
 
 
-def snapshot_from_unit_file(path: str, host: str | None = None, engine_version: str | None = None) -> Snapshot:
+def snapshot_from_unit_file(path: str, host: str | None = None, engine_version: str | None = None,
+                            files: EngineFiles = NO_FILES) -> Snapshot:
     """Read a unit file on this machine (plain, or saved `systemctl cat` output) into a Snapshot.
-    PATH `-` is standard input (`systemctl cat UNIT | driftwatch check --unit-file -`)."""
+    PATH `-` is standard input (`systemctl cat UNIT | driftwatch check --unit-file -`). `files`: the
+    engine configuration files the user gave (`--engine-config`)."""
     text = read_stdin_text() if path == STDIN else read_text_file(path)
     raw = RawUnit(host=host or "", unit="", text=text, source="file", paths=[])
-    snap = build_snapshot(raw, engine_version=engine_version, origin="standard input" if path == STDIN else path)
+    snap = build_snapshot(raw, engine_version=engine_version, origin="standard input" if path == STDIN else path,
+                          files=files)
     if not snap.paths and path != STDIN:
         snap.paths = [os.path.abspath(path)]
     if not snap.unit:
@@ -132,7 +139,7 @@ def snapshot_from_unit_file(path: str, host: str | None = None, engine_version: 
 
 def one_target(unit_file: str | None, host: str | None, unit: str | None, snapshot_file: str | None,
                engine_version: str | None, inventory: str | None, ssh: SSHOptions,
-               required: bool = True) -> Snapshot | None:
+               required: bool = True, files: EngineFiles = NO_FILES) -> Snapshot | None:
     """The one unit a command names: --unit-file (`-`: standard input), --snapshot, or --host with
     --unit. None when nothing is named and `required` is false (the caller falls back, e.g. to the
     host and unit a baseline records)."""
@@ -140,7 +147,7 @@ def one_target(unit_file: str | None, host: str | None, unit: str | None, snapsh
     if len(chosen) > 1:
         raise InputError("give one of --unit-file, --snapshot or --host/--unit")
     if unit_file:
-        snap = snapshot_from_unit_file(unit_file, host=None, engine_version=engine_version)
+        snap = snapshot_from_unit_file(unit_file, host=None, engine_version=engine_version, files=files)
         if unit:  # the unit's name on its host, when the file is a copy named otherwise
             from ..collect.unitname import validate_unit_name
             snap.unit = validate_unit_name(unit)
@@ -151,7 +158,7 @@ def one_target(unit_file: str | None, host: str | None, unit: str | None, snapsh
     if host:
         if not unit:
             raise InputError("--host needs --unit (the systemd unit to read)")
-        return collect_one(host, unit, ssh, inventory, engine_version)
+        return collect_one(host, unit, ssh, inventory, engine_version, files)
     if unit:
         raise InputError("--unit needs --host (or use --unit-file for a file on this machine)")
     if required:
@@ -159,7 +166,8 @@ def one_target(unit_file: str | None, host: str | None, unit: str | None, snapsh
     return None
 
 
-def named_baseline(spec: str, directory: Path) -> Baseline:
-    """The baseline a command names: NAME in `directory`, a baseline YAML, or a unit file."""
+def named_baseline(spec: str, directory: Path, files: EngineFiles = NO_FILES) -> Baseline:
+    """The baseline a command names: NAME in `directory`, a baseline YAML, or a unit file (read with
+    the engine configuration files the user gave)."""
     from ..snapshots.baseline import load_baseline
-    return load_baseline(spec, directory, unit_reader=lambda p: snapshot_from_unit_file(p, None, None))
+    return load_baseline(spec, directory, unit_reader=lambda p: snapshot_from_unit_file(p, None, None, files))

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..engines.files import NO_FILES, EngineFiles
 from ..engines.registry import find_launcher, get_engine
 from ..errors import DriftwatchError, InputError
 from ..facts.gpu import INTERCONNECTS
@@ -119,16 +120,11 @@ def credential_options() -> tuple[str, ...]:
     return tuple(sorted(found))
 
 
-def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str | None = None) -> Snapshot:
-    """Parse a collected unit into a Snapshot (see `_build_snapshot`), the engine reading the unit's
-    vLLM `--config FILE` as the collector fetched it from the host (`RawUnit.engine_files`)."""
-    from ..engines.vllm import config_file
-    with config_file.host_files(getattr(raw, "engine_files", None)):
-        return _build_snapshot(raw, engine_version, origin)
-
-
-def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str | None = None) -> Snapshot:
-    """Parse a collected unit into a Snapshot. Raises InputError/UnitError/EngineError naming `origin`."""
+def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str | None = None,
+                   files: EngineFiles = NO_FILES) -> Snapshot:
+    """Parse a collected unit into a Snapshot. Raises InputError/UnitError/EngineError naming `origin`.
+    The engine reads a vLLM `--config FILE` from `files` (the ones the user gave) and from the unit's
+    own files the collector fetched from its host (`RawUnit.engine_files`)."""
     where = origin or f"{raw.host}:{raw.unit}"
     if raw.text is None or not raw.text.strip():
         raise InputError(f"{where}: unit is empty")
@@ -152,7 +148,8 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
     clear_expanded = list(result.expanded_argv)
     if "@" in command.prefixes and getattr(command, "path", None):
         clear_expanded = [command.path] + clear_expanded[1:]  # `@path name …`: path runs, name is argv[0]
-    launcher = find_launcher(clear_expanded, dict(result.environment))
+    unit_files = files.with_fetched(getattr(raw, "engine_files", None))
+    launcher = find_launcher(clear_expanded, dict(result.environment), unit_files)
     engine_plugin = get_engine(launcher.engine)
     # The release: what the collector read from the host, else what the container image's tag names.
     recorded = raw.engine_version or engine_plugin.release_from_image(launcher.image)
@@ -166,7 +163,7 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
     running_launcher = None
     if raw.running_argv:  # the running process may hold other secrets than the unit on disk
         try:
-            running_launcher = find_launcher(list(raw.running_argv))
+            running_launcher = find_launcher(list(raw.running_argv), files=unit_files)
             if running_launcher.engine == launcher.engine:
                 running = engine_plugin.read_config(running_launcher.engine_argv,
                                                     engine_version=clear_engine.version or None)

@@ -6,6 +6,9 @@ import subprocess
 from driftwatch.collect.commands import (
     build_command, cat_paths, parse_cmdline_hex, parse_journal, parse_output, split_sections,
 )
+from driftwatch.snapshots.reader import EngineReader
+
+READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
 
 
 def run_locally(unit, **kw):
@@ -21,7 +24,7 @@ def test_script_is_posix_sh_and_completes():
     cmd, out = run_locally("dw-surely-missing-unit.service")
     s = split_sections(out, cmd.nonce)
     assert s.complete
-    raw = parse_output("h", cmd.unit, cmd.nonce, out)
+    raw = parse_output("h", cmd.unit, cmd.nonce, out, reader=READER)
     assert raw.status == "unit not found"
 
 
@@ -34,12 +37,12 @@ def test_forged_header_in_file_content_is_just_text():
     nonce = "0123456789abcdef"
     out = (b"motd noise\n@@DW:" + nonce.encode() + b":CAT\n# /x.service\n@@DW:fake:END\n"
            b"\n@@DW:" + nonce.encode() + b":CATRC\n0\n")
-    raw = parse_output("h", "x.service", nonce, out)
+    raw = parse_output("h", "x.service", nonce, out, reader=READER)
     assert raw.text == "# /x.service\n@@DW:fake:END\n" and raw.status == "ok"
 
 
 def test_truncated_output_is_timeout():
-    raw = parse_output("h", "x.service", "n", b"\n@@DW:n:CAT\n", timed_out=True)
+    raw = parse_output("h", "x.service", "n", b"\n@@DW:n:CAT\n", timed_out=True, reader=READER)
     assert raw.status == "timeout" and raw.text is None
 
 
@@ -131,7 +134,7 @@ def _with_fake_nvidia_smi(tmp_path, body: str, step_timeout: float = 30):
     cmd = build_command("dw-surely-missing-unit.service", step_timeout=step_timeout)
     script = cmd.script.replace("PATH=/usr/local/sbin:", f"PATH={fake}:/usr/local/sbin:")
     out = subprocess.run(["/bin/sh", "-s"], input=script.encode(), capture_output=True, timeout=60).stdout
-    return cmd, out, parse_output("h", cmd.unit, cmd.nonce, out)
+    return cmd, out, parse_output("h", cmd.unit, cmd.nonce, out, reader=READER)
 
 
 def test_link_matrix_is_read_where_two_gpus_answer(tmp_path):

@@ -18,6 +18,9 @@ from dw_sshlab import FIXTURES, UNIT
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget, load_inventory
 from driftwatch.collect.local import LocalCollector
+from driftwatch.snapshots.reader import EngineReader
+
+READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -31,7 +34,7 @@ def test_systemctl_cat_happy_path(fleet, known_hosts, options, engine_process):
     pid, argv = engine_process
     with open(os.path.join(host.root, "mainpid"), "w") as fh:
         fh.write(str(pid))
-    raw = collect_fleet([(t(host), UNIT)], options(known_hosts(host)))[0]
+    raw = collect_fleet([(t(host), UNIT)], options(known_hosts(host)), reader=READER)[0]
     with open(os.path.join(FIXTURES, "sglang-qwen.service.cat")) as fh:
         recorded = fh.read()
     assert raw.status == "ok", raw.error
@@ -58,7 +61,7 @@ def test_systemctl_cat_happy_path(fleet, known_hosts, options, engine_process):
 
 def test_fallback_dropins_order_and_masking(fleet, known_hosts, options):
     host = fleet["dropins"]
-    raw = collect_fleet([(t(host), UNIT)], options(known_hosts(host)))[0]
+    raw = collect_fleet([(t(host), UNIT)], options(known_hosts(host)), reader=READER)[0]
     assert raw.status == "fallback", raw.error
     assert raw.source == "disk"
     assert raw.paths == [
@@ -84,8 +87,8 @@ def test_fallback_text_identical_to_local_collector(fleet, known_hosts, options,
         (root / where).mkdir(parents=True)
         os.symlink(host.path(tree), root / where / "system")
     for unit in (UNIT, "worker@2.service", "dw-esc\\x2dtest.service"):
-        remote = collect_fleet([(t(host), unit)], options(known_hosts(host)))[0]
-        local = LocalCollector(str(root), host="dropins").collect(unit)
+        remote = collect_fleet([(t(host), unit)], options(known_hosts(host)), reader=READER)[0]
+        local = LocalCollector(str(root), host="dropins", reader=READER).collect(unit)
         assert remote.status == "fallback", remote.error
         assert (remote.text, remote.paths) == (local.text, local.paths), unit
 
@@ -93,7 +96,7 @@ def test_fallback_text_identical_to_local_collector(fleet, known_hosts, options,
 def test_template_instance_and_escaped_name(fleet, known_hosts, options):
     host = fleet["dropins"]
     kh = known_hosts(host)
-    inst, esc = collect_fleet([(t(host), "worker@2.service"), (t(host), "dw-esc\\x2dtest")], options(kh))
+    inst, esc = collect_fleet([(t(host), "worker@2.service"), (t(host), "dw-esc\\x2dtest")], options(kh), reader=READER)
     assert inst.paths == ["/usr/lib/systemd/system/worker@.service",
                           "/etc/systemd/system/worker@2.service.d/10-two.conf",
                           "/etc/systemd/system/service.d/99-top.conf"]
@@ -109,7 +112,7 @@ def test_unrelated_engine_is_not_the_units_server_without_mainpid(fleet, known_h
     test_collect_process_match.py."""
     host = fleet["plain0"]
     pid, argv = engine_process
-    raw = collect_fleet([(t(host), UNIT)], options(known_hosts(host)))[0]
+    raw = collect_fleet([(t(host), UNIT)], options(known_hosts(host)), reader=READER)[0]
     assert raw.main_pid is None
     assert raw.running_argv is None  # running process unknown
 
@@ -117,7 +120,7 @@ def test_unrelated_engine_is_not_the_units_server_without_mainpid(fleet, known_h
 def test_hung_gpu_tool_degrades_to_unknown(fleet, known_hosts, options):
     host = fleet["slowgpu"]
     start = time.monotonic()
-    raw = collect_fleet([(t(host), UNIT)], options(known_hosts(host), command_timeout=3))[0]
+    raw = collect_fleet([(t(host), UNIT)], options(known_hosts(host), command_timeout=3), reader=READER)[0]
     assert raw.status == "fallback", raw.error
     assert raw.gpus is None and "--port 32000" in raw.text
     assert time.monotonic() - start < 3
@@ -134,7 +137,7 @@ def test_parallel_hosts_one_hung_one_closed(fleet, known_hosts, options):
     start = time.monotonic()
     try:
         raws = collect_fleet(targets, options(known_hosts(*good), connect_timeout=2),
-                             progress=lambda done, total, raw: seen.setdefault(raw.host, time.monotonic() - start))
+                             progress=lambda done, total, raw: seen.setdefault(raw.host, time.monotonic() - start), reader=READER)
     finally:
         hung.close()
     wall = time.monotonic() - start
@@ -151,7 +154,7 @@ def test_parallel_hosts_one_hung_one_closed(fleet, known_hosts, options):
 
 def test_concurrency_limit_still_collects_all(fleet, known_hosts, options):
     good = [fleet[n] for n in ("plain0", "plain1", "plain2", "plain3", "dropins")]
-    raws = collect_fleet([(t(h), UNIT) for h in good], options(known_hosts(*good), parallel=2))
+    raws = collect_fleet([(t(h), UNIT) for h in good], options(known_hosts(*good), parallel=2), reader=READER)
     assert [r.status for r in raws] == ["fallback"] * 5
 
 
@@ -162,7 +165,7 @@ def test_example_inventory_against_fleet(fleet, known_hosts, options, tmp_path):
     cfg.write_text(f"Host ct129\n  HostName {a.address}\n\nHost ct200\n  HostName {b.address}\n")
     hosts = load_inventory(os.path.join(REPO, "examples", "inventory.yaml"))
     pairs = [(h, u) for h in hosts for u in h.units]
-    raws = collect_fleet(pairs, options(known_hosts(a, b), ssh_config=str(cfg)))
+    raws = collect_fleet(pairs, options(known_hosts(a, b), ssh_config=str(cfg)), reader=READER)
     assert [(r.host, r.unit, r.status) for r in raws] == [
         ("ct129", "sglang-qwen.service", "fallback"),
         ("ct200", "sglang-qwen.service", "ok"),
@@ -177,7 +180,7 @@ def test_accept_new_from_many_threads(fleet, options, tmp_path, n, lab):
     hosts = [fleet[k] for k in ("plain0", "plain1", "plain2", "plain3", "dropins", "systemd")]
     kh = tmp_path / "known_hosts"
     kh.write_text("# existing line without final newline")
-    raws = collect_fleet([(t(h), UNIT) for h in hosts], options(str(kh), accept_new=True))
+    raws = collect_fleet([(t(h), UNIT) for h in hosts], options(str(kh), accept_new=True), reader=READER)
     assert all(r.status in ("ok", "fallback") for r in raws), [r.error for r in raws]
     lines = kh.read_text().splitlines()
     assert lines[0] == "# existing line without final newline"

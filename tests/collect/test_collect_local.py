@@ -4,6 +4,9 @@ import pytest
 
 from driftwatch.collect.local import LocalCollector, read_unit_tree, render_unit_text
 from driftwatch.errors import InputError
+from driftwatch.snapshots.reader import EngineReader
+
+READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
 
 UNIT = "sglang-qwen.service"
 
@@ -40,7 +43,7 @@ def test_tree_order_masking(tmp_path):
 
 
 def test_collector_not_found(tmp_path):
-    raw = LocalCollector(str(tmp_path), host="box").collect("nothing")
+    raw = LocalCollector(str(tmp_path), host="box", reader=READER).collect("nothing")
     assert raw.status == "unit not found" and raw.unit == "nothing.service" and raw.host == "box"
 
 

@@ -20,6 +20,9 @@ from driftwatch.collect.probe import ProbeError, http_get, probe_unit
 from driftwatch.collect.raw import RawUnit
 from driftwatch.fileio import dump_yaml
 from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
+from driftwatch.snapshots.reader import EngineReader
+
+READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
 
 KEY = "sk-probe-7f7f7f7f"
 SERVER_INFO = {
@@ -96,7 +99,7 @@ def test_probe_reads_the_servers_view_through_ssh(loopback, known_hosts, options
     unit = "probe-ok.service"
     loopback.write(f"/etc/systemd/system/{unit}", plain_unit(http.port, f" --api-key {KEY}"))
     unit_server(http.port, f" --api-key {KEY}")
-    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True))
+    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True), reader=READER)
     assert raw.status == "fallback", raw.error
     assert set(raw.probe) == {"/server_info", "/metrics"}  # the deprecated alias is not asked once this answers
     assert [p for p, _ in http.seen] == ["/server_info", "/metrics"]
@@ -114,7 +117,7 @@ def test_probe_is_off_by_default(loopback, known_hosts, options, engine_http):
     http = engine_http()
     unit = "probe-off.service"
     loopback.write(f"/etc/systemd/system/{unit}", plain_unit(http.port))
-    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback)))
+    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback)), reader=READER)
     assert raw.status == "fallback" and raw.probe is None and http.seen == []
 
 
@@ -124,7 +127,7 @@ def test_a_hung_endpoint_costs_its_own_timeout_only(loopback, known_hosts, optio
     loopback.write(f"/etc/systemd/system/{unit}", plain_unit(http.port))
     unit_server(http.port)
     start = time.monotonic()
-    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True, probe_timeout=0.5))
+    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True, probe_timeout=0.5), reader=READER)
     elapsed = time.monotonic() - start
     assert raw.status == "fallback" and raw.text  # the unit itself is read
     assert raw.probe == {}
@@ -139,7 +142,7 @@ def test_nothing_listening_is_one_problem(loopback, known_hosts, options, unit_s
     unit = "probe-closed.service"
     loopback.write(f"/etc/systemd/system/{unit}", plain_unit(free))
     unit_server(free)
-    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True))
+    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True), reader=READER)
     assert raw.status == "fallback"
     assert list(raw.probe_problems) == ["/server_info"]
     assert f"cannot connect to 127.0.0.1:{free}" in raw.probe_problems["/server_info"]
@@ -151,7 +154,7 @@ def test_a_unit_whose_server_is_not_running_is_never_asked(loopback, known_hosts
     http = engine_http()
     unit = "probe-stopped.service"
     loopback.write(f"/etc/systemd/system/{unit}", plain_unit(http.port, f" --api-key {KEY}"))
-    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True))
+    [raw] = collect_fleet([(_target(loopback), unit)], options(known_hosts(loopback), probe=True), reader=READER)
     assert raw.status == "fallback" and http.seen == []
     assert "no process on this host is known to be the unit's server" in raw.probe_problems["*"]
 
@@ -160,12 +163,12 @@ def test_stopped_units_and_containers_are_never_asked():
     opened = []
     stopped = RawUnit(host="ct129", unit="x.service", active_state="failed", main_pid=None,
                       text="[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path m --port 30000\n")
-    probe_unit(stopped, lambda port, timeout: opened.append(port))
+    probe_unit(stopped, lambda port, timeout: opened.append(port), reader=READER)
     assert "the unit is failed" in stopped.probe_problems["*"]
     docker = RawUnit(host="ct129", unit="v.service", active_state="active", main_pid=4242,
                      text="[Service]\nExecStart=/usr/bin/docker run --rm -p 9000:8000 vllm/vllm-openai:v0.15.0 "
                           "--model m\n")
-    probe_unit(docker, lambda port, timeout: opened.append(port))
+    probe_unit(docker, lambda port, timeout: opened.append(port), reader=READER)
     assert "runs in a container" in docker.probe_problems["*"]
     assert opened == []
 
@@ -175,7 +178,7 @@ def test_a_server_bound_elsewhere_is_never_asked():
     raw = RawUnit(host="ct129", unit="x.service", active_state="active", main_pid=4242,
                   text="[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path m "
                        "--host 10.1.230.5 --port 30000\n")
-    probe_unit(raw, lambda port, timeout: opened.append(port))
+    probe_unit(raw, lambda port, timeout: opened.append(port), reader=READER)
     assert opened == []
     assert "listens on 10.1.230.5 only" in raw.probe_problems["*"]
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 import os
 
 from driftwatch.collect.commands import match_process, parse_output
+from driftwatch.snapshots.reader import EngineReader
+
+READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
 
 PY = "/root/ml-env/bin/python3"
 
@@ -27,32 +30,32 @@ def argv(port: int | None, model: str = "/root/models/m", *extra: str) -> list[s
 
 
 def test_an_unrelated_engine_on_another_port_is_not_the_units():
-    assert match_process(unit_text(31000), "x.service", [(100, argv(30000, "/root/models/other"))]) is None
-    assert match_process(unit_text(31000), "x.service", [(100, argv(None, "/root/models/other"))]) is None
-    assert match_process(unit_text(None), "x.service", [(100, argv(31000))]) is None
-    assert match_process(unit_text(31000), "x.service", []) is None
+    assert match_process(unit_text(31000), "x.service", [(100, argv(30000, "/root/models/other"))], reader=READER) is None
+    assert match_process(unit_text(31000), "x.service", [(100, argv(None, "/root/models/other"))], reader=READER) is None
+    assert match_process(unit_text(None), "x.service", [(100, argv(31000))], reader=READER) is None
+    assert match_process(unit_text(31000), "x.service", [], reader=READER) is None
 
 
 def test_the_same_command_line_is_the_units():
-    assert match_process(unit_text(31000), "x.service", [(7, argv(30000)), (9, argv(31000))]) == argv(31000)
+    assert match_process(unit_text(31000), "x.service", [(7, argv(30000)), (9, argv(31000))], reader=READER) == argv(31000)
     wrapped = unit_text(31000, wrapper="/bin/bash -c")  # bash execs the engine: the same engine argv
-    assert match_process(wrapped, "x.service", [(9, argv(31000))]) == argv(31000)
+    assert match_process(wrapped, "x.service", [(9, argv(31000))], reader=READER) == argv(31000)
 
 
 def test_the_process_serving_the_units_port_is_the_units_even_when_its_flags_differ():
     """This is what "restart pending" is for: the unit changed, the old process still serves its port."""
     old = argv(31000, "/root/models/m", "--speculative-num-steps", "3")
-    assert match_process(unit_text(31000), "x.service", [(5, argv(30000, "/other")), (9, old)]) == old
-    assert match_process(unit_text(31000), "x.service", [(9, argv(None) + ["--port=31000"])]) is not None
+    assert match_process(unit_text(31000), "x.service", [(5, argv(30000, "/other")), (9, old)], reader=READER) == old
+    assert match_process(unit_text(31000), "x.service", [(9, argv(None) + ["--port=31000"])], reader=READER) is not None
 
 
 def test_two_processes_on_the_units_port_are_no_evidence():
-    assert match_process(unit_text(31000), "x.service", [(5, argv(31000, "/a")), (9, argv(31000, "/b"))]) is None
+    assert match_process(unit_text(31000), "x.service", [(5, argv(31000, "/a")), (9, argv(31000, "/b"))], reader=READER) is None
 
 
 def test_a_unit_that_cannot_be_read_matches_nothing():
-    assert match_process("[Service]\nUser=x\n", "x.service", [(9, argv(31000))]) is None
-    assert match_process(None, "x.service", [(9, argv(31000))]) is None
+    assert match_process("[Service]\nUser=x\n", "x.service", [(9, argv(31000))], reader=READER) is None
+    assert match_process(None, "x.service", [(9, argv(31000))], reader=READER) is None
 
 
 def _output(nonce: str, text: str, procs: list[tuple[int, list[str]]]) -> bytes:
@@ -69,11 +72,11 @@ def _output(nonce: str, text: str, procs: list[tuple[int, list[str]]]) -> bytes:
 def test_parse_output_without_systemd_needs_evidence():
     nonce = "0123456789abcdef"
     unrelated = argv(30000, "/root/models/other")
-    raw = parse_output("h", "x.service", nonce, _output(nonce, unit_text(31000), [(100, unrelated)]))
+    raw = parse_output("h", "x.service", nonce, _output(nonce, unit_text(31000), [(100, unrelated)]), reader=READER)
     assert raw.status == "fallback" and raw.main_pid is None
     assert raw.running_argv is None  # was `unrelated`: the first sglang process on the host
     served = argv(31000, "/root/models/m", "--tp-size", "2")
-    raw = parse_output("h", "x.service", nonce, _output(nonce, unit_text(31000), [(100, unrelated), (200, served)]))
+    raw = parse_output("h", "x.service", nonce, _output(nonce, unit_text(31000), [(100, unrelated), (200, served)]), reader=READER)
     assert raw.running_argv == served
 
 
@@ -95,7 +98,7 @@ def test_over_ssh_only_the_unit_on_the_processes_port_gets_it(loopback, known_ho
     server_process(old)
     target = HostTarget(name="loopback", address=loopback.address, user="root", port=loopback.port)
     qwen, other = collect_fleet([(target, "sglang-qwen.service"), (target, "other.service")],
-                                options(known_hosts(loopback)))
+                                options(known_hosts(loopback)), reader=READER)
     assert (qwen.status, other.status) == ("fallback", "fallback"), (qwen.error, other.error)
     assert qwen.running_argv is None
     assert other.running_argv == old

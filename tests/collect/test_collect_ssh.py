@@ -14,6 +14,9 @@ from dw_sshlab import UNIT
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.errors import InputError
+from driftwatch.snapshots.reader import EngineReader
+
+READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
 
 
 def target(server, units=(UNIT,), name=None):
@@ -22,7 +25,7 @@ def target(server, units=(UNIT,), name=None):
 
 
 def one(server, opts, unit=UNIT, name=None):
-    return collect_fleet([(target(server, name=name), unit)], opts)[0]
+    return collect_fleet([(target(server, name=name), unit)], opts, reader=READER)[0]
 
 
 def test_fallback_read_over_ssh(loopback, known_hosts, options):
@@ -49,7 +52,7 @@ def test_several_units_one_connection(loopback, known_hosts, options, monkeypatc
     monkeypatch.setattr(ssh.SSHConnection, "open", counting_open)
     t = target(loopback)
     raws = collect_fleet([(t, UNIT), (t, "other"), (t, "missing.service")],
-                         options(known_hosts(loopback)))
+                         options(known_hosts(loopback)), reader=READER)
     assert [r.unit for r in raws] == [UNIT, "other.service", "missing.service"]
     assert [r.status for r in raws] == ["fallback", "fallback", "unit not found"]
     assert "missing.service not found" in raws[2].error
@@ -116,7 +119,7 @@ def test_closed_port_unreachable(known_hosts, options, loopback):
     port = dw_sshlab.free_port()  # bound then closed: nothing listens
     t = HostTarget(name="closed", address="127.0.0.1", port=port, user="root", units=[UNIT])
     start = time.monotonic()
-    raw = collect_fleet([(t, UNIT)], options(known_hosts(loopback)))[0]
+    raw = collect_fleet([(t, UNIT)], options(known_hosts(loopback)), reader=READER)[0]
     assert raw.status == "unreachable"
     assert "Connection refused" in raw.error
     assert time.monotonic() - start < 2
@@ -127,7 +130,7 @@ def test_silent_server_times_out(known_hosts, options, loopback):
     try:
         t = HostTarget(name="hung", address="127.0.0.1", port=hung.port, user="root")
         start = time.monotonic()
-        raw = collect_fleet([(t, UNIT)], options(known_hosts(loopback), connect_timeout=1.5))[0]
+        raw = collect_fleet([(t, UNIT)], options(known_hosts(loopback), connect_timeout=1.5), reader=READER)[0]
         elapsed = time.monotonic() - start
     finally:
         hung.close()
@@ -145,7 +148,7 @@ def test_shell_metacharacters_refused_before_connecting(bad, known_hosts, option
     try:
         t = HostTarget(name="h", address="127.0.0.1", port=hung.port, user="root")
         with pytest.raises(InputError) as err:
-            collect_fleet([(t, bad)], options(known_hosts(loopback)))
+            collect_fleet([(t, bad)], options(known_hosts(loopback)), reader=READER)
         time.sleep(0.05)
         assert hung.conns == []  # nothing was even connected
     finally:
@@ -162,7 +165,7 @@ def test_proxyjump_through_ssh_config(loopback, fleet, known_hosts, options, tmp
         f"Host jump\n  HostName 127.0.0.1\n  Port {loopback.port}\n  User root\n"
     )
     raw = collect_fleet([(HostTarget(name="inner"), UNIT)],
-                        options(known_hosts(loopback, inner), ssh_config=str(cfg)))[0]
+                        options(known_hosts(loopback, inner), ssh_config=str(cfg)), reader=READER)[0]
     assert raw.status == "fallback", raw.error
     assert raw.host == "inner"
     assert "--port 31001" in raw.text
@@ -173,7 +176,7 @@ def test_ssh_config_identity_and_user(loopback, known_hosts, options, tmp_path, 
     cfg.write_text(f"Host box\n  HostName 127.0.0.1\n  Port {loopback.port}\n  User root\n"
                    f"  IdentityFile {lab.client_key}\n")
     raw = collect_fleet([(HostTarget(name="box"), UNIT)],
-                        options(known_hosts(loopback), ssh_config=str(cfg), identity=None))[0]
+                        options(known_hosts(loopback), ssh_config=str(cfg), identity=None), reader=READER)[0]
     assert raw.status == "fallback", raw.error
 
 

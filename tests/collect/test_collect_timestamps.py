@@ -7,6 +7,9 @@ from dw_sshlab import UNIT
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.local import LocalCollector
+from driftwatch.snapshots.reader import EngineReader
+
+READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
 
 RFC3339_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 UNIT_TEXT = "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /m\n"
@@ -16,14 +19,14 @@ def test_local_collector_stamps(tmp_path):
     units = tmp_path / "etc" / "systemd" / "system"
     units.mkdir(parents=True)
     (units / "sglang.service").write_text(UNIT_TEXT)
-    assert RFC3339_Z.match(LocalCollector(str(tmp_path)).collect("sglang.service").collected_at)
-    assert RFC3339_Z.match(LocalCollector(str(tmp_path)).collect("missing.service").collected_at)
+    assert RFC3339_Z.match(LocalCollector(str(tmp_path), reader=READER).collect("sglang.service").collected_at)
+    assert RFC3339_Z.match(LocalCollector(str(tmp_path), reader=READER).collect("missing.service").collected_at)
     assert RFC3339_Z.match(LocalCollector.from_unit_file(str(units / "sglang.service")).collected_at)
 
 
 def test_ssh_collector_stamps(loopback, known_hosts, options):
     target = HostTarget(name=loopback.address, address=loopback.address, user="root", port=loopback.port,
                         units=[UNIT])
-    raw = collect_fleet([(target, UNIT)], options(known_hosts(loopback)))[0]
+    raw = collect_fleet([(target, UNIT)], options(known_hosts(loopback)), reader=READER)[0]
     assert raw.status in ("ok", "fallback"), raw.error
     assert RFC3339_Z.match(raw.collected_at), raw.collected_at

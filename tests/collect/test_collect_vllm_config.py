@@ -15,10 +15,14 @@ from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.local import LocalCollector
 from driftwatch.findings.compare import compare
 from driftwatch.snapshots.baseline import Baseline
+from driftwatch.engines.files import NO_FILES
 from driftwatch.engines.vllm import config_file
 from driftwatch.engines.config import EXPLICIT
 from driftwatch.findings.rulebook import load_rules
 from driftwatch.snapshots.snapshot import build_snapshot
+from driftwatch.snapshots.reader import EngineReader
+
+READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
 
 UNIT = "vllm-cfg.service"
 CFG = "/root/vllm/qwen.yaml"
@@ -40,13 +44,6 @@ def yaml_text(seqs: int, tp: int = 4) -> str:
     return f"max-num-seqs: {seqs}\ntensor-parallel-size: {tp}\ngpu-memory-utilization: 0.85\n"
 
 
-@pytest.fixture(autouse=True)
-def _no_offline_files():
-    config_file.clear()
-    yield
-    config_file.clear()
-
-
 # ---------------------------------------------------------------- local collector
 
 def write(root, path, text, mode=0o644):
@@ -62,7 +59,7 @@ def test_local_collector_reads_the_config_file_cli_wins(tmp_path):
     root = str(tmp_path)
     write(root, f"/etc/systemd/system/{UNIT}", vllm_unit())
     write(root, CFG, yaml_text(64))
-    raw = LocalCollector(root, host="h").collect(UNIT)
+    raw = LocalCollector(root, host="h", reader=READER).collect(UNIT)
     assert raw.engine_files == {CFG: yaml_text(64)} and raw.engine_file_problems == {}
     snap = build_snapshot(raw)
     flags = snap.engine.flags
@@ -78,8 +75,8 @@ def test_fetched_files_are_per_unit_only(tmp_path):
     root = str(tmp_path)
     write(root, f"/etc/systemd/system/{UNIT}", vllm_unit())
     write(root, CFG, yaml_text(64))
-    build_snapshot(LocalCollector(root, host="h").collect(UNIT))
-    assert config_file.provided(CFG) is None  # nothing leaks to the next unit or host
+    build_snapshot(LocalCollector(root, host="h", reader=READER).collect(UNIT), files=NO_FILES)
+    assert NO_FILES.text(CFG) is None  # nothing leaks to the next unit or host
 
 
 @pytest.mark.parametrize("make, why", [
@@ -99,7 +96,7 @@ def test_local_config_file_not_read_is_a_warning(tmp_path, make, why):
         os.mkfifo(local)
     elif make == "dir":
         os.mkdir(local)
-    raw = LocalCollector(root, host="h").collect(UNIT)
+    raw = LocalCollector(root, host="h", reader=READER).collect(UNIT)
     assert raw.engine_files == {} and why in raw.engine_file_problems[CFG]
     snap = build_snapshot(raw)  # no crash
     assert any(CFG in w and why in w for w in snap.warnings), snap.warnings
@@ -114,7 +111,7 @@ def target(server, units):
 
 
 def collect(server, opts, unit=UNIT):
-    raw = collect_fleet([(target(server, [unit]), unit)], opts)[0]
+    raw = collect_fleet([(target(server, [unit]), unit)], opts, reader=READER)[0]
     assert raw.status == "fallback", raw.error
     return raw
 

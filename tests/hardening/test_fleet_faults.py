@@ -18,6 +18,9 @@ from dw_sshlab import UNIT
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.fileio import MAX_TEXT_BYTES
+from driftwatch.snapshots.reader import EngineReader
+
+READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
 
 DW = Path(sys.executable).parent / "driftwatch"
 PY = "/root/ml-env/bin/python3 -m sglang.launch_server --model-path /root/models/m"
@@ -99,13 +102,13 @@ def test_accept_new_never_learns_another_key_type_for_a_known_host(lab, tmp_path
     kh.write_text(server.known_hosts_line())  # the ed25519 key it had before: now it offers only RSA
     before = kh.read_text()
     for accept_new in (False, True):
-        raw = collect_fleet([(target(server), UNIT)], options(str(kh), accept_new=accept_new))[0]
+        raw = collect_fleet([(target(server), UNIT)], options(str(kh), accept_new=accept_new), reader=READER)[0]
         assert raw.status == "host key refused", raw.error
         assert raw.error.startswith("HOST KEY CHANGED for") and "ssh-rsa" in raw.error and "ssh-ed25519" in raw.error
     assert kh.read_text() == before
     # a host with no key at all is learnt, as before
     kh.write_text("")
-    raw = collect_fleet([(target(server), UNIT)], options(str(kh), accept_new=True))[0]
+    raw = collect_fleet([(target(server), UNIT)], options(str(kh), accept_new=True), reader=READER)[0]
     assert raw.status == "fallback", raw.error
     assert kh.read_text().split()[1:3] == rsa
 
@@ -137,7 +140,7 @@ def test_a_remote_unit_over_the_limit_is_an_error_for_that_host_never_cut(server
     kh.write_text(servers["big"].known_hosts_line() + servers["good"].known_hosts_line())
     start = time.monotonic()
     big, good = collect_fleet([(target(servers["big"]), UNIT), (target(servers["good"]), UNIT)],
-                              options(str(kh), command_timeout=10))
+                              options(str(kh), command_timeout=10), reader=READER)
     assert time.monotonic() - start < 12
     assert big.status == "error" and "larger than the limit" in big.error and big.text is None
     assert good.status == "fallback", good.error
@@ -175,7 +178,7 @@ def test_host_names_become_store_paths_only_inside_the_store(servers, lab, tmp_p
     kh.write_text(servers["good"].known_hosts_line())
     root = tmp_path / "store"
     for name in ("..", "../..", "a/../../x", ".", "x" * 300):
-        raw = collect_fleet([(target(servers["good"], name=name), UNIT)], options(str(kh)))[0]
+        raw = collect_fleet([(target(servers["good"], name=name), UNIT)], options(str(kh)), reader=READER)[0]
         assert raw.status == "fallback", raw.error
         saved = SnapshotStore(root).save(build_snapshot(raw))
         assert root.resolve() in saved.resolve().parents, saved

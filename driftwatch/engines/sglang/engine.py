@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from ..config import EngineConfig
+from ..files import EngineFiles
 from ...parse.wrappers import python_module
 from ..argparse_engine import ArgparseEngine
 from ..interface import EngineEntry
@@ -32,7 +33,7 @@ class SGLangEngine(ArgparseEngine):
     # --enable-metrics
     probe_paths = (("/server_info", "/get_server_info"), "/metrics")
 
-    def detect(self, words: list[str]) -> EngineEntry | None:
+    def detect(self, words: list[str], files: EngineFiles) -> EngineEntry | None:
         found = python_module(words)
         if found is not None:
             interpreter, module, rest = found

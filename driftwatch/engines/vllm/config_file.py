@@ -1,15 +1,7 @@
-"""The YAML file of `vllm serve --config FILE`: where its text comes from, and how it travels.
+"""The YAML file of `vllm serve --config FILE`: how its text travels with the unit's command line.
 
-vLLM reads CLI options from that file at start-up (flexible.py applies them as vLLM does). The file
-lives on the server, so driftwatch gets its text from whoever has it:
-
-- offline, the user passes it: `driftwatch --engine-config FILE …` (FILE serves every `--config`
-  path) or `--engine-config /etc/vllm/qwen.yaml=FILE` (that path only), repeatable; or the same
-  items, separated by `:`, in $DRIFTWATCH_ENGINE_CONFIG;
-- a collector fetches it from the host (`RawUnit.engine_files`, path as the unit writes it -> text)
-  and `build_snapshot` reads the unit inside `host_files(those files)`: for that one unit (a context
-  variable, so concurrent units of a fleet never see each other's files) a fetched path is served
-  before any `--engine-config FILE` that is not given for that exact path.
+vLLM reads CLI options from that file at start-up (flexible.py applies them as vLLM does). Its text
+comes from the user or the unit's host, as an `EngineFiles` value handed to `detect` (engines/files.py).
 
 When the engine entry is detected, the file's parsed content is put into the engine argv right after
 the path, as one word `--config={"driftwatch_config_file": PATH, "data": …}` (see `with_payloads`):
@@ -21,85 +13,14 @@ ignore a `--config=` word anyway).
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import json
-import os
-import threading
 
 import yaml
 
+from ..files import EngineFiles
+
 PAYLOAD_KEY = "driftwatch_config_file"
 PAYLOAD_PREFIX = '--config={"' + PAYLOAD_KEY + '":'
-ANY_PATH = "*"
-ENV_VAR = "DRIFTWATCH_ENGINE_CONFIG"
-
-_lock = threading.RLock()
-_provided: dict[str, str] = {}  # path as the unit writes it (or ANY_PATH) -> file text
-_env_read: list[str] = []  # the $DRIFTWATCH_ENGINE_CONFIG value already read
-_host: contextvars.ContextVar[dict[str, str]] = contextvars.ContextVar("driftwatch_vllm_host_files", default={})
-
-
-@contextlib.contextmanager
-def host_files(files: dict[str, str] | None):
-    """Within the block, `--config PATH` of the unit being read is served the text fetched from its host."""
-    token = _host.set(dict(files or {}))
-    try:
-        yield
-    finally:
-        _host.reset(token)
-
-
-def provide(text: str, path: str = ANY_PATH) -> None:
-    """Make a config file's text known for `--config path` (ANY_PATH: for every --config)."""
-    with _lock:
-        _provided[path] = text
-
-
-def clear() -> None:
-    with _lock:
-        _provided.clear()
-        _env_read.clear()
-
-
-def _read_env() -> None:
-    """$DRIFTWATCH_ENGINE_CONFIG, once per value. A FILE that cannot be read is bad input."""
-    value = os.environ.get(ENV_VAR, "")
-    if not value or value in _env_read:
-        return
-    _env_read.append(value)
-    for item in filter(None, value.split(os.pathsep)):
-        try:
-            provide_option(item)
-        except OSError as exc:
-            from ...errors import InputError
-            raise InputError(f"{ENV_VAR}: {item}: {exc.strerror or exc}") from None
-
-
-def provided(path: str) -> str | None:
-    """The text given for `--config path`: that exact path, else the file fetched from the unit's host
-    (`host_files`), else the same file name, else ANY_PATH."""
-    with _lock:
-        _read_env()
-        if path in _provided:
-            return _provided[path]
-        fetched = _host.get()
-        if path in fetched:
-            return fetched[path]
-        base = os.path.basename(path)
-        for known, text in _provided.items():
-            if known != ANY_PATH and os.path.basename(known) == base:
-                return text
-        return _provided.get(ANY_PATH)
-
-
-def provide_option(value: str) -> None:
-    """One `[PATH=]FILE` of --engine-config / $DRIFTWATCH_ENGINE_CONFIG. Raises OSError for an unreadable FILE."""
-    path, sep, local = value.partition("=")
-    if not sep:
-        path, local = ANY_PATH, value
-    with open(local, encoding="utf-8") as fh:
-        provide(fh.read(), path or ANY_PATH)
 
 
 def payload(path: str, text: str) -> str:
@@ -113,8 +34,8 @@ def payload(path: str, text: str) -> str:
     return "--config=" + json.dumps(doc, default=str, separators=(",", ":"))
 
 
-def with_payloads(argv: list[str]) -> list[str]:
-    """argv with the known text of each `--config PATH` inlined after the path (once)."""
+def with_payloads(argv: list[str], files: EngineFiles) -> list[str]:
+    """argv with the text `files` hold for each `--config PATH` inlined after the path (once)."""
     if "--config" not in argv or any(w.startswith(PAYLOAD_PREFIX) for w in argv):
         return argv
     out: list[str] = []
@@ -124,7 +45,7 @@ def with_payloads(argv: list[str]) -> list[str]:
         if argv[i] == "--config" and i + 1 < len(argv):
             path = argv[i + 1]
             out.append(path)
-            text = provided(path)
+            text = files.text(path)
             if text is not None:
                 out.append(payload(path, text))
             i += 2

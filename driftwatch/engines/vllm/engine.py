@@ -15,6 +15,7 @@ import os
 
 from ...concepts import Binding
 from ..config import EngineConfig
+from ..files import EngineFiles
 from ...parse.wrappers import python_module
 from ..argparse_engine import ArgparseEngine
 from ..interface import EngineEntry
@@ -66,20 +67,20 @@ class VLLMEngine(ArgparseEngine):
         return VLLMCatalogSet(self.name, self.label, self.package, {}, self.allow_abbrev, self.positional_note)
 
     # ---------------------------------------------------------------- entry points
-    def detect(self, words: list[str]) -> EngineEntry | None:
+    def detect(self, words: list[str], files: EngineFiles) -> EngineEntry | None:
         found = python_module(words)
         if found is not None:
             interpreter, module, rest = found
             if module == API_SERVER:
-                return EngineEntry(f"python -m {API_SERVER}", interpreter, config_file.with_payloads(rest))
+                return EngineEntry(f"python -m {API_SERVER}", interpreter, config_file.with_payloads(rest, files))
             if module == CLI_MAIN and rest[:1] == [SERVE]:
-                return EngineEntry(f"python -m {CLI_MAIN} serve", interpreter, config_file.with_payloads(rest))
+                return EngineEntry(f"python -m {CLI_MAIN} serve", interpreter, config_file.with_payloads(rest, files))
             return None
         if len(words) > 1 and os.path.basename(words[0].rstrip("/")) == "vllm" and words[1] == SERVE:
-            return EngineEntry("vllm serve", None, config_file.with_payloads(words[1:]))
+            return EngineEntry("vllm serve", None, config_file.with_payloads(words[1:], files))
         return None
 
-    def detect_image(self, image: str, args: list[str]) -> EngineEntry | None:
+    def detect_image(self, image: str, args: list[str], files: EngineFiles) -> EngineEntry | None:
         """`docker run … vllm/vllm-openai:TAG ARGS`: the image's own entrypoint runs vLLM."""
         name = image.partition("@")[0]
         repo = name.rsplit(":", 1)[0] if ":" in name.rsplit("/", 1)[-1] else name
@@ -87,8 +88,8 @@ class VLLMEngine(ArgparseEngine):
             return None
         release = self.release_from_image(image)
         if release is not None and version_key(release) < version_key("0.15"):
-            return EngineEntry("", None, config_file.with_payloads(list(args)))
-        return EngineEntry("", None, config_file.with_payloads([SERVE, *args]))
+            return EngineEntry("", None, config_file.with_payloads(list(args), files))
+        return EngineEntry("", None, config_file.with_payloads([SERVE, *args], files))
 
     # ---------------------------------------------------------------- concepts and labels
     @functools.cached_property

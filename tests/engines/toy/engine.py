@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from driftwatch.engines.argparse_engine import ArgparseEngine
+from driftwatch.engines.files import EngineFiles
 from driftwatch.engines.interface import EngineEntry
 from driftwatch.parse.wrappers import python_module
 
@@ -17,7 +18,7 @@ class ToyEngine(ArgparseEngine):
     label = "Toy"
     package = __package__  # "toy": catalogs/toy-1.0.json, concepts.yaml, runtime_defaults.yaml
 
-    def detect(self, words: list[str]) -> EngineEntry | None:
+    def detect(self, words: list[str], files: EngineFiles) -> EngineEntry | None:
         found = python_module(words)
         if found is not None:
             interpreter, module, rest = found

@@ -20,6 +20,7 @@ import pytest
 
 from driftwatch.engines.values import _norm
 from driftwatch.engines.argparse_catalog import BadValue, in_choices, plain
+from driftwatch.engines.files import EngineFiles
 from driftwatch.engines.vllm import config_file
 from driftwatch.engines.vllm.engine import ENGINE as VLLM
 from driftwatch.engines.vllm.flexible import is_serve_word
@@ -173,14 +174,9 @@ def oracle_results(request):
 
 def ours(case: dict, version: str) -> tuple[dict, list]:
     """driftwatch's explicit values (by dest) and parse-stage errors for a case."""
-    config_file.clear()
-    for path, text in FILES.items():
-        config_file.provide(text, str(path))
-    try:
-        argv = config_file.with_payloads((["serve"] if case["mode"] == "serve" else []) + case["argv"])
-        values, _spellings, issues = VLLM.catalogs.parse(argv, version)
-    finally:
-        config_file.clear()
+    files = EngineFiles({str(path): text for path, text in FILES.items()})
+    argv = config_file.with_payloads((["serve"] if case["mode"] == "serve" else []) + case["argv"], files)
+    values, _spellings, issues = VLLM.catalogs.parse(argv, version)
     catalog = VLLM.catalogs.load(version)
     errors = [i for i in issues if i.severity == "error" and i.kind in PARSE_KINDS]
     for dest, value in values.items():

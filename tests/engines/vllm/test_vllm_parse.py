@@ -11,6 +11,7 @@ import shlex
 import pytest
 
 from driftwatch.engines.registry import find_launcher
+from driftwatch.engines.files import EngineFiles
 from driftwatch.engines.vllm import config_file
 from driftwatch.engines.vllm.engine import ENGINE as VLLM, normalise_method
 from driftwatch.engines.config import DEFAULT, EXPLICIT, RUNTIME
@@ -35,13 +36,6 @@ def kinds(config) -> list[str]:
 
 def errors(config) -> list[str]:
     return [i.message for i in config.issues if i.severity == "error"]
-
-
-@pytest.fixture(autouse=True)
-def _no_config_files():
-    config_file.clear()
-    yield
-    config_file.clear()
 
 
 def test_shipped_catalogs():
@@ -267,8 +261,7 @@ speculative-config:
 
 
 def with_file(argv, text=CONFIG, path="/etc/vllm/q.yaml"):
-    config_file.provide(text, path)
-    return config_file.with_payloads(argv)
+    return config_file.with_payloads(argv, EngineFiles({path: text}))
 
 
 def test_config_file_values_are_flags_and_cli_wins():
@@ -302,7 +295,6 @@ def test_config_file_mappings_are_json_only_from_020():
 
 def test_config_file_travels_in_the_argv():
     argv = with_file(["serve", "--config", "/etc/vllm/q.yaml"])
-    config_file.clear()  # a saved snapshot is re-read without the file
     assert explicit(cfg(argv))["max_num_seqs"] == 32
 
 

@@ -1,0 +1,51 @@
+"""What a collector asks about a unit's command line, of the stage that reads one.
+
+Collectors return data: they never parse a unit or type an engine's flags (collect/ imports neither
+parse/ nor engines/). Three of their steps still depend on the command line: which engine process
+on a host without systemd is the unit's (`commands.match_process`), where `--probe` asks
+(`probe.probe_target`), which vLLM `--config` files to read (`local.LocalCollector`); and the
+journal's start-up lines are chosen by the engines' markers. The caller hands the collectors a
+`UnitReader`; driftwatch's own is `snapshots/reader.py`, built with the engine configuration files
+the user gave.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from driftwatch.collect.raw import RawUnit
+
+
+@dataclass(frozen=True)
+class Command:
+    """A command line as the reader understood it."""
+
+    argv: list[str]  # the words systemd runs (a unit's ExecStart=, expanded) or a process's argv
+    engine: str  # the engine it starts: "sglang", "vllm", … or "none"
+    engine_argv: list[str]  # that engine's own arguments
+
+
+@dataclass(frozen=True)
+class Server:
+    """What a unit's typed command line says about its server's HTTP endpoint (`--probe`)."""
+
+    paths: tuple[str | tuple[str, ...], ...]  # the engine's probe paths (a tuple: alternatives; none: no endpoint)
+    container: bool  # it runs in a container without `--network host`: its port is not the host's
+    port: Any = None  # the typed `server.port` (anything: the probe checks it)
+    host: Any = None  # the typed `server.host` it binds to (None: the engine's default)
+    api_key: str | None = field(default=None, repr=False)  # sent to the server itself, never shown
+
+
+class UnitReader(Protocol):
+    """Reads command lines for the collectors; problems are answers (None, a reason), never raised."""
+
+    startup_markers: tuple[str, ...]  # fixed strings selecting every engine's start-up lines
+
+    def command(self, text: str, unit: str, environment_files: dict[str, str] | None = None) -> Command | None:
+        """The unit's command line (`text` as `systemctl cat` prints it); None when it cannot be read."""
+
+    def process(self, argv: list[str]) -> Command | None:
+        """A running process's command line; None when it cannot be read."""
+
+    def server(self, raw: RawUnit) -> Server | str:
+        """Where the unit's server listens, from its typed command line, or why that is not known."""

@@ -1,0 +1,85 @@
+"""driftwatch's `UnitReader`: the collectors' questions about a command line, answered by the unit
+parser and the engine registry.
+
+The collectors may import neither parse/ nor engines/ (collect/reader.py says what they ask); this
+reader sits above both, beside `build_snapshot`, which reads a unit the same way. A run builds it
+once with the engine configuration files the user gave (`EngineFiles`), so a unit's `--config` is
+read alike when the collector matches its process, plans its probe, and builds its snapshot.
+"""
+from __future__ import annotations
+
+from ..collect.raw import RawUnit
+from ..collect.reader import Command, Server
+from ..engines.files import NO_FILES, EngineFiles
+from ..engines.registry import find_launcher, get_engine, startup_markers
+from ..parse.execstart import resolve_exec_start
+from ..parse.unitfile import parse_unit_text
+
+
+class EngineReader:
+    """Reads command lines with the parser and the registered engines (see collect.reader.UnitReader)."""
+
+    def __init__(self, files: EngineFiles = NO_FILES):
+        self.files = files
+
+    @property
+    def startup_markers(self) -> tuple[str, ...]:
+        return startup_markers()  # the engines registered now (the tests register a toy one)
+
+    def command(self, text: str, unit: str, environment_files: dict[str, str] | None = None) -> Command | None:
+        try:
+            result = resolve_exec_start(parse_unit_text(text, name=unit), environment_files or None)
+            argv = list(result.expanded_argv)
+            launcher = find_launcher(argv, dict(result.environment), self.files)
+        except Exception:  # noqa: BLE001 - a unit we cannot read gives no evidence; build_snapshot says why
+            return None
+        return Command(argv=argv, engine=launcher.engine, engine_argv=launcher.engine_argv)
+
+    def process(self, argv: list[str]) -> Command | None:
+        try:
+            launcher = find_launcher(list(argv), files=self.files)
+        except Exception:  # noqa: BLE001
+            return None
+        return Command(argv=list(argv), engine=launcher.engine, engine_argv=launcher.engine_argv)
+
+    def server(self, raw: RawUnit) -> Server | str:
+        """The typed `server.port` / `server.host` and the API key of the unit's engine (typed only
+        for an engine with probe paths, outside a container)."""
+        try:
+            unit = parse_unit_text(raw.text or "", name=raw.unit)
+            result = resolve_exec_start(unit, raw.environment_files or None)
+            launcher = find_launcher(list(result.expanded_argv), dict(result.environment), self.files)
+            engine = get_engine(launcher.engine)
+            paths = tuple(engine.probe_paths)
+            container = bool(launcher.image) and not _host_network(launcher.wrapper_args)
+            if not paths or container:
+                return Server(paths=paths, container=container)
+            config = engine.read_config(launcher.engine_argv, recorded_version=raw.engine_version)
+        except Exception as exc:  # noqa: BLE001 - an unreadable unit is reported by the parser, not here
+            return f"the unit could not be read ({type(exc).__name__})"
+        values, _ = config.concept_values()
+        return Server(paths=paths, container=False, port=values.get("server.port"),
+                      host=values.get("server.host"), api_key=_api_key(config))
+
+
+def _host_network(wrapper_args: list[str]) -> bool:
+    words = [w.strip() for w in wrapper_args]
+    pairs = zip(words, words[1:] + [""])
+    return any(w in ("--network=host", "--net=host") or (w in ("--network", "--net") and nxt == "host")
+               for w, nxt in pairs)
+
+
+def _api_key(config) -> str | None:
+    """The key the unit gives its server (vLLM 0.15+ types it as a list: the first); None when there
+    is none, or it could not travel in a header (line breaks, not Latin-1)."""
+    value = config.flags.get("api_key")
+    key = value.value if value is not None else None
+    if isinstance(key, list):
+        key = next((k for k in key if isinstance(k, str) and k), None)
+    if not isinstance(key, str) or not key or "\r" in key or "\n" in key:
+        return None
+    try:
+        key.encode("latin-1")
+    except UnicodeEncodeError:
+        return None
+    return key
