@@ -35,6 +35,12 @@ def _load(name: str) -> Format:
     return _LOADED[name]
 
 
+def __getattr__(attr: str):
+    if attr == "FORMATS":  # every format, by name, in registry order (imports them all)
+        return {name: _load(name) for name in _REGISTRY}
+    raise AttributeError(f"module {__name__!r} has no attribute {attr!r}")
+
+
 def format_names(kind: str | None = None) -> list[str]:
     """Names of the formats that render documents of `kind` (all formats when None), in registry order."""
     if kind is not None and kind not in KINDS:
