@@ -205,12 +205,13 @@ def run_case(i: int, case: Case, work: Path) -> dict[str, str]:
     try:
         from driftwatch.snapshots.baseline import Baseline
         from driftwatch.notify.email import build_message
-        from driftwatch.report.data import build_report, file_entry
+        from driftwatch.findings.judging import Judging
+        from driftwatch.report.data import build_report
         from driftwatch.findings.rulebook import load_rules
+        from driftwatch.run.fleet import Judge
         from driftwatch.run.targets import snapshot_from_unit_file
         base = Baseline(name="clean", snapshot=snapshot_from_unit_file(str(clean)))
-        doc = build_report(base, [file_entry(str(unit), base, snapshot_from_unit_file, load_rules(None), [], None,
-                                             None)])
+        doc = build_report(base, [Judge(base, Judging(load_rules(None))).unit_file(str(unit))])
         msg = build_message(doc, "dw@example.com", ["oncall@example.com"])
         out["mail"] = "\n".join(part.get_content() for part in msg.walk() if not part.is_multipart()) \
             + str(msg["Subject"])

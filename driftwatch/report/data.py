@@ -4,7 +4,7 @@
   ever changes additively);
 - `build_report(baseline, entries)` -> `driftwatch.report/v1`: many (host, unit) pairs compared with
   one baseline; a host that could not be read is an entry with its error, never a reason to stop
-  the others.
+  the others. `host_entry` makes one entry; run/fleet.py judges the units and calls it.
 
 Everything a format shows is in these dicts: values (secrets already replaced), sources, impact,
 the explanation, the summary sentence and the facts of the header lines. Formats compute nothing.
@@ -14,11 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..snapshots.baseline import Baseline
-from ..findings.compare import COMPARE_SCHEMA, Comparison, Finding, compare, unquantified
-from ..errors import DriftwatchError
-from ..collect.raw import RawUnit
+from ..findings.compare import COMPARE_SCHEMA, Comparison, Finding, unquantified
 from ..redact import mask_tree
-from ..snapshots.snapshot import Snapshot, now_utc
+from ..snapshots.snapshot import now_utc
 from . import wording
 
 REPORT_SCHEMA = "driftwatch.report/v1"
@@ -121,45 +119,6 @@ def host_entry(host: str | None, unit: str | None, status: str, comparison: dict
     if file is not None:
         entry["file"] = file
     return entry
-
-
-def compare_entry(baseline: Baseline, snap: Snapshot, rules, ignore, concurrency, engine_version,
-                  file: str | None = None) -> dict:
-    result = compare(baseline, snap, rules, ignore, concurrency, engine_version=engine_version)
-    return host_entry(file if file is not None else snap.host, snap.unit, "drift" if result.drift else "clean",
-                      comparison_to_dict(result), file=file)
-
-
-def file_entry(path: str, baseline: Baseline, read, rules, ignore, concurrency, engine_version) -> dict:
-    """A local unit file compared with the baseline (`read(path)` gives its Snapshot), labelled by
-    the path as given; a file that cannot be read or parsed is an entry with its error."""
-    try:
-        snap = read(path)
-    except DriftwatchError as exc:
-        return host_entry(path, path.rstrip("/").rsplit("/", 1)[-1], "error", error=str(exc),
-                          failure="invalid unit", file=path)
-    return compare_entry(baseline, snap, rules, ignore, concurrency, engine_version, file=path)
-
-
-def entries_from_raws(raws: list[RawUnit], baseline: Baseline, rules, ignore, concurrency, engine_version,
-                      to_snapshot) -> list[dict]:
-    return [entry_from_raw(raw, baseline, rules, ignore, concurrency, engine_version, to_snapshot) for raw in raws]
-
-
-def entry_from_raw(raw: RawUnit, baseline: Baseline, rules, ignore, concurrency, engine_version,
-                   to_snapshot) -> dict:
-    """One host and unit of a fleet report; whatever goes wrong with it stays its own error."""
-    if raw.status not in ("ok", "fallback"):
-        error = f"{raw.host}: {raw.unit}: {raw.status}" + (f": {raw.error}" if raw.error else "")
-        return host_entry(raw.host, raw.unit, "error", error=error, failure=raw.status)
-    try:
-        snap = to_snapshot(raw, engine_version)
-        return compare_entry(baseline, snap, rules, ignore, concurrency, engine_version)
-    except DriftwatchError as exc:
-        return host_entry(raw.host, raw.unit, "error", error=str(exc), failure="invalid unit")
-    except Exception as exc:  # noqa: BLE001 - a bug on one host's input must not cost the report
-        return host_entry(raw.host, raw.unit, "error", error=f"{raw.host}: {raw.unit}: internal error: "
-                          f"{type(exc).__name__}", failure="error")
 
 
 def _counts(statuses_by_host: dict[str, list[str]]) -> tuple[int, int, int]:

@@ -1,12 +1,13 @@
 """The history view, read from the snapshot store: what changed and when, and since when each
 finding has been there.
 
+- `store_history(…)`: the `driftwatch history` use case, from what the user named to the document.
 - `history_document(store, groups, …)` -> ``driftwatch.history/v1``: per host and unit, the changes
   between consecutive snapshots (time, key/concept, old -> new, the file that set each side),
   newest first; with a baseline, for each finding of the newest snapshot the first snapshot in
   which it appeared, the snapshot that began its current unbroken run ("since") and whether it
   ever went away.
-- `annotate_since(report, store, baseline, …)`: the same "since" for every finding of a fleet
+- `annotate_since(report, store, baseline, judging)`: the same "since" for every finding of a fleet
   report (``driftwatch.report/v1``), walking back from the newest snapshot only as far as needed.
 - `parse_when` / `parse_duration`: ``--since 7d`` / ``2026-11-28T03:00:00Z``, ``--older-than 30d``.
 
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import DriftwatchError, InputError
 from ..identity import finding_id
@@ -42,6 +43,11 @@ from ..redact import mask_fingerprints
 from ..snapshots.snapshot import Snapshot
 from ..snapshots.store import SnapshotStore, StoredSnapshot, safe_component
 from ..timestamps import UTC, format_utc, parse_utc, utc_now
+
+if TYPE_CHECKING:
+    from ..engines.files import EngineFiles
+    from ..findings.judging import Judging
+    from .voice import Voice
 
 HISTORY_SCHEMA = "driftwatch.history/v1"
 # Differences that describe one side's own state (disk vs loaded vs running), not a change between
@@ -149,24 +155,18 @@ def _ref(stored: StoredSnapshot | None) -> dict | None:
 
 
 class _Findings:
-    """compare(baseline, snapshot) per stored snapshot, computed once each: key -> finding dict."""
+    """The baseline judged against each stored snapshot, computed once each: key -> finding dict."""
 
-    def __init__(self, baseline, rules=None, ignore=None, concurrency=None, engine_version=None):
-        from ..findings.rulebook import load_rules
+    def __init__(self, baseline, judging: Judging):
         self.baseline = baseline
-        self.rules = rules if rules is not None else load_rules(None)
-        self.ignore = ignore or []
-        self.concurrency = concurrency
-        self.engine_version = engine_version
+        self.judging = judging
         self._cache: dict[str, dict[str, dict]] = {}
 
     def of(self, stored: StoredSnapshot) -> dict[str, dict]:
         key = str(stored.path)
         if key not in self._cache:
-            from ..findings.compare import compare
             from ..report.data import finding_to_dict
-            result = compare(self.baseline, stored.snapshot, self.rules, self.ignore, self.concurrency,
-                             engine_version=self.engine_version)
+            result = self.judging.compare(self.baseline, stored.snapshot)
             self._cache[key] = {f.key: finding_to_dict(f) for f in result.findings}
         return self._cache[key]
 
@@ -247,13 +247,18 @@ def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since
 
 
 def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, str | None]] | None = None,
-                     since: _dt.datetime | None = None, baseline=None, rules=None, ignore=None,
-                     concurrency: int | None = None, engine_version: str | None = None) -> dict:
+                     since: _dt.datetime | None = None, baseline=None, judging: Judging | None = None) -> dict:
     """``driftwatch.history/v1`` for `groups` ((host, unit) pairs; None: every unit in the store).
-    A pair with no snapshots is listed with zero snapshots, so a typo shows as such."""
+    A pair with no snapshots is listed with zero snapshots, so a typo shows as such. Snapshots are
+    read with `judging.engine_version`; with a `baseline`, each finding's history is judged by
+    `judging` (give it the rules)."""
     if groups is None:
         groups = store.groups()
-    findings = _Findings(baseline, rules, ignore, concurrency, engine_version) if baseline is not None else None
+    if judging is None:
+        from ..findings.judging import Judging
+        judging = Judging()
+    engine_version = judging.engine_version
+    findings = _Findings(baseline, judging) if baseline is not None else None
     units, seen = [], set()
     for host, unit in groups:
         where = (safe_component(host, "local"), safe_component(unit, "unit"))
@@ -296,14 +301,14 @@ def groups_for(store: SnapshotStore, hosts: Iterable[str] = (), unit: str | None
 # --------------------------------------------------------------------------- "since" in a fleet report
 
 
-def annotate_since(report: dict, store: SnapshotStore, baseline, rules=None, ignore=None,
-                   concurrency: int | None = None, engine_version: str | None = None) -> dict:
+def annotate_since(report: dict, store: SnapshotStore, baseline, judging: Judging) -> dict:
     """Add `since` to every finding of a ``driftwatch.report/v1`` document, from the store: the
     first snapshot of the unbroken run, ending with the newest stored snapshot, whose comparison
     with the baseline has a finding of the same identity (host, unit, key). A finding the newest
     stored snapshot does not have is new since it: ``{"at": null, "after": <newest's time>}``.
     A unit with no snapshots gets nothing. Also sets the report's `history` (store, problems)."""
-    findings = _Findings(baseline, rules, ignore, concurrency, engine_version)
+    engine_version = judging.engine_version
+    findings = _Findings(baseline, judging)
     for entry in report.get("hosts") or []:
         comparison = entry.get("comparison") if isinstance(entry, dict) else None
         if not isinstance(comparison, dict) or not comparison.get("findings"):
@@ -339,5 +344,33 @@ def annotate_since(report: dict, store: SnapshotStore, baseline, rules=None, ign
     return report
 
 
+# --------------------------------------------------------------------------- the use case
+
+
+def store_history(hosts: Iterable[str], inventory: str | None, unit: str | None, store: str | None,
+                  since_text: str | None, baseline_spec: str | None, baselines_dir: str | None,
+                  rules_dir: str | None, ignores: tuple[str, ...], ignore_file: str | None,
+                  concurrency: int | None, engine_version: str | None, files: EngineFiles, voice: Voice) -> dict:
+    """`driftwatch history`: the ``driftwatch.history/v1`` document for the named hosts (or the
+    inventory's, or every unit in the store), since `since_text`; with `baseline_spec`, each current
+    finding's history too. An unreadable store entry is a warning (`voice.warn`) and a problem
+    the document names."""
+    since = parse_when(since_text) if since_text else None
+    st = SnapshotStore(store or None, on_problem=voice.warn)
+    base = None
+    from ..findings.judging import Judging, load_judging
+    judging = Judging(engine_version=engine_version)
+    if baseline_spec:
+        from ..snapshots.baseline import baselines_dir as resolve_dir
+        from .targets import named_baseline
+        base = named_baseline(baseline_spec, resolve_dir(baselines_dir), files)
+        judging = load_judging(rules_dir, ignores, ignore_file, concurrency, engine_version)
+    pairs = []
+    if inventory:
+        from .targets import inventory_targets
+        pairs = inventory_targets(inventory, unit)
+    return history_document(st, groups_for(st, list(hosts), unit, pairs), since, base, judging)
+
+
 __all__ = ["HISTORY_SCHEMA", "annotate_since", "changes_between", "groups_for", "history_document",
-           "parse_duration", "parse_when", "unit_history"]
+           "parse_duration", "parse_when", "store_history", "unit_history"]

@@ -67,15 +67,15 @@ def test_11_host_counts_count_hosts_not_host_unit_pairs():
 def test_15_report_json_keeps_the_failure_kind_per_host():
     from driftwatch.snapshots.baseline import load_baseline
     from driftwatch.collect.raw import RawUnit
-    from driftwatch.report.data import entries_from_raws
+    from driftwatch.findings.judging import Judging
     from driftwatch.findings.rulebook import load_rules
-    from driftwatch.run.targets import raw_to_snapshot
+    from driftwatch.run.fleet import Judge
     base = load_baseline(str(BASELINE_70), BASELINES)
     raws = [RawUnit(host=h, unit="sglang-qwen.service", status=s, error="why") for h, s in (
         ("a", "unreachable"), ("b", "timeout"), ("c", "auth failed"), ("d", "host key refused"),
         ("e", "unit not found"))]
     raws.append(RawUnit(host="f", unit="sglang-qwen.service", status="ok", text="[Service]\nUser=x\n"))
-    entries = entries_from_raws(raws, base, load_rules(), [], None, None, raw_to_snapshot)
+    entries = [Judge(base, Judging(load_rules())).raw(raw) for raw in raws]
     assert [e["status"] for e in entries] == ["error"] * 6
     assert [e["failure"] for e in entries] == ["unreachable", "timeout", "auth failed", "host key refused",
                                                "unit not found", "invalid unit"]

@@ -10,10 +10,12 @@ import pytest
 
 from driftwatch.snapshots.baseline import load_baseline, save_baseline
 from driftwatch.errors import InputError
+from driftwatch.run.fleet import Judge
 from driftwatch.run.history import annotate_since, parse_duration, parse_when
 from driftwatch.notify.state import mark_changes, state_for
 from driftwatch.report import get_format
-from driftwatch.report.data import build_report, compare_entry
+from driftwatch.findings.judging import Judging
+from driftwatch.report.data import build_report
 from driftwatch.findings.rulebook import load_rules
 from driftwatch.run.targets import snapshot_from_unit_file
 from driftwatch.snapshots.store import RUNS, BaselineSource, SnapshotKey, SnapshotStore, baseline_protections, state_hash
@@ -135,8 +137,8 @@ def baseline():
 
 def fleet(baseline, *units):
     rules = load_rules()
-    entries = [compare_entry(baseline, replace(snapshot_from_unit_file(str(u), host=h), unit=UNIT), rules, [], None,
-                             None) for h, u in units]
+    entries = [Judge(baseline, Judging(rules)).snapshot(replace(snapshot_from_unit_file(str(u), host=h), unit=UNIT))
+               for h, u in units]
     return build_report(baseline, entries), rules
 
 
@@ -147,7 +149,7 @@ def test_since_in_the_report_and_new_since_the_last_snapshot(tmp_path, baseline)
     store.save(snap(U40, at="2026-11-29T03:00:00Z"))  # an unchanged run
     store.save(snap(U70, host="ct130", at="2026-11-28T03:00:00Z"))  # ct130's newest has no drift yet
     doc, rules = fleet(baseline, ("ct129", U40), ("ct130", U40))
-    annotate_since(doc, store, baseline, rules)
+    annotate_since(doc, store, baseline, Judging(rules))
     by_host = {h["host"]: {f["key"]: f for f in h["comparison"]["findings"]} for h in doc["hosts"]}
     assert by_host["ct129"]["speculative_num_steps"]["since"] == {
         "at": "2026-11-28T03:00:00Z", "snapshot": relaunch.name, "id": f"ct129/{UNIT}/speculative_num_steps"}

@@ -52,7 +52,7 @@ def test_graph_sees_lazy_imports():
     graph = import_graph()
     assert "driftwatch.notify.email" in graph["driftwatch.notify.settings"]
     assert "driftwatch.notify.state" in graph["driftwatch.notify.deliver"]  # `from .state import …`
-    assert "driftwatch.notify.deliver" in graph["driftwatch.cli"]  # imported inside a function there
+    assert "driftwatch.notify.deliver" in graph["driftwatch.run.fleet"]  # imported inside a function there
 
 
 def test_no_notify_module_reaches_settings():

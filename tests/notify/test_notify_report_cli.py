@@ -3,7 +3,7 @@ script), mailing through the real aiosmtpd servers of conftest.py on 127.0.0.1.
 
 Every run gets HOME set to a temporary directory (no user config is read), no inherited
 DRIFTWATCH_* / XDG_CONFIG_HOME / SSL_CERT_* variables, and cwd = the repository root (so
-`--baseline 70toks` is `baselines/70toks.yaml`). `driftwatch/cli.py` has no `__main__` guard, so
+`--baseline 70toks` is `baselines/70toks.yaml`). `driftwatch/cli/` has no `__main__` guard, so
 `python -m driftwatch.cli` would do nothing: the console script next to sys.executable is used.
 """
 

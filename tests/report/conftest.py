@@ -12,8 +12,10 @@ import pytest
 
 from driftwatch.snapshots.baseline import load_baseline
 from driftwatch.findings.compare import compare
-from driftwatch.report.data import build_report, comparison_to_dict, compare_entry, host_entry
+from driftwatch.findings.judging import Judging
+from driftwatch.report.data import build_report, comparison_to_dict, host_entry
 from driftwatch.findings.rulebook import load_rules
+from driftwatch.run.fleet import Judge
 from driftwatch.run.targets import snapshot_from_unit_file
 
 REPO = Path(__file__).resolve().parents[2]
@@ -61,8 +63,8 @@ def _fleet_doc(baseline, rules):
     drifted.host = "ct129"
     clean = snapshot_from_unit_file(str(UNIT_70))
     clean.host = "ct130"
-    entries = [compare_entry(baseline, drifted, rules, [], None, None),
-               compare_entry(baseline, clean, rules, [], None, None),
+    entries = [Judge(baseline, Judging(rules)).snapshot(drifted),
+               Judge(baseline, Judging(rules)).snapshot(clean),
                host_entry("ct200", "sglang-qwen.service", "error", error="timeout after 10 s")]
     return build_report(baseline, entries)
 

@@ -1,0 +1,112 @@
+"""`compare` and `report`: units judged against a known-good baseline, one unit or a fleet."""
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+
+import click
+
+from ..errors import EXIT_DRIFT, EXIT_OK
+from ..report import format_names
+from .options import (baselines_dir_option, catalog_option, emit, engine_files, facts_options, ssh_options,
+                      terminal_format, voice)
+
+
+@click.command()
+@click.option("--baseline", "baseline_spec", required=True, help="Baseline NAME, a baseline YAML, or a unit file.")
+@click.option("--unit-file", help="Current unit file (or saved `systemctl cat` output).")
+@click.option("--host", help="Read the current unit live from this host.")
+@click.option("--unit", help="Unit on --host (default: the baseline's unit).")
+@click.option("--snapshot", "snapshot_file", help="A saved snapshot YAML as the current side.")
+@click.option("--baseline-metric", multiple=True, help="Override/add a baseline metric, e.g. throughput=70.")
+@click.option("--current-metric", multiple=True, help="A figure measured now, e.g. accept_length=1.75.")
+@click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency the prediction is for.")
+@click.option("--format", "fmt", type=click.Choice(format_names("comparison")), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here (atomically).")
+@click.option("--rules", "rules_dir", type=str, help="Directory of extra/overriding rules/*.yaml.")
+@click.option("--ignore", "ignores", multiple=True, help="Rule id or name, key, concept or flag to ignore (repeatable; globs allowed).")
+@click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml when present].")
+@click.option("--engine-version", help="Read both sides with this SGLang release's catalog.")
+@click.option("--inventory", type=str)
+@baselines_dir_option
+@catalog_option
+@ssh_options
+@facts_options
+@engine_files
+def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric, current_metric, concurrency, fmt,
+            output, rules_dir, ignores, ignore_file, engine_version, inventory, baselines_dir, ssh, model_config,
+            baseline_model_config, gpu, files):
+    """Compare a unit with a known-good baseline and rank what cost throughput."""
+    from ..report import get_format
+    from ..report.data import comparison_to_dict
+    from ..run.compare import compare_unit
+    result = compare_unit(baseline_spec, unit_file=unit_file, host=host, unit=unit, snapshot_file=snapshot_file,
+                          inventory=inventory, baselines_dir=baselines_dir, baseline_metric=baseline_metric,
+                          current_metric=current_metric, rules_dir=rules_dir, ignores=ignores,
+                          ignore_file=ignore_file, concurrency=concurrency, engine_version=engine_version,
+                          model_config=model_config, baseline_model_config=baseline_model_config, gpu=gpu, ssh=ssh,
+                          files=files, voice=voice())
+    emit((get_format(fmt) if output else terminal_format(fmt)).render_comparison(comparison_to_dict(result)), output)
+    sys.exit(EXIT_DRIFT if result.drift else EXIT_OK)
+
+
+@click.command()
+@click.option("--inventory", type=str, help="Inventory of hosts and units to check.")
+@click.option("--host", help="One host to check (with --unit).")
+@click.option("--unit", help="Unit to read on each host (default: the inventory's units).")
+@click.option("--unit-file", "unit_files", multiple=True, help="Local unit file(s) to check (repeatable).")
+@click.option("--baseline", "baseline_spec", help="Baseline NAME or PATH (or `baseline:` in the config file).")
+@click.option("--email", "email", multiple=True, help="Recipient (repeatable). Without one, nothing is mailed.")
+@click.option("--smtp-host", help="SMTP server [default: localhost].")
+@click.option("--smtp-port", type=int, help="SMTP port [default: 587 for starttls, 465 for ssl, 25 for plain].")
+@click.option("--smtp-user", help="SMTP user (password from $DRIFTWATCH_SMTP_PASSWORD or --smtp-password-file).")
+@click.option("--smtp-password-file", type=str, help="File holding the SMTP password (must not be readable by others).")
+@click.option("--smtp-starttls", "smtp_security", flag_value="starttls", help="STARTTLS when offered (default).")
+@click.option("--smtp-ssl", "smtp_security", flag_value="ssl", help="SMTP over TLS (port 465).")
+@click.option("--smtp-plain", "smtp_security", flag_value="plain", help="Never use TLS (local relay only).")
+@click.option("--smtp-ca-file", type=str, help="CA bundle to verify the SMTP server's certificate.")
+@click.option("--from", "sender", help="From address [default: driftwatch@FQDN].")
+@click.option("--subject-prefix", help="Subject prefix [default: [driftwatch]].")
+@click.option("--state", help="State file for --only-changes.")
+@click.option("--only-changes", is_flag=True, default=None, help="Mail only when the findings differ from the last mail.")
+@click.option("--always", is_flag=True, help="Mail even when every host matches.")
+@click.option("--format", "fmt", type=click.Choice(format_names("fleet")), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the report here (atomically).")
+@click.option("--quiet", "-q", is_flag=True, help="Do not print the report (still mailed / written).")
+@click.option("--config", "config_path", help="Config file [default: ~/.config/driftwatch/config.yaml, /etc/driftwatch/config.yaml].")
+@click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency the predictions are for.")
+@click.option("--parallel", type=click.IntRange(1, 1024), default=32, show_default=True, help="Hosts read at once.")
+@click.option("--rules", "rules_dir", type=str, help="Extra rules directory.")
+@click.option("--ignore", "ignores", multiple=True, help="Rule id or name, key, concept or flag to ignore (repeatable).")
+@click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml].")
+@click.option("--engine-version", help="Read units with this SGLang release's catalog.")
+@click.option("--store", help="Snapshot store that says since when each finding is there "
+                              "[default: ~/.local/state/driftwatch].")
+@click.option("--prometheus", "prometheus_file", type=click.Path(dir_okay=False),
+              help="Also write the report as Prometheus metrics here (node_exporter textfile, atomically).")
+@baselines_dir_option
+@catalog_option
+@ssh_options
+@engine_files
+def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, smtp_port, smtp_user,
+           smtp_password_file, smtp_security, smtp_ca_file, sender, subject_prefix, state, only_changes, always,
+           fmt, output, quiet, config_path, concurrency, parallel, rules_dir, ignores, ignore_file, engine_version,
+           baselines_dir, store, prometheus_file, ssh, files):
+    """Check hosts against a baseline; print, write and mail one drift report (for cron)."""
+    from ..run.fleet import report_fleet
+    settings = dict(email=email, smtp_host=smtp_host, smtp_port=smtp_port, smtp_user=smtp_user,
+                    smtp_password_file=smtp_password_file, smtp_security=smtp_security, smtp_ca_file=smtp_ca_file,
+                    sender=sender, subject_prefix=subject_prefix, state=state, only_changes=only_changes,
+                    inventory=inventory, baseline=baseline_spec)
+
+    def show(doc: dict) -> None:
+        shown = terminal_format(fmt).render_fleet(doc)
+        click.echo(shown, nl=not shown.endswith("\n"))
+
+    result = report_fleet(settings, config_path=config_path, host=host, unit=unit, unit_files=unit_files,
+                          rules_dir=rules_dir, ignores=ignores, ignore_file=ignore_file, concurrency=concurrency,
+                          engine_version=engine_version, baselines_dir=baselines_dir, store=store, fmt=fmt,
+                          output=output, prometheus_file=prometheus_file, always=always,
+                          ssh=replace(ssh, parallel=parallel), files=files, voice=voice(aside=not quiet),
+                          show=None if quiet else show)
+    sys.exit(result.exit_code)

@@ -1,0 +1,74 @@
+"""`show` and `check`: one unit, as read and as the engine would start it."""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from ..errors import EXIT_DRIFT, EXIT_OK
+from .options import catalog_option, engine_files, ssh_options
+
+
+@click.command()
+@click.option("--unit-file", type=str, help="A unit file, or saved `systemctl cat` output.")
+@click.option("--host", help="Read the unit live from this host (user@host:port or an inventory name).")
+@click.option("--unit", help="Unit name on --host, e.g. sglang-qwen.service.")
+@click.option("--snapshot", "snapshot_file", help="A saved snapshot YAML.")
+@click.option("--engine-version", help="Read flags with this SGLang release's catalog.")
+@click.option("--all", "show_all", is_flag=True, help="Also list every default value.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--inventory", type=str, help="Inventory naming --host.")
+@catalog_option
+@ssh_options
+@engine_files
+def show(unit_file, host, unit, snapshot_file, engine_version, show_all, fmt, inventory, ssh, files):
+    """What driftwatch read from one unit: argv, launcher, typed flags, findings."""
+    from ..report.show import render_show
+    from ..run.targets import one_target
+    snap = one_target(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, required=True,
+                      files=files)
+    click.echo(render_show(snap, fmt, show_all), nl=False)
+    sys.exit(EXIT_OK)
+
+
+@click.command()
+@click.option("--unit-file", type=str, help="A unit file, or saved `systemctl cat` output (`-`: standard input).")
+@click.option("--host", help="Read the unit live from this host.")
+@click.option("--unit", help="Unit name on --host, e.g. sglang-qwen.service.")
+@click.option("--snapshot", "snapshot_file", help="A saved snapshot YAML.")
+@click.option("--engine-version", help="Check against this engine release's catalog.")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="Print only problems (nothing when the unit would start).")
+@click.option("--inventory", type=str, help="Inventory naming --host.")
+@catalog_option
+@ssh_options
+@engine_files
+def check(unit_file, host, unit, snapshot_file, engine_version, fmt, quiet, inventory, ssh, files):
+    """Would the engine start? Exit 1 when it would refuse (unknown or removed flags, known
+    start-up crashes), 0 otherwise; one line per problem. For ExecStartPre= or CI."""
+    from ..report.check import check_doc, problems, refused_doc, render_check
+    from ..errors import UnitError
+    from ..run.targets import one_target
+    try:
+        snap = one_target(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, required=True,
+                          files=files)
+    except UnitError as exc:  # systemd itself would refuse the unit: it cannot start either
+        given = unit_file or snapshot_file or ""
+        if fmt == "json":
+            click.echo(json.dumps(refused_doc(given, str(exc)), indent=2))
+        else:
+            name = "standard input" if given == "-" else given
+            message = str(exc)[len(name) + 2:] if str(exc).startswith(f"{name}: ") else str(exc)
+            click.echo(f"{name}: error: {message}")
+        sys.exit(EXIT_DRIFT)
+    errors, _ = problems(snap)
+    given = unit_file if unit_file and unit_file != "-" else None
+    if fmt == "json":
+        click.echo(json.dumps(check_doc(snap, given), indent=2))
+    else:
+        text = render_check(snap, "text", given)
+        if quiet:
+            text = "".join(line + "\n" for line in text.splitlines()[:-1])
+        click.echo(text, nl=False)
+    sys.exit(EXIT_DRIFT if errors else EXIT_OK)

@@ -1,0 +1,112 @@
+"""`snapshot`, `prune` and `history`: the snapshot store filled, trimmed and read back."""
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+
+import click
+
+from ..errors import EXIT_OK, EXIT_TROUBLE, InputError
+from ..report import format_names
+from .options import baselines_dir_option, catalog_option, emit, engine_files, ssh_options, terminal_format, voice
+
+
+@click.command()
+@click.argument("hosts", nargs=-1)
+@click.option("--inventory", type=str, help="Inventory file (driftwatch YAML, Ansible INI or YAML).")
+@click.option("--unit", help="Unit to read on each host (default: the inventory's units).")
+@click.option("--unit-file", "unit_files", multiple=True, help="Snapshot a local unit file instead of a host.")
+@click.option("--host", "--host-name", "host_name",
+              help="With --unit-file: the host name to record (e.g. ct129). Without: a live host to read.")
+@click.option("--store", help="State directory [default: ~/.local/state/driftwatch].")
+@click.option("--engine-version", help="Read flags with this SGLang release's catalog.")
+@click.option("--parallel", "parallel", type=click.IntRange(1, 1024), default=None,
+              help="Hosts read at once.  [default: 32]")
+@click.option("--concurrency", "old_parallel", type=click.IntRange(1, 1024), hidden=True,
+              help="Deprecated spelling of --parallel (everywhere else --concurrency is the client concurrency).")
+@click.option("--quiet", "-q", is_flag=True, help="No progress line.")
+@click.option("--verbose", "-v", is_flag=True,
+              help="Say on stderr where each host's time went: connect, round trip, each remote step, probe.")
+@click.option("--keep", type=click.IntRange(1, None), default=None,
+              help="Then keep only the newest N snapshots of each host/unit in the store (as `prune --keep N`).")
+@click.option("--baselines-dir", "keep_baselines_dir", envvar="DRIFTWATCH_BASELINES",
+              help="With --keep: baselines whose snapshots are never deleted [default: ./baselines].")
+@catalog_option
+@ssh_options
+@engine_files
+def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_version, parallel, old_parallel, quiet,
+             verbose, keep, keep_baselines_dir, ssh, files):
+    """Read units (local files or live hosts) and save one snapshot each in the store."""
+    from ..run.snapshots import snapshot_fleet
+    if old_parallel is not None:
+        if parallel is not None and parallel != old_parallel:
+            raise InputError("give --parallel N only (--concurrency is its deprecated spelling in snapshot)")
+        click.echo("driftwatch: warning: snapshot --concurrency is deprecated: use --parallel N (hosts read at "
+                   "once); --concurrency means the client concurrency in compare and report", err=True)
+        parallel = old_parallel
+    if host_name and not unit_files:
+        hosts, host_name = tuple(hosts) + (host_name,), None
+    progress = _progress_line() if not quiet and sys.stderr.isatty() else None
+    trouble = snapshot_fleet(hosts, inventory, unit, unit_files, host_name, store, engine_version,
+                             replace(ssh, parallel=parallel or 32), files, voice(aside=verbose), keep=keep,
+                             keep_baselines_dir=keep_baselines_dir, progress=progress)
+    sys.exit(EXIT_TROUBLE if trouble else EXIT_OK)
+
+
+def _progress_line():
+    """A terminal's one-line progress for a fleet: hosts done, failed and left (stderr)."""
+    failed = 0
+
+    def progress(done, total, raw):
+        nonlocal failed
+        failed += raw.status not in ("ok", "fallback")
+        click.echo(f"\r{done}/{total} done, {failed} failed, {total - done} left: {raw.host} {raw.status}\033[K",
+                   nl=(done == total), err=True)
+    return progress
+
+
+@click.command()
+@click.option("--keep", type=click.IntRange(1, None), help="Keep the newest N snapshots of each host/unit.")
+@click.option("--older-than", help="Delete snapshots older than D (30m, 12h, 7d, 2w, 1d12h).")
+@click.option("--store", help="Snapshot store [default: ~/.local/state/driftwatch].")
+@click.option("--host", help="Only this host's snapshots.")
+@click.option("--unit", help="Only this unit's snapshots.")
+@click.option("--dry-run", "-n", is_flag=True, help="Say what would be deleted; delete nothing.")
+@click.option("--quiet", "-q", is_flag=True, help="Print nothing unless something is wrong.")
+@baselines_dir_option
+def prune(keep, older_than, store, host, unit, dry_run, quiet, baselines_dir):
+    """Delete old snapshots; never the newest of a host/unit, nor one a baseline was made from.
+    With both --keep and --older-than, a snapshot goes only when both say so."""
+    from ..run.snapshots import prune_store
+    prune_store(store, keep, older_than, baselines_dir, voice(out=not quiet, aside=not quiet), dry_run=dry_run,
+                host=host, unit=unit)
+    sys.exit(EXIT_OK)
+
+
+@click.command()
+@click.argument("hosts", nargs=-1)
+@click.option("--inventory", type=str, help="Inventory naming the hosts and units to show.")
+@click.option("--unit", help="Only this unit.")
+@click.option("--store", help="Snapshot store [default: ~/.local/state/driftwatch].")
+@click.option("--since", "since_text", help="Changes since WHEN: RFC 3339 (2026-11-28T03:00:00Z) or back from now (7d, 12h).")
+@click.option("--baseline", "baseline_spec", help="Also say, for each finding against this baseline, since when it is there.")
+@click.option("--format", "fmt", type=click.Choice(format_names("history")), default="text", show_default=True)
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the history here (atomically).")
+@click.option("--rules", "rules_dir", type=str, help="Extra rules directory (with --baseline).")
+@click.option("--ignore", "ignores", multiple=True, help="Rule id or name, key, concept or flag to ignore (with --baseline).")
+@click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml].")
+@click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency (with --baseline).")
+@click.option("--engine-version", help="Read every snapshot with this engine release's catalog.")
+@baselines_dir_option
+@catalog_option
+@engine_files
+def history(hosts, inventory, unit, store, since_text, baseline_spec, fmt, output, rules_dir, ignores, ignore_file,
+            concurrency, engine_version, baselines_dir, files):
+    """What changed when, per host and unit, from the snapshot store (newest first); with
+    --baseline, since when each current finding is there and whether it ever went away."""
+    from ..report import get_format
+    from ..run.history import store_history
+    doc = store_history(hosts, inventory, unit, store, since_text, baseline_spec, baselines_dir, rules_dir, ignores,
+                        ignore_file, concurrency, engine_version, files, voice())
+    emit((get_format(fmt) if output else terminal_format(fmt)).render_history(doc), output)
+    sys.exit(EXIT_OK)

@@ -1,0 +1,98 @@
+"""Use cases on named baselines (`driftwatch baseline save | accept | list | show`).
+
+A baseline is a known-good snapshot with the figures measured on it (snapshots/baseline.py keeps
+the file format); these functions decide which snapshot and which figures go in.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import DriftwatchError, InputError
+
+if TYPE_CHECKING:
+    from ..collect.sshoptions import SSHOptions
+    from ..engines.files import EngineFiles
+    from ..snapshots.baseline import Baseline
+
+
+def save_named(name: str, *, from_snapshot: str | None, unit_file: str | None, host: str | None,
+               unit: str | None, host_name: str | None, metrics: tuple[str, ...], note: str | None, force: bool,
+               engine_version: str | None, inventory: str | None, baselines_dir: str | None,
+               ssh: SSHOptions, files: EngineFiles) -> Path:
+    """Save NAME from a snapshot, a unit file or a live host; the file written."""
+    from ..findings.metrics import check_accept_length
+    from ..snapshots.baseline import baselines_dir as resolve_dir, save_baseline
+    from ..snapshots.metrics import parse_metrics
+    from .targets import one_target
+    values = parse_metrics(metrics)
+    snap = one_target(unit_file, host, unit, from_snapshot, None, inventory, ssh, required=True, files=files)
+    if host_name:
+        snap.host = host_name
+    if engine_version:
+        snap.engine_version = engine_version
+    check_accept_length(values, snap.engine, "--metric")
+    return save_baseline(resolve_dir(baselines_dir), name, snap, values, note, force)
+
+
+def accept_drift(name: str, *, unit_file: str | None, snapshot_file: str | None, host: str | None,
+                 unit: str | None, reason: str, metrics: tuple[str, ...], keep_metrics: bool,
+                 inventory: str | None, baselines_dir: str | None, ssh: SSHOptions,
+                 files: EngineFiles) -> tuple[Path, bool]:
+    """Replace NAME with the unit now known to be good (by default the host and unit NAME records,
+    read live); (the file written, whether the old metrics were dropped)."""
+    from ..findings.metrics import check_accept_length
+    from ..snapshots.baseline import baselines_dir as resolve_dir, load_baseline, save_baseline
+    from ..snapshots.metrics import parse_metrics
+    from .targets import collect_one, one_target
+    directory = resolve_dir(baselines_dir)
+    old = load_baseline(name, directory)
+    snap = one_target(unit_file, host, unit or (old.unit if host else None), snapshot_file, None, inventory, ssh,
+                      required=False, files=files)
+    if snap is None:
+        if not old.host or not old.unit:
+            raise InputError(f"baseline {name} records no host/unit; give --unit-file, --snapshot or --host/--unit")
+        snap = collect_one(old.host, old.unit, ssh, inventory, files=files)
+    if not snap.host:
+        snap.host = old.host
+    if snap.source == "file" and not unit and old.unit:
+        snap.unit = old.unit  # a local copy of the unit stands for the unit the baseline names
+    values = dict(old.metrics) if keep_metrics else {}
+    values.update(parse_metrics(metrics))
+    check_accept_length(values, snap.engine, "--metric")
+    note = f"accepted drift on {snap.collected_at}: {reason}" + (f" (was: {old.note})" if old.note else "")
+    path = save_baseline(directory, name, snap, values, note, force=True)
+    return path, bool(old.metrics) and not keep_metrics
+
+
+def list_named(baselines_dir: str | None) -> tuple[Path, list[dict]]:
+    """(the directory, one item per baseline in it: name, path, host, unit, metrics, saved_at,
+    saved_by, note, error). A file that cannot be read is an item with its error, never a reason to
+    hide the others."""
+    from ..fileio import read_yaml
+    from ..snapshots.baseline import BASELINE_SCHEMA, baselines_dir as resolve_dir, list_baselines
+    directory = resolve_dir(baselines_dir)
+    items = []
+    for name in list_baselines(directory):
+        item = {"name": name, "path": str(directory / f"{name}.yaml"), "host": None, "unit": None,
+                "metrics": {}, "saved_at": None, "saved_by": None, "note": None, "error": None}
+        items.append(item)
+        try:
+            data = read_yaml(directory / f"{name}.yaml", "baseline")
+        except DriftwatchError as exc:
+            item["error"] = str(exc)
+            continue
+        if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
+            item["error"] = "not a driftwatch baseline"
+            continue
+        raw_metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else {}
+        item.update(host=data.get("host"), unit=data.get("unit"), metrics=dict(raw_metrics),
+                    saved_at=data.get("saved_at"), saved_by=data.get("saved_by"), note=data.get("note"))
+    return directory, items
+
+
+def show_named(name: str, baselines_dir: str | None, files: EngineFiles) -> Baseline:
+    """The baseline NAME (or a baseline YAML, or a unit file, read with `files`)."""
+    from ..snapshots.baseline import baselines_dir as resolve_dir
+    from .targets import named_baseline
+    return named_baseline(name, resolve_dir(baselines_dir), files)
