@@ -39,7 +39,7 @@ from .store import history, prune, snapshot
                    "--config, PATH=FILE only `--config PATH` (repeatable; also $DRIFTWATCH_ENGINE_CONFIG).")
 @click.pass_context
 def cli(ctx, engine_configs=()):
-    """Find configuration drift in SGLang servers run as systemd units, and explain which
+    """Find configuration drift in SGLang and vLLM servers run as systemd units, and explain which
     difference cost the throughput.
 
     Exit codes: 0 no drift, 1 drift found, 2 trouble (bad input, unreadable host)."""

@@ -26,7 +26,7 @@ def baseline_group():
 @click.option("--note", help="Why this is known-good.")
 @click.option("--force", is_flag=True, help="Replace an existing baseline.")
 @click.option("--engine-version", help="SGLang release to record with the unit.")
-@click.option("--inventory", type=str)
+@click.option("--inventory", type=str, help="Inventory naming --host.")
 @baselines_dir_option
 @catalog_option
 @ssh_options
@@ -51,7 +51,7 @@ def baseline_save(name, from_snapshot, unit_file, host, unit, host_name, metrics
 @click.option("--reason", required=True, help="Why today's drift is accepted (kept in the baseline's note).")
 @click.option("--metric", "metrics", multiple=True, help="Figures measured on the new unit, e.g. throughput=72.")
 @click.option("--keep-metrics", is_flag=True, help="Keep the old metrics (only if the change cannot affect them).")
-@click.option("--inventory", type=str)
+@click.option("--inventory", type=str, help="Inventory naming --host (or the host the baseline records).")
 @baselines_dir_option
 @catalog_option
 @ssh_options
@@ -69,7 +69,8 @@ def baseline_accept(name, unit_file, snapshot_file, host, unit, reason, metrics,
 
 
 @baseline_group.command("list")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: a table; json: every field, for scripts.")
 @baselines_dir_option
 def baseline_list(fmt, baselines_dir):
     """Named baselines with their host, unit and metrics."""
@@ -98,7 +99,8 @@ def baseline_list(fmt, baselines_dir):
 
 @baseline_group.command("show")
 @click.argument("name")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: metrics and typed flags; json: the whole baseline.")
 @baselines_dir_option
 @engine_files
 def baseline_show(name, fmt, baselines_dir, files):

@@ -10,13 +10,15 @@ from ..errors import EXIT_OK
 
 
 @click.command("cron-example")
-@click.option("--inventory", default="/etc/driftwatch/inventory.yaml", show_default=True)
+@click.option("--inventory", default="/etc/driftwatch/inventory.yaml", show_default=True,
+              help="Inventory the job reads (written as an absolute path).")
 @click.option("--baseline", "baseline_spec", default="70toks", show_default=True,
               help="Baseline NAME (in --baselines-dir) or an absolute PATH.")
 @click.option("--baselines-dir", "cron_baselines_dir", default="/etc/driftwatch/baselines", show_default=True,
               help="Where the job looks up the baseline NAME (written as an absolute path).")
-@click.option("--email", default="gpu-oncall@example.com", show_default=True)
-@click.option("--user", default="driftwatch", show_default=True)
+@click.option("--email", default="gpu-oncall@example.com", show_default=True,
+              help="Who gets the report: one address or several, comma-separated.")
+@click.option("--user", default="driftwatch", show_default=True, help="System user the job runs as.")
 @click.option("--driftwatch", "exe", help="The driftwatch executable the job runs [default: this one].")
 def cron_example(inventory, baseline_spec, cron_baselines_dir, email, user, exe):
     """Print a crontab entry and a systemd service + timer for daily reports, filled in.

@@ -21,13 +21,14 @@ from .options import (baselines_dir_option, catalog_option, emit, engine_files, 
 @click.option("--baseline-metric", multiple=True, help="Override/add a baseline metric, e.g. throughput=70.")
 @click.option("--current-metric", multiple=True, help="A figure measured now, e.g. accept_length=1.75.")
 @click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency the prediction is for.")
-@click.option("--format", "fmt", type=click.Choice(format_names("comparison")), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(format_names("comparison")), default="text", show_default=True,
+              help="How to write the comparison (json: driftwatch.compare/v1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here (atomically).")
 @click.option("--rules", "rules_dir", type=str, help="Directory of extra/overriding rules/*.yaml.")
 @click.option("--ignore", "ignores", multiple=True, help="Rule id or name, key, concept or flag to ignore (repeatable; globs allowed).")
 @click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml when present].")
 @click.option("--engine-version", help="Read both sides with this SGLang release's catalog.")
-@click.option("--inventory", type=str)
+@click.option("--inventory", type=str, help="Inventory naming --host.")
 @baselines_dir_option
 @catalog_option
 @ssh_options
@@ -70,7 +71,8 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @click.option("--state", help="State file for --only-changes.")
 @click.option("--only-changes", is_flag=True, default=None, help="Mail only when the findings differ from the last mail.")
 @click.option("--always", is_flag=True, help="Mail even when every host matches.")
-@click.option("--format", "fmt", type=click.Choice(format_names("fleet")), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(format_names("fleet")), default="text", show_default=True,
+              help="How to print and write the report (json: driftwatch.report/v1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the report here (atomically).")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the report (still mailed / written).")
 @click.option("--config", "config_path", help="Config file [default: ~/.config/driftwatch/config.yaml, /etc/driftwatch/config.yaml].")

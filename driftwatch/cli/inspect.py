@@ -17,7 +17,8 @@ from .options import catalog_option, engine_files, ssh_options
 @click.option("--snapshot", "snapshot_file", help="A saved snapshot YAML.")
 @click.option("--engine-version", help="Read flags with this SGLang release's catalog.")
 @click.option("--all", "show_all", is_flag=True, help="Also list every default value.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text for people; json for scripts.")
 @click.option("--inventory", type=str, help="Inventory naming --host.")
 @catalog_option
 @ssh_options
@@ -38,7 +39,8 @@ def show(unit_file, host, unit, snapshot_file, engine_version, show_all, fmt, in
 @click.option("--unit", help="Unit name on --host, e.g. sglang-qwen.service.")
 @click.option("--snapshot", "snapshot_file", help="A saved snapshot YAML.")
 @click.option("--engine-version", help="Check against this engine release's catalog.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: one line per problem; json: a document for scripts.")
 @click.option("--quiet", "-q", is_flag=True, help="Print only problems (nothing when the unit would start).")
 @click.option("--inventory", type=str, help="Inventory naming --host.")
 @catalog_option

@@ -16,8 +16,12 @@ def rules_group():
 
 @rules_group.command("list")
 @click.option("--rules", "rules_dir", type=str, help="Extra rules directory to merge.")
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: a table; json: every field, for scripts (driftwatch.rules/v1).")
 def rules_list(rules_dir, fmt):
+    """List the rules: the shipped ones, merged with --rules.
+
+    One row per rule: id, name, severity, dimension, model, the concepts and keys it matches."""
     from tabulate import tabulate
     from ..findings.rulebook import UNKNOWN_RULE, load_rules
     every = load_rules(rules_dir) + [UNKNOWN_RULE]
@@ -42,6 +46,9 @@ def rules_list(rules_dir, fmt):
 @click.argument("rule_id")
 @click.option("--rules", "rules_dir", type=str, help="Extra rules directory to merge.")
 def rules_show(rule_id, rules_dir):
+    """Document one rule: what it matches, its model, its explanation.
+
+    Each concept it matches is named with every engine's native field for it."""
     import fnmatch
     from ..concepts import CONCEPTS
     from ..engines.registry import ENGINES

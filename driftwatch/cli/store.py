@@ -90,7 +90,8 @@ def prune(keep, older_than, store, host, unit, dry_run, quiet, baselines_dir):
 @click.option("--store", help="Snapshot store [default: ~/.local/state/driftwatch].")
 @click.option("--since", "since_text", help="Changes since WHEN: RFC 3339 (2026-11-28T03:00:00Z) or back from now (7d, 12h).")
 @click.option("--baseline", "baseline_spec", help="Also say, for each finding against this baseline, since when it is there.")
-@click.option("--format", "fmt", type=click.Choice(format_names("history")), default="text", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(format_names("history")), default="text", show_default=True,
+              help="How to write the history (json: driftwatch.history/v1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the history here (atomically).")
 @click.option("--rules", "rules_dir", type=str, help="Extra rules directory (with --baseline).")
 @click.option("--ignore", "ignores", multiple=True, help="Rule id or name, key, concept or flag to ignore (with --baseline).")
