@@ -25,7 +25,7 @@ def baseline_group():
 @click.option("--metric", "metrics", multiple=True, help="Measured figure, e.g. throughput=70 (repeatable).")
 @click.option("--note", help="Why this is known-good.")
 @click.option("--force", is_flag=True, help="Replace an existing baseline.")
-@click.option("--engine-version", help="SGLang release to record with the unit.")
+@click.option("--engine-version", help="Engine release (SGLang or vLLM) to record with the unit.")
 @click.option("--inventory", type=str, help="Inventory naming --host.")
 @baselines_dir_option
 @catalog_option

@@ -27,7 +27,7 @@ from .options import (baselines_dir_option, catalog_option, emit, engine_files, 
 @click.option("--rules", "rules_dir", type=str, help="Directory of extra/overriding rules/*.yaml.")
 @click.option("--ignore", "ignores", multiple=True, help="Rule id or name, key, concept or flag to ignore (repeatable; globs allowed).")
 @click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml when present].")
-@click.option("--engine-version", help="Read both sides with this SGLang release's catalog.")
+@click.option("--engine-version", help="Read both sides with this engine release's catalog (SGLang or vLLM).")
 @click.option("--inventory", type=str, help="Inventory naming --host.")
 @baselines_dir_option
 @catalog_option
@@ -81,7 +81,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @click.option("--rules", "rules_dir", type=str, help="Extra rules directory.")
 @click.option("--ignore", "ignores", multiple=True, help="Rule id or name, key, concept or flag to ignore (repeatable).")
 @click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml].")
-@click.option("--engine-version", help="Read units with this SGLang release's catalog.")
+@click.option("--engine-version", help="Read units with this engine release's catalog (SGLang or vLLM).")
 @click.option("--store", help="Snapshot store that says since when each finding is there "
                               "[default: ~/.local/state/driftwatch].")
 @click.option("--prometheus", "prometheus_file", type=click.Path(dir_okay=False),

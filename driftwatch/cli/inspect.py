@@ -15,7 +15,7 @@ from .options import catalog_option, engine_files, ssh_options
 @click.option("--host", help="Read the unit live from this host (user@host:port or an inventory name).")
 @click.option("--unit", help="Unit name on --host, e.g. sglang-qwen.service.")
 @click.option("--snapshot", "snapshot_file", help="A saved snapshot YAML.")
-@click.option("--engine-version", help="Read flags with this SGLang release's catalog.")
+@click.option("--engine-version", help="Read flags with this engine release's catalog (SGLang or vLLM).")
 @click.option("--all", "show_all", is_flag=True, help="Also list every default value.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text for people; json for scripts.")

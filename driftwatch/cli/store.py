@@ -19,7 +19,7 @@ from .options import baselines_dir_option, catalog_option, emit, engine_files, s
 @click.option("--host", "--host-name", "host_name",
               help="With --unit-file: the host name to record (e.g. ct129). Without: a live host to read.")
 @click.option("--store", help="State directory [default: ~/.local/state/driftwatch].")
-@click.option("--engine-version", help="Read flags with this SGLang release's catalog.")
+@click.option("--engine-version", help="Read flags with this engine release's catalog (SGLang or vLLM).")
 @click.option("--parallel", "parallel", type=click.IntRange(1, 1024), default=None,
               help="Hosts read at once.  [default: 32]")
 @click.option("--concurrency", "old_parallel", type=click.IntRange(1, 1024), hidden=True,
