@@ -9,7 +9,6 @@ only with --enable-metrics. Values are returned as reported, secrets included: t
 """
 from __future__ import annotations
 
-import functools
 import json
 import math
 import re
@@ -26,22 +25,15 @@ _MEMORY = {"weight": "weight_gb", "kvcache": "kv_cache_gb", "startup_available":
            "cuda_graph": "graph_gb", "graph": "graph_gb"}  # cuda_graph: 0.4.10.post2; graph: a dict in 0.5.23
 
 
-@functools.cache
-def native_fields() -> frozenset[str]:
-    """Every field of every shipped catalog: the payload's other keys are not flags."""
-    from .engine import ENGINE
-    catalogs = ENGINE.catalogs
-    return frozenset(name for version in catalogs.versions for name in catalogs.load(version).by_field)
-
-
-def parse_probe(responses: dict[str, bytes]) -> StartupValues:
+def parse_probe(responses: dict[str, bytes], fields: frozenset[str]) -> StartupValues:
     """Total: a missing, oversized or malformed body adds nothing. /server_info is the server's
-    resolved state, so where it and /metrics report the same value /server_info wins."""
+    resolved state, so where it and /metrics report the same value /server_info wins. `fields`: the
+    engine's native field names (every catalog's); the payload's other keys are not flags."""
     if not isinstance(responses, dict):
         return StartupValues()
     result = parse_metrics(_body(responses, "/metrics") or b"")
     for path in PROBE_PATHS[:2]:
-        info = _server_info(_body(responses, path))
+        info = _server_info(_body(responses, path), fields)
         if info:
             return result.merge(info)
     return result
@@ -54,7 +46,7 @@ def _body(responses: dict, path: str) -> bytes | None:
     return bytes(body) if isinstance(body, (bytes, bytearray)) and len(body) <= MAX_BODY else None
 
 
-def _server_info(body: bytes | None) -> StartupValues:
+def _server_info(body: bytes | None, names: frozenset[str]) -> StartupValues:
     if not body:
         return StartupValues()
     try:
@@ -63,10 +55,10 @@ def _server_info(body: bytes | None) -> StartupValues:
         return StartupValues()
     if not isinstance(payload, dict):
         return StartupValues()
-    result = StartupValues(fields=_native(payload))
+    result = StartupValues(fields=_native(payload, names))
     states = payload.get("internal_states")
     states = [s for s in states[:MAX_STATES] if isinstance(s, dict)] if isinstance(states, list) else []
-    result.fields.update(merge_ranks([_native(state) for state in states]))
+    result.fields.update(merge_ranks([_native(state, names) for state in states]))
     if _count(payload.get("max_total_num_tokens")):
         result.fields["max_total_tokens"] = payload["max_total_num_tokens"]
     per_dp = merge_ranks([{"max_running_requests": s["effective_max_running_requests_per_dp"]}
@@ -87,9 +79,8 @@ def _server_info(body: bytes | None) -> StartupValues:
     return result
 
 
-def _native(values: dict) -> dict[str, Any]:
+def _native(values: dict, names: frozenset[str]) -> dict[str, Any]:
     fields = {}
-    names = native_fields()
     for key, value in values.items():
         if key in names:
             ok, value = plain_or_none(value)

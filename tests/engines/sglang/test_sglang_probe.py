@@ -4,7 +4,10 @@ import json
 
 from hypothesis import given, settings, strategies as st
 
-from driftwatch.engines.sglang.probe import PROBE_PATHS, parse_metrics, parse_probe
+from driftwatch.engines.sglang.engine import ENGINE
+from driftwatch.engines.sglang.probe import PROBE_PATHS, parse_metrics
+
+parse_probe = ENGINE.parse_probe
 
 
 def test_paths_newest_first():
