@@ -107,13 +107,20 @@ TREE_EXPONENT_RANGE = (0.0, 0.8)
 MEASURED_ACCEPT_SPREAD = 0.03
 # Step cost: the modelled change of the step cost ρ = cost_current ÷ cost_baseline is uncertain by
 # ρ^(1 ± u): u by what the cost rests on (fitted: tools/fit_calibration.py --intervals).
-STEP_COST_SPREAD = {"facts": 0.5, "unknown_gpu": 1.0, "prior": 1.0}
+STEP_COST_SPREAD = {"facts": 0.75, "unknown_gpu": 0.5, "prior": 0.5}
 # A floor on every speculative interval (log half-width): what no term models (run-to-run noise of a
 # single benchmark run, scheduler effects). Fitted with STEP_COST_SPREAD.
-SPEC_BASE_SPREAD = 0.05
+SPEC_BASE_SPREAD = 0.03
 # Unstated concurrency: the speculative interval also holds the ratio at this running batch (an
 # open-loop or offline benchmark runs many requests at once).
 UNSTATED_BATCH = 16
 # A side whose steps, topk or draft tokens were assumed (unset in the unit: the engine's architecture
 # default taken): the interval widens by this log half-width (a judgement; the default is a guess).
 ASSUMED_SETTING_SPREAD = 0.15
+# CUDA graphs on ↔ off (features.py, capacity.py's graph limit): the interval holds the ratio at both
+# ends of the eager launch overhead per layer (EAGER_LAYER_US is fitted at its grid's bottom; kernel
+# launches from Python cost ~5-10 µs each and a decoder layer launches ~10-20 of them, more on small
+# models and busy hosts), widened by GRAPH_BASE_SPREAD (partial/piecewise graphs run slower on some
+# architectures: the calibration's vLLM piecewise cases).
+EAGER_LAYER_US_RANGE = (5.0, 150.0)
+GRAPH_BASE_SPREAD = 0.05

@@ -287,3 +287,17 @@ def weights_per_gpu_gb(m: ModelFacts, tp: int, pp: int = 1) -> float:
     total = (m.params - embed * (1 if m.tie_word_embeddings else 2)) * bpw + embed * (1 if m.tie_word_embeddings else 2) \
         * dtype_bytes(m)
     return total / max(1, tp) / max(1, pp) / 1e9
+
+
+def graph_interval(ctx, batch: int, params: dict | None, gaining: bool) -> tuple[float, float] | None:
+    """The 80 % interval of a CUDA-graphs change at `batch` (gaining: the current side has the graphs):
+    the ratio at both ends of EAGER_LAYER_US_RANGE, widened by GRAPH_BASE_SPREAD; None without facts."""
+    from .uncertainty import hull
+    values = []
+    for us in cal.EAGER_LAYER_US_RANGE:
+        effect = graph_effect(ctx, batch, {**(params or {}), "eager_layer_us": us})
+        if effect is None:
+            return None
+        graphs, eager = effect[0].total, effect[1].total
+        values.append(eager / graphs if gaining else graphs / eager)
+    return hull(values, cal.GRAPH_BASE_SPREAD)

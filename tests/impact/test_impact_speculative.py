@@ -59,7 +59,10 @@ def test_deeper_positions_use_the_prior_after_the_measured_ones():
 def test_shallow_measurement_carried_to_fewer_steps_is_used_as_is():
     # Measured at 3 steps, predicting 1 step: the measured α covers position 1, so it is used.
     e = steps(STEPS, 3, 1, ctx(SEED0_BASE, SEED0_CUR, {"throughput": 70, "accept_length": 3.1}, {}), {})
-    assert "prior" not in e.detail and e.confidence == "medium"
+    assert "prior" not in e.detail
+    # measured on the baseline, position 1 observed: a narrow interval, below 1, and high confidence
+    lo, hi = e.interval
+    assert lo <= e.throughput_ratio <= hi < 1.0 and hi / lo <= 1.25 and e.confidence == "high"
 
 
 def test_seed_000_with_both_accept_lengths():
@@ -249,8 +252,11 @@ def test_an_engine_without_a_tree_width_assumes_nothing():
     vllm_cur = {**vllm_base, STEPS: 1}
     measured = ({"accept_length": 2.9}, {})
     v = steps(STEPS, 3, 1, ctx(vllm_base, vllm_cur, *measured), {})
-    assert "topk unset" not in v.detail and v.confidence == "medium"
+    assert "topk unset" not in v.detail and v.confidence == "high"
     sglang_base = {**vllm_base, TOPK: None, DRAFT: None}
     s = steps(STEPS, 3, 1, ctx(sglang_base, {**sglang_base, STEPS: 1}, *measured), {})
-    assert "topk unset: 1 assumed" in s.detail and s.confidence == "low"
+    assert "topk unset: 1 assumed" in s.detail and s.confidence in ("medium", "low")
+    assert s.confidence == confidence_of(s.interval)
+    # the assumed engine default widens the interval on both sides
+    assert s.interval[0] < v.interval[0] and s.interval[1] > v.interval[1]
     assert s.throughput_ratio == pytest.approx(v.throughput_ratio)
