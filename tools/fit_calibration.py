@@ -465,14 +465,12 @@ def main(argv=None) -> int:
 COVERAGE_TARGET = 0.80
 INTERVAL_FREE = {
     "STEP_COST_SPREAD.facts": [0.0, 0.25, 0.5, 0.75, 1.0],
-    "STEP_COST_SPREAD.unknown_gpu": [0.5, 0.75, 1.0, 1.5],
     "STEP_COST_SPREAD.prior": [0.5, 0.75, 1.0, 1.5, 2.0],
     "SPEC_BASE_SPREAD": [0.0, 0.03, 0.05, 0.08, 0.12],
 }
 # Before calibration: only the acceptance terms (the family ranges, decay, tree gain, measured windows),
 # no step-cost term and no floor; the default bands by confidence stay.
-UNCALIBRATED = {"STEP_COST_SPREAD.facts": 0.0, "STEP_COST_SPREAD.unknown_gpu": 0.0,
-                "STEP_COST_SPREAD.prior": 0.0, "SPEC_BASE_SPREAD": 0.0}
+UNCALIBRATED = {"STEP_COST_SPREAD.facts": 0.0, "STEP_COST_SPREAD.prior": 0.0, "SPEC_BASE_SPREAD": 0.0}
 
 
 def family(case: Case) -> str:

@@ -106,7 +106,10 @@ TREE_EXPONENT_RANGE = (0.0, 0.8)
 # A measured accept length is an average over a window: ±MEASURED_ACCEPT_SPREAD (relative).
 MEASURED_ACCEPT_SPREAD = 0.03
 # Step cost: the modelled change of the step cost ρ = cost_current ÷ cost_baseline is uncertain by
-# ρ^(1 ± u): u by what the cost rests on (fitted: tools/fit_calibration.py --intervals).
+# ρ^(1 ± u): u by what the cost rests on. "facts" (config.json and the GPU) and "prior" (no config.json:
+# the knee model) are fitted (tools/fit_calibration.py intervals --fit); "unknown_gpu" is added to
+# "facts" when the GPU is not known (the reference GPU stands in): a judgement, not fitted, because no
+# calibration case has a model's config.json without its GPU.
 STEP_COST_SPREAD = {"facts": 0.75, "unknown_gpu": 0.5, "prior": 0.5}
 # A floor on every speculative interval (log half-width): what no term models (run-to-run noise of a
 # single benchmark run, scheduler effects). Fitted with STEP_COST_SPREAD.

@@ -444,7 +444,7 @@ def _interval(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: dict, d
     if physical is None:
         u = cal.STEP_COST_SPREAD["prior"]
     elif not physical["hardware"].known:
-        u = cal.STEP_COST_SPREAD["unknown_gpu"]
+        u = cal.STEP_COST_SPREAD["facts"] + cal.STEP_COST_SPREAD["unknown_gpu"]
     else:
         u = cal.STEP_COST_SPREAD["facts"]
     rhos = [rho, rho ** (1 - u), rho ** (1 + u)]
