@@ -52,7 +52,7 @@ DRAFT_OVERHEAD_MS = 0.1  # per draft pass of an EAGLE/MTP head (graph replay, to
 SPEC_STEP_OVERHEAD_MS = 2.0  # fitted (docs/impact.md)
 # Per all-reduce call of a decode-sized message. pcie fitted (at the grid's top: it also carries the
 # other costs of a multi-GPU PCIe box); nvlink and network are priors (NCCL small-message latency).
-ALLREDUCE_US = {"nvlink": 10.0, "pcie": 80.0, "network": 150.0, "none": 80.0}
+ALLREDUCE_US = {"nvlink": 10.0, "xgmi": 10.0, "pcie": 80.0, "network": 150.0, "none": 80.0}  # xgmi: as NVLink (prior)
 # Fraction of an MoE layer's experts that decode routing effectively spreads over (roofline.experts_touched):
 # 1.0 is uniform routing over all of them (the issue's first-order model). Fitted 0.4 with the absolute
 # step of seed 004's servers at batch 1 and batch 26 (docs/impact.md): uniform routing put their step at
