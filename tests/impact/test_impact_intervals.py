@@ -131,13 +131,13 @@ def test_an_unknown_gpu_holds_both_links_instead_of_assuming_pcie():
     e = steps(STEPS, 3, 1, c, {})
     from driftwatch.impact import speculative as sp
     base, cur = sp.read_side(c, "baseline", STEPS, 3), sp.read_side(c, "current", STEPS, 1)
-    pcie = sp._physical_costs(base, cur, c, {}, 1)
-    nvlink = sp._physical_costs(base, cur, c, {}, 1, "nvlink")
-    assert pcie["hardware"].interconnect == "pcie" and nvlink["hardware"].interconnect != pcie["hardware"].interconnect
-    # the NVLink reading changes the step-cost ratio; the interval holds the ratio at both links
-    yield_ratio = e.throughput_ratio * (pcie["current"].total / pcie["baseline"].total)
-    at_nvlink = yield_ratio / (nvlink["current"].total / nvlink["baseline"].total)
-    assert e.interval[0] <= at_nvlink <= e.interval[1]
+    point = sp._physical_costs(base, cur, c, {}, 1)
+    pcie = sp._physical_costs(base, cur, c, {}, 1, "pcie")
+    assert point["hardware"].interconnect == "nvlink" and pcie["hardware"].interconnect == "pcie"
+    # the PCIe reading changes the step-cost ratio; the interval holds the ratio at both links
+    yield_ratio = e.throughput_ratio * (point["current"].total / point["baseline"].total)
+    at_pcie = yield_ratio / (pcie["current"].total / pcie["baseline"].total)
+    assert abs(at_pcie - e.throughput_ratio) > 1e-3 and e.interval[0] <= at_pcie <= e.interval[1]
     known = steps(STEPS, 3, 1, ctx(tp8, {**tp8, STEPS: 1, DRAFT: 2}, m, gpu_facts(parse_gpu_option("8x H100"))), {})
     assert width(e) > width(known)
 
@@ -187,3 +187,9 @@ def test_bookkeeping_estimates_do_not_widen_the_comparison():
     base = {**SEED0, TOPK: 1}
     e = steps(DRAFT, 4, 8, ctx(base, {**base, DRAFT: 8}), {})
     assert e.throughput_ratio == 1.0 and e.interval == (1.0, 1.0) and direction(1.0, e.interval) == "unchanged"
+
+
+def test_an_unknown_gpu_at_tp8_is_not_priced_as_a_pcie_box():
+    from driftwatch.impact.roofline import Hardware
+    assert Hardware.of(None, tp=8).interconnect == "nvlink" and Hardware.of(None, tp=2).interconnect == "pcie"
+    assert not Hardware.of(None, tp=8).known
