@@ -111,6 +111,12 @@ MEASURED_ACCEPT_SPREAD = 0.03
 # "facts" when the GPU is not known (the reference GPU stands in): a judgement, not fitted, because no
 # calibration case has a model's config.json without its GPU.
 STEP_COST_SPREAD = {"facts": 0.75, "unknown_gpu": 0.5, "prior": 0.5}
+# ... but by no more than ×e^0.2 (≈ ×1.22) either way: the proportional term is fitted where the
+# modelled cost change is small (×1.1 on the seeds); where the roofline predicts a large change (a
+# 128-expert MoE verifying 4 tokens reads ~3× the expert weights) that change is the physics the
+# roofline does know, and a measured step that disagrees by more than half widens the interval by
+# its own readings (MEASURED_STEP_TOLERANCE). A judgement, not fitted.
+STEP_COST_SPREAD_CAP = 0.2
 # A floor on every speculative interval (log half-width): what no term models (run-to-run noise of a
 # single benchmark run, scheduler effects). Fitted with STEP_COST_SPREAD.
 SPEC_BASE_SPREAD = 0.03

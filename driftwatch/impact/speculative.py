@@ -8,6 +8,7 @@ change that drags topk/draft along, whatever the engine calls those fields. Thro
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -242,19 +243,20 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
     e_part = (f"{base.label()}={expected['baseline']:.2f} → {cur.label()}={expected['current']:.2f} "
               f"tokens per target step")
     if physical is not None:
-        lead, terms = _physical_words(base, cur, physical, expected, ratio, batch)
+        checked, off, gap = _measured_step(ctx, base, expected["baseline"], source.get("baseline"), physical, params)
+        interval = _interval(base, cur, ctx, params, decay, tree, measured, source, alphas, expected,
+                             physical, cost_b, cost_c, ratio, gap)
+        lead, terms = _physical_words(base, cur, physical, expected, ratio, batch,
+                                      uncertainty.direction(ratio, interval) == uncertainty.UNKNOWN)
         if not physical["hardware"].known:
             notes.append(f"GPU unknown: {physical['hardware'].gpu.name} assumed (pass --gpu NAME[xN])")
             conf = min_conf(conf, LOW)
         pool = _state_pool_note(physical["model"], base, cur, ctx)
         if pool:
             notes.append(pool)
-        checked, off, gap = _measured_step(ctx, base, expected["baseline"], source.get("baseline"), physical, params)
         if off:
             notes.append(off)
         terms += checked
-        interval = _interval(base, cur, ctx, params, decay, tree, measured, source, alphas, expected,
-                             physical, cost_b, cost_c, ratio, gap)
         # what the operator must know (assumptions, what to measure) stays beside the sentence;
         # α, E(k) and the roofline terms go to the details
         said = f" ({'; '.join(notes)})" if notes else ""
@@ -447,7 +449,8 @@ def _interval(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: dict, d
         u = cal.STEP_COST_SPREAD["facts"] + cal.STEP_COST_SPREAD["unknown_gpu"]
     else:
         u = cal.STEP_COST_SPREAD["facts"]
-    rhos = [rho, rho ** (1 - u), rho ** (1 + u)]
+    off = min(u * abs(math.log(rho)), cal.STEP_COST_SPREAD_CAP) if rho > 0 else 0.0
+    rhos = [rho, rho * math.exp(-off), rho * math.exp(off)]
     alt_batch = roofline.decode_batch(ctx, "current", cal.UNSTATED_BATCH) if not concurrency_stated(ctx) else None
     if physical is not None:
         hw = physical["hardware"]
@@ -564,8 +567,9 @@ class _Step:
 
 
 def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dict, ratio: float,
-                    batch: int) -> tuple[str, str]:
-    """(the lead sentence in operators' words, the roofline terms for the details)."""
+                    batch: int, unsettled: bool = False) -> tuple[str, str]:
+    """(the lead sentence in operators' words, the roofline terms for the details). `unsettled`: the
+    interval holds ×1, so the sentence names no winner."""
     m, hw = physical["model"], physical["hardware"]
     fb, fc = physical["baseline"], physical["current"]
     vb = fb.verify if isinstance(fb, _Step) else fb
@@ -594,6 +598,11 @@ def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dic
            else "the drafted tokens no longer pay for it" if ratio < 1.0 and expected["current"] > expected["baseline"]
            else "the cheaper step does not make up for the tokens lost per step" if ratio < 1.0
            else "the cheaper step more than makes up for the tokens lost per step")
+    if unsettled:
+        pay = ("whether the extra drafted tokens pay for it is not settled (the interval holds ×1), most likely"
+               if expected["current"] > expected["baseline"] else
+               "whether the cheaper step makes up for the tokens lost per step is not settled (the interval "
+               "holds ×1), most likely")
     lead = (f"{what}; a step takes {step_b:.1f} → {step_c:.1f} ms and yields {expected['baseline']:.2f} → "
             f"{expected['current']:.2f} tokens per request, so {pay}: ×{ratio:.2f}")
 

@@ -62,6 +62,13 @@ def test_every_ratio_sits_inside_its_interval(kb, kc, topk, conc, facts, known, 
         lo, hi = e.interval
         assert 0 < lo <= e.throughput_ratio <= hi and math.isfinite(hi)
         assert e.confidence == confidence_of(e.interval)
+        # the sentence names a winner only where the interval excludes 1
+        lead = e.detail.split(" Details: ")[0]
+        if facts and "a step takes" in lead:
+            unsettled = direction(e.throughput_ratio, e.interval) == "unknown"
+            assert ("is not settled (the interval holds ×1)" in lead) == unsettled, lead
+            assert not unsettled or not any(w in lead for w in ("more than pay", "no longer pay", "does not make up",
+                                                                 "more than makes up")), lead
 
 
 @settings(max_examples=80, deadline=None)
