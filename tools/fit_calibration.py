@@ -1,6 +1,7 @@
 """Fit the roofline constants on the public calibration cases and write the residual table.
 
     python -m tools.fit_calibration [--cases tools/calibration_cases] [--fit] [--write docs/impact.md]
+    python -m tools.fit_calibration intervals [--cases …] [--fit] [--write docs/impact.md]
 
 For every case folder (baseline.unit, current.unit, case.yaml: see the cases' README) this runs the
 comparison the case's `compare_args` describe, twice:
@@ -189,6 +190,8 @@ class Row:
     before_tps: float | None = None  # predicted tok/s, when the case gives a baseline throughput
     after_tps: float | None = None
     step_ms: "BaselineStep | None" = None  # the baseline server's step beside the roofline's, where reported
+    before_interval: tuple | None = None  # the comparison's 80 % interval (predicted_throughput_interval)
+    interval: tuple | None = None
 
 
 class BaselineStep(NamedTuple):
@@ -237,7 +240,8 @@ def evaluate(runner: Runner, cases: list[Case]) -> list[Row]:
         top = res.findings[0] if res.findings else None
         rows.append(Row(c, before, res.predicted_throughput_ratio, top.confidence if top else None,
                         top.key if top else None, top.detail if top else "", before_tps, res.predicted_throughput,
-                        reported_step(res.findings)))
+                        reported_step(res.findings), plain.predicted_throughput_interval,
+                        res.predicted_throughput_interval))
     return rows
 
 
@@ -448,5 +452,187 @@ def main(argv=None) -> int:
     return 0
 
 
+
+
+
+# --------------------------------------------------------------------------- intervals (issue 24)
+# `--intervals` scores the 80 % intervals every answer carries (impact/uncertainty.py) on the same
+# cases and writes the table between the `<!-- interval-table -->` markers; `--fit-intervals` searches
+# the interval constants (INTERVAL_FREE) for the narrowest median width whose coverage of the cases
+# with an answer is at least COVERAGE_TARGET, with no interval wholly on the wrong side of 1 from a
+# measured change of more than 10 %.
+
+COVERAGE_TARGET = 0.80
+INTERVAL_FREE = {
+    "STEP_COST_SPREAD.facts": [0.0, 0.25, 0.5, 0.75, 1.0],
+    "STEP_COST_SPREAD.prior": [0.5, 0.75, 1.0, 1.5, 2.0],
+    "SPEC_BASE_SPREAD": [0.0, 0.03, 0.05, 0.08, 0.12],
+}
+# Before calibration: only the acceptance terms (the family ranges, decay, tree gain, measured windows),
+# no step-cost term and no floor; the default bands by confidence stay.
+UNCALIBRATED = {"STEP_COST_SPREAD.facts": 0.0, "STEP_COST_SPREAD.prior": 0.0, "SPEC_BASE_SPREAD": 0.0}
+
+
+def family(case: Case) -> str:
+    """The kind of change a case measures (for the per-family rows)."""
+    n = case.name
+    if "mtp" in n:
+        return "speculative: MTP"
+    if "eagle" in n:
+        return "speculative: EAGLE3"
+    if "ngram" in n:
+        return "speculative: n-gram"
+    if "graph" in n or "eager" in n or "piecewise" in n:
+        return "CUDA graphs"
+    return "other (attention, KV, prefix, chunk, scheduler)"
+
+
+def covered(interval, measured: float) -> bool | None:
+    """None without an interval."""
+    if interval is None:
+        return None
+    return interval[0] <= measured <= interval[1]
+
+
+def wrong_side(interval, measured: float) -> bool:
+    """The interval lies wholly on the other side of 1 from a measured change of more than 10 %."""
+    if interval is None or abs(measured - 1.0) <= DIRECTION_THRESHOLD:
+        return False
+    return interval[1] < 1.0 if measured > 1.0 else interval[0] > 1.0
+
+
+def interval_score(rows: list[Row], which: str = "interval", rows_filter=None) -> dict:
+    """Coverage over every case (no answer = not covered) and over the answered ones, the median
+    width (hi ÷ lo) of the answered ones, wrong sides, and 'high' answers within ±25 %."""
+    rows = [r for r in rows if rows_filter is None or rows_filter(r)]
+    answered = [r for r in rows if getattr(r, which) is not None]
+    cov = [r for r in answered if covered(getattr(r, which), r.case.measured)]
+    widths = sorted(getattr(r, which)[1] / getattr(r, which)[0] for r in answered)
+    median = (widths[len(widths) // 2] if len(widths) % 2 else
+              (widths[len(widths) // 2 - 1] + widths[len(widths) // 2]) / 2) if widths else None
+    point = "after" if which == "interval" else "before"
+    high = [r for r in answered if which == "interval" and r.confidence == "high" and r.top is not None]
+    high_ok = [r for r in high if getattr(r, point) is not None and abs(getattr(r, point) / r.case.measured - 1) <= TOLERANCE]
+    return {"cases": len(rows), "answered": len(answered), "covered": len(cov),
+            "coverage_all": len(cov) / len(rows) if rows else 0.0,
+            "coverage_answered": len(cov) / len(answered) if answered else 0.0,
+            "median_width": median, "wrong_side": sum(1 for r in answered if wrong_side(getattr(r, which), r.case.measured)),
+            "high": len(high), "high_within": len(high_ok),
+            "direction_given": sum(1 for r in answered if getattr(r, which)[0] > 1.0 or getattr(r, which)[1] < 1.0)}
+
+
+def interval_objective(rows: list[Row]) -> float:
+    """Median log width of the answered intervals (facts and priors runs), + 10 per case the coverage
+    falls short of COVERAGE_TARGET in either run, + 10 per wrong side."""
+    total = 0.0
+    for which in ("interval", "before_interval"):
+        s = interval_score(rows, which)
+        if not s["answered"]:
+            continue
+        total += math.log(s["median_width"])
+        short = COVERAGE_TARGET * s["answered"] - s["covered"]
+        total += 10.0 * max(0.0, math.ceil(short - 1e-9))
+        total += 10.0 * s["wrong_side"]
+    return total
+
+
+def fit_intervals(runner: Runner, cases: list[Case]) -> dict:
+    """Exhaustive search over INTERVAL_FREE (a few hundred points; ties go to the smaller constants)."""
+    import itertools
+    names = list(INTERVAL_FREE)
+    best_o, best_c = None, None
+    for combo in itertools.product(*(INTERVAL_FREE[n] for n in names)):
+        for n, v in zip(names, combo):
+            _set(n, v)
+        o = interval_objective(evaluate(runner, cases))
+        if best_o is None or o < best_o - 1e-9:
+            best_o, best_c = o, dict(zip(names, combo))
+    for n, v in best_c.items():
+        _set(n, v)
+    return best_c
+
+
+def _iv(iv) -> str:
+    return "null" if iv is None else f"×{iv[0]:.2f}–{iv[1]:.2f}"
+
+
+def _summary_line(label: str, s: dict) -> str:
+    med = "—" if s["median_width"] is None else f"×{s['median_width']:.2f}"
+    return (f"| {label} | {s['covered']}/{s['cases']} ({s['coverage_all']:.0%}) | {s['covered']}/{s['answered']} "
+            f"({s['coverage_answered']:.0%}) | {med} | {s['wrong_side']} | {s['direction_given']} | "
+            f"{s['high_within']}/{s['high']} |")
+
+
+def interval_table(rows: list[Row], uncalibrated: list[Row] | None = None) -> str:
+    """The case table (facts run), the summary (calibrated, and before calibration when given) and the
+    per-family rows."""
+    out = ["| case | family | measured | point | 80 % interval | covered | width | direction | confidence |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        iv = r.interval
+        way = "—" if iv is None else ("faster" if iv[0] > 1 else "slower" if iv[1] < 1 else "unknown")
+        cov = covered(iv, r.case.measured)
+        out.append(f"| {r.case.name}{' (hard)' if r.case.spec.get('hard') else ''} | {family(r.case)} | "
+                   f"×{r.case.measured:.3f} | {_fmt(r.after)} | {_iv(iv)} | "
+                   f"{'—' if cov is None else 'yes' if cov else 'no'} | "
+                   f"{'—' if iv is None else f'×{iv[1] / iv[0]:.2f}'} | {way} | {r.confidence or '—'} |")
+    head = ["", "| run | covered / all cases | covered / answered | median width | wrong side of 1 | "
+            "direction given | high within ±25 % |", "|---|---|---|---|---|---|---|"]
+    summary = []
+    if uncalibrated is not None:
+        summary.append(_summary_line("before calibration, facts (acceptance terms only)",
+                                     interval_score(uncalibrated, "interval")))
+        summary.append(_summary_line("before calibration, priors", interval_score(uncalibrated, "before_interval")))
+    summary.append(_summary_line("calibrated, facts", interval_score(rows, "interval")))
+    summary.append(_summary_line("calibrated, priors (no config.json, no GPU)", interval_score(rows, "before_interval")))
+    fams = ["", "| family (calibrated, facts) | covered / all cases | covered / answered | median width | "
+            "wrong side of 1 | direction given | high within ±25 % |", "|---|---|---|---|---|---|---|"]
+    for fam in sorted({family(r.case) for r in rows}):
+        fams.append(_summary_line(fam, interval_score(rows, "interval", lambda r, f=fam: family(r.case) == f)))
+    return "\n".join(out + head + summary + fams)
+
+
+def render_intervals(rows: list[Row], uncalibrated: list[Row] | None) -> str:
+    return ("Interval constants: " + ", ".join(f"{k} = {_get(k):g}" for k in INTERVAL_FREE) + ".\n\n"
+            + interval_table(rows, uncalibrated))
+
+
+def _replace_block(path: str, marker: str, text: str) -> int:
+    with open(path, encoding="utf-8") as fh:
+        doc = fh.read()
+    start, end = f"<!-- {marker} -->", f"<!-- /{marker} -->"
+    if start not in doc or end not in doc:
+        print(f"{path}: no {start} … {end} markers", file=sys.stderr)
+        return 2
+    head, rest = doc.split(start, 1)
+    _, tail = rest.split(end, 1)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(head + start + "\n" + text + "\n" + end + tail)
+    return 0
+
+
+def main_intervals(argv=None) -> int:
+    ap = argparse.ArgumentParser(description="score (and fit) the 80 % intervals on the calibration cases")
+    ap.add_argument("--cases", default=DEFAULT_CASES)
+    ap.add_argument("--fit", action="store_true", help="search INTERVAL_FREE (prints the constants)")
+    ap.add_argument("--write", metavar="FILE", help="replace the table between <!-- interval-table --> markers")
+    args = ap.parse_args(argv)
+    cases = load_cases(args.cases)
+    runner = Runner(cases)
+    if args.fit:
+        constants = fit_intervals(runner, cases)
+        print("fitted interval constants:", ", ".join(f"{k} = {v:g}" for k, v in constants.items()))
+    shipped = {n: _get(n) for n in INTERVAL_FREE}
+    for n, v in UNCALIBRATED.items():
+        _set(n, v)
+    before = evaluate(runner, cases)
+    for n, v in shipped.items():
+        _set(n, v)
+    rows = evaluate(runner, cases)
+    text = render_intervals(rows, before)
+    print(text)
+    return _replace_block(args.write, "interval-table", text) if args.write else 0
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main_intervals(sys.argv[2:]) if sys.argv[1:2] == ["intervals"] else main())

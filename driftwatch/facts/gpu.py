@@ -98,7 +98,7 @@ def lookup_gpu(name: Any) -> GPUSpec | None:
 
 
 # The links a snapshot's runtime.interconnect may name (parse_topology's answers, and "network").
-INTERCONNECTS = ("nvlink", "pcie", "network", "none")
+INTERCONNECTS = ("nvlink", "xgmi", "pcie", "network", "none")  # xgmi: AMD Infinity Fabric
 
 
 def gpu_facts(gpus: Any, interconnect: Any = None) -> GPUFacts | None:

@@ -14,7 +14,7 @@ from ..diff import Difference, EnginePair, diff_snapshots, read_pair
 from ..diff.reported import reported_concepts, reported_figures
 from ..facts import facts_context
 from .ignore import IgnoreEntry
-from ..impact import ImpactContext, combine, get_model
+from ..impact import ImpactContext, combine, combine_intervals, direction, get_model
 from ..redact import mask_fingerprints
 from .rulebook import Rule, match_rule
 from ..snapshots.snapshot import Snapshot
@@ -35,6 +35,12 @@ class Finding:
     detail: str  # the impact model's own sentence (fingerprints masked); report/ words the explanation
     rank: int = 0
     ignored_because: str | None = None
+    interval: tuple[float, float] | None = None  # the ratio's 80 % interval (impact/uncertainty.py)
+
+    @property
+    def direction(self) -> str:
+        """faster / slower only where the interval excludes 1; unchanged; unknown."""
+        return direction(self.throughput_ratio, self.interval)
 
     @property
     def key(self) -> str:
@@ -64,6 +70,11 @@ class Comparison:
     # or a modelled product smaller than what an unquantified high-severity change may do)
     warnings: list[str] = field(default_factory=list)  # what makes the numbers less trustworthy
     measured_throughput_ratio: float | None = None  # measured now ÷ measured on the baseline, when both are
+    predicted_throughput_interval: tuple[float, float] | None = None  # 80 % interval of the predicted ratio
+
+    @property
+    def predicted_direction(self) -> str:
+        return direction(self.predicted_throughput_ratio, self.predicted_throughput_interval)
 
     @property
     def drift(self) -> bool:
@@ -128,7 +139,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
         estimate = get_model(model_rule.model)(name, b_value, c_value, ctx, model_rule.params)
         finding = Finding(difference=diff, rule=rule, throughput_ratio=estimate.throughput_ratio,
                           confidence=estimate.confidence, dimension=estimate.dimension or model_rule.dimension,
-                          detail=mask_fingerprints(estimate.detail))
+                          detail=mask_fingerprints(estimate.detail), interval=estimate.interval)
         entry = next((e for e in ignore or [] if e.matches(rule, diff)), None)
         if entry is not None:
             finding.ignored_because = entry.reason
@@ -142,6 +153,9 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
         finding.rank = rank
     withheld = _prediction_withheld(findings)
     ratio = None if withheld else _predict(findings)
+    interval = None if ratio is None else combine_intervals((f.throughput_ratio, f.interval) for f in findings)
+    if ratio is not None and interval is None:  # nothing modelled: the prediction is "unchanged" by definition
+        interval = (ratio, ratio)
     throughput = b_metrics.get("throughput")
     predicted = round(throughput * ratio, 1) if ratio is not None and throughput is not None else None
     notes = list(dict.fromkeys(pair.baseline.notes + pair.current.notes))
@@ -152,7 +166,8 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
                       predicted_throughput_ratio=None if ratio is None else float(ratio),
                       predicted_throughput=predicted, notes=notes, prediction_withheld=withheld,
                       warnings=_warnings(b_metrics, ctx.concurrency, concurrency),
-                      measured_throughput_ratio=_measured_ratio(b_metrics, c_metrics))
+                      measured_throughput_ratio=_measured_ratio(b_metrics, c_metrics),
+                      predicted_throughput_interval=interval)
 
 
 def _model_rule(rules: list[Rule], rule: Rule, diff: Difference) -> Rule:

@@ -15,6 +15,7 @@ from ..errors import DriftwatchError
 from .base import ImpactContext, Estimate, Model, LOW
 from .capacity import kv_capacity
 from .combine import combine
+from .uncertainty import combine_intervals, direction, finish
 from .concurrency import concurrency_cap
 from .environment import environment
 from .expected_tokens import alpha_from_accept_length, expected_tokens, step_cost
@@ -25,12 +26,13 @@ from .parallelism import parallelism
 from .speculative import speculative_steps, speculative_toggle
 from .versions import engine_change, engine_version, interpreter_change, model_change
 
-__all__ = ["ImpactContext", "Estimate", "Model", "MODELS", "get_model", "combine",
+__all__ = ["ImpactContext", "Estimate", "Model", "MODELS", "get_model", "combine", "combine_intervals", "direction",
            "expected_tokens", "alpha_from_accept_length", "step_cost"]
 
 
 def _never_raises(name: str, fn: Model) -> Model:
-    """Odd values degrade to 'no estimate' instead of an exception; odd ratios are dropped."""
+    """Odd values degrade to 'no estimate' instead of an exception; odd ratios are dropped. Every
+    ratio leaves with its 80 % interval and the confidence its width earns (uncertainty.finish)."""
 
     @functools.wraps(fn)
     def wrapper(name, baseline_value, current_value, ctx, params=None):
@@ -43,7 +45,7 @@ def _never_raises(name: str, fn: Model) -> Model:
         if r is not None and (isinstance(r, bool) or not isinstance(r, (int, float))
                               or not math.isfinite(r) or r <= 0):
             return Estimate(None, LOW, f"model {name} gave no usable ratio; {est.detail}", est.dimension)
-        return est
+        return finish(est)
 
     wrapper.raw = fn  # the unwrapped model, for tests
     return wrapper

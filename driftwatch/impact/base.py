@@ -61,9 +61,14 @@ class Estimate:
     confidence: str  # high | medium | low
     detail: str  # one plain sentence with the numbers
     dimension: str | None = None  # overrides the rule's dimension when set
+    # The 80 % interval [lo, hi] of the ratio (uncertainty.py); None when there is no ratio. Models that
+    # model their own uncertainty set it; impact/__init__.py gives every other ratio one by confidence.
+    interval: tuple[float, float] | None = None
 
     def to_dict(self) -> dict:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        d["interval"] = None if self.interval is None else list(self.interval)
+        return d
 
 
 Model = Callable[[str, Any, Any, ImpactContext, dict], Estimate]

@@ -52,7 +52,7 @@ DRAFT_OVERHEAD_MS = 0.1  # per draft pass of an EAGLE/MTP head (graph replay, to
 SPEC_STEP_OVERHEAD_MS = 2.0  # fitted (docs/impact.md)
 # Per all-reduce call of a decode-sized message. pcie fitted (at the grid's top: it also carries the
 # other costs of a multi-GPU PCIe box); nvlink and network are priors (NCCL small-message latency).
-ALLREDUCE_US = {"nvlink": 10.0, "pcie": 80.0, "network": 150.0, "none": 80.0}
+ALLREDUCE_US = {"nvlink": 10.0, "xgmi": 10.0, "pcie": 80.0, "network": 150.0, "none": 80.0}  # xgmi: as NVLink (prior)
 # Fraction of an MoE layer's experts that decode routing effectively spreads over (roofline.experts_touched):
 # 1.0 is uniform routing over all of them (the issue's first-order model). Fitted 0.4 with the absolute
 # step of seed 004's servers at batch 1 and batch 26 (docs/impact.md): uniform routing put their step at
@@ -61,3 +61,75 @@ ALLREDUCE_US = {"nvlink": 10.0, "pcie": 80.0, "network": 150.0, "none": 80.0}
 ROUTING_POOL = 0.4
 EAGER_LAYER_US = 20.0  # per decoder layer per forward without CUDA graphs; at the grid's bottom (see docs/impact.md)
 CONTEXT_TOKENS = 2048.0  # tokens of context per request when the workload is not known (KV reads)
+
+# --- Intervals (uncertainty.py): every ratio carries an 80 % interval [lo, hi]. -------------------------
+# Log half-width of the band a model without a modelled uncertainty gets, by its own confidence: a
+# judgement (a high-confidence identity such as "topk 1 forces draft tokens" is ±2 %), checked on the
+# calibration cases with the rest (docs/impact.md "Intervals").
+DEFAULT_SPREAD = {"high": 0.02, "medium": 0.15, "low": 0.30}
+# Confidence follows the interval's width hi ÷ lo: high up to ×1.25 (within ±12 %), medium up to ×1.6. A band of
+# DEFAULT_SPREAD keeps the confidence its model gave (high ×1.04, medium ×1.35, low ×1.82).
+CONFIDENCE_WIDTH = {"high": 1.25, "medium": 1.6}
+
+# Per-token acceptance of chain drafting as a range (lo, hi) per drafter family; the point stays the
+# family's ALPHA_PRIOR (or the family point below). Public figures, none fitted to one measurement:
+# - MTP heads of DeepSeek-V3 / GLM (one MTP layer, reused recursively past depth 1): DeepSeek-V3 report
+#   (arXiv 2412.19437 §5.4.3) 85-90 % for the second token; GLM's own MTP measured α≈0.82 (issue 24).
+# - MTP heads of Qwen3.5 / Qwen3.6 / Qwen3-Next: seed 000 accept length 1.75 at 1 step (α 0.75 at
+#   position 1); seed 001's 1 → 2 step gain needs α ≥ 0.9 at position 2.
+# - Other models' MTP heads: the union of the two.
+# - EAGLE (EAGLE-1/2 heads): EAGLE paper (arXiv 2401.15077) 0-α … 4-α ≈ 0.6-0.8 on chat benchmarks.
+# - EAGLE3: EAGLE-3 paper (arXiv 2503.01840) acceptance ≈ 0.7-0.9, flatter with depth.
+# - A head of unknown provenance (a local path, not a published checkpoint): self-trained heads accept
+#   far less (a head measured at α≈0.56, issue 24): 0.4-0.85.
+# - STANDALONE (a small draft model of the same family): 0.5-0.85.
+ALPHA_RANGE = {"MTP": (0.70, 0.97), "MTP.deepseek": (0.70, 0.90), "MTP.qwen": (0.75, 0.97),
+               "EAGLE": (0.60, 0.88), "EAGLE3": (0.65, 0.92), "SELF": (0.40, 0.85), "STANDALONE": (0.50, 0.85)}
+# Point α of the family priors that ALPHA_PRIOR does not cover: DeepSeek/GLM MTP 0.82 (the published
+# figures above), a head of unknown provenance 0.70 (the middle of its range; a judgement, not a fit).
+ALPHA_PRIOR_FAMILY = {"MTP.deepseek": 0.82, "SELF": 0.70}
+# Model types whose MTP head belongs to each family (config.json's model_type).
+MTP_FAMILY = {"deepseek": ("deepseek_v3", "deepseek_v32", "glm4_moe", "glm_moe_dsa", "glm5", "kimi_k2"),
+              "qwen": ("qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_6")}
+# Decay of acceptance with draft position α_i = α·d^(i−1), as the low end of a range whose high end is
+# 1 (no decay, the point): EAGLE heads decay mildly in the EAGLE paper's n-α table; EAGLE3 is trained
+# for depth (flatter); a DeepSeek/GLM MTP layer reused past its trained depth decays most; the Qwen
+# seeds show none at depth 2.
+DECAY_LOW = {"MTP": 0.92, "MTP.deepseek": 0.85, "MTP.qwen": 0.95, "EAGLE": 0.92, "EAGLE3": 0.96,
+             "SELF": 0.85, "STANDALONE": 0.90}
+# Tree drafting (topk > 1): the extra candidates at a position are correlated with the first, so the
+# widening is α_eff = 1 − (1 − α)^(topk^TREE_EXPONENT): 1 is independent candidates (every tree then
+# accepts almost everything: all tree cases were over-predicted), 0 is no gain over the chain. Point
+# 0.5, range TREE_EXPONENT_RANGE.
+TREE_EXPONENT = 0.5
+TREE_EXPONENT_RANGE = (0.0, 0.8)
+# A measured accept length is an average over a window: ±MEASURED_ACCEPT_SPREAD (relative).
+MEASURED_ACCEPT_SPREAD = 0.03
+# Step cost: the modelled change of the step cost ρ = cost_current ÷ cost_baseline is uncertain by
+# ρ^(1 ± u): u by what the cost rests on. "facts" (config.json and the GPU) and "prior" (no config.json:
+# the knee model) are fitted (tools/fit_calibration.py intervals --fit); "unknown_gpu" is added to
+# "facts" when the GPU is not known (the reference GPU stands in): a judgement, not fitted, because no
+# calibration case has a model's config.json without its GPU.
+STEP_COST_SPREAD = {"facts": 0.75, "unknown_gpu": 0.5, "prior": 0.5}
+# ... but by no more than ×e^0.2 (≈ ×1.22) either way: the proportional term is fitted where the
+# modelled cost change is small (×1.1 on the seeds); where the roofline predicts a large change (a
+# 128-expert MoE verifying 4 tokens reads ~3× the expert weights) that change is the physics the
+# roofline does know, and a measured step that disagrees by more than half widens the interval by
+# its own readings (MEASURED_STEP_TOLERANCE). A judgement, not fitted.
+STEP_COST_SPREAD_CAP = 0.2
+# A floor on every speculative interval (log half-width): what no term models (run-to-run noise of a
+# single benchmark run, scheduler effects). Fitted with STEP_COST_SPREAD.
+SPEC_BASE_SPREAD = 0.03
+# Unstated concurrency: the speculative interval also holds the ratio at this running batch (an
+# open-loop or offline benchmark runs many requests at once).
+UNSTATED_BATCH = 16
+# A side whose steps, topk or draft tokens were assumed (unset in the unit: the engine's architecture
+# default taken): the interval widens by this log half-width (a judgement; the default is a guess).
+ASSUMED_SETTING_SPREAD = 0.15
+# CUDA graphs on ↔ off (features.py, capacity.py's graph limit): the interval holds the ratio at both
+# ends of the eager launch overhead per layer (EAGER_LAYER_US is fitted at its grid's bottom; kernel
+# launches from Python cost ~5-10 µs each and a decoder layer launches ~10-20 of them, more on small
+# models and busy hosts), widened by GRAPH_BASE_SPREAD (partial/piecewise graphs run slower on some
+# architectures: the calibration's vLLM piecewise cases).
+EAGER_LAYER_US_RANGE = (5.0, 150.0)
+GRAPH_BASE_SPREAD = 0.05

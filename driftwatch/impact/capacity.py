@@ -72,7 +72,8 @@ def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
                         f"limit ({b_base} → {b_cur}), so decode {'launches every kernel from Python again' if covered_base else 'replays captured graphs'}: "
                         f"{eager.eager * 1e3:.1f} ms of launches on a step of {graphs.total * 1e3:.1f} ms of "
                         f"{roofline.hardware_words(m, hw)} ⇒ ×{ratio:.2f}. Details: with graphs {graphs.describe()}; "
-                        f"eager {eager.describe()}", AGGREGATE)
+                        f"eager {eager.describe()}", AGGREGATE,
+                        roofline.graph_interval(ctx, c, params, not covered_base))
     pen = param(params, "eager_ratio", EAGER_DECODE_RATIO)
     ratio = pen if covered_base else 1.0 / pen
     return Estimate(ratio, LOW, f"CUDA-graph limit {b_base} → {b_cur} at batch {c}: decode "

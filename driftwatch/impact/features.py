@@ -100,8 +100,9 @@ def _graphs_physical(ctx: ImpactContext, params: dict, before: bool | None, now:
     bound = "" if concurrency_stated(ctx) else " (no concurrency stated: batch 1, the bound of the effect)"
     lead = (f"{how}: {eager.eager * 1e3:.1f} ms of launches on a decode step of {graphs.total * 1e3:.1f} ms of "
             f"{where} at batch {batch}{bound} (one step: {m.layers} layers)")
+    interval = roofline.graph_interval(ctx, batch, params, bool(now))
     return Estimate(ratio, LOW, f"{lead} ⇒ ×{ratio:.2f} (the launch overhead is fitted, larger on small models "
                     f"and batches, and some architectures run slower with partial graphs: re-measure). Details: "
                     f"roofline with graphs {graphs.describe()}; eager {eager.describe()} (eager launch overhead "
                     f"{eager.eager / max(m.layers, 1) * 1e6:.0f} µs per layer)",
-                    AGGREGATE if concurrency_of(ctx) > 1 else SINGLE)
+                    AGGREGATE if concurrency_of(ctx) > 1 else SINGLE, interval)

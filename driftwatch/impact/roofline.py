@@ -26,10 +26,14 @@ from ..facts.model import ModelFacts, dtype_bytes
 from . import calibration as cal
 
 # A reference GPU for a model whose facts are known on a host whose GPU is not: the ratios then
-# depend on the model's shape and a typical ridge point (prior; confidence low).
-REFERENCE_GPU = GPUSpec(key="reference", name="a reference GPU (1 TB/s, 200 dense BF16 TFLOPS, PCIe)",
+# depend on the model's shape and a typical ridge point (prior; the speculative interval widens).
+# Its link: PCIe up to TP 4 (workstation boxes), NVLink at TP 8 and above (8-GPU servers are NVLink
+# or Infinity Fabric boxes: PCIe there would charge ~15 ms of all-reduce per step); the speculative
+# interval holds the other link's reading too.
+REFERENCE_GPU = GPUSpec(key="reference", name="a reference GPU (1 TB/s, 200 dense BF16 TFLOPS)",
                         match=(), memory_gb=48, bandwidth_gbs=1000, bf16_tflops=200, fp8_tflops=400,
                         interconnect="pcie", link_gbs=32, source="prior")
+REFERENCE_NVLINK_TP = 8
 
 
 @dataclass
@@ -46,7 +50,8 @@ class Hardware:
     @classmethod
     def of(cls, facts: GPUFacts | None, tp: int = 1, graphs: bool = True) -> "Hardware":
         if facts is None:
-            return cls(REFERENCE_GPU, max(1, tp), REFERENCE_GPU.interconnect, graphs, known=False)
+            link = "nvlink" if tp >= REFERENCE_NVLINK_TP else REFERENCE_GPU.interconnect
+            return cls(REFERENCE_GPU, max(1, tp), link, graphs, known=False)
         return cls(facts.spec, max(1, tp), facts.interconnect, graphs, known=True,
                    link_known=facts.interconnect_known)
 
@@ -287,3 +292,17 @@ def weights_per_gpu_gb(m: ModelFacts, tp: int, pp: int = 1) -> float:
     total = (m.params - embed * (1 if m.tie_word_embeddings else 2)) * bpw + embed * (1 if m.tie_word_embeddings else 2) \
         * dtype_bytes(m)
     return total / max(1, tp) / max(1, pp) / 1e9
+
+
+def graph_interval(ctx, batch: int, params: dict | None, gaining: bool) -> tuple[float, float] | None:
+    """The 80 % interval of a CUDA-graphs change at `batch` (gaining: the current side has the graphs):
+    the ratio at both ends of EAGER_LAYER_US_RANGE, widened by GRAPH_BASE_SPREAD; None without facts."""
+    from .uncertainty import hull
+    values = []
+    for us in cal.EAGER_LAYER_US_RANGE:
+        effect = graph_effect(ctx, batch, {**(params or {}), "eager_layer_us": us})
+        if effect is None:
+            return None
+        graphs, eager = effect[0].total, effect[1].total
+        values.append(eager / graphs if gaining else graphs / eager)
+    return hull(values, cal.GRAPH_BASE_SPREAD)

@@ -8,11 +8,13 @@ change that drags topk/draft along, whatever the engine calls those fields. Thro
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import calibration as cal
 from . import roofline
+from . import uncertainty
 from .base import (AGGREGATE, HIGH, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, as_float, as_int,
                    concurrency_of, concurrency_stated, engine_label, is_runtime, min_conf, param, show, side_metrics, side_runtime,
                    side_value, unknown_estimate)
@@ -25,6 +27,9 @@ MAX_RUNNING = "batch.max_running_requests"  # concept
 MAX_RUNNING_METRIC = "max_running_requests"  # metric of the same meaning (start-up log, server info)
 ACCEPT_KEYS = ("accept_length", "spec_accept_length", "accept_len")
 _OFF_WORDS = ("", "NONE", "NULL", "OFF", "FALSE", "DISABLED")
+# The interval of an estimate that is bookkeeping, not a model: counted in another finding, or a
+# setting the engine overrides. Exactly 1, so it does not widen the comparison's interval.
+NO_CHANGE = (1.0, 1.0)
 
 
 def normalise_algorithm(value: Any) -> str | None:
@@ -120,6 +125,7 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
     knee = param(params, "knee_tokens", cal.KNEE_TOKENS)
     if not (0.0 < decay <= 1.5) or knee <= 0:
         return unknown_estimate(f"unusable model parameters decay={decay} knee_tokens={knee}")
+    tree = param(params, "tree_exponent", cal.TREE_EXPONENT)
     batch = roofline.decode_batch(ctx)
     dim = SINGLE if concurrency_of(ctx) <= 1 else AGGREGATE
     sides = {"baseline": base, "current": cur}
@@ -134,8 +140,8 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
     notes: list[str] = base.notes + cur.notes
     for s, sp in sides.items():
         if sp.on and measured[s] is not None:
-            alphas[s] = alpha_from_accept_length(measured[s], sp.steps, decay, sp.topk)
-            e_max = expected_tokens(1.0, sp.steps, decay, sp.topk)
+            alphas[s] = alpha_from_accept_length(measured[s], sp.steps, decay, sp.topk, tree_exp=tree)
+            e_max = expected_tokens(1.0, sp.steps, decay, sp.topk, tree)
             if measured[s] > e_max:
                 notes.append(f"{s} accept length {measured[s]:g} exceeds the {e_max:g} possible at "
                              f"{sp.steps} steps: clamped")
@@ -151,7 +157,7 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
         other = "current" if s == "baseline" else "baseline"
         prior = param(params, "alpha_prior", -1.0)
         if prior < 0:
-            prior = cal.ALPHA_PRIOR.get(_prior_key(ctx, s, sp), -1.0)
+            prior = _prior_alpha(ctx, s, sp)
         if other in alphas and sides[other].algorithm == sp.algorithm:
             alpha, source[s] = alphas[other], "transferred"
             seen = sides[other].steps
@@ -160,9 +166,9 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
                 # drafter accepts as measured there, and the deeper positions (never observed) get
                 # the prior — the seeds (000, 001) show MTP/EAGLE acceptance does not fall with
                 # depth, so the measured α is their floor, given as the other bound.
-                shallow[s] = expected_tokens(alpha, sp.steps, decay, sp.topk)
+                shallow[s] = expected_tokens(alpha, sp.steps, decay, sp.topk, tree)
                 by_position[s] = expected_tokens_by_position(
-                    [alpha if i < seen else prior for i in range(sp.steps)], decay, sp.topk)
+                    [alpha if i < seen else prior for i in range(sp.steps)], decay, sp.topk, tree)
                 notes.append(f"an accept length measured at {seen} step{'s' if seen != 1 else ''} observes "
                              f"draft position{'s' if seen != 1 else ''} 1{'–' + str(seen) if seen > 1 else ''} "
                              f"only: the {s} side's deeper positions use the {_prior_key(ctx, s, sp)} prior "
@@ -176,7 +182,7 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
                     f"(workload-dependent); measure accept length on the {s} side", dim)
             alpha, source[s] = prior, "prior"
         alphas.setdefault(s, alpha)
-        expected[s] = by_position.get(s) or expected_tokens(alpha, sp.steps, decay, sp.topk)
+        expected[s] = by_position.get(s) or expected_tokens(alpha, sp.steps, decay, sp.topk, tree)
 
     physical = _physical_costs(base, cur, ctx, params, batch)
     if physical is not None:
@@ -204,7 +210,7 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
                        and source.get("current" if s == "baseline" else "baseline") == "prior"}
         for s, sp in sides.items():
             if s in from_prior and sp.on:
-                floor = cal.ALPHA_FLOOR_BY_PRIOR.get(_prior_key(ctx, s, sp), cal.ALPHA_FLOOR)
+                floor = cal.ALPHA_FLOOR_BY_PRIOR.get(_prior_key(ctx, s, sp).split(".")[0], cal.ALPHA_FLOOR)
                 low[s] = shallow.get(s) or expected_tokens(min(floor, alphas[s]), sp.steps, decay, 1)
         ratio_low = (low["current"] / cost_c) / (low["baseline"] / cost_b)
         if (ratio - 1.0) * (ratio_low - 1.0) < 0:
@@ -237,21 +243,24 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
     e_part = (f"{base.label()}={expected['baseline']:.2f} → {cur.label()}={expected['current']:.2f} "
               f"tokens per target step")
     if physical is not None:
-        lead, terms = _physical_words(base, cur, physical, expected, ratio, batch)
+        checked, off, gap = _measured_step(ctx, base, expected["baseline"], source.get("baseline"), physical, params)
+        interval = _interval(base, cur, ctx, params, decay, tree, measured, source, alphas, expected,
+                             physical, cost_b, cost_c, ratio, gap)
+        lead, terms = _physical_words(base, cur, physical, expected, ratio, batch,
+                                      uncertainty.direction(ratio, interval) == uncertainty.UNKNOWN)
         if not physical["hardware"].known:
             notes.append(f"GPU unknown: {physical['hardware'].gpu.name} assumed (pass --gpu NAME[xN])")
             conf = min_conf(conf, LOW)
         pool = _state_pool_note(physical["model"], base, cur, ctx)
         if pool:
             notes.append(pool)
-        checked, off = _measured_step(ctx, base, expected["baseline"], source.get("baseline"), physical, params)
         if off:
             notes.append(off)
         terms += checked
         # what the operator must know (assumptions, what to measure) stays beside the sentence;
         # α, E(k) and the roofline terms go to the details
         said = f" ({'; '.join(notes)})" if notes else ""
-        return Estimate(ratio, conf, f"{lead}{said}. Details: {a_part}; {e_part}; {terms}", dim)
+        return Estimate(ratio, conf, f"{lead}{said}. Details: {a_part}; {e_part}; {terms}", dim, interval)
     else:
         c_part = (f"step cost {cost_b:.3f} → {cost_c:.3f} (drafting {base.steps} → {cur.steps} passes, verifying "
                   f"{base.tokens if base.on else 1} → {cur.tokens if cur.on else 1} tokens/request at batch {batch})")
@@ -259,8 +268,10 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
             notes.append("model facts unknown: step cost from the default roofline knee; --model-config "
                          "config.json gives the model's own")
         said = f" ({'; '.join(notes)})" if notes else ""
+        interval = _interval(base, cur, ctx, params, decay, tree, measured, source, alphas, expected,
+                             None, cost_b, cost_c, ratio, None)
         return Estimate(ratio, conf, f"{_prior_words(base, cur, expected, cost_c / cost_b, ratio)}{said}. "
-                        f"Details: {a_part}; {e_part}; {c_part} ⇒ ×{ratio:.2f}", dim)
+                        f"Details: {a_part}; {e_part}; {c_part} ⇒ ×{ratio:.2f}", dim, interval)
 
 
 def _prior_words(base: SpecSide, cur: SpecSide, expected: dict, cost_growth: float, ratio: float) -> str:
@@ -289,14 +300,15 @@ def _measured_step(ctx: ImpactContext, base: SpecSide, e_base: float, e_source: 
     running requests × tokens per step ÷ tok/s. Measured beats assumed, but one number cannot say
     which roofline term is off, so it does not move the ratio: it is given beside the roofline's
     step (details), and in the sentence when the two differ by more than MEASURED_STEP_TOLERANCE.
-    Returns (details text, note or None)."""
+    Returns (details text, note or None, (measured s, roofline s) when they differ by more than
+    MEASURED_STEP_TOLERANCE, else None: the interval then holds both readings of the gap)."""
     metrics = side_metrics(ctx, "baseline")
     tput = as_float(metrics.get("throughput"))
     conc = as_int(metrics.get("concurrency"))
     if conc is None and concurrency_stated(ctx):
         conc = concurrency_of(ctx)
     if tput is None or tput <= 0 or conc is None or conc < 1:
-        return "", None
+        return "", None, None
     batch = roofline.decode_batch(ctx, "baseline", conc)
     measured = batch * e_base / tput
     model_s = physical_step(physical["model"], physical["hardware"], base, ctx, "baseline", params, batch)[0].total
@@ -306,9 +318,9 @@ def _measured_step(ctx: ImpactContext, base: SpecSide, e_base: float, e_source: 
               f"{model_s * 1e3:.1f} ms at that batch")
     off = model_s / measured - 1.0
     if abs(off) <= MEASURED_STEP_TOLERANCE:
-        return detail, None
+        return detail, None, None
     return detail, (f"the roofline's step is {abs(off) * 100:.0f} % {'longer' if off > 0 else 'shorter'} than the "
-                    f"baseline server's measured one, so treat the ratio as rough")
+                    f"baseline server's measured one, so the interval holds both readings of the gap"), (measured, model_s)
 
 
 def _state_pool_note(m, base: SpecSide, cur: SpecSide, ctx: ImpactContext) -> str | None:
@@ -344,6 +356,136 @@ def _prior_key(ctx: ImpactContext, side: str, sp: SpecSide) -> str:
     return sp.algorithm or ""
 
 
+def _family(ctx: ImpactContext, side: str, sp: SpecSide) -> str:
+    """The drafter family whose acceptance range applies (calibration.ALPHA_RANGE): the model's own
+    MTP head by model family ("MTP.deepseek", "MTP.qwen", "MTP"), an external head of unknown
+    provenance ("SELF": a local path, as self-trained heads are), else the algorithm."""
+    key = _prior_key(ctx, side, sp)
+    if key == "MTP":
+        m = roofline.model_of(ctx)
+        mt = str(getattr(m, "model_type", None) or "").lower()
+        for fam, types in cal.MTP_FAMILY.items():
+            if mt in types:
+                return f"MTP.{fam}"
+        return "MTP"
+    draft = _draft_model(ctx, side)
+    if key == "EAGLE" and not draft and roofline.model_of(ctx) is None:
+        return "MTP"  # EAGLE with no draft model is the model's own head (NEXTN/MTP), config.json unread
+    if key in ("EAGLE", "EAGLE3") and isinstance(draft, str) and draft.strip().startswith(("/", ".", "~")):
+        return "SELF"
+    return key
+
+
+def _prior_alpha(ctx: ImpactContext, side: str, sp: SpecSide) -> float:
+    """The point α prior of a side's drafter (-1 when there is none: n-gram)."""
+    fam = _family(ctx, side, sp)
+    if fam in cal.ALPHA_PRIOR_FAMILY:
+        return cal.ALPHA_PRIOR_FAMILY[fam]
+    return cal.ALPHA_PRIOR.get(_prior_key(ctx, side, sp), -1.0)
+
+
+def alpha_range(ctx: ImpactContext, side: str, sp: SpecSide, point: float) -> tuple[float, float]:
+    """(lo, hi) of the side's acceptance, holding the point."""
+    fam = _family(ctx, side, sp)
+    lo, hi = cal.ALPHA_RANGE.get(fam) or cal.ALPHA_RANGE.get(fam.split(".")[0]) or (point, point)
+    return min(lo, point), max(hi, point)
+
+
+def _decay_low(ctx: ImpactContext, side: str, sp: SpecSide) -> float:
+    fam = _family(ctx, side, sp)
+    return cal.DECAY_LOW.get(fam, cal.DECAY_LOW.get(fam.split(".")[0], 1.0))
+
+
+def _interval(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: dict, decay: float, tree: float,
+              measured: dict, source: dict, alphas: dict, expected: dict, physical: dict | None,
+              cost_b: float, cost_c: float, ratio: float, gap) -> tuple[float, float]:
+    """The 80 % interval of the ratio (docs/impact.md "Intervals"): the tokens a step yields at the
+    low and the high end of each side's acceptance (the drafter family's α range, decay with depth,
+    the tree gain; a measured accept length ± its window), both sides at the same end when one
+    drafter serves both; times the step-cost change ρ = cost_c ÷ cost_b at ρ^(1 ± u) (u by what the
+    cost rests on), at the other link when the GPU is unknown, at a larger batch when nobody stated
+    the concurrency, and at both readings of a measured step the roofline misses by more than half;
+    widened by SPEC_BASE_SPREAD."""
+    sides = {"baseline": base, "current": cur}
+    t_lo, t_hi = cal.TREE_EXPONENT_RANGE
+    t_lo, t_hi = min(t_lo, tree), max(t_hi, tree)
+    spread = cal.MEASURED_ACCEPT_SPREAD
+
+    def tokens(s: str, end: str) -> float:
+        sp = sides[s]
+        if not sp.on:
+            return 1.0
+        most = float(sp.steps + 1)
+        if source.get(s) == "measured":
+            return min(most, max(1.0, expected[s] * (1 - spread if end == "lo" else 1 + spread)))
+        other = "current" if s == "baseline" else "baseline"
+        point = alphas.get(s, 0.0)
+        a_lo, a_hi = alpha_range(ctx, s, sp, point)
+        d_lo = min(decay, _decay_low(ctx, s, sp))
+        if source.get(other) == "measured" and other in alphas and sides[other].algorithm == sp.algorithm:
+            # one drafter, measured over the other side's first positions: those stay; deeper ones
+            # range as the family does
+            seen = sides[other].steps
+            a_m = alphas[other]
+            if end == "lo":
+                pos = [a_m * (1 - spread) * (d_lo ** max(0, i - seen + 1) if i >= seen else 1.0)
+                       for i in range(sp.steps)]
+                pos = [min(p, a_m) if i >= seen else p for i, p in enumerate(pos)]
+                return expected_tokens_by_position(pos, 1.0, sp.topk, t_lo)
+            pos = [min(1.0, a_m * (1 + spread)) if i < seen else max(a_hi, a_m) for i in range(sp.steps)]
+            return expected_tokens_by_position(pos, decay, sp.topk, t_hi)
+        if end == "lo":
+            return expected_tokens(a_lo, sp.steps, d_lo, sp.topk, t_lo)
+        return expected_tokens(a_hi, sp.steps, decay, sp.topk, t_hi)
+
+    yields = [expected["current"] / expected["baseline"]]
+    for end in ("lo", "hi"):
+        yields.append(tokens("current", end) / tokens("baseline", end))
+
+    rho = cost_c / cost_b
+    if physical is None:
+        u = cal.STEP_COST_SPREAD["prior"]
+    elif not physical["hardware"].known:
+        u = cal.STEP_COST_SPREAD["facts"] + cal.STEP_COST_SPREAD["unknown_gpu"]
+    else:
+        u = cal.STEP_COST_SPREAD["facts"]
+    off = min(u * abs(math.log(rho)), cal.STEP_COST_SPREAD_CAP) if rho > 0 else 0.0
+    rhos = [rho, rho * math.exp(-off), rho * math.exp(off)]
+    alt_batch = roofline.decode_batch(ctx, "current", cal.UNSTATED_BATCH) if not concurrency_stated(ctx) else None
+    if physical is not None:
+        hw = physical["hardware"]
+        variants = []
+        if not hw.known and hw.tp > 1:  # the link of an unknown GPU is unknown too: both kinds
+            variants.append((roofline.decode_batch(ctx), "nvlink" if hw.interconnect != "nvlink" else "pcie"))
+        if alt_batch and alt_batch != roofline.decode_batch(ctx):
+            variants.append((alt_batch, None))
+        for b, link in variants:
+            other = _physical_costs(base, cur, ctx, params, b, link)
+            if other is not None:
+                rhos.append(other["current"].total / other["baseline"].total)
+        if gap is not None:
+            measured_s, model_s = gap
+            g = measured_s - model_s
+            tb, tc = (base.tokens if base.on else 1), (cur.tokens if cur.on else 1)
+            for extra_c in (g, g * tc / tb):  # a fixed cost, or one that grows with tokens per step
+                num, den = cost_c + extra_c, cost_b + g
+                if num > 0 and den > 0:
+                    rhos.append(num / den)
+    elif alt_batch and alt_batch != roofline.decode_batch(ctx):
+        knee = param(params, "knee_tokens", cal.KNEE_TOKENS)
+
+        def cost(sp: SpecSide) -> float:
+            d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm or "", cal.DEFAULT_DRAFT_COST))
+            return step_cost(sp.steps if sp.on else 0, alt_batch, sp.tokens if sp.on else 1, d if sp.on else 0.0, knee)
+
+        rhos.append(cost(cur) / cost(base))
+    values = [y / r for y in yields for r in rhos if r > 0]
+    # a setting the unit leaves to the engine (steps, topk, draft tokens) was assumed: another value
+    # would change both the yield and the cost
+    widen = cal.SPEC_BASE_SPREAD + (cal.ASSUMED_SETTING_SPREAD if base.notes or cur.notes else 0.0)
+    return uncertainty.holding(ratio, uncertainty.hull(values, widen))
+
+
 def _draft_model(ctx: ImpactContext, side: str) -> Any:
     values = (ctx.baseline if side == "baseline" else ctx.current) or {}
     return values.get("speculative.draft_model") if isinstance(values, dict) else None
@@ -370,12 +512,16 @@ def physical_step(m, hw, sp: SpecSide, ctx: ImpactContext, side: str, params: di
     return _Step(verify, draft_s, iteration_s), draft
 
 
-def _physical_costs(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: dict, batch: int) -> dict | None:
-    """Seconds per decode step of each side on this model and these GPUs; None without model facts."""
+def _physical_costs(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: dict, batch: int,
+                    link: str | None = None) -> dict | None:
+    """Seconds per decode step of each side on this model and these GPUs (`link`: another
+    interconnect than the hardware's, for the interval); None without model facts."""
     m = roofline.model_of(ctx)
     if m is None:
         return None
     hw = roofline.hardware_for(ctx)
+    if link is not None:
+        hw = roofline.Hardware(hw.gpu, hw.tp, link, hw.graphs, known=hw.known, link_known=hw.link_known)
     out: dict = {"hardware": hw, "model": m}
     for side, sp in (("baseline", base), ("current", cur)):
         out[side], out[side + "_draft"] = physical_step(m, hw, sp, ctx, side, params, batch)
@@ -421,8 +567,9 @@ class _Step:
 
 
 def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dict, ratio: float,
-                    batch: int) -> tuple[str, str]:
-    """(the lead sentence in operators' words, the roofline terms for the details)."""
+                    batch: int, unsettled: bool = False) -> tuple[str, str]:
+    """(the lead sentence in operators' words, the roofline terms for the details). `unsettled`: the
+    interval holds ×1, so the sentence names no winner."""
     m, hw = physical["model"], physical["hardware"]
     fb, fc = physical["baseline"], physical["current"]
     vb = fb.verify if isinstance(fb, _Step) else fb
@@ -451,6 +598,11 @@ def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dic
            else "the drafted tokens no longer pay for it" if ratio < 1.0 and expected["current"] > expected["baseline"]
            else "the cheaper step does not make up for the tokens lost per step" if ratio < 1.0
            else "the cheaper step more than makes up for the tokens lost per step")
+    if unsettled:
+        pay = ("whether the extra drafted tokens pay for it is not settled (the interval holds ×1), most likely"
+               if expected["current"] > expected["baseline"] else
+               "whether the cheaper step makes up for the tokens lost per step is not settled (the interval "
+               "holds ×1), most likely")
     lead = (f"{what}; a step takes {step_b:.1f} → {step_c:.1f} ms and yields {expected['baseline']:.2f} → "
             f"{expected['current']:.2f} tokens per request, so {pay}: ×{ratio:.2f}")
 
@@ -496,13 +648,13 @@ def speculative_steps(name: str, baseline_value: Any, current_value: Any, ctx: I
         return _algorithm_change(base, cur, ctx, params)
     if name == DRAFT and base.on and cur.on and base.topk != cur.topk:
         return Estimate(1.0, MEDIUM, f"{name} {show(baseline_value)} → {show(current_value)}: counted in the "
-                        f"{TOPK} estimate (topk {base.topk} → {cur.topk}), not twice")
+                        f"{TOPK} estimate (topk {base.topk} → {cur.topk}), not twice", interval=NO_CHANGE)
     if name in (TOPK, DRAFT) and base.on and cur.on and base.steps != cur.steps:
         return Estimate(1.0, MEDIUM, f"{name} {show(baseline_value)} → {show(current_value)}: counted in the "
-                        f"{STEPS} estimate ({base.steps} → {cur.steps} steps), not twice")
+                        f"{STEPS} estimate ({base.steps} → {cur.steps} steps), not twice", interval=NO_CHANGE)
     if name == DRAFT and base.on and cur.on and base.topk == cur.topk == 1 and base.steps == cur.steps:
         return Estimate(1.0, HIGH, f"with topk 1 {engine_label(ctx)} forces draft tokens to steps + 1 = "
-                        f"{base.steps + 1}: {show(baseline_value)} → {show(current_value)} has no effect")
+                        f"{base.steps + 1}: {show(baseline_value)} → {show(current_value)} has no effect", interval=NO_CHANGE)
     if base.on and cur.on and (base.steps, base.topk, base.tokens) == (cur.steps, cur.topk, cur.tokens):
         notes = base.notes + cur.notes
         return Estimate(1.0, LOW if notes else HIGH,

@@ -38,6 +38,11 @@ def _json_value(diff, side: str) -> Any:
 
 
 
+def _interval(iv) -> list[float] | None:
+    """[lo, hi] as JSON (None without one)."""
+    return None if iv is None else [float(iv[0]), float(iv[1])]
+
+
 def finding_to_dict(f: Finding) -> dict:
     d = f.difference
     out = {
@@ -51,6 +56,7 @@ def finding_to_dict(f: Finding) -> dict:
         "rule": f.rule.id, "severity": f.rule.severity,
         "impact": {"dimension": f.dimension,
                    "throughput_ratio": None if f.throughput_ratio is None else float(f.throughput_ratio),
+                   "interval": _interval(f.interval), "direction": f.direction,
                    "confidence": f.confidence},
         "explanation": wording.explain(f),
     })
@@ -73,7 +79,8 @@ def summary(c: Comparison) -> str:
         predicted=c.predicted_throughput, ratio=c.predicted_throughput_ratio,
         baseline_tps=c.baseline_metrics.get("throughput"), measured_tps=c.current_metrics.get("throughput"),
         unquantified=[f.difference.label for f in unquantified(c.findings)],
-        withheld=c.prediction_withheld, measured_ratio=c.measured_throughput_ratio)
+        withheld=c.prediction_withheld, measured_ratio=c.measured_throughput_ratio,
+        interval=c.predicted_throughput_interval, direction=c.predicted_direction)
 
 
 def comparison_to_dict(c: Comparison) -> dict:
@@ -92,6 +99,8 @@ def comparison_to_dict(c: Comparison) -> dict:
         "concurrency": c.concurrency,
         "drift": c.drift,
         "predicted_throughput_ratio": c.predicted_throughput_ratio,
+        "predicted_throughput_interval": _interval(c.predicted_throughput_interval),
+        "predicted_direction": c.predicted_direction,
         "predicted_throughput": c.predicted_throughput,
         "prediction_withheld": c.prediction_withheld,  # why there is no prediction at all
         "measured_throughput_ratio": c.measured_throughput_ratio,

@@ -8,7 +8,10 @@ phrase is built here from the documents report/data.py produces (`driftwatch.com
 Values:    3 · on / off · unset · 0.85 (default) · default (none) · computed at start-up ·
            (redacted) → changed (redacted) · "" · {"algorithm": "EAGLE"} (containers as JSON)
 Change:    --speculative-num-steps 3 → 1
-Impact:    ×0.61 single-stream, low confidence · capacity; speed unchanged (high confidence) ·
+Impact:    ×0.55–0.70 single-stream, most likely ×0.61, medium confidence (the 80 % interval first) ·
+           direction unknown: ×0.85–1.20 aggregate, most likely ×0.95, low confidence ·
+           ×0.61 single-stream, low confidence (a document without an interval) ·
+           capacity; speed unchanged (high confidence) ·
            single-stream, not quantified · no throughput impact · unknown impact
 Numbers:   42.5 tok/s, 70 tok/s (one decimal at most) · ×0.61 (two decimals)
 
@@ -28,6 +31,7 @@ ARROW = "\u2192"  # →
 DASH = "\u2014"  # —
 TIMES = "\u00d7"  # ×
 ELLIPSIS = "\u2026"  # …
+EN_DASH = "\u2013"  # –
 
 COMPUTED = "computed at start-up"
 UNSET = "unset"
@@ -67,6 +71,28 @@ def tps_text(value: Any) -> str:
 def ratio_text(value: Any) -> str:
     """'×0.61', or '' when there is no ratio."""
     return f"{TIMES}{value:.2f}" if is_number(value) else ""
+
+
+def _interval(value: Any) -> tuple[float, float] | None:
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(is_number(v) for v in value) \
+            and 0 < value[0] <= value[1]:
+        return float(value[0]), float(value[1])
+    return None
+
+
+def range_text(ratio: Any, interval: Any, direction: Any = None) -> str:
+    """'×0.55–0.70, most likely ×0.61'; 'direction unknown: ×0.85–1.20, most likely ×0.95' when the
+    interval holds 1; the ratio alone ('×0.61') without an interval or when it rounds to a point."""
+    if not is_number(ratio):
+        return ""
+    iv = _interval(interval)
+    if iv is None:
+        return ratio_text(ratio)
+    lo, hi = f"{iv[0]:.2f}", f"{iv[1]:.2f}"
+    if lo == hi == f"{ratio:.2f}":
+        return ratio_text(ratio)
+    unknown = "direction unknown: " if direction == "unknown" else ""
+    return f"{unknown}{TIMES}{lo}{EN_DASH}{hi}, most likely {ratio_text(ratio)}"
 
 
 def engine_text(label: Any, version: Any) -> str:
@@ -206,9 +232,14 @@ def impact_text(f: dict) -> str:
         return "no throughput impact" if r is not None else "unknown impact"
     if r is None:
         return f"{dim}, not quantified"
-    if unchanged:
+    iv, way = _interval(imp.get("interval")), imp.get("direction")
+    if unchanged and (iv is None or way != "unknown"):
         return f"{dim}; speed unchanged" + (f" ({conf} confidence)" if conf else "")
-    return f"{ratio_text(r)} {dim}" + (f", {conf} confidence" if conf else "")
+    words = range_text(r, iv, way)
+    if iv is not None and "," in words:  # '×0.55–0.70 single-stream, most likely ×0.61, …'
+        span, likely = words.split(", ", 1)
+        return f"{span} {dim}, {likely}" + (f", {conf} confidence" if conf else "")
+    return f"{words} {dim}" + (f", {conf} confidence" if conf else "")
 
 
 def rule_tag(f: dict) -> str:
@@ -301,7 +332,8 @@ def summary_sentence(baseline_name: str, findings: int, ignored: int, top_line: 
                      top_moves: bool, concurrency: int, predicted: float | None, ratio: float | None,
                      baseline_tps: float | None, measured_tps: float | None,
                      unquantified: list[str], withheld: str | None = None,
-                     measured_ratio: float | None = None) -> str:
+                     measured_ratio: float | None = None, interval: Any = None,
+                     direction: str | None = None) -> str:
     """The comparison's summary, from facts report/data.py gathers:
     '3 differences from baseline 70toks: predicted 42.5 tok/s vs 70 baseline (×0.61) at concurrency 1;
     most of it from --speculative-num-steps 3 → 1.'"""
@@ -309,12 +341,13 @@ def summary_sentence(baseline_name: str, findings: int, ignored: int, top_line: 
         tail = f" ({ignored} ignored)" if ignored else ""
         return f"No drift from baseline {baseline_name}{tail}."
     head = f"{findings} difference{'s' if findings != 1 else ''} from baseline {baseline_name}"
+    iv = _interval(interval)
     if predicted is not None and baseline_tps is not None and ratio is not None:
         pred = (f"predicted {tps_text(predicted)} tok/s vs {tps_text(baseline_tps)} baseline "
-                f"({ratio_text(ratio)}) at concurrency {concurrency}")
+                f"({range_text(ratio, iv, direction)}) at concurrency {concurrency}")
     elif ratio is not None:
-        pred = (f"predicted throughput {ratio_text(ratio)} of the baseline at concurrency {concurrency} "
-                f"(record --metric throughput=N on the baseline for tok/s)")
+        pred = (f"predicted throughput {range_text(ratio, iv, direction)} of the baseline at concurrency "
+                f"{concurrency} (record --metric throughput=N on the baseline for tok/s)")
     elif withheld:
         pred = f"no quantitative prediction ({clean(withheld)})"
     else:

@@ -55,6 +55,19 @@ def validate_compare_v1(doc: dict) -> None:
         assert f["impact"]["dimension"] in ("single-stream", "aggregate", "capacity", "stability", "none"), where
         _check_type(f["impact"], "throughput_ratio", (int, float, type(None)), f"{where}.impact")
         _check_type(f["impact"], "confidence", str, f"{where}.impact")
+        _check_interval(f["impact"]["throughput_ratio"], f["impact"].get("interval"), f"{where}.impact")
+        assert f["impact"]["direction"] in ("faster", "slower", "unchanged", "unknown"), where
+    _check_interval(doc["predicted_throughput_ratio"], doc.get("predicted_throughput_interval"), "$")
+    assert doc["predicted_direction"] in ("faster", "slower", "unchanged", "unknown")
+
+
+def _check_interval(ratio, interval, where):
+    """issue 24: every ratio carries its 80 % interval [lo, hi] with lo ≤ ratio ≤ hi; no ratio, none."""
+    if ratio is None:
+        assert interval is None, where
+        return
+    assert isinstance(interval, list) and len(interval) == 2, f"{where}: interval {interval!r}"
+    assert all(isinstance(v, NUMBER) for v in interval) and 0 < interval[0] <= ratio <= interval[1], where
 
 
 # ----------------------------------------------------------------------------------------------- seed 000
@@ -90,6 +103,9 @@ def test_seed000_json(dw, extra):
     assert doc["baseline"]["host"] == "ct129"
     assert within(doc["predicted_throughput"], 40), doc["predicted_throughput"]
     assert doc["predicted_throughput"] == pytest.approx(70 * doc["predicted_throughput_ratio"], abs=0.2)
+    # the seed's measured 40 tok/s lies inside the 80 % interval, which says "slower"
+    lo, hi = doc["predicted_throughput_interval"]
+    assert lo <= 40 / 70 <= hi < 1.0 and doc["predicted_direction"] == "slower"
     keys = {f["key"] for f in doc["findings"]}
     assert {"context_length", "max_running_requests"} <= keys  # dropped flags are drift too
     if extra:
@@ -146,6 +162,8 @@ def test_seed001_004_mtp_1_to_2_steps(invoke, concurrency, baseline_tps, measure
     assert [f["key"] for f in doc["findings"]] == ["speculative_num_steps"]
     assert doc["predicted_throughput_ratio"] > 1
     assert within(doc["predicted_throughput"], measured), (doc["predicted_throughput"], measured)
+    lo, hi = doc["predicted_throughput_interval"]
+    assert lo <= measured / baseline_tps <= hi, (lo, hi, measured / baseline_tps)
 
 
 # ----------------------------------------------------------------------------------------------- seed 003

@@ -30,7 +30,7 @@ def test_nvidia_smi_names(name, key):
     assert lookup_gpu(name).key == key
 
 
-@pytest.mark.parametrize("name", ["Tesla T4", "NVIDIA A10G", "AMD Instinct MI300X", "", None, 42])
+@pytest.mark.parametrize("name", ["Tesla T4", "NVIDIA A10G", "AMD Instinct MI250X", "", None, 42])
 def test_unknown_gpus_stay_unknown(name):
     assert lookup_gpu(name) is None
 
@@ -39,10 +39,20 @@ def test_every_row_cites_the_vendor_and_is_plausible():
     rows = gpu_table()
     assert len({r.key for r in rows}) == len(rows)
     for r in rows:
-        assert r.source.startswith(("https://www.nvidia.com/", "https://images.nvidia.com/")), r.key
-        assert 100 <= r.bandwidth_gbs <= 10000 and 10 <= r.memory_gb <= 200 and 50 <= r.bf16_tflops <= 3000
+        assert r.source.startswith(("https://www.nvidia.com/", "https://images.nvidia.com/", "https://www.amd.com/")), r.key
+        assert 100 <= r.bandwidth_gbs <= 10000 and 10 <= r.memory_gb <= 300 and 50 <= r.bf16_tflops <= 3000
         assert r.fp8_tflops is None or r.fp8_tflops >= r.bf16_tflops
-        assert r.interconnect in ("nvlink", "pcie", "network")
+        assert r.interconnect in ("nvlink", "xgmi", "pcie", "network")
+        assert r.source.startswith("https://www.amd.com/") == (r.interconnect == "xgmi"), r.key
+
+
+@pytest.mark.parametrize("name, key", [("AMD Instinct MI300X", "mi300x"), ("AMD Instinct MI325X", "mi325x"),
+                                       ("AMD Instinct MI355X", "mi355x"), ("MI300X", "mi300x")])
+def test_amd_instinct_parts_are_known(name, key):
+    spec = lookup_gpu(name)
+    assert spec is not None and spec.key == key and spec.interconnect == "xgmi"
+    g = gpu_facts(parse_gpu_option(f"{name}x8"))
+    assert g.count == 8 and g.spec.key == key
 
 
 def test_gpu_facts_from_a_snapshot_list():

@@ -2,6 +2,7 @@
 import pytest
 
 from driftwatch.impact import ImpactContext, get_model
+from driftwatch.impact.uncertainty import confidence_of
 
 steps = get_model("speculative_steps")
 toggle = get_model("speculative_toggle")
@@ -35,7 +36,10 @@ def test_seed_000_current_accept_length_only_within_15_percent():
     predicted = 70 * e.throughput_ratio
     assert predicted == pytest.approx(43.8, abs=0.3)  # the prior-path table in docs/impact.md
     assert abs(predicted - 40) / 40 <= 0.15
-    assert e.confidence == "low" and e.dimension == "single-stream"
+    # the seed's measured 40 tok/s lies inside the interval; confidence follows the interval's width
+    lo, hi = e.interval
+    assert lo <= e.throughput_ratio <= hi and lo <= 40 / 70 <= hi and hi < 1.0
+    assert e.confidence == confidence_of(e.interval) and e.dimension == "single-stream"
     assert "α≈0.75" in e.detail and "observes draft position 1 only" in e.detail
     assert "×0.67" in e.detail and "measure the accept length on the baseline side" in e.detail
 
@@ -55,7 +59,10 @@ def test_deeper_positions_use_the_prior_after_the_measured_ones():
 def test_shallow_measurement_carried_to_fewer_steps_is_used_as_is():
     # Measured at 3 steps, predicting 1 step: the measured α covers position 1, so it is used.
     e = steps(STEPS, 3, 1, ctx(SEED0_BASE, SEED0_CUR, {"throughput": 70, "accept_length": 3.1}, {}), {})
-    assert "prior" not in e.detail and e.confidence == "medium"
+    assert "prior" not in e.detail
+    # measured on the baseline, position 1 observed: a narrow interval, below 1, and high confidence
+    lo, hi = e.interval
+    assert lo <= e.throughput_ratio <= hi < 1.0 and hi / lo <= 1.25 and e.confidence == "high"
 
 
 def test_seed_000_with_both_accept_lengths():
@@ -70,7 +77,12 @@ def test_seed_001_one_stream_prior():
     measured = 182 / 122
     assert e.throughput_ratio == pytest.approx(1.359, abs=0.005)
     assert abs(e.throughput_ratio - measured) / measured <= 0.15
-    assert e.confidence == "low" and "α prior 0.85" in e.detail
+    assert "α prior 0.85" in e.detail
+    # without config.json, an EAGLE unit with no draft model is the model's own head: the MTP range
+    # (up to α 0.97) is in the interval, and the seed's measured ×1.49 with it
+    lo, hi = e.interval
+    assert 1.0 < lo <= e.throughput_ratio <= hi and lo <= measured <= hi
+    assert e.confidence == confidence_of(e.interval)
 
 
 def test_seed_004_concurrency_64_prior():
@@ -127,7 +139,9 @@ def test_params_override_prior_and_decay():
     e0 = steps(STEPS, 1, 2, ctx(SEED4_BASE, SEED4_CUR), {})
     assert e.throughput_ratio < e0.throughput_ratio
     d = steps(STEPS, 1, 2, ctx(SEED4_BASE, SEED4_CUR), {"decay": 0.8})
-    assert d.throughput_ratio < e0.throughput_ratio and d.confidence == "low"
+    assert d.throughput_ratio < e0.throughput_ratio
+    # a stronger decay moves the low end of the interval down with the point
+    assert d.interval[0] < e0.interval[0] and d.interval[0] <= d.throughput_ratio <= d.interval[1]
 
 
 def test_topk_change_with_steps_change_is_not_counted_twice():
@@ -187,7 +201,10 @@ def test_algorithm_change_with_both_measurements():
     e = toggle(ALGO, "EAGLE", "EAGLE3",
                ctx(SEED0_BASE, {**SEED0_BASE, ALGO: "EAGLE3"},
                    {"accept_length": 3.0}, {"accept_length": 2.4}), {})
-    assert e.throughput_ratio == pytest.approx(0.8, abs=0.01) and e.confidence == "medium"
+    assert e.throughput_ratio == pytest.approx(0.8, abs=0.01)
+    # both accept lengths measured: only their windows and the step cost are uncertain
+    lo, hi = e.interval
+    assert lo <= 0.8 <= hi < 1.0 and hi / lo < 1.25 and e.confidence == "high"
 
 
 def test_ngram_without_measurement_is_unknown():
@@ -235,8 +252,11 @@ def test_an_engine_without_a_tree_width_assumes_nothing():
     vllm_cur = {**vllm_base, STEPS: 1}
     measured = ({"accept_length": 2.9}, {})
     v = steps(STEPS, 3, 1, ctx(vllm_base, vllm_cur, *measured), {})
-    assert "topk unset" not in v.detail and v.confidence == "medium"
+    assert "topk unset" not in v.detail and v.confidence == "high"
     sglang_base = {**vllm_base, TOPK: None, DRAFT: None}
     s = steps(STEPS, 3, 1, ctx(sglang_base, {**sglang_base, STEPS: 1}, *measured), {})
-    assert "topk unset: 1 assumed" in s.detail and s.confidence == "low"
+    assert "topk unset: 1 assumed" in s.detail and s.confidence in ("medium", "low")
+    assert s.confidence == confidence_of(s.interval)
+    # the assumed engine default widens the interval on both sides
+    assert s.interval[0] < v.interval[0] and s.interval[1] > v.interval[1]
     assert s.throughput_ratio == pytest.approx(v.throughput_ratio)

@@ -27,8 +27,11 @@ def test_concept_right_after_key(seed_doc):
 
 
 def test_summary_and_header_facts_are_in_the_document(seed_doc):
+    lo, hi = seed_doc["predicted_throughput_interval"]
+    assert lo <= seed_doc["predicted_throughput_ratio"] <= hi < 1.0 and seed_doc["predicted_direction"] == "slower"
     assert seed_doc["summary"] == ("3 differences from baseline 70toks: predicted 42.5 tok/s vs 70 baseline "
-                                   "(\u00d70.61) at concurrency 1; most of it from --speculative-num-steps 3 \u2192 1.")
+                                   f"(\u00d7{lo:.2f}\u2013{hi:.2f}, most likely \u00d70.61) at concurrency 1; "
+                                   "most of it from --speculative-num-steps 3 \u2192 1.")
     assert seed_doc["baseline"]["engine"] == "sglang" and seed_doc["baseline"]["engine_label"] == "SGLang"
     assert seed_doc["baseline"]["engine_version"] == "0.5.12"
     assert seed_doc["target"]["engine_version_reason"].startswith("inferred")

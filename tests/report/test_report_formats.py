@@ -53,8 +53,12 @@ def test_renders_the_seed_comparison(name, seed_doc):
     for needle in ("--speculative-num-steps", "--context-length", "--max-running-requests"):
         assert needle in out
     if name != "json":
-        impact = "\u00d70.61 single-stream, low" if name == "text" else "\u00d70.61 single-stream, low confidence"
-        assert impact in out  # (the text table wraps the impact column)
+        lo, hi = seed_doc["findings"][0]["impact"]["interval"]
+        span = f"\u00d7{lo:.2f}\u2013{hi:.2f}"  # the 80 % interval first, then the point
+        assert span in out and "most likely" in out and "\u00d70.61," in out  # (the text table wraps the impact column)
+        if name != "text":
+            conf = seed_doc["findings"][0]["impact"]["confidence"]
+            assert f"{span} single-stream, most likely \u00d70.61, {conf} confidence" in out
         assert "computed at start-up" in out
         assert "predicted 42.5 tok/s vs 70 baseline" in out
 
@@ -94,7 +98,9 @@ def test_markdown_comparison(seed_doc):
     assert lines[0] == "## driftwatch: sglang-qwen.service vs baseline 70toks"
     header = next(i for i, line in enumerate(lines) if line.startswith("| # | flag"))
     assert lines[header + 1] == "|---|---|---|---|---|---|"
-    assert lines[header + 2].startswith("| 1 | `--speculative-num-steps` | 3 | 1 | \u00d70.61 single-stream")
+    lo, hi = seed_doc["findings"][0]["impact"]["interval"]
+    assert lines[header + 2].startswith(f"| 1 | `--speculative-num-steps` | 3 | 1 | \u00d7{lo:.2f}\u2013{hi:.2f} "
+                                        "single-stream, most likely \u00d70.61")
     seed_doc["findings"][0]["current"] = "a|b*c*"
     row = next(l for l in get_format("markdown").render_comparison(seed_doc).splitlines() if l.startswith("| 1 |"))
     assert "a\\|b\\*c\\*" in row and row.count(" | ") == 5
@@ -147,9 +153,13 @@ def test_comparison_shows_the_documents_words(name, seed_doc):
     seed_doc["summary"] = "SUMMARY-FROM-THE-DOCUMENT"
     seed_doc["target"]["engine_version_reason"] = "REASON-FROM-THE-DOCUMENT"
     seed_doc["findings"][0]["impact"]["throughput_ratio"] = 0.5
+    seed_doc["findings"][0]["impact"]["interval"] = [0.45, 0.55]
     out = get_format(name).render_comparison(seed_doc)
     assert "SUMMARY-FROM-THE-DOCUMENT" in out and "REASON-FROM-THE-DOCUMENT" in out
-    assert "\u00d70.50 single-stream" in out
+    # the text table wraps the impact column (beside the explanation's lines)
+    assert "\u00d70.45\u20130.55" in out and "most likely" in out and "\u00d70.50," in out
+    if name != "text":
+        assert "\u00d70.45\u20130.55 single-stream, most likely \u00d70.50" in out
 
 
 @pytest.mark.parametrize("name", ["text", "markdown", "html"])

@@ -66,7 +66,10 @@ def test_same_finding_same_words_in_compare_and_report(seed_doc, fleet_doc):
     HTML and the mail, because they all come from wording.py over the same fields."""
     f = seed_doc["findings"][0]
     change = "3 \u2192 1"
-    impact = "\u00d70.61 single-stream, low confidence"
+    lo, hi = f["impact"]["interval"]
+    assert lo <= f["impact"]["throughput_ratio"] <= hi < 1.0 and f["impact"]["direction"] == "slower"
+    impact = (f"\u00d7{lo:.2f}\u2013{hi:.2f} single-stream, most likely \u00d70.61, "
+              f"{f['impact']['confidence']} confidence")
     assert w.finding_change(f) == change and w.impact_text(f) == impact
     assert w.finding_line(f) == "--speculative-num-steps 3 \u2192 1"
 
@@ -76,7 +79,15 @@ def test_same_finding_same_words_in_compare_and_report(seed_doc, fleet_doc):
     assert "most of it from --speculative-num-steps 3 \u2192 1." in compare_text
     lines = compare_text.splitlines()
     start, end = lines[3].index("impact"), lines[3].index("explanation")
-    wrapped = " ".join(l[start:end].strip() for l in lines[5:7])  # the impact column, wrapped
+    # the impact column of row 1, over all its wrapped lines (a word broken after a hyphen rejoins)
+    row_lines = [lines[5]]
+    for l in lines[6:]:
+        if not l.strip() or l[:start].strip():
+            break
+        row_lines.append(l)
+    wrapped = ""
+    for piece in (l[start:end].strip() for l in row_lines):
+        wrapped += piece if (not wrapped or wrapped.endswith("-")) else " " + piece
     assert wrapped.startswith(impact)
 
     fleet_text = get_format("text").render_fleet(fleet_doc)
