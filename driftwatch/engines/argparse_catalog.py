@@ -251,6 +251,12 @@ def _option_words(argv: list[str], start: int) -> int:
     return i
 
 
+def _spelled_value(argv: list[str], start: int, end: int) -> str:
+    """What followed an untyped option, as spelled: `--x=1` -> "1", `--x 1 2` -> "1 2", `--x` -> ""."""
+    _, eq, inline = argv[start].partition("=")
+    return " ".join(([inline] if eq else []) + list(argv[start + 1:end]))
+
+
 MAX_OPTIONS = 4096  # argparse is quadratic in the number of option words (CPython 3.11: min() per option)
 MAX_RAW_OPTIONS = 40_000  # before repeated last-wins options are folded (`--tp 1` x 10 000 is fine)
 _LAST_WINS = ("store", "store_const", "store_true", "store_false", "boolean_optional")
@@ -502,11 +508,13 @@ class CatalogSet:
                     continue
                 if kind == "ambiguous" and self.allow_abbrev:
                     name = word.split("=", 1)[0]
+                    end = _option_words(argv, i)
                     issues.append(Issue("ambiguous-flag", f"{name} is ambiguous in {self.label} {version}: could "
                                         f"match {', '.join(matches[:6])}{' …' if len(matches) > 6 else ''}; "
                                         f"{self.label} would refuse to start", flag=name,
-                                        releases=self.releases_accepting(name), severity="error"))
-                    i = _option_words(argv, i)
+                                        releases=self.releases_accepting(name), severity="error",
+                                        value=_spelled_value(argv, i, end)))
+                    i = end
                     continue
             words.append(word)
             spelled.append(word)
@@ -547,11 +555,14 @@ class CatalogSet:
         while j < len(extras):
             word = extras[j]
             if word.startswith("-") and not _is_number(word):
-                issues.append(self._unknown_issue(word, catalog))
-                j = _option_words(extras, j)
+                issue = self._unknown_issue(word, catalog)
+                end = _option_words(extras, j)
+                issue.value = _spelled_value(extras, j, end)
+                issues.append(issue)
+                j = end
             else:
                 issues.append(Issue("unknown-flag", f"stray argument {word!r} ({self.label} "
-                                    f"{self.positional_note})", flag=word, severity="error"))
+                                    f"{self.positional_note})", flag=word, severity="error", value=word))
                 j += 1
         return values, spellings, issues
 

@@ -92,7 +92,7 @@ def _origins(unit, environment: dict[str, str], environment_files: list[str]) ->
         elif a.key == "Environment":
             for name in parse_environment_values([a.value], None, []):
                 origins[f"env.{name}"] = a.path
-        elif not a.key.startswith("Exec"):
+        else:
             origins[f"unit.Service.{a.key}"] = a.path
     for name in environment:  # set by an EnvironmentFile= rather than Environment=
         if f"env.{name}" not in origins and environment_files:
@@ -193,7 +193,12 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
         if section != "Service":
             continue
         for key, values in keys.items():
-            if key in _SKIPPED_SERVICE_KEYS or key.startswith("Exec") or not values:
+            if key in _SKIPPED_SERVICE_KEYS or not values:
+                continue
+            if key.startswith("Exec"):  # ExecStartPre=, ExecStopPost=, …: every command, in order, as
+                # one list (systemd runs them one after another; `;` is its own separator of commands)
+                unit_keys[f"{section}.{key}"] = " ; ".join(policy.assignment_value(section, key, v)
+                                                           for v in values)
                 continue
             joined = " ".join(values) if len(values) > 1 else values[-1]
             unit_keys[f"{section}.{key}"] = policy.unit_value(section, key, joined)
