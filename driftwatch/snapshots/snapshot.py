@@ -53,6 +53,9 @@ class Snapshot:
     warnings: list[str] = field(default_factory=list)
     runtime: dict[str, Any] = field(default_factory=dict)  # loaded ExecStart, running argv, gpus, measured
     origins: dict[str, str] = field(default_factory=dict)  # "ExecStart" / "env.NAME" / "unit.S.K" -> file that set it
+    # unit_keys holds every key of every section, Exec hooks included; False for a file saved before
+    # (its unit_keys are [Service] keys only, without hooks): diff then compares only what both record.
+    all_unit_keys: bool = True
 
     @property
     def engine_argv(self) -> list[str]:
@@ -84,16 +87,18 @@ def _origins(unit, environment: dict[str, str], environment_files: list[str]) ->
     from ..parse.environment import parse_environment_values
     origins: dict[str, str] = {}
     for a in unit.assignments:
-        if a.path is None or a.section != "Service":
+        if a.path is None:
             continue
-        if a.key == "ExecStart":
+        if a.section != "Service":
+            origins[f"unit.{a.section}.{a.key}"] = a.path
+        elif a.key == "ExecStart":
             if a.value:
                 origins["ExecStart"] = a.path
         elif a.key == "Environment":
             for name in parse_environment_values([a.value], None, []):
                 origins[f"env.{name}"] = a.path
         else:
-            origins[f"unit.Service.{a.key}"] = a.path
+            origins[f"unit.{a.section}.{a.key}"] = a.path
     for name in environment:  # set by an EnvironmentFile= rather than Environment=
         if f"env.{name}" not in origins and environment_files:
             origins[f"env.{name}"] = environment_files[-1]
@@ -189,11 +194,9 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
         for k, v in parse_environment_file(text if isinstance(text, str) else "").items():
             policy.env_value(k, v)
     unit_keys: dict[str, str] = {}
-    for section, keys in unit.sections().items():
-        if section != "Service":
-            continue
+    for section, keys in unit.sections().items():  # every section: [Unit] After=, [Install] WantedBy=, …
         for key, values in keys.items():
-            if key in _SKIPPED_SERVICE_KEYS or not values:
+            if (section == "Service" and key in _SKIPPED_SERVICE_KEYS) or not values:
                 continue
             if key.startswith("Exec"):  # ExecStartPre=, ExecStopPost=, …: every command, in order, as
                 # one list (systemd runs them one after another; `;` is its own separator of commands)
@@ -320,6 +323,7 @@ def snapshot_to_dict(snap: Snapshot) -> dict:
         "environment": dict(snap.environment),
         "environment_files": list(snap.environment_files),
         "unit_keys": dict(snap.unit_keys),
+        "all_unit_keys": snap.all_unit_keys,
         "launcher": snap.launcher.to_dict(),
         "engine": engine_to_dict(snap.engine),
         "issues": [issue.to_dict() for issue in snap.issues],
@@ -561,4 +565,4 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
         environment=policy.scrub(environment), environment_files=f.texts(data, "environment_files"),
         unit_keys=policy.scrub(unit_keys), launcher=launcher, engine_version=recorded, engine=engine,
         issues=list(engine.issues), warnings=f.texts(data, "warnings"), runtime=_runtime_from(data.get("runtime"), f),
-        origins=f.scalars(data, "origins"))
+        origins=f.scalars(data, "origins"), all_unit_keys=data.get("all_unit_keys") is True)

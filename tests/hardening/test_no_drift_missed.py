@@ -129,3 +129,34 @@ def test_what_systemd_accepts_is_not_refused(tmp_path, extra):
     assert _verify(unit) in (None, True)
     code, out = run("check", "--unit-file", unit)
     assert "systemd would refuse" not in out, out
+
+
+def test_keys_of_every_section_are_compared(tmp_path):
+    b = write(tmp_path, "b.service", f"[Unit]\nAfter=network.target\n[Service]\nExecStart={PY}\n"
+                                     "[Install]\nWantedBy=multi-user.target\n")
+    c = write(tmp_path, "c.service", f"[Unit]\nAfter=network.target\nRequires=nvidia-persistenced.service\n"
+                                     f"[Service]\nExecStart={PY}\n[Install]\nWantedBy=default.target\n")
+    code, out = run("compare", "--baseline", b, "--unit-file", c)
+    assert code == 1 and "Unit.Requires=" in out and "Install.WantedBy=" in out, out
+
+
+def test_a_baseline_saved_before_every_key_was_kept_is_not_drift_by_itself(tmp_path):
+    """A snapshot file without `all_unit_keys` kept [Service] keys only: keys it never recorded are
+    not reported as added."""
+    import yaml
+    from driftwatch.collect.raw import RawUnit
+    from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
+    text = f"[Unit]\nAfter=network.target\n[Service]\nExecStartPre=/bin/true\nUser=llm\nExecStart={PY}\n"
+    data = snapshot_to_dict(build_snapshot(RawUnit(host=None, unit="s.service", text=text)))
+    assert data["all_unit_keys"] is True and "Unit.After" in data["unit_keys"]
+    del data["all_unit_keys"]
+    data["unit_keys"] = {k: v for k, v in data["unit_keys"].items()
+                         if k.startswith("Service.") and not k.startswith("Service.Exec")}
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump(data))
+    unit = write(tmp_path, "s.service", text)
+    code, out = run("compare", "--baseline", str(old), "--unit-file", unit)
+    assert code == 0 and "No drift" in out, out
+    changed = write(tmp_path, "t.service", text.replace("User=llm", "User=root"))
+    code, out = run("compare", "--baseline", str(old), "--unit-file", changed)
+    assert code == 1 and "User=" in out, out
