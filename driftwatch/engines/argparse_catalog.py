@@ -22,6 +22,7 @@ from typing import Any, Callable
 from ..errors import CatalogError
 from .config import Issue
 from .versions import version_key
+from ..fileio import loads_json
 
 CATALOG_SCHEMA = "driftwatch.catalog/v1"
 _COUNTING = threading.local()  # inside count_problems: issues are counted, their wording is not read
@@ -165,7 +166,7 @@ def to_bool(text: str) -> bool:
 
 
 BASE_CONVERTERS: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "str": str,
-                                                     "json": json.loads, "bool": to_bool}
+                                                     "json": loads_json, "bool": to_bool}
 
 
 # --------------------------------------------------------------------------- argparse rebuilt

@@ -264,8 +264,9 @@ def _model_facts(raw: RawUnit, engine: EngineConfig) -> dict[str, Any] | None:
         return None
     path = engine.concept_values()[0].get("model.path")
     name = path if path in configs else next(iter(configs))
+    from ..fileio import loads_json
     try:
-        data = json.loads(configs[name])
+        data = loads_json(configs[name])
     except (ValueError, RecursionError, MemoryError):  # not JSON, or nested past what Python parses
         return None
     if not isinstance(data, dict):
