@@ -263,6 +263,8 @@ def _env_get(env: dict[str, str], name: str) -> str | None:
 
 def replace_env(word: str, env: dict[str, str]) -> str:
     """replace_env() of systemd 252 with flags 0: ${NAME} -> value (unset -> ''), $$ -> $, rest literal."""
+    if "$" not in word:  # nearly every word, however long: no scan character by character
+        return word
     out: list[str] = []
     state = "WORD"
     start = 0  # index of the not yet copied text
