@@ -135,26 +135,37 @@ def _unlink(path: str) -> None:
         pass
 
 
-STALE_TEMP_SECONDS = 3600
+STALE_TEMP_SECONDS = 5  # an unlocked temp file this old belongs to no save in progress
+_TEMP_NAME = re.compile(r"^\..+\.[A-Za-z0-9_]{1,32}\.tmp$")  # `.NAME.XXXXXXXX.tmp`, as _temp_copy makes them
 
 
 def _remove_stale_temps(target: Path) -> None:
-    """Temp copies of `target` a killed run left behind (`.NAME.XXXX.tmp`, over an hour old): removed,
-    so nothing a later run lists or reads trips over them."""
+    """Temp files a killed save left in the target's directory (any target's: a store writes a new
+    name each time): removed by the next save. A save in progress holds an exclusive lock on its temp
+    file while it writes, so only a file nobody holds, last written over STALE_TEMP_SECONDS ago, goes."""
+    import fcntl
     import time
     try:
         entries = list(os.scandir(target.parent))
     except OSError:
         return
     now = time.time()
-    prefix = f".{target.name}."
     for entry in entries:
-        if entry.name.startswith(prefix) and entry.name.endswith(".tmp"):
-            try:
-                if entry.is_file(follow_symlinks=False) and now - entry.stat().st_mtime > STALE_TEMP_SECONDS:
-                    os.unlink(entry.path)
-            except OSError:
-                pass
+        if not _TEMP_NAME.match(entry.name):
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False) or now - entry.stat().st_mtime <= STALE_TEMP_SECONDS:
+                continue
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a save is writing it
+            os.unlink(entry.path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _temp_copy(target: Path, text: str, mode: int) -> str:
@@ -166,6 +177,8 @@ def _temp_copy(target: Path, text: str, mode: int) -> str:
     except OSError as exc:
         raise InputError(f"{target}: cannot write here: {exc.strerror or exc}") from None
     with _removed_on_failure(tmp, target):
+        import fcntl
+        fcntl.flock(fd, fcntl.LOCK_EX)  # ours while we write: the next save's clean-up leaves it alone
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

@@ -189,7 +189,11 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
     expanded = policy.words(clear_expanded)
     wrapper_args = [policy.text(w) for w in launcher.wrapper_args]
     launcher_env = {k: policy.env_value(k, v) for k, v in launcher.env.items()}
-    environment = {k: policy.env_value(k, v) for k, v in {**result.environment, **launcher.env}.items()}
+    # The server's environment: in a container (`docker|podman run IMAGE`), what -e/--env give it (the
+    # image's defaults and an --env-file's contents are unknown here); the unit's Environment= reaches
+    # only the container client, and is compared as the unit key Service.Environment.
+    clear_environment = dict(launcher.env) if launcher.image else {**result.environment, **launcher.env}
+    environment = {k: policy.env_value(k, v) for k, v in clear_environment.items()}
     for text in (raw.environment_files or {}).values():  # variables a later file overrides still hold secrets
         for k, v in parse_environment_file(text if isinstance(text, str) else "").items():
             policy.env_value(k, v)
@@ -205,6 +209,9 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
                 continue
             joined = " ".join(values) if len(values) > 1 else values[-1]
             unit_keys[f"{section}.{key}"] = policy.unit_value(section, key, joined)
+    if launcher.image and unit.values("Service", "Environment"):
+        unit_keys["Service.Environment"] = policy.unit_value("Service", "Environment",
+                                                             " ".join(unit.values("Service", "Environment")))
     if result.working_directory is not None:
         unit_keys.setdefault("Service.WorkingDirectory", policy.unit_value("Service", "WorkingDirectory",
                                                                            result.working_directory))
@@ -231,6 +238,9 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
     runtime = scrub(runtime)
     engine = clear_engine if launcher.engine_argv == clear_engine_argv else engine_plugin.read_config(
         launcher.engine_argv, engine_version=engine_version, recorded_version=recorded, recorded_from=recorded_from)
+    visible = _visible_devices_issue(clear_environment, engine, bool(launcher.image))
+    if visible is not None:
+        engine.issues.append(visible)
     for issue in engine.issues:
         issue.message = scrub(issue.message)
     for name in ("main_pid", "active_state", "gpus", "interconnect"):
@@ -251,6 +261,23 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
         engine_version=recorded, engine=engine, issues=list(engine.issues),
         warnings=scrub(warnings), runtime=runtime,
         origins=_origins(unit, result.environment, list(result.environment_files)))
+
+
+def _visible_devices_issue(environment: dict[str, str], engine: EngineConfig, container: bool) -> Issue | None:
+    """CUDA_VISIBLE_DEVICES naming fewer GPUs than the tensor-parallel size: the server cannot start.
+    The same environment (the container's, for a container) that compare's impact model reads, so
+    `check` and `compare` agree."""
+    value = environment.get("CUDA_VISIBLE_DEVICES")
+    if value is None or engine.engine == NO_ENGINE:
+        return None
+    devices = [d for d in str(value).split(",") if d.strip()]
+    tp = engine.concept_values()[0].get("parallel.tensor")
+    if isinstance(tp, bool) or not isinstance(tp, int) or len(devices) >= tp:
+        return None
+    where = "the container's " if container else ""
+    return Issue("startup-crash", f"{where}CUDA_VISIBLE_DEVICES={value} leaves {len(devices)} visible GPU"
+                 f"{'s' if len(devices) != 1 else ''} for tensor parallelism {tp}: {engine.title} cannot start",
+                 key="CUDA_VISIBLE_DEVICES", severity="error")
 
 
 def _model_facts(raw: RawUnit, engine: EngineConfig) -> dict[str, Any] | None:
@@ -559,6 +586,9 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
             if recorded and recorded == plugin.release_from_image(launcher.image) else None)
     engine = plugin.read_config(list(launcher.engine_argv), engine_version=engine_version,
                                 recorded_version=recorded, recorded_from=said)
+    visible = _visible_devices_issue(environment, engine, bool(launcher.image))
+    if visible is not None:
+        engine.issues.append(visible)
     return Snapshot(
         host=f.text(data, "host"), unit=f.text(data, "unit"), source=f.text(data, "source", "file") or "file",
         collected_at=f.text(data, "collected_at") or now_utc(), paths=f.texts(data, "paths"),

@@ -161,3 +161,32 @@ def test_a_deep_state_file_is_one_line(tmp_path):
     path.write_text('{"a": ' * 3000 + "1" + "}" * 3000)
     with pytest.raises(InputError, match="state file .* not valid JSON"):
         load_state(str(path))
+
+
+def test_temp_files_of_killed_saves_are_removed_by_the_next_save(tmp_path):
+    """A store writes a new file name each time: the next save removes any killed save's temp file
+    (nobody holds its lock), whatever target it was for; one a save is writing now stays."""
+    import fcntl
+    import time
+    from driftwatch.fileio import STALE_TEMP_SECONDS, write_new
+    killed = tmp_path / ".20261128T050000Z-00.yaml.k1ll3d_x.tmp"
+    killed.write_text("half")
+    old = time.time() - STALE_TEMP_SECONDS - 5
+    os.utime(killed, (old, old))
+    busy = tmp_path / ".20261128T060000Z-00.yaml.busy_123.tmp"
+    busy.write_text("being written")
+    os.utime(busy, (old, old))
+    fd = os.open(busy, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # a save in progress (another process would hold it the same way)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the next save, in another process (flock is per open file description)
+            try:
+                write_new(tmp_path / "20261128T070000Z-00.yaml", "x: 1\n")
+            finally:
+                os._exit(0)
+        os.waitpid(pid, 0)
+    finally:
+        os.close(fd)
+    assert not killed.exists() and busy.exists()
+    assert (tmp_path / "20261128T070000Z-00.yaml").read_text() == "x: 1\n"
