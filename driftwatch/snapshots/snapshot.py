@@ -238,9 +238,9 @@ def _build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str
     runtime = scrub(runtime)
     engine = clear_engine if launcher.engine_argv == clear_engine_argv else engine_plugin.read_config(
         launcher.engine_argv, engine_version=engine_version, recorded_version=recorded, recorded_from=recorded_from)
-    visible = _visible_devices_issue(clear_environment, engine, bool(launcher.image))
-    if visible is not None:
-        engine.issues.append(visible)
+    gpus_issue = _visible_devices_issue(clear_environment, engine, bool(launcher.image))
+    if gpus_issue is not None:
+        engine.issues.append(gpus_issue)
     for issue in engine.issues:
         issue.message = scrub(issue.message)
     for name in ("main_pid", "active_state", "gpus", "interconnect"):
@@ -586,9 +586,9 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
             if recorded and recorded == plugin.release_from_image(launcher.image) else None)
     engine = plugin.read_config(list(launcher.engine_argv), engine_version=engine_version,
                                 recorded_version=recorded, recorded_from=said)
-    visible = _visible_devices_issue(environment, engine, bool(launcher.image))
-    if visible is not None:
-        engine.issues.append(visible)
+    gpus_issue = _visible_devices_issue(environment, engine, bool(launcher.image))
+    if gpus_issue is not None:
+        engine.issues.append(gpus_issue)
     return Snapshot(
         host=f.text(data, "host"), unit=f.text(data, "unit"), source=f.text(data, "source", "file") or "file",
         collected_at=f.text(data, "collected_at") or now_utc(), paths=f.texts(data, "paths"),
