@@ -252,6 +252,32 @@ def _option_words(argv: list[str], start: int) -> int:
     return i
 
 
+def _take_untyped(words: list[str], spelled: list[str], catalog) -> tuple[list[str], list[str], list[str]]:
+    """Long options the catalog does not know, with their value words, taken out before argparse
+    (whose parse is quadratic in the option words: 8 000 unknown flags took 37 s); they are what
+    argparse would have left over, reported the same way. With a positional argument (vLLM's model),
+    a word after an unknown option may be that positional: such an option stays for argparse."""
+    positional = catalog.__dict__.get("_dw_positional")
+    if positional is None:
+        positional = catalog.__dict__["_dw_positional"] = any(not spec.option_strings for spec in catalog.options)
+    kept_w: list[str] = []
+    kept_s: list[str] = []
+    untyped: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("--") and len(word) > 2 and catalog.resolve(word)[0] == "unknown":
+            end = _option_words(words, i)
+            if not positional or end == i + 1:
+                untyped.extend(words[i:end])
+                i = end
+                continue
+        kept_w.append(word)
+        kept_s.append(spelled[i])
+        i += 1
+    return kept_w, kept_s, untyped
+
+
 def _spelled_value(argv: list[str], start: int, end: int) -> str:
     """What followed an untyped option, as spelled: `--x=1` -> "1", `--x 1 2` -> "1 2", `--x` -> ""."""
     _, eq, inline = argv[start].partition("=")
@@ -521,6 +547,7 @@ class CatalogSet:
             spelled.append(word)
             i += 1
         words, spelled = _drop_overridden(words, spelled, catalog)
+        words, spelled, untyped = _take_untyped(words, spelled, catalog)
         options = sum(1 for w in words if w.startswith("-") and len(w) > 1 and not _is_number(w))
         if options > MAX_OPTIONS:
             issues.append(Issue("bad-value", f"the command line has {options} options (the limit is {MAX_OPTIONS}): "
@@ -552,6 +579,7 @@ class CatalogSet:
                 spec = catalog.by_option.get(matches[0]) if kind in ("exact", "prefix") else None
                 if spec is not None and spec.dest in spellings:
                     spellings[spec.dest] = word.split("=", 1)[0]
+        extras = untyped + list(extras)
         j = 0
         while j < len(extras):
             word = extras[j]
