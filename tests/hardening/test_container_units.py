@@ -67,5 +67,6 @@ def test_check_and_compare_agree_on_visible_gpus(tmp_path, case, starts):
     current = _write(tmp_path, "c.service", case)
     check = dw("check", "--unit-file", current, "--format", "json")
     assert json.loads(check.stdout)["starts"] is starts, check.stdout
-    compare = dw("compare", "--baseline", baseline, "--unit-file", current)
-    assert ("will not start" not in compare.stdout) is starts, compare.stdout
+    compare = dw("compare", "--baseline", baseline, "--unit-file", current, "--format", "json")
+    said = " ".join(f.get("explanation") or "" for f in json.loads(compare.stdout)["findings"])
+    assert ("will not start" not in said) is starts, said
