@@ -3,6 +3,7 @@
     python benchmarks/fuzz.py --units 100000 --snapshots 10000          # the issue's targets
     python benchmarks/fuzz.py --units 2000 --snapshots 500 --seed 7     # a quick look
     python benchmarks/fuzz.py --cli 200                                 # also through the CLI
+    python benchmarks/fuzz.py --units 0 --snapshots 0 --grammar 2000    # grammar-aware inputs (issue 21)
 
 Seeds are the shipped examples and the test units (plain files and `systemctl cat` output).
 Mutations: byte flips, truncation, duplicated and dropped lines and sections, escapes (`\\x2d`,
@@ -153,6 +154,7 @@ class Tally:
         self.examples: dict[str, str] = {}
         self.slow_inputs: list[tuple[float, str]] = []
         self.max_cpu = 0.0
+        self.slow_small = 0  # slow inputs under 100 KB (the issue's target: none)
 
     def run(self, label: str, fn, payload: str) -> None:
         self.inputs += 1
@@ -173,6 +175,8 @@ class Tally:
         self.max_cpu = max(self.max_cpu, cpu)
         if cpu > self.slow:
             self.slow_inputs.append((cpu, payload[:300]))
+            if len(payload.encode("utf-8", "surrogateescape")) < 100_000:
+                self.slow_small += 1
 
 
 def strict_json(text: str) -> None:
@@ -259,6 +263,165 @@ def fuzz_cli(n: int, rng: random.Random, tally: Tally, corpus: list[str]) -> Non
             path.unlink()
 
 
+# --------------------------------------------------------------------------- grammar-aware (issue 21)
+# Inputs built from the grammars driftwatch reads, not mutated bytes: a vLLM `--config FILE` (YAML with
+# the catalog's option names, aliases, deep nesting, long numbers), JSON flag values (deep, wide, long
+# numbers), huge units (thousands of unknown or repeated flags, one long value), Exec hooks and
+# WorkingDirectory= values, and hostile host names. Each is timed; an input under 100 KB slower than
+# --slow is counted apart from bigger ones.
+
+VLLM_KEYS = ["max_model_len", "tensor_parallel_size", "max_num_seqs", "gpu_memory_utilization", "port",
+             "kv_cache_dtype", "speculative_config", "compilation_config", "model", "served_model_name",
+             "enable_prefix_caching", "block_size", "unknown_key", "api_key"]
+
+
+def _scalar(rng: random.Random):
+    return rng.choice([1, 0, -1, 2, 0.9, 1e300, float("1e308"), "x", "", None, True, "9" * rng.choice([10, 99, 101, 400]),
+                       "auto", "fp8", "a" * rng.choice([1, 100, 5000])])
+
+
+def _json_value(rng: random.Random, depth: int):
+    if depth <= 0 or rng.random() < 0.3:
+        return _scalar(rng)
+    if rng.random() < 0.5:
+        return [_json_value(rng, depth - 1) for _ in range(rng.randint(0, 4))]
+    return {rng.choice(VLLM_KEYS + ["method", "num_speculative_tokens", "level"]): _json_value(rng, depth - 1)
+            for _ in range(rng.randint(0, 4))}
+
+
+def _json_text(rng: random.Random) -> str:
+    kind = rng.randrange(5)
+    if kind == 0:  # deep
+        d = rng.choice([10, 63, 64, 65, 200, 3000])
+        return "[" * d + "]" * d if rng.random() < 0.5 else '{"a": ' * d + "1" + "}" * d
+    if kind == 1:  # a long number inside a mapping
+        return '{"num_speculative_tokens": ' + "9" * rng.choice([50, 100, 101, 320, 5000]) + ', "method": "ngram"}'
+    if kind == 2:  # wide
+        return json.dumps({f"k{i}": i for i in range(rng.choice([10, 1000, 20000]))})
+    try:
+        return json.dumps(_json_value(rng, rng.randint(1, 8)), allow_nan=False)
+    except ValueError:
+        return '{"method": "ngram"}'
+
+
+def _config_yaml(rng: random.Random) -> str:
+    kind = rng.randrange(5)
+    if kind == 0:  # an alias bomb
+        width, levels = rng.choice([(8, 7), (9, 9), (4, 4)])
+        text = "a: &a [" + ",".join(['"xxxxxxxx"'] * width) + "]\n"
+        for i in range(levels - 1):
+            a, b = chr(97 + i), chr(98 + i)
+            text += f"{b}: &{b} [" + ",".join([f"*{a}"] * width) + "]\n"
+        return text
+    if kind == 1:  # deep
+        d = rng.choice([10, 65, 500])
+        return "a: " + "[" * d + "]" * d + "\n"
+    if kind == 2:  # a long number
+        return f"max_model_len: {'9' * rng.choice([10, 101, 400, 5000])}\n"
+    if kind == 3:  # not a mapping, or garbage
+        return rng.choice(["- 1\n- 2\n", "", "{", "a: [1\n", "\t- x", "!!python/object:os.system x\n"])
+    lines = []
+    for key in rng.sample(VLLM_KEYS, rng.randint(1, len(VLLM_KEYS))):
+        value = _json_value(rng, rng.randint(0, 3))
+        try:
+            lines.append(f"{key}: {json.dumps(value, allow_nan=False)}")
+        except ValueError:
+            lines.append(f"{key}: 1")
+    return "\n".join(lines) + "\n"
+
+
+def _huge_unit(rng: random.Random) -> str:
+    head = "/usr/bin/python3 -m sglang.launch_server --model-path /m"
+    kind = rng.randrange(4)
+    n = rng.choice([100, 1000, 4000, 8000])
+    if kind == 0:
+        args = " ".join(f"--unknown-flag-{i} {i}" for i in range(n))
+    elif kind == 1:
+        args = " --tp 1" * n
+    elif kind == 2:
+        args = "--json-model-override-args '" + json.dumps({"a": "x" * (n * 50)}) + "'"
+    else:
+        args = " \\\n  ".join(f"--x{i} {i}" for i in range(n))
+    return f"[Service]\nExecStart={head} {args}\n"
+
+
+def _hook_unit(rng: random.Random) -> str:
+    wd = rng.choice(["/srv", "srv", "~", "-~", "-srv", "%h/x", "%n", "/a/../b", "/" + "a" * 5000, "", "%Z"])
+    hooks = "".join(f"{rng.choice(['ExecStartPre', 'ExecStartPost', 'ExecStopPost', 'ExecCondition'])}="
+                    f"{rng.choice(['/bin/true', '-/bin/x a b', '', '@/bin/a b', 'relative x', '!!/bin/z'])}\n"
+                    for _ in range(rng.randint(0, 4)))
+    execs = "ExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /m --tp 2\n" * rng.choice([1, 1, 2])
+    kind = rng.choice(["", "Type=oneshot\n", "Type=simple\n"])
+    return f"[Service]\n{kind}WorkingDirectory={wd}\n{hooks}{execs}"
+
+
+def _container_unit(rng: random.Random) -> str:
+    opts = " ".join(rng.choice(["-e A=1", "-e CUDA_VISIBLE_DEVICES", "--env=CUDA_VISIBLE_DEVICES=0",
+                                "-eB=2", "--env-file /x", "--gpus all", "-e", "--env=", "-e =x"])
+                    for _ in range(rng.randint(0, 5)))
+    runner = rng.choice(["docker run", "podman run", "docker container run", "nerdctl run"])
+    env = rng.choice(["", "Environment=CUDA_VISIBLE_DEVICES=0\n", "Environment=CUDA_VISIBLE_DEVICES=0,1\n"])
+    return (f"[Service]\n{env}ExecStart=/usr/bin/{runner} --rm {opts} lmsysorg/sglang:v0.5.5 "
+            f"python3 -m sglang.launch_server --model-path /m --tp {rng.choice([1, 2, 4])}\n")
+
+
+def _host_name(rng: random.Random) -> str:
+    return rng.choice(["..", ".", "a..b", ".x", "x.", "-x", "a" * 64, "a" * 300, "CT129", "[::1]:22", "[::1",
+                       "u@", "@h", "h:0", "h:99999", "h:x", "ü.example", "h\x00", "h h", "h/../x", "%2e%2e",
+                       "".join(chr(rng.randrange(32, 127)) for _ in range(rng.randint(1, 20)))])
+
+
+def fuzz_grammar(n: int, rng: random.Random, tally: Tally, rules, base: Baseline) -> None:
+    from driftwatch.collect.inventory import parse_target
+    from driftwatch.engines.vllm import config_file
+    from driftwatch.fileio import load_yaml_text as yaml_text, loads_json
+    for _ in range(n):
+        kind = rng.randrange(7)
+        if kind == 0:  # a vLLM --config FILE fetched from a host
+            text = _config_yaml(rng)
+            unit = "[Service]\nExecStart=/usr/bin/vllm serve /m --config /etc/vllm/c.yaml --port 8000\n"
+
+            def one(text=text, unit=unit):
+                raw = RawUnit(host="fuzz", unit="v.service", text=unit, source="file")
+                raw.engine_files = {"/etc/vllm/c.yaml": text}
+                through_everything(build_snapshot(raw), base, rules)
+            tally.run("grammar config-file", one, text)
+        elif kind == 1:  # a JSON flag value
+            value = _json_text(rng)
+            flag = rng.choice(["--json-model-override-args", "--speculative-config", "--hf-overrides"])
+            engine = "/usr/bin/vllm serve /m" if flag != "--json-model-override-args" else \
+                "/usr/bin/python3 -m sglang.launch_server --model-path /m"
+            text = f"[Service]\nExecStart={engine} {flag} '{value}'\n"
+            tally.run("grammar json-value", lambda text=text: through_everything(
+                build_snapshot(RawUnit(host="fuzz", unit="j.service", text=text, source="file")), base, rules), text)
+        elif kind == 2:
+            text = _huge_unit(rng)
+            tally.run("grammar huge-unit", lambda text=text: through_everything(
+                build_snapshot(RawUnit(host="fuzz", unit="h.service", text=text, source="file")), base, rules), text)
+        elif kind == 3:
+            text = _hook_unit(rng)
+            tally.run("grammar hooks", lambda text=text: through_everything(
+                build_snapshot(RawUnit(host="fuzz", unit="k.service", text=text, source="file")), base, rules), text)
+        elif kind == 4:
+            text = _container_unit(rng)
+            tally.run("grammar container", lambda text=text: through_everything(
+                build_snapshot(RawUnit(host="fuzz", unit="c.service", text=text, source="file")), base, rules), text)
+        elif kind == 5:
+            name = _host_name(rng)
+            tally.run("grammar host", lambda name=name: parse_target(name), name)
+        else:  # the loaders themselves
+            text = _json_text(rng) if rng.random() < 0.5 else _config_yaml(rng)
+
+            def one(text=text):
+                try:
+                    loads_json(text)
+                except ValueError:
+                    pass
+                yaml_text(text, "<fuzz>", "file")
+                config_file.payload("/c.yaml", text)
+            tally.run("grammar loaders", one, text)
+
+
 def documents(corpus: list[str]) -> list[dict]:
     """The saved form (a snapshot, and a baseline made of it) of every corpus unit that builds:
     what the document fuzzer mutates."""
@@ -278,6 +441,8 @@ def main(argv=None) -> int:
     parser.add_argument("--units", type=int, default=2000)
     parser.add_argument("--snapshots", type=int, default=500)
     parser.add_argument("--cli", type=int, default=0, help="mutated units also run through the CLI")
+    parser.add_argument("--grammar", type=int, default=0,
+                        help="grammar-aware inputs: engine config files, JSON values, huge units, hooks, hosts")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--slow", type=float, default=1.0, help="CPU seconds above which an input is slow")
     parser.add_argument("--show", type=int, default=3, help="examples printed per exception site")
@@ -296,6 +461,8 @@ def main(argv=None) -> int:
     start = time.monotonic()
     fuzz_units(args.units, rng, tally, rules, base, corpus)
     fuzz_docs(args.snapshots, rng, tally, rules, base, docs)
+    if args.grammar:
+        fuzz_grammar(args.grammar, rng, tally, rules, base)
     if args.cli:
         fuzz_cli(args.cli, rng, tally, corpus)
     wall = time.monotonic() - start
@@ -303,7 +470,7 @@ def main(argv=None) -> int:
     print(f"{tally.inputs} inputs ({args.units} units, {args.snapshots} snapshots/baselines, {args.cli} CLI units "
           f"x3 runs) in {wall:.0f} s: {total} exceptions other than driftwatch's own at "
           f"{len(tally.exceptions)} sites, {len(tally.slow_inputs)} inputs over {args.slow:g} s CPU "
-          f"(slowest {tally.max_cpu:.2f} s)")
+          f"({tally.slow_small} of them under 100 KB; slowest {tally.max_cpu:.2f} s); {args.grammar} grammar inputs")
     for where, count in tally.exceptions.most_common():
         print(f"  {count:6d}  {where}")
         if args.show:

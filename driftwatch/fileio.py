@@ -34,6 +34,10 @@ MAX_TEXT_BYTES = 1_000_000
 MAX_YAML_BYTES = 8_000_000
 MAX_YAML_DEPTH = 64  # nesting of mappings and sequences
 MAX_YAML_NODES = 1_000_000  # scalars, mappings and sequences, every alias counted as what it expands to
+MAX_NUMBER_CHARS = 100  # a number written longer (a 320-digit integer) is refused, not carried along
+MAX_JSON_DEPTH = MAX_YAML_DEPTH
+MAX_JSON_BYTES = MAX_YAML_BYTES
+MAX_JSON_NODES = MAX_YAML_NODES
 
 
 # --------------------------------------------------------------------------- reading
@@ -131,26 +135,37 @@ def _unlink(path: str) -> None:
         pass
 
 
-STALE_TEMP_SECONDS = 3600
+STALE_TEMP_SECONDS = 5  # an unlocked temp file this old belongs to no save in progress
+_TEMP_NAME = re.compile(r"^\..+\.[A-Za-z0-9_]{1,32}\.tmp$")  # `.NAME.XXXXXXXX.tmp`, as _temp_copy makes them
 
 
 def _remove_stale_temps(target: Path) -> None:
-    """Temp copies of `target` a killed run left behind (`.NAME.XXXX.tmp`, over an hour old): removed,
-    so nothing a later run lists or reads trips over them."""
+    """Temp files a killed save left in the target's directory (any target's: a store writes a new
+    name each time): removed by the next save. A save in progress holds an exclusive lock on its temp
+    file while it writes, so only a file nobody holds, last written over STALE_TEMP_SECONDS ago, goes."""
+    import fcntl
     import time
     try:
         entries = list(os.scandir(target.parent))
     except OSError:
         return
     now = time.time()
-    prefix = f".{target.name}."
     for entry in entries:
-        if entry.name.startswith(prefix) and entry.name.endswith(".tmp"):
-            try:
-                if entry.is_file(follow_symlinks=False) and now - entry.stat().st_mtime > STALE_TEMP_SECONDS:
-                    os.unlink(entry.path)
-            except OSError:
-                pass
+        if not _TEMP_NAME.match(entry.name):
+            continue
+        try:
+            if not entry.is_file(follow_symlinks=False) or now - entry.stat().st_mtime <= STALE_TEMP_SECONDS:
+                continue
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a save is writing it
+            os.unlink(entry.path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
 
 
 def _temp_copy(target: Path, text: str, mode: int) -> str:
@@ -162,6 +177,8 @@ def _temp_copy(target: Path, text: str, mode: int) -> str:
     except OSError as exc:
         raise InputError(f"{target}: cannot write here: {exc.strerror or exc}") from None
     with _removed_on_failure(tmp, target):
+        import fcntl
+        fcntl.flock(fd, fcntl.LOCK_EX)  # ours while we write: the next save's clean-up leaves it alone
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
@@ -236,10 +253,15 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
+_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+
+
 class _Limits:
     """Bounds for a loader whose composer is PyYAML's Python one: nesting depth, and the number of nodes a
     document expands to (each alias counted as the size of what it names), so an alias bomb or a deep
     structure is one clear error."""
+
+    _dw_max_nodes = MAX_YAML_NODES
 
     def _dw_reset(self) -> None:
         self._dw_depth = 0
@@ -255,6 +277,10 @@ class _Limits:
                 raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_YAML_DEPTH} levels", mark)
             alias = self.check_event(yaml.AliasEvent)
             node = super().compose_node(parent, index)
+            if (not alias and isinstance(node, yaml.ScalarNode) and len(node.value) > MAX_NUMBER_CHARS
+                    and node.tag in (_INT_TAG, _FLOAT_TAG)):
+                raise yaml.composer.ComposerError(None, None, f"a number of {len(node.value)} characters (the "
+                                                  f"limit is {MAX_NUMBER_CHARS})", mark)
             if alias:
                 if id(node) not in self._dw_sizes:  # names a node still being read: a cycle
                     raise yaml.composer.ComposerError(None, None, "an alias refers to a structure that contains it",
@@ -268,8 +294,8 @@ class _Limits:
                 self._dw_nodes.append(node)  # keep it alive: ids must not be reused while reading
             if alias or parent is None:
                 self._dw_total += size
-            if size > MAX_YAML_NODES or self._dw_total > MAX_YAML_NODES:
-                raise yaml.composer.ComposerError(None, None, f"expands to more than {MAX_YAML_NODES} values "
+            if size > self._dw_max_nodes or self._dw_total > self._dw_max_nodes:
+                raise yaml.composer.ComposerError(None, None, f"expands to more than {self._dw_max_nodes} values "
                                                   "(aliases counted as what they repeat)", mark)
             return node
         finally:
@@ -400,6 +426,34 @@ def dump_yaml(data: Any) -> str:
         raise InputError(f"cannot write YAML: a value of type {type(odd).__name__} has no YAML form") from None
 
 
+def dump_yaml_readable(data: Any, what: str, *, limit: int = MAX_YAML_BYTES) -> str:
+    """dump_yaml of a record driftwatch will read back (a snapshot, a baseline): refused with one
+    InputError line, before anything is written, when `read_yaml` would refuse the file (deeper than
+    MAX_YAML_DEPTH, more than MAX_YAML_NODES values, a number longer than MAX_NUMBER_CHARS, more than
+    `limit` bytes). Nothing is saved that cannot be read back."""
+    stack = [(data, 1)]
+    count = 0
+    while stack:
+        item, depth = stack.pop()
+        count += 1
+        if count > MAX_YAML_NODES:
+            raise InputError(f"{what} not saved: more than {MAX_YAML_NODES} values, which it could not be read back")
+        if isinstance(item, (dict, list, tuple)):
+            if depth > MAX_YAML_DEPTH:
+                raise InputError(f"{what} not saved: nested deeper than {MAX_YAML_DEPTH} levels, so it could not "
+                                 "be read back")
+            values = list(item.values()) + list(item.keys()) if isinstance(item, dict) else item
+            stack.extend((v, depth + 1) for v in values)
+        elif isinstance(item, (int, float)) and not isinstance(item, bool) and len(repr(item)) > MAX_NUMBER_CHARS:
+            raise InputError(f"{what} not saved: a number of {len(repr(item))} characters, so it could not be read "
+                             "back")
+    text = dump_yaml(data)
+    size = len(text.encode("utf-8"))
+    if size > limit:
+        raise InputError(f"{what} not saved: {size} bytes, over the {limit} bytes driftwatch reads back")
+    return text
+
+
 def yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, str]:
     """(1-based line or None, one-line reason) of a YAML error, for messages that name the line."""
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
@@ -407,31 +461,52 @@ def yaml_problem(exc: yaml.YAMLError) -> tuple[int | None, str]:
     return (mark.line + 1 if mark is not None else None), " ".join(str(problem).split())
 
 
-def _load_one(loader_class, text: str) -> Any:
+def _load_one(loader_class, text: str, max_nodes: int = MAX_YAML_NODES) -> Any:
     loader = loader_class(text)
+    loader._dw_max_nodes = max_nodes
     try:
         return loader.get_single_data()
     finally:
         loader.dispose()
 
 
-def _load_bounded(text: str) -> Any:
+def _load_bounded(text: str, max_nodes: int = MAX_YAML_NODES) -> Any:
     """What yaml.safe_load does, bounded, with libyaml's parser when it gives the pure loader's answer:
     a text it refuses (or one of the few it reads differently) is read again by the pure loader, so
     values and error messages are the pure loader's, only about five times faster on valid files."""
     if CLimitedLoader is not None and not _C_UNSAFE.search(text):
         try:
-            return _load_one(CLimitedLoader, text)
+            return _load_one(CLimitedLoader, text, max_nodes)
         except Exception:  # noqa: BLE001 - the pure loader gives the verdict and the message
             pass
-    return _load_one(PureLimitedLoader, text)
+    return _load_one(PureLimitedLoader, text, max_nodes)
 
 
-def load_yaml_text(text: str, where: str, what: str) -> Any:
-    """safe_load `text` read from `where`. A YAML error is one line for people and for editors
-    that jump to ``FILE:LINE``: ``WHERE:4: invalid YAML in WHAT (line 4, column 9): reason``."""
+class YAMLLimitError(ValueError):
+    """A YAML text refused by the bounded loader (invalid, or over a bound); `line` is 1-based or None."""
+
+    def __init__(self, line: int | None, reason: str):
+        super().__init__(reason)
+        self.line, self.reason = line, reason
+
+
+def load_yaml_data(text: str, *, max_nodes: int = MAX_YAML_NODES) -> Any:
+    """The bounded safe_load for text that is not a file of its own (a vLLM --config FILE's text carried
+    in a unit's argv): YAMLLimitError(line, reason) instead of an InputError naming a file."""
     try:
-        return _load_bounded(text)
+        return _load_bounded(text) if max_nodes == MAX_YAML_NODES else _load_bounded(text, max_nodes)
+    except (ValueError, OverflowError, RecursionError) as exc:
+        raise YAMLLimitError(None, f"unusable value: {str(exc).splitlines()[0][:120]}") from None
+    except yaml.YAMLError as exc:
+        raise YAMLLimitError(*yaml_problem(exc)) from None
+
+
+def load_yaml_text(text: str, where: str, what: str, *, max_nodes: int = MAX_YAML_NODES) -> Any:
+    """safe_load `text` read from `where`. A YAML error is one line for people and for editors
+    that jump to ``FILE:LINE``: ``WHERE:4: invalid YAML in WHAT (line 4, column 9): reason``.
+    `max_nodes`: how many values the document may expand to (aliases counted as what they repeat)."""
+    try:
+        return _load_bounded(text) if max_nodes == MAX_YAML_NODES else _load_bounded(text, max_nodes)
     except (ValueError, OverflowError, RecursionError) as exc:  # e.g. an integer of more than 4300 digits
         raise InputError(f"{where}: unusable value in {what}: {str(exc).splitlines()[0][:120]}") from None
     except yaml.YAMLError as exc:
@@ -443,11 +518,78 @@ def load_yaml_text(text: str, where: str, what: str) -> Any:
                          f"{problem}") from None
 
 
+class JSONLimitError(ValueError):
+    """A JSON text over a bound (size, depth, values, number length): a ValueError, so that a flag's
+    converter reads it as a rejected value like any other bad JSON."""
+
+
+def _json_number(kind):
+    def parse(text: str):
+        if len(text) > MAX_NUMBER_CHARS:
+            raise JSONLimitError(f"a number of {len(text)} characters (the limit is {MAX_NUMBER_CHARS})")
+        return kind(text)
+    return parse
+
+
+_PARSE_INT, _PARSE_FLOAT = _json_number(int), _json_number(float)
+
+
+def loads_json(text: str | bytes, *, limit: int = MAX_JSON_BYTES) -> Any:
+    """json.loads, bounded: at most `limit` characters, MAX_JSON_DEPTH levels of arrays and objects,
+    MAX_JSON_NODES values and numbers of at most MAX_NUMBER_CHARS characters. Raises JSONLimitError
+    (or json.JSONDecodeError, both ValueErrors) with one line; never RecursionError or MemoryError.
+    Every JSON text driftwatch reads (flag values, config.json, state files, probe answers) goes here."""
+    import json
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", "replace")
+    if len(text) > limit:
+        raise JSONLimitError(f"JSON text of {len(text)} characters (the limit is {limit})")
+    try:
+        data = json.loads(text, parse_int=_PARSE_INT, parse_float=_PARSE_FLOAT)
+    except RecursionError:
+        raise JSONLimitError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    _check_json_shape(data)
+    return data
+
+
+def _check_json_shape(data: Any) -> None:
+    """Depth and size of parsed JSON, without recursion."""
+    stack = [(data, 1)]
+    count = 0
+    while stack:
+        item, depth = stack.pop()
+        count += 1
+        if count > MAX_JSON_NODES:
+            raise JSONLimitError(f"JSON text of more than {MAX_JSON_NODES} values")
+        if isinstance(item, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise JSONLimitError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
+            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+
+
+def load_json_text(text: str | bytes, where: str, what: str, *, limit: int = MAX_JSON_BYTES) -> Any:
+    """loads_json with one InputError line naming `where` and `what` (a file, a host's file)."""
+    try:
+        return loads_json(text, limit=limit)
+    except ValueError as exc:
+        line = getattr(exc, "lineno", None)
+        at = f":{line}" if line else ""
+        kind = "over a limit" if isinstance(exc, JSONLimitError) else "not valid JSON"
+        raise InputError(f"{where}{at}: {what} is {kind}: {str(exc).splitlines()[0][:160]}") from None
+
+
+def read_json(path: str | os.PathLike, what: str, *, limit: int = MAX_JSON_BYTES) -> Any:
+    """A JSON file read and parsed within every bound; errors name the file."""
+    name = os.fspath(path)
+    return load_json_text(read_text_file(name, what, limit=limit, regular_only=True), name, what, limit=limit)
+
+
 def read_yaml(path: str | os.PathLike, what: str, *, limit: int = MAX_YAML_BYTES) -> Any:
     """safe_load a YAML file (empty -> None); errors name the file and the line."""
     name = os.fspath(path)
     return load_yaml_text(read_text_file(name, what, allow_empty=True, limit=limit, regular_only=True), name, what)
 
 
-__all__ = ["LimitedLoader", "MAX_TEXT_BYTES", "MAX_YAML_BYTES", "read_text_file", "write_atomic", "write_new", "link_atomic", "dump_yaml",
+__all__ = ["LimitedLoader", "MAX_TEXT_BYTES", "MAX_YAML_BYTES", "read_text_file", "loads_json", "load_json_text",
+           "read_json", "JSONLimitError", "dump_yaml_readable", "load_yaml_data", "YAMLLimitError", "write_atomic", "write_new", "link_atomic", "dump_yaml",
            "yaml_problem", "load_yaml_text", "read_yaml"]

@@ -370,12 +370,19 @@ def load_public_env(path: str | os.PathLike | None = None) -> tuple[str, ...]:
 # --------------------------------------------------------------------------- the redactor
 
 
+_TO_ESCAPE = re.compile(r"[\"\\\x00-\x1f\x7f]")
+
+
+def _escape_char(m: re.Match) -> str:
+    c = m.group()
+    return "\\" + c if c in "\"\\" else f"\\x{ord(c):02x}"
+
+
 def _quote_systemd(word: str) -> str:
     """A word as systemd reads it back (double quotes, C escapes for quotes, backslashes, controls)."""
     if word and not re.search(r"[\s\"'\\;]|[\x00-\x1f\x7f]", word):
         return word
-    body = "".join("\\" + c if c in "\"\\" else f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else c
-                   for c in word)
+    body = _TO_ESCAPE.sub(_escape_char, word)  # linear in C, not one Python step per character
     return f'"{body}"'
 
 

@@ -93,6 +93,11 @@ def join_bytes(word: str) -> str:
         return word
 
 
+_RUN_PLAIN = re.compile("[^\\\\'\"" + re.escape(WHITESPACE) + "]+")
+_RUN_IN_DOUBLE = re.compile('[^\\\\"]+')
+_RUN_IN_SINGLE = re.compile("[^\\\\']+")
+
+
 def extract_word(s: str, i: int, *, cunescape: bool = True, relax_escape: bool = False,
                  relax: bool = False) -> tuple[str | None, int]:
     """extract_first_word(p, WHITESPACE, EXTRACT_UNQUOTE [|CUNESCAPE] [|UNESCAPE_RELAX] [|RELAX]).
@@ -139,9 +144,11 @@ def extract_word(s: str, i: int, *, cunescape: bool = True, relax_escape: bool =
         if quote:
             if c == quote:
                 quote = ""
-            else:
-                out.append(c)
-            i += 1
+                i += 1
+            else:  # the run up to the next backslash or closing quote, in one step (linear, not per char)
+                m = (_RUN_IN_DOUBLE if quote == '"' else _RUN_IN_SINGLE).match(s, i)
+                out.append(m.group())
+                i = m.end()
             continue
         if c in "'\"":
             quote = c
@@ -151,8 +158,9 @@ def extract_word(s: str, i: int, *, cunescape: bool = True, relax_escape: bool =
             while i < n and s[i] in WHITESPACE:
                 i += 1
             return join_bytes("".join(out)), i
-        out.append(c)
-        i += 1
+        m = _RUN_PLAIN.match(s, i)
+        out.append(m.group())
+        i = m.end()
 
 
 def split_words_relaxed(s: str) -> list[str]:

@@ -47,6 +47,10 @@ class KnownKey:
 
 
 def host_lookup_name(host: str, port: int) -> str:
+    """The name known_hosts entries are matched against and recorded under, as OpenSSH forms it: the
+    host (HostName or HostKeyAlias) lowercased first (ssh.c lowercase()), so `CT129` and a hashed
+    entry written for `ct129` are the same host; `[host]:port` for a port other than 22."""
+    host = host.lower()
     return host if port == 22 else f"[{host}]:{port}"
 
 
@@ -173,7 +177,8 @@ class _FileIndex:
             self.wild.append((i, [_wildcard(p) for p in positive], neg))
 
     def matches(self, name: str) -> set[int]:
-        """Indexes (into self.keys) of the entries whose host field matches `name`."""
+        """Indexes (into self.keys) of the entries whose host field matches `name` (OpenSSH's
+        match_hostname: the caller lowercases the name first, see host_lookup_name)."""
         found: set[int] = set()
         lname = name.lower()
         for i, neg in self.literal.get(lname, ()):

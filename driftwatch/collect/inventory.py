@@ -44,6 +44,10 @@ _HOST_CHARS = re.compile(r"[A-Za-z0-9._%:\-]+\Z")  # names, IPv4, IPv6 (inside b
 def _check_host(host: str, spec: str) -> str:
     if not host or host.startswith("-") or not _HOST_CHARS.match(host):
         raise InputError(f"invalid host {spec!r}: expected host, user@host, host:port or [v6addr]:port")
+    if ":" not in host and (host.startswith(".") or ".." in host or len(host) > 253
+                            or any(len(label) > 63 for label in host.split("."))):
+        # `..`, `.`, `a..b`: no name a resolver or ssh takes (and never a folder name of the store)
+        raise InputError(f"invalid host {spec!r}: not a host name (empty or over-long label)")
     return host
 
 

@@ -17,7 +17,7 @@ from .difference import Difference, EnginePair
 from .flags import default_changes, diff_concepts, diff_flags, read_pair
 from .reported import reported_truths
 from .runtime import _runtime_truths
-from .unit import _attach_origin, _dict_diff, _exec_vars, _gpu_summary, _launcher_diff, _prefix_set
+from .unit import _attach_origin, _comparable_unit_keys, _dict_diff, _exec_vars, _gpu_summary, _launcher_diff, _prefix_set
 
 __all__ = ["Difference", "EnginePair", "read_pair", "diff_flags", "diff_concepts", "default_changes",
            "diff_snapshots"]
@@ -49,7 +49,8 @@ def diff_snapshots(baseline: Snapshot, current: Snapshot, pair: EnginePair) -> l
     used = _exec_vars(baseline) | _exec_vars(current)  # compared through the flags they expand into
     diffs += _dict_diff("env.", "{name}", {k: v for k, v in baseline.environment.items() if k not in used},
                         {k: v for k, v in current.environment.items() if k not in used}, secret_aware=True)
-    diffs += _dict_diff("unit.", "{name}=", baseline.unit_keys, current.unit_keys)
+    b_keys, c_keys = _comparable_unit_keys(baseline, current)
+    diffs += _dict_diff("unit.", "{name}=", b_keys, c_keys)
     diffs += _launcher_diff(baseline, current)
     b_prefixes, c_prefixes = _prefix_set(baseline.prefixes), _prefix_set(current.prefixes)
     if b_prefixes != c_prefixes:  # `-` ignores a failed start, `!` runs privileged, …

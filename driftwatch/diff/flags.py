@@ -106,7 +106,47 @@ def diff_flags(b: EngineConfig, c: EngineConfig) -> list[Difference]:
             key=key, label=_primary_label(key, b, c, label), baseline=bv, current=cv,
             baseline_source=bs, current_source=cs, kind=kind, notes=notes,
             secret=is_secret_field(key) or is_redacted(bv) or is_redacted(cv)), b, c))
-    return _group_speculative(diffs, b, c)
+    return _group_speculative(diffs, b, c) + diff_untyped(b, c)
+
+
+UNTYPED_KINDS = ("unknown-flag", "removed-flag", "ambiguous-flag")
+UNTYPED_PREFIX = "untyped."  # the key of a flag no catalog of the release types: untyped.--name
+
+
+def untyped_flags(config: EngineConfig) -> dict[str, str]:
+    """Flags this release does not type (unknown, removed, ambiguous; stray words as one entry),
+    each with the words that followed it as spelled; a repeated one keeps every occurrence."""
+    found: dict[str, list[str]] = {}
+    for issue in config.issues:
+        if issue.kind not in UNTYPED_KINDS or issue.value is None or not issue.flag:
+            continue
+        name = issue.flag if issue.flag.startswith("-") else "(positional)"
+        found.setdefault(name, []).append(issue.value)
+    return {name: " ".join(values) for name, values in found.items()}
+
+
+def diff_untyped(b: EngineConfig, c: EngineConfig) -> list[Difference]:
+    """A flag the catalog cannot type is still compared by its spelled value (added, removed,
+    changed): a patched build's `--speculative-ddtree-budget 16 → 916` is drift like any other."""
+    bu, cu = untyped_flags(b), untyped_flags(c)
+    diffs = []
+    for name in sorted(set(bu) | set(cu)):
+        bv, cv = bu.get(name), cu.get(name)
+        if bv == cv:
+            continue
+        kind = "added" if bv is None else "removed" if cv is None else "changed"
+        diffs.append(Difference(
+            key=UNTYPED_PREFIX + name, label=name, baseline=_bare(bv), current=_bare(cv),
+            baseline_source=EXPLICIT if bv is not None else "absent",
+            current_source=EXPLICIT if cv is not None else "absent", kind=kind,
+            notes=[f"{name} is not a flag of {(c if cv is not None else b).title}: compared as written"],
+            secret=is_secret_field(name.lstrip("-").replace("-", "_")) or is_redacted(bv) or is_redacted(cv)))
+    return diffs
+
+
+def _bare(value: str | None):
+    """A flag given without words is on (True), as a typed boolean flag reads."""
+    return True if value == "" else value
 
 
 def _bound(key: str, b: EngineConfig, c: EngineConfig) -> bool:

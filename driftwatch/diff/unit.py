@@ -21,6 +21,18 @@ def _dict_diff(prefix: str, label_fmt: str, base: dict, cur: dict, secret_aware:
     return diffs
 
 
+def _comparable_unit_keys(b: Snapshot, c: Snapshot) -> tuple[dict, dict]:
+    """Every unit key of both sides; when one side was saved before every key was recorded (only
+    [Service] keys, no Exec hooks), only those, so that an old baseline does not make drift of keys
+    it never kept."""
+    if b.all_unit_keys and c.all_unit_keys:
+        return b.unit_keys, c.unit_keys
+
+    def legacy(keys: dict) -> dict:
+        return {k: v for k, v in keys.items() if k.startswith("Service.") and not k.startswith("Service.Exec")}
+    return legacy(b.unit_keys), legacy(c.unit_keys)
+
+
 def _launcher_diff(b: Snapshot, c: Snapshot) -> list[Difference]:
     diffs = []
     same_venv = b.launcher.venv is not None and b.launcher.venv == c.launcher.venv

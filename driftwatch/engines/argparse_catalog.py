@@ -22,6 +22,7 @@ from typing import Any, Callable
 from ..errors import CatalogError
 from .config import Issue
 from .versions import version_key
+from ..fileio import loads_json
 
 CATALOG_SCHEMA = "driftwatch.catalog/v1"
 _COUNTING = threading.local()  # inside count_problems: issues are counted, their wording is not read
@@ -165,7 +166,7 @@ def to_bool(text: str) -> bool:
 
 
 BASE_CONVERTERS: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "str": str,
-                                                     "json": json.loads, "bool": to_bool}
+                                                     "json": loads_json, "bool": to_bool}
 
 
 # --------------------------------------------------------------------------- argparse rebuilt
@@ -249,6 +250,38 @@ def _option_words(argv: list[str], start: int) -> int:
     while i < len(argv) and not (argv[i].startswith("-") and len(argv[i]) > 1 and not _is_number(argv[i])):
         i += 1
     return i
+
+
+def _take_untyped(words: list[str], spelled: list[str], catalog) -> tuple[list[str], list[str], list[str]]:
+    """Long options the catalog does not know, with their value words, taken out before argparse
+    (whose parse is quadratic in the option words: 8 000 unknown flags took 37 s); they are what
+    argparse would have left over, reported the same way. With a positional argument (vLLM's model),
+    a word after an unknown option may be that positional: such an option stays for argparse."""
+    positional = catalog.__dict__.get("_dw_positional")
+    if positional is None:
+        positional = catalog.__dict__["_dw_positional"] = any(not spec.option_strings for spec in catalog.options)
+    kept_w: list[str] = []
+    kept_s: list[str] = []
+    untyped: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.startswith("--") and len(word) > 2 and catalog.resolve(word)[0] == "unknown":
+            end = _option_words(words, i)
+            if not positional or end == i + 1:
+                untyped.extend(words[i:end])
+                i = end
+                continue
+        kept_w.append(word)
+        kept_s.append(spelled[i])
+        i += 1
+    return kept_w, kept_s, untyped
+
+
+def _spelled_value(argv: list[str], start: int, end: int) -> str:
+    """What followed an untyped option, as spelled: `--x=1` -> "1", `--x 1 2` -> "1 2", `--x` -> ""."""
+    _, eq, inline = argv[start].partition("=")
+    return " ".join(([inline] if eq else []) + list(argv[start + 1:end]))
 
 
 MAX_OPTIONS = 4096  # argparse is quadratic in the number of option words (CPython 3.11: min() per option)
@@ -502,16 +535,19 @@ class CatalogSet:
                     continue
                 if kind == "ambiguous" and self.allow_abbrev:
                     name = word.split("=", 1)[0]
+                    end = _option_words(argv, i)
                     issues.append(Issue("ambiguous-flag", f"{name} is ambiguous in {self.label} {version}: could "
                                         f"match {', '.join(matches[:6])}{' …' if len(matches) > 6 else ''}; "
                                         f"{self.label} would refuse to start", flag=name,
-                                        releases=self.releases_accepting(name), severity="error"))
-                    i = _option_words(argv, i)
+                                        releases=self.releases_accepting(name), severity="error",
+                                        value=_spelled_value(argv, i, end)))
+                    i = end
                     continue
             words.append(word)
             spelled.append(word)
             i += 1
         words, spelled = _drop_overridden(words, spelled, catalog)
+        words, spelled, untyped = _take_untyped(words, spelled, catalog)
         options = sum(1 for w in words if w.startswith("-") and len(w) > 1 and not _is_number(w))
         if options > MAX_OPTIONS:
             issues.append(Issue("bad-value", f"the command line has {options} options (the limit is {MAX_OPTIONS}): "
@@ -543,15 +579,19 @@ class CatalogSet:
                 spec = catalog.by_option.get(matches[0]) if kind in ("exact", "prefix") else None
                 if spec is not None and spec.dest in spellings:
                     spellings[spec.dest] = word.split("=", 1)[0]
+        extras = untyped + list(extras)
         j = 0
         while j < len(extras):
             word = extras[j]
             if word.startswith("-") and not _is_number(word):
-                issues.append(self._unknown_issue(word, catalog))
-                j = _option_words(extras, j)
+                issue = self._unknown_issue(word, catalog)
+                end = _option_words(extras, j)
+                issue.value = _spelled_value(extras, j, end)
+                issues.append(issue)
+                j = end
             else:
                 issues.append(Issue("unknown-flag", f"stray argument {word!r} ({self.label} "
-                                    f"{self.positional_note})", flag=word, severity="error"))
+                                    f"{self.positional_note})", flag=word, severity="error", value=word))
                 j += 1
         return values, spellings, issues
 

@@ -37,9 +37,12 @@ class Issue:
     flag: str | None = None
     releases: list[str] = field(default_factory=list)  # releases that accept the flag
     severity: str = "warning"  # info | warning | error
+    # The words that followed a flag no catalog types (`--x=1`, `--x 1 2`: "1", "1 2"; "" bare), as
+    # spelled, so that a change of it is still drift (diff/flags.py); not part of the issue's text.
+    value: str | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in self.__dict__.items() if v not in (None, [])}
+        return {k: v for k, v in self.__dict__.items() if v not in (None, []) and k != "value"}
 
 
 @dataclass

@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..errors import InputError
+from ..fileio import read_text_file
 
 ANY_PATH = "*"  # a file given without PATH= serves every --config
+MAX_CONFIG_BYTES = 64 << 10  # as collectors read a host's --config FILE (collect/local.py, commands.py)
 ENV_VAR = "DRIFTWATCH_ENGINE_CONFIG"
 
 
@@ -82,5 +84,9 @@ def _read_item(value: str) -> tuple[str, str]:
     path, sep, local = value.partition("=")
     if not sep:
         path, local = ANY_PATH, value
-    with open(local, encoding="utf-8") as fh:
-        return path or ANY_PATH, fh.read()
+    try:  # bounded before it is read: --engine-config /dev/zero is one line
+        text = read_text_file(local, "engine config file", allow_empty=True, limit=MAX_CONFIG_BYTES)
+    except InputError as exc:  # the callers name the option or variable it came from, and the FILE
+        message = str(exc)
+        raise OSError(message[len(local) + 2:] if message.startswith(local + ": ") else message) from None
+    return path or ANY_PATH, text

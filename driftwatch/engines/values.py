@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from .config import FlagValue
+from ..fileio import loads_json
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 
@@ -26,7 +27,7 @@ def _norm(value: Any) -> Any:
             return float(text)
         if text[:1] in "[{":  # a JSON value written with other spacing or key order
             try:
-                return _norm(json.loads(text))
+                return _norm(loads_json(text))
             except ValueError:
                 return text
         if text.startswith("/") and len(text) > 1:

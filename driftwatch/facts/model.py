@@ -23,6 +23,9 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..errors import InputError
+from ..fileio import read_json
+
+MAX_CONFIG_JSON_BYTES = 4 << 20  # a model's config.json is a few KB; a bigger one is not a config
 
 # Bytes per weight for a dtype name (torch_dtype / dtype).
 _DTYPE_BYTES = {"float32": 4.0, "fp32": 4.0, "float": 4.0, "bfloat16": 2.0, "bf16": 2.0, "float16": 2.0,
@@ -326,12 +329,9 @@ def load_model_config(path: str) -> ModelFacts:
         raise InputError(f"{path}: no config.json there (a file, a model directory or a Hugging Face cache "
                          "folder models--ORG--NAME)")
     try:
-        with open(found, encoding="utf-8") as fh:
-            data = json.load(fh)
+        data = read_json(found, "model config.json", limit=MAX_CONFIG_JSON_BYTES)
     except OSError as exc:
         raise InputError(f"{found}: cannot read ({exc.strerror or exc})") from None
-    except ValueError as exc:
-        raise InputError(f"{found}: not valid JSON ({exc})") from None
     return model_facts(data, found)
 
 

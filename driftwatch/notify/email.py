@@ -39,7 +39,9 @@ class SMTPSettings:
 
     port: None picks 465 for "ssl", 587 for "starttls" with a user (submission), else 25.
     security: "starttls" | "ssl" | "plain" (see module docstring).
-    timeout: seconds for the connection and for each SMTP exchange (a hung server fails after it).
+    timeout: seconds for each read of the server's answer, and for name resolution and the connection;
+      the whole delivery (resolving, connecting, greeting, every command, the data) has one deadline
+      of DEADLINE_FACTOR x timeout, however slowly a server trickles its lines.
     ca_file: PEM bundle to trust instead of the system CAs (verification is always on).
     """
 
@@ -270,6 +272,96 @@ def _describe(exc: BaseException, settings: SMTPSettings, stage: str) -> str:
     return f"{type(exc).__name__}: {exc} (while {stage})"
 
 
+DEADLINE_FACTOR = 3  # the whole delivery: three reads' worth (a normal one takes well under one)
+
+
+class _DeliveryTimeout(TimeoutError):
+    pass
+
+
+def _resolve(host: str, port: int, seconds: float) -> list:
+    """getaddrinfo within `seconds` (the resolver has no timeout of its own): run in a daemon thread."""
+    import threading
+    found: dict = {}
+
+    def work():
+        try:
+            found["addrs"] = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
+        except OSError as exc:
+            found["error"] = exc
+
+    worker = threading.Thread(target=work, name="driftwatch-smtp-resolve", daemon=True)
+    worker.start()
+    worker.join(max(seconds, 0.0))
+    if worker.is_alive():
+        raise _DeliveryTimeout(f"resolving {host} took longer than {seconds:g} s")
+    if "error" in found:
+        raise found["error"]
+    return found["addrs"]
+
+
+class _Deadline:
+    """One deadline for a delivery: the name resolved and the connection made within what is left;
+    when it passes, a timer shuts the session's socket, so a read blocked on a trickling server ends."""
+
+    def __init__(self, seconds: float):
+        import threading
+        import time
+        self._time = time.monotonic
+        self.seconds = seconds
+        self.end = self._time() + seconds
+        self.expired = False
+        self.smtp = None
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def left(self) -> float:
+        left = self.end - self._time()
+        if left <= 0:
+            self.expired = True
+            raise _DeliveryTimeout(f"no delivery within {self.seconds:g} s")
+        return left
+
+    def _expire(self) -> None:
+        self.expired = True
+        sock = getattr(self.smtp, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def connect(self, host: str, port: int, timeout: float) -> socket.socket:
+        """socket.create_connection, with the name resolved inside the deadline too."""
+        error: OSError | None = None
+        for family, kind, proto, _, address in _resolve(host, port, min(timeout, self.left())):
+            sock = socket.socket(family, kind, proto)
+            try:
+                sock.settimeout(min(timeout, self.left()))
+                sock.connect(address)
+                return sock
+            except OSError as exc:
+                sock.close()
+                error = exc
+        raise error or OSError(f"cannot connect to {host}:{port}")
+
+
+def _session_classes(deadline: _Deadline):
+    class Plain(smtplib.SMTP):
+        def _get_socket(self, host, port, timeout):
+            return deadline.connect(host, port, timeout)
+
+    class Implicit(smtplib.SMTP_SSL):
+        def _get_socket(self, host, port, timeout):
+            return self.context.wrap_socket(deadline.connect(host, port, timeout), server_hostname=self._host)
+
+    return Plain, Implicit
+
+
 def send_message(msg: EmailMessage, settings: SMTPSettings) -> None:
     """Deliver `msg` (recipients from its To/Cc) or raise NotifyError with one clear line.
 
@@ -285,12 +377,16 @@ def send_message(msg: EmailMessage, settings: SMTPSettings) -> None:
     local_hostname = socket.getfqdn() or "localhost"
     stage = "connecting"
     smtp = None
+    deadline = _Deadline(DEADLINE_FACTOR * timeout)
+    plain_class, ssl_class = _session_classes(deadline)
     try:
         if settings.security == "ssl":
             stage = "connecting (implicit TLS handshake)"
-            smtp = smtplib.SMTP_SSL(host, port, local_hostname=local_hostname, timeout=timeout, context=ctx)
+            smtp = deadline.smtp = ssl_class(local_hostname=local_hostname, timeout=timeout, context=ctx)
         else:
-            smtp = smtplib.SMTP(host, port, local_hostname=local_hostname, timeout=timeout)
+            smtp = deadline.smtp = plain_class(local_hostname=local_hostname, timeout=timeout)
+        smtp._host = host  # what TLS checks the certificate against (smtplib sets it only in __init__)
+        smtp.connect(host, port)
         stage = "greeting (EHLO)"
         smtp.ehlo_or_helo_if_needed()
         if settings.security == "starttls":
@@ -322,8 +418,13 @@ def send_message(msg: EmailMessage, settings: SMTPSettings) -> None:
     except NotifyError:
         raise
     except (smtplib.SMTPException, OSError, ValueError) as e:
+        if deadline.expired or isinstance(e, _DeliveryTimeout):
+            raise _fail(settings, f"no delivery within the overall deadline of {deadline.seconds:g} s "
+                                  f"({DEADLINE_FACTOR} x the {timeout:g} s timeout; stopped while {stage}): "
+                                  "the server answers too slowly or not at all") from None
         raise _fail(settings, _describe(e, settings, stage)) from None
     finally:
+        deadline.cancel()
         if smtp is not None:
             try:
                 smtp.close()

@@ -28,7 +28,7 @@ import os
 from typing import Any
 
 from driftwatch.errors import InputError
-from driftwatch.fileio import write_atomic
+from driftwatch.fileio import loads_json, write_atomic
 from driftwatch.identity import finding_id
 
 STATE_SCHEMA = "driftwatch.state/v1"
@@ -125,8 +125,8 @@ def load_state(path: str) -> dict | None:
     except OSError as e:
         raise InputError(f"state file {path}: cannot read: {e.strerror or e}") from None
     try:
-        data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        data = loads_json(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
         raise InputError(f"state file {path} is not valid JSON ({e}); delete it to start over") from None
     if not isinstance(data, dict) or data.get("schema") != STATE_SCHEMA or not isinstance(data.get("fingerprint"), str):
         raise InputError(f"state file {path} is not a driftwatch state file ({STATE_SCHEMA}); delete it to start over")

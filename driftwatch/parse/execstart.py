@@ -263,6 +263,8 @@ def _env_get(env: dict[str, str], name: str) -> str | None:
 
 def replace_env(word: str, env: dict[str, str]) -> str:
     """replace_env() of systemd 252 with flags 0: ${NAME} -> value (unset -> ''), $$ -> $, rest literal."""
+    if "$" not in word:  # nearly every word, however long: no scan character by character
+        return word
     out: list[str] = []
     state = "WORD"
     start = 0  # index of the not yet copied text
@@ -338,6 +340,45 @@ class ExecStartResult:
     @property
     def expanded_argv(self) -> list[str]:
         return self.command.expand(self.environment)
+
+
+def _check_working_directory(unit: UnitFile, specifiers: dict, warnings: list[str]) -> None:
+    """systemd's config_parse_working_directory: `~`, or an absolute, normalised path after specifiers;
+    anything else fails the unit's load ("bad-setting") unless the value starts with `-`, which makes
+    it a warning (the setting is then ignored). Every assignment counts, even one a later line
+    overrides: systemd refuses the file while reading it."""
+    for a in unit.assignments:
+        if a.section != "Service" or a.key != "WorkingDirectory" or a.value == "":
+            continue
+        value = a.value
+        missing_ok = value.startswith("-")
+        if missing_ok:
+            value = value[1:]
+        if value == "~":
+            continue
+        where = _where(unit, "WorkingDirectory", a)
+        try:
+            path = apply_specifiers(value, specifiers, PATH_MAX - 1)
+        except SpecifierFailure as exc:
+            message = f"Failed to resolve unit specifiers in working directory path {shown(value)}: {exc}"
+            if not missing_ok:
+                raise ExecStartError(where + message) from None
+            warnings.append(where + message + ", ignoring")
+            continue
+        problem = None
+        if not path.startswith("/"):
+            problem = "is not absolute"
+        elif len(path) >= PATH_MAX:
+            problem = f"has invalid length ({len(path)} bytes)"
+        elif ".." in path.split("/"):
+            problem = "is not normalized"
+        if problem is None:
+            continue
+        said = Said(f"WorkingDirectory= path {problem}{'' if not missing_ok else ', ignoring'}: {path}",
+                    f"WorkingDirectory= path {problem}{'' if not missing_ok else ', ignoring'}: {shown(path)}")
+        if not missing_ok:
+            raise ExecStartError(prefixed(where, said))
+        warnings.append(prefixed(where, said))
 
 
 def _where(unit: UnitFile, key: str, a) -> str:
@@ -423,6 +464,8 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
             f"{name}: Service has Restart= set to either always or on-success, which isn't allowed for "
             "Type=oneshot services. Refusing."
         )
+
+    _check_working_directory(unit, specifiers, warnings)
 
     env_warnings: list[str] = []
     environment = parse_environment_values(unit.values("Service", "Environment"), specifiers, env_warnings)

@@ -324,28 +324,32 @@ class _Peeler:
             return launcher(NO_ENGINE, f"python -m {module[1]}", module[0], module[2])
         return launcher(NO_ENGINE, words[0], None, words[1:])
 
-    @staticmethod
-    def _docker_options(words: list[str], start: int, idx: int, env: dict[str, str]) -> list[str]:
-        """Options of `docker run` before the image; -e/--env NAME=VALUE go to env instead."""
+    def _docker_options(self, words: list[str], start: int, idx: int, env: dict[str, str]) -> list[str]:
+        """Options of `docker run` before the image; -e/--env NAME=VALUE go to env instead. The container
+        sees only these (and its image's defaults, and --env-file's contents, which stay options: unknown
+        here): `-e NAME` alone passes the client's NAME (the unit's Environment=) when it is set there;
+        the unit's Environment= reaches nothing else in the container."""
         options, j = [], start
         while j < idx:
             w = words[j]
             if w in ("-e", "--env") and j + 1 < idx:
-                var, eq, value = words[j + 1].partition("=")
-                if eq:
-                    env[var] = value
+                self._container_env(words[j + 1], env)
                 j += 2
                 continue
-            if w.startswith(("--env=", "-e=")) or (w.startswith("-e") and "=" in w[2:] and len(w) > 2):
-                var, eq, value = w.split("=", 1)[1].partition("=") if w.startswith(("--env=", "-e=")) \
-                    else w[2:].partition("=")
-                if eq:
-                    env[var] = value
+            if w.startswith(("--env=", "-e=")) or (w.startswith("-e") and len(w) > 2 and w[2] not in "-="):
+                self._container_env(w.split("=", 1)[1] if w.startswith(("--env=", "-e=")) else w[2:], env)
                 j += 1
                 continue
             options.append(w)
             j += 1
         return options
+
+    def _container_env(self, item: str, env: dict[str, str]) -> None:
+        var, eq, value = item.partition("=")
+        if eq:
+            env[var] = value
+        elif var in self.environment:  # `-e NAME`: the client's value, if the client has one
+            env[var] = self.environment[var]
 
     def _shell(self, words, name, depth, wrappers, wrapper_args, env, image, problems, launcher) -> Launcher:
         """`bash -c SCRIPT`: the simple command that starts an engine, or else the last one."""

@@ -7,6 +7,9 @@ import shlex
 from tabulate import tabulate
 
 from ..redact import visible
+from .cells import prewrap
+
+_FLAG_WIDTHS = [None, None, None, 40, None, 50]
 from ..snapshots.snapshot import Snapshot, engine_to_dict
 
 
@@ -90,16 +93,16 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
             shown = "computed at start-up" if value.value is None and value.source == "runtime" else _value(value.value)
             rows.append([visible(x) for x in (key, e.concept_of(key) or "", value.flag or "", shown, value.source,
                                                 value.note or "")])
-        lines.append(tabulate(rows, headers=["field", "concept", "flag", "value", "source", "note"],
-                              maxcolwidths=[None, None, None, 40, None, 50]))
+        lines.append(tabulate(prewrap(rows, _FLAG_WIDTHS), headers=["field", "concept", "flag", "value", "source",
+                                                                    "note"], maxcolwidths=_FLAG_WIDTHS))
     else:
         lines.append(f"arguments:   {shlex.join(launcher.engine_argv) or '-'}")
     if snap.unit_keys and not e.label:  # with an engine, its flags are what matters most
-        lines += ["", tabulate(_cells(sorted(snap.unit_keys.items())), headers=["unit key", "value"],
-                               maxcolwidths=[None, 80])]
+        lines += ["", tabulate(prewrap(_cells(sorted(snap.unit_keys.items())), [None, 80]),
+                               headers=["unit key", "value"], maxcolwidths=[None, 80])]
     if snap.environment:
-        lines += ["", tabulate(_cells(sorted(snap.environment.items())), headers=["environment", "value"],
-                               maxcolwidths=[None, 80])]
+        lines += ["", tabulate(prewrap(_cells(sorted(snap.environment.items())), [None, 80]),
+                               headers=["environment", "value"], maxcolwidths=[None, 80])]
     rt = snap.runtime
     if rt:
         lines.append("")

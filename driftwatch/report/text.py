@@ -15,6 +15,7 @@ from tabulate import tabulate
 
 from . import view
 from . import wording as w
+from .cells import prewrap
 from .interface import Format
 
 # Default caps per column of the findings table (#, flag, baseline, current, impact, explanation),
@@ -116,7 +117,7 @@ class TextFormat(Format):
             rows = [[w.rank_text(f), w.finding_name(f), *w.finding_pair(f), w.impact_text(f),
                      w.rule_explanation(f)] for f in findings]
             caps = _fit_caps(rows, w.FINDING_COLUMNS, _FINDING_CAPS, _FINDING_SHRINK, self.width)
-            table = tabulate(rows, headers=w.FINDING_COLUMNS, tablefmt="simple", maxcolwidths=caps)
+            table = tabulate(prewrap(rows, caps), headers=w.FINDING_COLUMNS, tablefmt="simple", maxcolwidths=caps)
             if self.width is not None and max(len(x) for x in table.splitlines()) > self.width:
                 lines += self._finding_list(findings)  # too narrow for a table: one block per finding
             else:
@@ -148,7 +149,7 @@ class TextFormat(Format):
         if rows:
             caps = _fit_caps(rows, w.FLEET_COLUMNS, _FLEET_CAPS if self.width else [None] * 5, _FLEET_SHRINK,
                              self.width)
-            lines.append(tabulate(rows, headers=w.FLEET_COLUMNS, tablefmt="simple", disable_numparse=True,
+            lines.append(tabulate(prewrap(rows, caps), headers=w.FLEET_COLUMNS, tablefmt="simple", disable_numparse=True,
                                   maxcolwidths=caps))
         else:
             lines.append("(no hosts in this report)")
@@ -188,7 +189,7 @@ class TextFormat(Format):
             rows = w.history_rows(u)
             if rows:
                 caps = _fit_caps(rows, w.HISTORY_COLUMNS, [20, 60, 40, 26], [(1, 30), (2, 16), (3, 12)], self.width)
-                lines.append(tabulate(rows, headers=w.HISTORY_COLUMNS, tablefmt="simple", disable_numparse=True,
+                lines.append(tabulate(prewrap(rows, caps), headers=w.HISTORY_COLUMNS, tablefmt="simple", disable_numparse=True,
                                       maxcolwidths=caps))
             else:
                 lines.append("   (no changes" + (" in this period)" if doc.get("since") else ")"))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import BaselineError, InputError
 from .snapshot import SNAPSHOT_SCHEMA, Snapshot, _Fields, now_utc, snapshot_from_dict, snapshot_to_dict
-from ..fileio import dump_yaml, read_yaml, write_new
+from ..fileio import dump_yaml_readable, read_yaml, write_new
 
 BASELINE_SCHEMA = "driftwatch.baseline/v1"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -76,7 +76,7 @@ def save_baseline(directory: Path, name: str, snapshot: Snapshot, metrics: dict[
     path = directory / f"{name}.yaml"
     header = (f"# driftwatch baseline {name!r}: a known-good unit and what was measured on it.\n"
               "# Review changes to this file like code. Regenerate with `driftwatch baseline save --force`.\n")
-    write_new(path, header + dump_yaml(baseline_to_dict(baseline)), force=force)
+    write_new(path, header + dump_yaml_readable(baseline_to_dict(baseline), f"baseline {name}"), force=force)
     return path
 
 

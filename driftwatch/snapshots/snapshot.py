@@ -54,6 +54,9 @@ class Snapshot:
     warnings: list[str] = field(default_factory=list)
     runtime: dict[str, Any] = field(default_factory=dict)  # loaded ExecStart, running argv, gpus, measured
     origins: dict[str, str] = field(default_factory=dict)  # "ExecStart" / "env.NAME" / "unit.S.K" -> file that set it
+    # unit_keys holds every key of every section, Exec hooks included; False for a file saved before
+    # (its unit_keys are [Service] keys only, without hooks): diff then compares only what both record.
+    all_unit_keys: bool = True
 
     @property
     def engine_argv(self) -> list[str]:
@@ -85,16 +88,18 @@ def _origins(unit, environment: dict[str, str], environment_files: list[str]) ->
     from ..parse.environment import parse_environment_values
     origins: dict[str, str] = {}
     for a in unit.assignments:
-        if a.path is None or a.section != "Service":
+        if a.path is None:
             continue
-        if a.key == "ExecStart":
+        if a.section != "Service":
+            origins[f"unit.{a.section}.{a.key}"] = a.path
+        elif a.key == "ExecStart":
             if a.value:
                 origins["ExecStart"] = a.path
         elif a.key == "Environment":
             for name in parse_environment_values([a.value], None, []):
                 origins[f"env.{name}"] = a.path
-        elif not a.key.startswith("Exec"):
-            origins[f"unit.Service.{a.key}"] = a.path
+        else:
+            origins[f"unit.{a.section}.{a.key}"] = a.path
     for name in environment:  # set by an EnvironmentFile= rather than Environment=
         if f"env.{name}" not in origins and environment_files:
             origins[f"env.{name}"] = environment_files[-1]
@@ -181,19 +186,29 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     expanded = policy.words(clear_expanded)
     wrapper_args = [policy.text(w) for w in launcher.wrapper_args]
     launcher_env = {k: policy.env_value(k, v) for k, v in launcher.env.items()}
-    environment = {k: policy.env_value(k, v) for k, v in {**result.environment, **launcher.env}.items()}
+    # The server's environment: in a container (`docker|podman run IMAGE`), what -e/--env give it (the
+    # image's defaults and an --env-file's contents are unknown here); the unit's Environment= reaches
+    # only the container client, and is compared as the unit key Service.Environment.
+    clear_environment = dict(launcher.env) if launcher.image else {**result.environment, **launcher.env}
+    environment = {k: policy.env_value(k, v) for k, v in clear_environment.items()}
     for text in (raw.environment_files or {}).values():  # variables a later file overrides still hold secrets
         for k, v in parse_environment_file(text if isinstance(text, str) else "").items():
             policy.env_value(k, v)
     unit_keys: dict[str, str] = {}
-    for section, keys in unit.sections().items():
-        if section != "Service":
-            continue
+    for section, keys in unit.sections().items():  # every section: [Unit] After=, [Install] WantedBy=, …
         for key, values in keys.items():
-            if key in _SKIPPED_SERVICE_KEYS or key.startswith("Exec") or not values:
+            if (section == "Service" and key in _SKIPPED_SERVICE_KEYS) or not values:
+                continue
+            if key.startswith("Exec"):  # ExecStartPre=, ExecStopPost=, …: every command, in order, as
+                # one list (systemd runs them one after another; `;` is its own separator of commands)
+                unit_keys[f"{section}.{key}"] = " ; ".join(policy.assignment_value(section, key, v)
+                                                           for v in values)
                 continue
             joined = " ".join(values) if len(values) > 1 else values[-1]
             unit_keys[f"{section}.{key}"] = policy.unit_value(section, key, joined)
+    if launcher.image and unit.values("Service", "Environment"):
+        unit_keys["Service.Environment"] = policy.unit_value("Service", "Environment",
+                                                             " ".join(unit.values("Service", "Environment")))
     if result.working_directory is not None:
         unit_keys.setdefault("Service.WorkingDirectory", policy.unit_value("Service", "WorkingDirectory",
                                                                            result.working_directory))
@@ -220,6 +235,9 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     runtime = scrub(runtime)
     engine = clear_engine if launcher.engine_argv == clear_engine_argv else engine_plugin.read_config(
         launcher.engine_argv, engine_version=engine_version, recorded_version=recorded, recorded_from=recorded_from)
+    gpus_issue = _visible_devices_issue(clear_environment, engine, bool(launcher.image))
+    if gpus_issue is not None:
+        engine.issues.append(gpus_issue)
     for issue in engine.issues:
         issue.message = scrub(issue.message)
     for name in ("main_pid", "active_state", "gpus", "interconnect"):
@@ -242,6 +260,23 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
         origins=_origins(unit, result.environment, list(result.environment_files)))
 
 
+def _visible_devices_issue(environment: dict[str, str], engine: EngineConfig, container: bool) -> Issue | None:
+    """CUDA_VISIBLE_DEVICES naming fewer GPUs than the tensor-parallel size: the server cannot start.
+    The same environment (the container's, for a container) that compare's impact model reads, so
+    `check` and `compare` agree."""
+    value = environment.get("CUDA_VISIBLE_DEVICES")
+    if value is None or engine.engine == NO_ENGINE:
+        return None
+    devices = [d for d in str(value).split(",") if d.strip()]
+    tp = engine.concept_values()[0].get("parallel.tensor")
+    if isinstance(tp, bool) or not isinstance(tp, int) or len(devices) >= tp:
+        return None
+    where = "the container's " if container else ""
+    return Issue("startup-crash", f"{where}CUDA_VISIBLE_DEVICES={value} leaves {len(devices)} visible GPU"
+                 f"{'s' if len(devices) != 1 else ''} for tensor parallelism {tp}: {engine.title} cannot start",
+                 key="CUDA_VISIBLE_DEVICES", severity="error")
+
+
 def _model_facts(raw: RawUnit, engine: EngineConfig) -> dict[str, Any] | None:
     """Facts of the model the unit serves, from the config.json the collector read on the host
     (the one named by the unit's model path when several were read); None when none parses."""
@@ -253,8 +288,9 @@ def _model_facts(raw: RawUnit, engine: EngineConfig) -> dict[str, Any] | None:
         return None
     path = engine.concept_values()[0].get("model.path")
     name = path if path in configs else next(iter(configs))
+    from ..fileio import loads_json
     try:
-        data = json.loads(configs[name])
+        data = loads_json(configs[name])
     except (ValueError, RecursionError, MemoryError):  # not JSON, or nested past what Python parses
         return None
     if not isinstance(data, dict):
@@ -312,6 +348,7 @@ def snapshot_to_dict(snap: Snapshot) -> dict:
         "environment": dict(snap.environment),
         "environment_files": list(snap.environment_files),
         "unit_keys": dict(snap.unit_keys),
+        "all_unit_keys": snap.all_unit_keys,
         "launcher": snap.launcher.to_dict(),
         "engine": engine_to_dict(snap.engine),
         "issues": [issue.to_dict() for issue in snap.issues],
@@ -546,6 +583,9 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
             if recorded and recorded == plugin.release_from_image(launcher.image) else None)
     engine = plugin.read_config(list(launcher.engine_argv), engine_version=engine_version,
                                 recorded_version=recorded, recorded_from=said)
+    gpus_issue = _visible_devices_issue(environment, engine, bool(launcher.image))
+    if gpus_issue is not None:
+        engine.issues.append(gpus_issue)
     return Snapshot(
         host=f.text(data, "host"), unit=f.text(data, "unit"), source=f.text(data, "source", "file") or "file",
         collected_at=f.text(data, "collected_at") or now_utc(), paths=f.texts(data, "paths"),
@@ -553,4 +593,4 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
         environment=policy.scrub(environment), environment_files=f.texts(data, "environment_files"),
         unit_keys=policy.scrub(unit_keys), launcher=launcher, engine_version=recorded, engine=engine,
         issues=list(engine.issues), warnings=f.texts(data, "warnings"), runtime=_runtime_from(data.get("runtime"), f),
-        origins=f.scalars(data, "origins"))
+        origins=f.scalars(data, "origins"), all_unit_keys=data.get("all_unit_keys") is True)

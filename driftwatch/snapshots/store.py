@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Callable, Iterable, NamedTuple
 
 from ..errors import DriftwatchError, InputError
-from ..fileio import dump_yaml, link_atomic, read_yaml, write_atomic, write_new
+from ..fileio import dump_yaml_readable, link_atomic, read_yaml, write_atomic, write_new
 from .snapshot import Snapshot, snapshot_from_dict, snapshot_to_dict
 from ..timestamps import UTC, file_stamp, format_utc, parse_file_stamp, parse_utc
 
@@ -287,7 +287,8 @@ class SnapshotStore:
                     if known == state_hash(data):
                         self._append_run(folder, newest, known, moment, marked=name == newest.path.name and cached)
                         return SaveResult(newest.path, False, moment)
-            path = self._write_new(folder, moment, dump_yaml(data))
+            text = dump_yaml_readable(data, f"snapshot of {snapshot.host or 'local'}:{snapshot.unit}")
+            path = self._write_new(folder, moment, text)
         return SaveResult(path, True, moment)
 
     def _write_new(self, folder: Path, moment: _dt.datetime, text: str) -> Path:

@@ -45,3 +45,42 @@ def test_accept_new_concurrent_appends(tmp_path):
     k2 = KnownHosts(str(kh), accept_new=True)
     with pytest.raises(HostKeyRefused, match="CHANGED"):
         k2.check("h1", ["h1"], "ssh-ed25519", KEY_B)
+
+
+def _hashed_by_openssh(tmp_path, line: str) -> str:
+    """The line hashed by OpenSSH's own ssh-keygen -H (the oracle for how names are hashed)."""
+    import shutil
+    import subprocess
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("no ssh-keygen")
+    path = tmp_path / "to_hash"
+    path.write_text(line)
+    subprocess.run(["ssh-keygen", "-H", "-f", str(path)], check=True, capture_output=True, timeout=30)
+    hashed = path.read_text()
+    assert hashed.startswith("|1|")
+    return hashed
+
+
+@pytest.mark.parametrize("written, asked", [("ct129", "CT129"), ("ct129.lab", "Ct129.LAB"),
+                                            ("[ct129]:2222", ("CT129", 2222))])
+def test_host_names_are_lowercased_before_matching_as_openssh_does(tmp_path, written, asked):
+    """A hashed entry for `ct129` is the key of `CT129`: OpenSSH lowercases the host name before it
+    hashes or compares it; --accept-new must not record a second key for the same host."""
+    from driftwatch.collect.hostkeys import host_lookup_name
+    name = host_lookup_name(*asked) if isinstance(asked, tuple) else host_lookup_name(asked, 22)
+    for text in (f"{written} ssh-ed25519 {KEY_A}\n", _hashed_by_openssh(tmp_path, f"{written} ssh-ed25519 {KEY_A}\n")):
+        kh = tmp_path / "kh"
+        kh.write_text(text)
+        strict = KnownHosts(str(kh))
+        assert strict.check(name, [name], "ssh-ed25519", KEY_A) == "known"
+        with pytest.raises(HostKeyRefused, match="HOST KEY CHANGED"):  # a man in the middle, even so
+            KnownHosts(str(kh), accept_new=True).check(name, [name], "ssh-ed25519", KEY_B)
+        assert kh.read_text() == text  # nothing recorded
+
+
+def test_a_new_host_with_capitals_is_recorded_lowercased(tmp_path):
+    from driftwatch.collect.hostkeys import host_lookup_name
+    kh = tmp_path / "kh"
+    name = host_lookup_name("NewHost", 22)
+    assert KnownHosts(str(kh), accept_new=True).check(name, [name], "ssh-ed25519", KEY_A) == "added"
+    assert kh.read_text() == f"newhost ssh-ed25519 {KEY_A}\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import re
 from decimal import Decimal
+from ...fileio import loads_json
 
 
 def human_readable_int(text: str) -> int:
@@ -24,5 +25,5 @@ def nullable_str(text: str):
     return None if not text or text == "None" else text
 
 
-CONVERTERS = {"human_readable_int": human_readable_int, "json_list_type": json.loads,
+CONVERTERS = {"human_readable_int": human_readable_int, "json_list_type": loads_json,
               "nullable_str": nullable_str}

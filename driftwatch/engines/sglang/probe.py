@@ -16,6 +16,7 @@ from typing import Any
 
 from ..startup import StartupValues
 from .startup_log import attention_dp_width, merge_ranks, plain_or_none
+from ...fileio import loads_json
 
 PROBE_PATHS: tuple[str, ...] = ("/server_info", "/get_server_info", "/metrics")
 
@@ -50,7 +51,7 @@ def _server_info(body: bytes | None, names: frozenset[str]) -> StartupValues:
     if not body:
         return StartupValues()
     try:
-        payload = json.loads(body)
+        payload = loads_json(body)
     except (ValueError, TypeError, RecursionError, MemoryError):
         return StartupValues()
     if not isinstance(payload, dict):

@@ -15,23 +15,39 @@ from __future__ import annotations
 
 import json
 
-import yaml
+from ..files import MAX_CONFIG_BYTES, EngineFiles
 
-from ..files import EngineFiles
-
+MAX_CONFIG_VALUES = 20_000  # values the YAML may expand to, aliases counted as what they repeat
+MAX_PAYLOAD_CHARS = 256 << 10  # the parsed file as one argv word: what a snapshot can carry and read back
 PAYLOAD_KEY = "driftwatch_config_file"
 PAYLOAD_PREFIX = '--config={"' + PAYLOAD_KEY + '":'
 
 
 def payload(path: str, text: str) -> str:
     """The argv word carrying the parsed file (or why it could not be parsed)."""
-    try:
-        doc = {PAYLOAD_KEY: path, "data": yaml.safe_load(text)}
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark is not None else ""
-        doc = {PAYLOAD_KEY: path, "error": f"not valid YAML{where}: {getattr(exc, 'problem', None) or exc}"}
-    return "--config=" + json.dumps(doc, default=str, separators=(",", ":"))
+    from ...fileio import YAMLLimitError, load_yaml_data
+    if len(text) > MAX_CONFIG_BYTES:
+        return _error_payload(path, f"larger than {MAX_CONFIG_BYTES} bytes", limit=True)
+    try:  # every bound of fileio's loader: depth, aliases, number length
+        doc = {PAYLOAD_KEY: path, "data": load_yaml_data(text, max_nodes=MAX_CONFIG_VALUES)}
+    except YAMLLimitError as exc:
+        over = exc.reason.startswith(_BOUNDS)  # valid for vLLM, maybe; too much for driftwatch to carry
+        return _error_payload(path, f"{'over a limit' if over else 'not valid YAML'}"
+                                    f"{f' (line {exc.line})' if exc.line else ''}: {exc.reason}", limit=over)
+    word = "--config=" + json.dumps(doc, default=str, separators=(",", ":"))
+    if len(word) > MAX_PAYLOAD_CHARS:
+        return _error_payload(path, f"its settings take more than {MAX_PAYLOAD_CHARS} characters", limit=True)
+    return word
+
+
+_BOUNDS = ("expands to more than", "nested deeper than", "a number of")
+
+
+def _error_payload(path: str, why: str, limit: bool = False) -> str:
+    """The word for a file not read: invalid YAML (vLLM would not start either), or over one of
+    driftwatch's bounds (`limit`: vLLM might read it; driftwatch compares none of its settings)."""
+    doc = {PAYLOAD_KEY: path, "error": why, **({"limit": True} if limit else {})}
+    return "--config=" + json.dumps(doc, separators=(",", ":"))
 
 
 def with_payloads(argv: list[str], files: EngineFiles) -> list[str]:
@@ -59,9 +75,10 @@ def split_payloads(argv: list[str]) -> tuple[list[str], dict[str, dict]]:
     words, payloads = [], {}
     for word in argv:
         if word.startswith(PAYLOAD_PREFIX):
+            from ...fileio import loads_json
             try:
-                doc = json.loads(word[len("--config="):])
-            except json.JSONDecodeError:
+                doc = loads_json(word[len("--config="):])
+            except ValueError:
                 continue
             if isinstance(doc, dict) and isinstance(doc.get(PAYLOAD_KEY), str):
                 payloads[doc[PAYLOAD_KEY]] = doc

@@ -14,6 +14,7 @@ import re
 from typing import Any, Callable
 
 from ..argparse_catalog import to_bool
+from ...fileio import loads_json
 
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 
@@ -42,7 +43,7 @@ def human_readable_int_or_auto(text: str) -> int:
 
 def json_object(text: str) -> Any:
     """`parse_dataclass(Config)`: the value must be JSON (pydantic validates it as the config)."""
-    value = json.loads(text)
+    value = loads_json(text)
     if not isinstance(value, dict):
         raise ValueError(f"{text!r} is not a JSON object")
     return value
@@ -58,7 +59,7 @@ def compilation_from_cli(text: str) -> Any:
 def union_dict_and_str(text: str) -> Any:
     if not re.match(r"(?s)^\s*{.*}\s*$", text):
         return str(text)
-    return None if text in ("", "None") else json.loads(text)
+    return None if text in ("", "None") else loads_json(text)
 
 
 def store_boolean(text: str) -> bool:
@@ -75,7 +76,7 @@ def nullable_str(text: str) -> Any:
 
 
 _BASE: dict[str, Callable[[str], Any]] = {
-    "int": int, "float": float, "str": str, "bool": to_bool, "json": json.loads, "json.loads": json.loads,
+    "int": int, "float": float, "str": str, "bool": to_bool, "json": loads_json, "json.loads": loads_json,
     "human_readable_int": human_readable_int, "human_readable_int_or_auto": human_readable_int_or_auto,
     "union_dict_and_str": union_dict_and_str, "nullable_str": nullable_str, "store_boolean": store_boolean,
     "from_cli": compilation_from_cli, "from_json": json_object,

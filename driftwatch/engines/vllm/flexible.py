@@ -36,6 +36,7 @@ from ..config import Issue
 from ..versions import version_key
 from . import config_file
 from .converters import human_readable_int
+from ...fileio import loads_json
 
 SERVE = "serve"
 _NAME_PART = re.compile(r"(?<=--)[^.]*")
@@ -63,6 +64,7 @@ class Preprocessed:
     notes: list[str] = field(default_factory=list)
     config_path: str | None = None  # the `--config FILE` named
     config_read: bool = False  # its settings were known and inserted
+    config_error: str | None = None  # its text was known and refused (invalid, or over a bound)
     config_words: set[int] = field(default_factory=set)  # indexes in argv that came from the file
     dotted: dict[str, dict[str, str]] = field(default_factory=dict)  # "--speculative-config" -> {sub: spelling}
     hoisted_model: bool = False
@@ -204,8 +206,8 @@ def _merge_dotted(processed: list[str], origin: list[bool], version: str,
             value_str = json.dumps(list(value_str.split(",")))
         key, *keys = arg.split(".")
         try:
-            value: Any = json.loads(value_str)
-        except json.JSONDecodeError:
+            value: Any = loads_json(value_str)
+        except ValueError:
             value = value_str
             if at_least(version, "0.20"):
                 try:
@@ -286,7 +288,14 @@ def _pull_config(args: list[str], payloads: dict[str, dict], version: str, serve
             "(pass the file with `driftwatch --engine-config FILE …`)",
             flag="--config", key="config", severity="warning"))
         return args  # `--config PATH` stays: at least the path is compared
+    if payload.get("error") and payload.get("limit"):
+        pre.config_error = str(payload["error"])
+        pre.issues.append(Issue(
+            "engine-config", f"--config {path}: {payload['error']}: driftwatch does not read it, so the file's "
+            "settings are not compared", flag="--config", key="config", severity="warning"))
+        return args[:index] + rest
     if payload.get("error"):
+        pre.config_error = str(payload["error"])
         _crash(pre, f"--config {path}: {payload['error']}; {name} refuses to start (it cannot load the file)",
                flag="--config", key="config")
         return args[:index] + rest

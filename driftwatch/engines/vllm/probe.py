@@ -19,6 +19,7 @@ from typing import Any
 
 from ..startup import StartupValues
 from .startup_log import MAX_LINE, merge, parse_config
+from ...fileio import loads_json
 
 PROBE_PATHS: tuple[str, ...] = ("/v1/models", "/metrics", "/server_info")
 
@@ -66,7 +67,7 @@ def _json(body: Any) -> Any:
     if not isinstance(body, (bytes, bytearray)) or len(body) > MAX_BODY:
         return None
     try:
-        return json.loads(bytes(body))
+        return loads_json(bytes(body))
     except (ValueError, RecursionError):
         return None
 

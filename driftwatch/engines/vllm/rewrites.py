@@ -87,6 +87,9 @@ def _config_file_origin(config: EngineConfig, pre: Preprocessed, catalog: Catalo
     if pre.config_read:  # vLLM takes `--config FILE` out before argparse; the file is read
         config.flags["config"] = FlagValue(pre.config_path, EXPLICIT, flag="--config",
                                            note="read: its settings are typed and compared one by one")
+    elif pre.config_error:  # its text was known and refused: said once (a start-up crash), kept with the unit
+        config.flags["config"] = FlagValue(pre.config_path, EXPLICIT, flag="--config",
+                                           note=f"not read: {pre.config_error}")
     from_file, from_cli = set(), set()
     for i, word in enumerate(pre.argv):
         if not word.startswith("-") or len(word) < 2:

@@ -23,6 +23,7 @@ import re
 from typing import Any, Iterable
 
 from ..startup import NotPlain, StartupValues, plain
+from ...fileio import loads_json
 
 # For `grep -F`: every line parsed below holds one of these.
 MARKERS: tuple[str, ...] = (
@@ -276,7 +277,7 @@ def literal(raw: str) -> Any:
         if not raw or raw[0] not in "[{":
             return _SKIP
         try:
-            value = json.loads(raw)
+            value = loads_json(raw)
         except (ValueError, RecursionError):
             return _SKIP
     try:

@@ -1,0 +1,162 @@
+"""Issue 21, item 4: no drift missed. A flag no catalog types is compared by its spelled value; every
+Exec hook is a unit key; what systemd itself refuses is said by check and compare (systemd-analyze
+verify, when installed, is the oracle: it reads a file and starts no manager)."""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "ddtree")
+PY = "/usr/bin/python3 -m sglang.launch_server --model-path /m --tp-size 2"
+
+
+def run(*args):
+    """The real entry point (its error handling included): exit code and stdout + stderr."""
+    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "driftwatch"), *args], capture_output=True, text=True, timeout=120)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_the_shipped_ddtree_budget_change_is_drift(tmp_path):
+    shadow = os.path.join(EXAMPLES, "sglang-qwen-ddtree-shadow.service")
+    with open(shadow) as f:
+        text = f.read()
+    assert "--speculative-ddtree-budget 16" in text
+    changed = write(tmp_path, "sglang-qwen-ddtree-shadow.service",
+                    text.replace("--speculative-ddtree-budget 16", "--speculative-ddtree-budget 916"))
+    code, out = run("compare", "--baseline", shadow, "--unit-file", changed, "--format", "json")
+    assert code == 1, out
+    import json
+    findings = json.loads(out)["findings"]
+    budget = [f for f in findings if f["flag"] == "--speculative-ddtree-budget"]
+    assert len(budget) == 1 and str(budget[0]["baseline"]) == "16" and str(budget[0]["current"]) == "916"
+    same, out = run("compare", "--baseline", shadow, "--unit-file", shadow)
+    assert same == 0 and "No drift" in out
+
+
+@pytest.mark.parametrize("baseline,current,kind", [
+    ("--patched-flag 3", "", "removed"),
+    ("", "--patched-flag=3", "added"),
+    ("--patched-flag 3", "--patched-flag 4", "changed"),
+    ("--patched-switch", "", "removed"),
+])
+def test_untyped_flags_added_removed_changed(tmp_path, baseline, current, kind):
+    b = write(tmp_path, "b.service", f"[Service]\nExecStart={PY} {baseline}\n")
+    c = write(tmp_path, "c.service", f"[Service]\nExecStart={PY} {current}\n")
+    code, out = run("compare", "--baseline", b, "--unit-file", c, "--format", "json")
+    import json
+    findings = [f for f in json.loads(out)["findings"] if f["flag"].startswith("--patched")]
+    assert code == 1 and len(findings) == 1, out
+    found = findings[0]
+    assert kind == ("added" if found["baseline"] is None else "removed" if found["current"] is None else "changed")
+
+
+def test_untyped_flag_spelled_the_same_is_no_drift(tmp_path):
+    b = write(tmp_path, "b.service", f"[Service]\nExecStart={PY} --patched-flag 3\n")
+    code, out = run("compare", "--baseline", b, "--unit-file", b)
+    assert code == 0 and "No drift" in out
+
+
+@pytest.mark.parametrize("hook", ["ExecStartPre", "ExecStartPost", "ExecStopPost", "ExecReload", "ExecCondition"])
+def test_exec_hooks_added_replaced_and_removed_are_drift(tmp_path, hook):
+    plain = write(tmp_path, "a.service", f"[Service]\nExecStart={PY}\n")
+    one = write(tmp_path, "b.service", f"[Service]\n{hook}=/usr/bin/nvidia-smi -pm 1\nExecStart={PY}\n")
+    other = write(tmp_path, "c.service", f"[Service]\n{hook}=/usr/bin/nvidia-smi -pm 0\nExecStart={PY}\n")
+    for b, c in ((plain, one), (one, plain), (one, other)):
+        code, out = run("compare", "--baseline", b, "--unit-file", c)
+        assert code == 1 and f"{hook}=" in out, out
+    code, out = run("compare", "--baseline", one, "--unit-file", one)
+    assert code == 0
+
+
+def test_a_reset_hook_list_is_compared_as_systemd_runs_it(tmp_path):
+    b = write(tmp_path, "b.service", f"[Service]\nExecStartPre=/bin/a\nExecStart={PY}\n")
+    c = write(tmp_path, "c.service", f"[Service]\nExecStartPre=/bin/x\nExecStartPre=\nExecStartPre=/bin/a\n"
+                                     f"ExecStart={PY}\n")
+    code, out = run("compare", "--baseline", b, "--unit-file", c)
+    assert code == 0, out
+
+
+REFUSED = [
+    ("WorkingDirectory=models\n", "WorkingDirectory= path is not absolute"),
+    ("WorkingDirectory=%N/models\n", "WorkingDirectory= path is not absolute"),
+    ("WorkingDirectory=%i/models\n", None),  # %i is empty outside a template: /models
+    ("WorkingDirectory=/srv/../models\n", "WorkingDirectory= path is not normalized"),
+    ("WorkingDirectory=relative\nWorkingDirectory=/srv\n", "WorkingDirectory= path is not absolute"),
+    (f"ExecStart={PY}\n", "more than one ExecStart="),
+]
+ACCEPTED = ["WorkingDirectory=~\n", "WorkingDirectory=-models\n", "WorkingDirectory=/srv/models\n",
+            "WorkingDirectory=-~\n", "WorkingDirectory=\n"]
+
+
+def _verify(path):
+    tool = shutil.which("systemd-analyze")
+    if tool is None:
+        return None
+    proc = subprocess.run([tool, "verify", "--man=no", path], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "SYSTEMD_UNIT_PATH": os.path.dirname(path) + ":"})
+    return "fatal error" not in proc.stderr and "bad unit file setting" not in proc.stderr
+
+
+@pytest.mark.parametrize("extra,message", REFUSED)
+def test_check_and_compare_say_what_systemd_refuses(tmp_path, extra, message):
+    unit = write(tmp_path, "s.service", f"[Service]\n{extra}ExecStart={PY}\n")
+    if message is None:  # looks wrong, is fine
+        assert _verify(unit) in (None, True)
+        assert "systemd would refuse" not in run("check", "--unit-file", unit)[1]
+        return
+    assert _verify(unit) in (None, False)  # the oracle agrees: systemd refuses it
+    code, out = run("check", "--unit-file", unit)
+    assert code == 1 and message in out and "systemd would refuse" in out, out
+    good = write(tmp_path, "good.service", f"[Service]\nExecStart={PY}\n")
+    code, out = run("compare", "--baseline", good, "--unit-file", unit)
+    assert code == 2 and message in out, out
+
+
+@pytest.mark.parametrize("extra", ACCEPTED)
+def test_what_systemd_accepts_is_not_refused(tmp_path, extra):
+    unit = write(tmp_path, "s.service", f"[Service]\n{extra}ExecStart={PY}\n")
+    assert _verify(unit) in (None, True)
+    code, out = run("check", "--unit-file", unit)
+    assert "systemd would refuse" not in out, out
+
+
+def test_keys_of_every_section_are_compared(tmp_path):
+    b = write(tmp_path, "b.service", f"[Unit]\nAfter=network.target\n[Service]\nExecStart={PY}\n"
+                                     "[Install]\nWantedBy=multi-user.target\n")
+    c = write(tmp_path, "c.service", f"[Unit]\nAfter=network.target\nRequires=nvidia-persistenced.service\n"
+                                     f"[Service]\nExecStart={PY}\n[Install]\nWantedBy=default.target\n")
+    code, out = run("compare", "--baseline", b, "--unit-file", c)
+    assert code == 1 and "Unit.Requires=" in out and "Install.WantedBy=" in out, out
+
+
+def test_a_baseline_saved_before_every_key_was_kept_is_not_drift_by_itself(tmp_path):
+    """A snapshot file without `all_unit_keys` kept [Service] keys only: keys it never recorded are
+    not reported as added."""
+    import yaml
+    from driftwatch.collect.raw import RawUnit
+    from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
+    text = f"[Unit]\nAfter=network.target\n[Service]\nExecStartPre=/bin/true\nUser=llm\nExecStart={PY}\n"
+    data = snapshot_to_dict(build_snapshot(RawUnit(host=None, unit="s.service", text=text)))
+    assert data["all_unit_keys"] is True and "Unit.After" in data["unit_keys"]
+    del data["all_unit_keys"]
+    data["unit_keys"] = {k: v for k, v in data["unit_keys"].items()
+                         if k.startswith("Service.") and not k.startswith("Service.Exec")}
+    old = tmp_path / "old.yaml"
+    old.write_text(yaml.safe_dump(data))
+    unit = write(tmp_path, "s.service", text)
+    code, out = run("compare", "--baseline", str(old), "--unit-file", unit)
+    assert code == 0 and "No drift" in out, out
+    changed = write(tmp_path, "t.service", text.replace("User=llm", "User=root"))
+    code, out = run("compare", "--baseline", str(old), "--unit-file", changed)
+    assert code == 1 and "User=" in out, out
