@@ -478,8 +478,9 @@ def baseline_show(name, fmt, baselines_dir):
     from ..run.targets import snapshot_from_unit_file
     b = load_baseline(name, resolve_dir(baselines_dir), unit_reader=lambda p: snapshot_from_unit_file(p, None, None))
     if fmt == "json":
+        from ..redact import mask_for_show
         from ..snapshots.baseline import baseline_to_dict
-        click.echo(json.dumps(baseline_to_dict(b), indent=2, default=str))
+        click.echo(json.dumps(mask_for_show(baseline_to_dict(b)), indent=2, default=str))
     else:
         metrics = ", ".join(f"{k}={v:g}" for k, v in b.metrics.items()) or "none recorded"
         click.echo(f"baseline {b.name}: metrics {metrics}; saved {b.saved_at or '-'} by {b.saved_by or '-'}")

@@ -33,6 +33,7 @@ COMPUTED = "computed at start-up"
 UNSET = "unset"
 REDACTED = "(redacted)"
 CHANGED_REDACTED = CHANGED_FINGERPRINT  # one wording, in redact.py and here
+UNKNOWN_REDACTED = "unknown (redacted with another key: re-save the baseline)"
 
 FINDING_COLUMNS = ["#", "flag", "baseline", "current", "impact", "explanation"]
 FLEET_COLUMNS = ["host", "unit", "status", "top finding", "predicted"]
@@ -115,7 +116,11 @@ def pair_text(baseline: Any, baseline_source: str | None, current: Any, current_
 
 def display_pair(diff) -> tuple[str, str]:
     """Both sides of a `Difference` (`explain` writes them into the rule's sentence)."""
-    return pair_text(diff.baseline, diff.baseline_source, diff.current, diff.current_source, bool(diff.secret))
+    base, cur = pair_text(diff.baseline, diff.baseline_source, diff.current, diff.current_source,
+                          bool(diff.secret))
+    if (getattr(diff, "details", None) or {}).get("fingerprints") == "unknown" and diff.current is not None:
+        cur = UNKNOWN_REDACTED  # fingerprints of another key: not known to have changed
+    return base, cur
 
 
 class _SafeFormat(dict):
@@ -150,8 +155,11 @@ def explain(finding) -> str:
 
 def finding_pair(f: dict) -> tuple[str, str]:
     """Both sides of a finding of a `driftwatch.compare/v1` document."""
-    return pair_text(f.get("baseline"), f.get("baseline_source"), f.get("current"), f.get("current_source"),
-                     bool(f.get("secret")))
+    base, cur = pair_text(f.get("baseline"), f.get("baseline_source"), f.get("current"), f.get("current_source"),
+                          bool(f.get("secret")))
+    if (f.get("details") or {}).get("fingerprints") == "unknown" and f.get("current") is not None:
+        cur = UNKNOWN_REDACTED
+    return base, cur
 
 
 def finding_name(f: dict) -> str:
