@@ -1017,6 +1017,10 @@ class Redactor:
                 out.append(self._userinfo(word))
             elif pending == "typed":
                 out.append(self.cut(word))
+            elif pending == "other" and typed is not None:
+                # the value of a flag this release does not know: readable unless the detector objects
+                cut = self.cut(word)
+                out.append(cut if is_plain_public(cut) or cut in self.typed_public else self.scan(word))
             elif typed is not None:
                 out.append(self._typed_word(word))
             elif shell_next:
