@@ -21,7 +21,7 @@ import json
 from typing import Any
 
 from ..engines.config import DEFAULT, RUNTIME, SOURCE_WORDS
-from ..redact import CHANGED_FINGERPRINT, has_fingerprint, mask_fingerprints, visible
+from ..redact import CHANGED_FINGERPRINT, UNKNOWN_FINGERPRINT, has_fingerprint, mask_fingerprints, visible
 from . import view
 
 ARROW = "\u2192"  # →
@@ -143,6 +143,8 @@ def explain(finding) -> str:
     base, cur = display_pair(diff)
     if diff.secret:
         detail = "the value is a secret: compared by fingerprint only"
+    if (diff.details or {}).get("fingerprints") == "unknown":
+        detail = UNKNOWN_FINGERPRINT  # says why this may not be drift, and what to do
     detail = _drop_restatement(detail or "", diff)
     first = detail.split(" ", 1)[0]
     if first.isalpha() and first.islower():  # a sentence, not a setting name like context_length
