@@ -539,11 +539,14 @@ def looks_random(word: str) -> bool:
     return _entropy(core) >= limit
 
 
+_LONG_WORD = re.compile(r"\S{16}")
+
+
 def detect_secrets_in(text: str) -> list[str]:
     """Secrets a maintained detector finds in free text: detect-secrets' token formats and keyword
     plugin, high-entropy words, long hex words standing alone."""
-    if not text or len(text) < 8:
-        return []
+    if not text or len(text) < 16 or not _LONG_WORD.search(text):
+        return []  # every form below is 16 characters or more without a space
     found: list[str] = []
     sample = text[:1_000_000]
     for regex in _detector_regexes():
@@ -964,9 +967,10 @@ class Redactor:
         for index, word in enumerate(argv):
             if not isinstance(word, str):
                 word = str(word)
-            base = os.path.basename(word)
-            if typed is None and base in _PROGRAM_OPTIONS and pending is None:
-                program_options = _PROGRAM_OPTIONS[base]
+            if typed is None and pending is None:
+                base = word.rsplit("/", 1)[-1]
+                if base in _PROGRAM_OPTIONS:
+                    program_options = _PROGRAM_OPTIONS[base]
             is_option = word.startswith("-") and len(word) > 1 and not _PLAIN[0].fullmatch(word)
             if pending == "secret" and is_option and not (typed is not None and word.split("=", 1)[0] in typed) \
                     and not (typed is None and re.fullmatch(r"--[a-z][a-z-]*[a-z]", word)):
