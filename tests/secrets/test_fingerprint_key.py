@@ -152,3 +152,12 @@ def test_an_old_baseline_file_reads_and_compares_through_the_cli(home, tmp_path)
     finding = next(f for f in doc["findings"] if f["key"] == "env.DB_PASS")
     assert finding["current"].startswith("unknown")
     assert "Summer2024" not in run.stdout + run.stderr
+
+
+def test_history_says_unknown_for_a_snapshot_of_an_older_release(home):
+    from driftwatch.run.history import changes_between
+    old = snap(f"Environment=DB_PASS=Summer2024!\nExecStart={PY}")
+    old.environment["DB_PASS"] = "<redacted:0123456789ab>"
+    change = next(c for c in changes_between(old, snap(f"Environment=DB_PASS=Summer2024!\nExecStart={PY}"))
+                  if c["key"] == "env.DB_PASS")
+    assert change["new"].startswith("unknown") and "re-save the baseline" in change["note"]
