@@ -11,7 +11,8 @@
   read, never imported: the ``Envs`` class of ``sglang/srt/environ.py`` (``EnvBool``, ``EnvInt``,
   ``EnvFloat``, ``EnvStr``) and the typed helpers used everywhere (``get_bool_env_var("X")``,
   ``get_int_env_var``, ``get_float_env_var``). Written as
-  ``driftwatch/engines/sglang/catalogs/envs-<VERSION>.json``.
+  ``driftwatch/engines/sglang/envs/envs-<VERSION>.json`` (not beside the flag catalogs: that folder
+  holds only ``sglang-<VERSION>.json``).
 - The union, ``driftwatch/data/engine_env_types.json``: ``{name: type}`` (``bool``, ``int``,
   ``float``, ``choice``, ``str``); where releases or engines disagree, the loosest type wins
   (``str``). ``driftwatch/redact.py`` (ground) reads only this file: a value of a known variable of
@@ -137,7 +138,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="compare the committed union with the tables; no download")
     args = ap.parse_args(argv)
-    sg_dir = os.path.join(ENGINES, "sglang", "catalogs")
+    sg_dir = os.path.join(ENGINES, "sglang", "envs")
     tables = list(vllm_tables().values())
     if args.check:
         for path in sorted(glob.glob(os.path.join(sg_dir, "envs-*.json"))):
