@@ -838,6 +838,8 @@ class Redactor:
         out = self.cut(text)
         if isinstance(out, str) and len(out) >= 8:
             for secret in sorted(set(detect_secrets_in(out)), key=len, reverse=True):
+                if secret in self.typed_public:
+                    continue  # the engine typed it as a value that is not a credential (a --revision hash)
                 if secret in out:
                     self.add(secret)
                     out = out.replace(secret, fingerprint(secret))
