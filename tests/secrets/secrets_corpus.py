@@ -137,6 +137,8 @@ HARMLESS = [
     Case("HF snapshot path", f"Environment=MODEL_DIR=/data/hf/models--Qwen--Qwen3-8B/snapshots/"
                              f"9c925d64d72725edaf899c6cb9c377fd0709d9c5\nExecStart={PY}",
          value="9c925d64d72725edaf899c6cb9c377fd0709d9c5"),
+    Case("ExecStartPre= arguments", f"ExecStartPre=/usr/bin/mkdir -p /run/sglang-cache\nExecStart={PY}",
+         value="mkdir -p /run/sglang-cache", shown_in=("store file snapshot", "baseline file")),
     Case("typed flag with a hash", f"ExecStart={PY} --revision 9c925d64d72725edaf899c6cb9c377fd0709d9c5",
          value="9c925d64d72725edaf899c6cb9c377fd0709d9c5"),
     Case("host address", f"Environment=VLLM_HOST_IP=10.0.0.5\nExecStart={PY}", value="10.0.0.5"),

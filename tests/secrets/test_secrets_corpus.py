@@ -22,7 +22,7 @@ def test_a_planted_secret_appears_in_no_output(i, tmp_path):
 @pytest.mark.parametrize("i", range(len(corpus.HARMLESS)), ids=[c.name for c in corpus.HARMLESS])
 def test_a_harmless_value_stays_readable(i, tmp_path):
     checked, hidden = corpus.run_harmless(i, tmp_path)
-    assert checked >= 4
+    assert checked == len(corpus.HARMLESS[i].shown_in or corpus.SHOWS_VALUES)
     assert hidden == []
 
 
