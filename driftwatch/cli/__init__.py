@@ -74,6 +74,16 @@ def _fail(message: str, code: int, as_json: bool) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: DriftwatchError -> one stderr line + its exit code; never a traceback."""
+    try:
+        _main(argv)
+    finally:
+        from ..redact import key_problem
+        if key_problem:  # the fingerprint key could not be kept: say so once
+            click.echo(f"driftwatch: warning: {key_problem[0]}", err=True)
+            key_problem.clear()
+
+
+def _main(argv: list[str] | None = None) -> None:
     as_json = _wants_json(list(sys.argv[1:] if argv is None else argv))
     try:
         rv = cli.main(args=argv, prog_name="driftwatch", standalone_mode=False)

@@ -109,8 +109,9 @@ def baseline_show(name, fmt, baselines_dir, files):
     from ..run.baselines import show_named
     b = show_named(name, baselines_dir, files)
     if fmt == "json":
+        from ..redact import mask_for_show
         from ..snapshots.baseline import baseline_to_dict
-        click.echo(json.dumps(baseline_to_dict(b), indent=2, default=str))
+        click.echo(json.dumps(mask_for_show(baseline_to_dict(b)), indent=2, default=str))
     else:
         metrics = ", ".join(f"{k}={v:g}" for k, v in b.metrics.items()) or "none recorded"
         click.echo(f"baseline {b.name}: metrics {metrics}; saved {b.saved_at or '-'} by {b.saved_by or '-'}")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import shlex
 
 from ..parse.wrappers import NO_ENGINE
+from ..redact import UNKNOWN_FINGERPRINT, comparable_fingerprints
 from ..snapshots.snapshot import Snapshot
 from .difference import Difference, EnginePair
 from .flags import default_changes, diff_concepts, diff_flags, read_pair
@@ -72,4 +73,8 @@ def diff_snapshots(baseline: Snapshot, current: Snapshot, pair: EnginePair) -> l
         diffs += reported_truths(current, pair.current)
     for diff in diffs:
         _attach_origin(diff, baseline, current)
+        if not comparable_fingerprints(diff.baseline, diff.current):
+            # a baseline saved by an older release or under another key: say so, never "no drift"
+            diff.details["fingerprints"] = "unknown"
+            diff.notes.append(UNKNOWN_FINGERPRINT)
     return diffs

@@ -26,6 +26,8 @@ REPORT_SCHEMA = "driftwatch.report/v1"
 
 
 def _json_value(diff, side: str) -> Any:
+    if side == "current" and diff.current is not None and (diff.details or {}).get("fingerprints") == "unknown":
+        return wording.UNKNOWN_REDACTED  # fingerprints of another key or release: not known to have changed
     if diff.secret:
         value = diff.baseline if side == "baseline" else diff.current
         if value is None:

@@ -6,7 +6,7 @@ import shlex
 
 from tabulate import tabulate
 
-from ..redact import visible
+from ..redact import mask_for_show, visible
 from .cells import prewrap
 
 _FLAG_WIDTHS = [None, None, None, 40, None, 50]
@@ -68,7 +68,7 @@ def _reported_lines(rt: dict) -> list[str]:
 def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
     if fmt == "json":
         from .json_ import dump
-        return dump(show_dict(snap, include_defaults))
+        return dump(mask_for_show(show_dict(snap, include_defaults)))
     e = snap.engine
     launcher = snap.launcher
     entry = launcher.entry or (f"the default command of image {launcher.image}" if launcher.image else "-")
@@ -134,4 +134,5 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
         lines += [f"  [{i.severity}] {i.kind}: {visible(i.message)}" for i in snap.issues]
     # Anything interpolated above that still holds a control character (a terminal escape from a
     # remote unit) is made visible; the only raw control character left is the line break.
-    return "\n".join(visible(part) for line in lines for part in line.split("\n")) + "\n"
+    # secrets read "<redacted>": no fingerprint on screen (it is for comparing, not for reading)
+    return mask_for_show("\n".join(visible(part) for line in lines for part in line.split("\n")) + "\n")

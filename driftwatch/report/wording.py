@@ -24,7 +24,7 @@ import json
 from typing import Any
 
 from ..engines.config import DEFAULT, RUNTIME, SOURCE_WORDS
-from ..redact import CHANGED_FINGERPRINT, has_fingerprint, mask_fingerprints, visible
+from ..redact import CHANGED_FINGERPRINT, UNKNOWN_FINGERPRINT, has_fingerprint, mask_fingerprints, visible
 from . import view
 
 ARROW = "\u2192"  # →
@@ -37,6 +37,7 @@ COMPUTED = "computed at start-up"
 UNSET = "unset"
 REDACTED = "(redacted)"
 CHANGED_REDACTED = CHANGED_FINGERPRINT  # one wording, in redact.py and here
+UNKNOWN_REDACTED = "unknown (redacted with another key: re-save the baseline)"
 
 FINDING_COLUMNS = ["#", "flag", "baseline", "current", "impact", "explanation"]
 FLEET_COLUMNS = ["host", "unit", "status", "top finding", "predicted"]
@@ -141,7 +142,11 @@ def pair_text(baseline: Any, baseline_source: str | None, current: Any, current_
 
 def display_pair(diff) -> tuple[str, str]:
     """Both sides of a `Difference` (`explain` writes them into the rule's sentence)."""
-    return pair_text(diff.baseline, diff.baseline_source, diff.current, diff.current_source, bool(diff.secret))
+    base, cur = pair_text(diff.baseline, diff.baseline_source, diff.current, diff.current_source,
+                          bool(diff.secret))
+    if (getattr(diff, "details", None) or {}).get("fingerprints") == "unknown" and diff.current is not None:
+        cur = UNKNOWN_REDACTED  # fingerprints of another key: not known to have changed
+    return base, cur
 
 
 class _SafeFormat(dict):
@@ -164,6 +169,8 @@ def explain(finding) -> str:
     base, cur = display_pair(diff)
     if diff.secret:
         detail = "the value is a secret: compared by fingerprint only"
+    if (diff.details or {}).get("fingerprints") == "unknown":
+        detail = UNKNOWN_FINGERPRINT  # says why this may not be drift, and what to do
     detail = _drop_restatement(detail or "", diff)
     first = detail.split(" ", 1)[0]
     if first.isalpha() and first.islower():  # a sentence, not a setting name like context_length
@@ -176,8 +183,11 @@ def explain(finding) -> str:
 
 def finding_pair(f: dict) -> tuple[str, str]:
     """Both sides of a finding of a `driftwatch.compare/v1` document."""
-    return pair_text(f.get("baseline"), f.get("baseline_source"), f.get("current"), f.get("current_source"),
-                     bool(f.get("secret")))
+    base, cur = pair_text(f.get("baseline"), f.get("baseline_source"), f.get("current"), f.get("current_source"),
+                          bool(f.get("secret")))
+    if (f.get("details") or {}).get("fingerprints") == "unknown" and f.get("current") is not None:
+        cur = UNKNOWN_REDACTED
+    return base, cur
 
 
 def finding_name(f: dict) -> str:

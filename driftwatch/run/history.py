@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import DriftwatchError, InputError
 from ..identity import finding_id
-from ..redact import mask_fingerprints
+from ..redact import UNKNOWN_FINGERPRINT, mask_fingerprints
 from ..snapshots.snapshot import Snapshot
 from ..snapshots.store import SnapshotStore, StoredSnapshot, safe_component
 from ..timestamps import UTC, format_utc, parse_utc, utc_now
@@ -119,6 +119,10 @@ def _change_from_difference(d) -> dict:
               "old_source": d.baseline_source, "new_source": d.current_source}
     if d.secret:
         change["secret"] = True
+    if (d.details or {}).get("fingerprints") == "unknown" and new is not None:
+        # snapshots fingerprinted under different keys (or an older release): not known to have changed
+        change["new"] = wording.UNKNOWN_REDACTED
+        change["note"] = UNKNOWN_FINGERPRINT
     if d.origin:
         change["origin"] = {"old": d.origin.get("baseline"), "new": d.origin.get("current")}
     return change

@@ -1,0 +1,77 @@
+"""The name and value rules of docs/secrets.md, one by one (no CLI)."""
+from __future__ import annotations
+
+import pytest
+
+from driftwatch.redact import (
+    Redactor, cut_credentials, detect_secrets_in, is_plain_public, is_secret_env, is_secret_name, is_secret_option,
+    known_type,
+)
+
+
+@pytest.mark.parametrize("name", ["SGLANG_S3SECRETKEY", "VLLM_PRIVATEKEY", "NCCL_DBPASS", "apiToken", "X-Auth-Key",
+                                  "AccountKey", "pw", "GH_PAT", "SLACK_WEBHOOK", "SENTRY_DSN", "SESSIONID",
+                                  "my.cookie", "Authorization", "PRIVATE-TOKEN"])
+def test_a_secret_word_anywhere_makes_a_name_secret(name):
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", ["max_new_tokens", "tokenizer_path", "KEYBOARD_LAYOUT", "MODEL_NAME", "LOG_LEVEL",
+                                  "CUDA_VISIBLE_DEVICES", "NCCL_IB_HCA", "author"])
+def test_names_that_only_look_alike_are_not(name):
+    assert not is_secret_name(name)
+
+
+def test_known_names_of_a_non_secret_type_win_over_their_words():
+    assert known_type("SGLANG_INIT_NEW_TOKEN_RATIO") == "float"
+    assert known_type("VLLM_MULTI_STREAM_GEMM_TOKEN_THRESHOLD") == "int"
+    assert known_type("VLLM_API_KEY") == "str" and is_secret_env("VLLM_API_KEY")
+    assert not is_secret_env("SGLANG_INIT_NEW_TOKEN_RATIO") and not is_secret_env("TOKENIZERS_PARALLELISM")
+    r = Redactor()
+    assert r.env_value("SGLANG_INIT_NEW_TOKEN_RATIO", "0.35") == "0.35"
+    assert r.env_value("SGLANG_INIT_NEW_TOKEN_RATIO", "hunter2").startswith("<redacted:")
+    assert r.env_value("NCCL_DBPASS", "1").startswith("<redacted:")  # an allowlisted prefix does not help
+
+
+def test_options_of_other_programs():
+    assert is_secret_option("--masterauth") and is_secret_option("--authkey")
+    assert not is_secret_option("--max-total-tokens") and not is_secret_option("--port")
+    r = Redactor()
+    assert r.words(["redis-cli", "-a", "pw1", "ping"])[2].startswith("<redacted:")
+    assert r.words(["mysql", "-pS3cr3t", "db"])[1].startswith("-p<redacted:")
+    assert r.words(["curl", "-u", "bob:pw1", "http://x"])[2].startswith("bob:<redacted:")
+    assert r.words(["x", "--api-key", "-Xy"])[2].startswith("<redacted:")
+
+
+@pytest.mark.parametrize("text, secret, kept", [
+    ("https://hooks.slack.com/services/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", "q8Wm3Zr7Xk2Lp9Vn4Tb6Yc1d",
+     "hooks.slack.com/services/"),
+    ("https://x.example/api?apiToken=S3cretValue&model=qwen", "S3cretValue", "model=qwen"),
+    ("https://app.example/cb#access_token=S3cretValue&state=1", "S3cretValue", "state=1"),
+    ('{"Authorization": "Bearer S3cretValue", "model": "q"}', "S3cretValue", '"model": "q"'),
+    ('{"pw": "S3cretValue"}', "S3cretValue", '"pw"'),
+    ('{"password": "S3cretValue', "S3cretValue", '"password"'),
+    ("AccountName=acc;AccountKey=S3cretValue==;EndpointSuffix=core", "S3cretValue", "AccountName=acc"),
+    ('-H "PRIVATE-TOKEN: S3cretValue"', "S3cretValue", "PRIVATE-TOKEN"),
+    ('{"key_prefix": "kvprod", "max_tokens": 5}', None, '"key_prefix": "kvprod"'),
+])
+def test_credentials_in_free_text(text, secret, kept):
+    out, _ = cut_credentials(text)
+    assert kept in out
+    if secret:
+        assert secret not in out
+    else:
+        assert out == text
+
+
+def test_the_detector():
+    assert detect_secrets_in("aws AKIAIOSFODNN7EXAMPLE x")
+    assert detect_secrets_in("echo Zq9xPLANTEDv8kW3 > /run/x") == ["Zq9xPLANTEDv8kW3"]
+    assert not detect_secrets_in("/root/models/Qwen3-30B-A3B-Instruct-2507-FP8 Qwen3ForCausalLM --tp 2")
+    assert not is_plain_public("/x8Kj2mQ9vLp4Rt7Ws1Yz6Nb3Hc5Fd0Ga=") and not is_plain_public("/etc/ssl/server.key")
+    assert is_plain_public("/data/hf/models--Qwen--Qwen3-8B/snapshots/9c925d64d72725edaf899c6cb9c377fd0709d9c5")
+
+
+def test_the_env_tables_are_current():
+    from tools import gen_env_types
+    assert gen_env_types.main(["--check"]) == 0
