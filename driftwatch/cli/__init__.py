@@ -951,6 +951,11 @@ def _fail(message: str, code: int, as_json: bool) -> None:
     sys.exit(code)
 
 
+from .store_commands import store_group  # noqa: E402
+
+cli.add_command(store_group)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point: DriftwatchError -> one stderr line + its exit code; never a traceback."""
     as_json = _wants_json(list(sys.argv[1:] if argv is None else argv))

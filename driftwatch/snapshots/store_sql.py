@@ -198,7 +198,7 @@ class _Postgres(_Dialect):
         cur.execute("BEGIN")
 
     def lock_group(self, cur, host: str, unit: str) -> None:
-        cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{host}\0{unit}",))
+        cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{host}/{unit}",))
 
     def errors(self) -> tuple:
         import psycopg
@@ -231,11 +231,13 @@ class DatabaseStore(SnapshotStore):
     indexed = True
 
     def __init__(self, location: str | os.PathLike, on_problem: Callable[[str], None] | None = None):
+        if getattr(self, "dialect", None) is not None:
+            return  # SnapshotStore(location) opened it: type() calls __init__ again with the same words
         text = os.fspath(location)
         if is_database_url(text):
             self.dialect: _Dialect = _Postgres(text)
             self.root = redact_url(text)
-            self.label = Path("/" + self.root.split("://", 1)[1].split("@")[-1])
+            self.label = Path("postgresql:") / self.root.split("://", 1)[1].split("@")[-1]
         else:
             folder = Path(os.path.expanduser(text))
             self.dialect = _Sqlite(folder / DB_NAME if not text.endswith(".db") else folder)
@@ -309,6 +311,8 @@ class DatabaseStore(SnapshotStore):
 
     def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
         with self._mutex:
+            if self._conn is None and isinstance(self.dialect, _Sqlite) and not self.dialect.path.exists():
+                return []  # nothing saved yet: a question creates no database
             conn = self._connection()
             try:
                 cur = conn.cursor()
@@ -521,6 +525,36 @@ class DatabaseStore(SnapshotStore):
             for when in runs:
                 run("INSERT INTO runs (snapshot_id, at) VALUES (?, ?)", (rid, _epoch(when)))
             return SaveResult(self.label / h / u / label, True, moment)
+
+        return self._write(body, h, u)
+
+    def import_group(self, host: str, unit: str, batch: list) -> tuple[int, int]:
+        """One host/unit's snapshots from the file store, in one transaction: `batch` is
+        [(record, document, unchanged-run times)], oldest first. A snapshot already here (same
+        time and sequence number) is left alone. (snapshots written, runs written)."""
+        h, u = safe_component(host, "local"), safe_component(unit, "unit")
+
+        def body(cur, run):
+            run("SELECT collected_at, seq FROM snapshots WHERE host = ? AND unit = ?", (h, u))
+            present = {(int(a), int(b)) for a, b in cur.fetchall()}
+            wrote = runs = 0
+            for record, data, times in batch:
+                at = _epoch(record.collected_at)
+                if (at, record.seq) in present:
+                    continue
+                present.add((at, record.seq))
+                run("INSERT INTO snapshots (host, unit, collected_at, seq, name, state_hash, content_hash, "
+                    "source_hash, document) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (h, u, at, record.seq, record.name, state_hash(data), snapshot_hash(data), source_hash(data),
+                     _pack(data)))
+                run("SELECT id FROM snapshots WHERE host = ? AND unit = ? AND collected_at = ? AND seq = ?",
+                    (h, u, at, record.seq))
+                rid = cur.fetchone()[0]
+                for when in times:
+                    run("INSERT INTO runs (snapshot_id, at) VALUES (?, ?)", (rid, _epoch(when)))
+                wrote += 1
+                runs += len(times)
+            return wrote, runs
 
         return self._write(body, h, u)
 
