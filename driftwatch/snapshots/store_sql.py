@@ -306,6 +306,9 @@ class DatabaseStore(SnapshotStore):
             raise self._fail(exc, "open") from None
 
     def schema_version(self) -> int:
+        """The store's schema version (opening it creates or migrates it)."""
+        with self._mutex:
+            self._connection()
         rows = self._query("SELECT value FROM driftwatch_meta WHERE key = ?", ("schema_version",))
         return int(rows[0][0]) if rows else 0
 
