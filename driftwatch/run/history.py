@@ -95,11 +95,22 @@ def _value(value: Any) -> Any:
     return value
 
 
+_STATE_MEMO: dict[int, tuple] = {}  # id(snapshot) -> (snapshot, engine_version, diffs): each is read once per pair it is in
+
+
 def _state_diffs(snap: Snapshot, engine_version: str | None) -> dict[str, Any]:
-    """One snapshot's own disk-vs-loaded-vs-running findings, by key."""
+    """One snapshot's own disk-vs-loaded-vs-running findings, by key (remembered for the snapshot
+    object: consecutive pairs share one side)."""
+    hit = _STATE_MEMO.get(id(snap))
+    if hit is not None and hit[0] is snap and hit[1] == engine_version:
+        return hit[2]
     from ..diff import diff_snapshots, read_pair
     pair = read_pair(snap, snap, engine_version)
-    return {d.key: d for d in diff_snapshots(snap, snap, pair) if d.key in _STATE_KEYS}
+    out = {d.key: d for d in diff_snapshots(snap, snap, pair) if d.key in _STATE_KEYS}
+    if len(_STATE_MEMO) >= 8:
+        _STATE_MEMO.clear()
+    _STATE_MEMO[id(snap)] = (snap, engine_version, out)
+    return out
 
 
 def _change_from_difference(d) -> dict:
