@@ -224,10 +224,13 @@ def check(unit_file, host, unit, snapshot_file, engine_version, fmt, quiet, inve
               help="Then keep only the newest N snapshots of each host/unit in the store (as `prune --keep N`).")
 @click.option("--baselines-dir", "keep_baselines_dir", envvar="DRIFTWATCH_BASELINES",
               help="With --keep: baselines whose snapshots are never deleted [default: ./baselines].")
+@click.option("--shard", "shard_text", envvar="DRIFTWATCH_SHARD",
+              help="Only the hosts of slice I of N (I/N, I from 0; by a stable hash of the inventory name): "
+                   "one of N runners (Kubernetes Indexed Job, AWX sliced job, Nomad).")
 @_catalog_option
 @_ssh_options
 def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_version, parallel, old_parallel, quiet,
-             verbose, keep, keep_baselines_dir, **ssh):
+             verbose, keep, keep_baselines_dir, shard_text=None, **ssh):
     """Read units (local files or live hosts) and save one snapshot each in the store."""
     if old_parallel is not None:
         if parallel is not None and parallel != old_parallel:
@@ -250,7 +253,9 @@ def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_versio
         saved = save_snapshot(snap, store)
         click.echo(f"{snap.host or 'local'}\t{snap.unit}\tok\t{saved}")
     if hosts or inventory:
-        trouble = _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh, verbose)
+        from ..run.shard import parse_shard
+        trouble = _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh, verbose,
+                                 shard=parse_shard(shard_text))
     if keep:
         _prune_store(store, keep, None, keep_baselines_dir, dry_run=False, quiet=True)
     sys.exit(EXIT_TROUBLE if trouble else EXIT_OK)
@@ -285,7 +290,8 @@ def _step_costs(raw) -> str:
     return f"driftwatch: {raw.host} {raw.unit}: " + (", ".join(parts) if parts else "no timings (not read)")
 
 
-def _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh, verbose=False) -> bool:
+def _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quiet, ssh, verbose=False,
+                   shard=None) -> bool:
     from ..collect.unitname import validate_unit_name
     from ..run.targets import collect_live, inventory_targets, raw_to_snapshot
     from ..snapshots.store import save_snapshot
@@ -295,6 +301,9 @@ def _snapshot_live(hosts, inventory, unit, store, engine_version, parallel, quie
         targets = [(h, unit) for h in hosts]
     else:
         targets = inventory_targets(inventory, unit)
+    if shard is not None:
+        from ..run.shard import pick
+        targets = pick(targets, shard)
     for _, u in targets:
         validate_unit_name(u)
     outcomes: dict[int, tuple[str, str | None]] = {}  # id(raw) -> (stdout line, stderr line)
@@ -624,13 +633,16 @@ def _warn_unused_ignores(result, ignore, quiet: bool = False) -> None:
                               "[default: ~/.local/state/driftwatch].")
 @click.option("--prometheus", "prometheus_file", type=click.Path(dir_okay=False),
               help="Also write the report as Prometheus metrics here (node_exporter textfile, atomically).")
+@click.option("--shard", "shard_text", envvar="DRIFTWATCH_SHARD",
+              help="Only the hosts of slice I of N (I/N, I from 0; by a stable hash of the inventory name): "
+                   "one of N runners (Kubernetes Indexed Job, AWX sliced job, Nomad).")
 @_baselines_dir_option
 @_catalog_option
 @_ssh_options
 def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, smtp_port, smtp_user,
            smtp_password_file, smtp_security, smtp_ca_file, sender, subject_prefix, state, only_changes, always,
            fmt, output, quiet, config_path, concurrency, parallel, rules_dir, ignores, ignore_file, engine_version,
-           baselines_dir, store, prometheus_file, **ssh):
+           baselines_dir, store, prometheus_file, shard_text=None, **ssh):
     """Check hosts against a baseline; print, write and mail one drift report (for cron)."""
     from ..snapshots.baseline import load_baseline
     from ..findings.ignore import from_cli, load_ignore_file
@@ -663,6 +675,9 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
         targets.append((host, unit or base.unit))
     elif settings.get("inventory"):
         targets.extend(inventory_targets(settings["inventory"], unit))
+    if shard_text:
+        from ..run.shard import parse_shard, pick
+        targets = pick(targets, parse_shard(shard_text))
     if not targets and not unit_files:
         raise InputError("nothing to check: give --inventory FILE, --host H --unit U or --unit-file FILE")
     if targets:
