@@ -319,7 +319,8 @@ def open_store(location=None, on_problem: Callable[[str], None] | None = None, *
 
 
 def is_file_store(folder: Path) -> bool:
-    """True when `folder` holds snapshots in the YAML-file layout (HOST/UNIT/*.yaml or runs.log)."""
+    """True when `folder` holds snapshots in the YAML-file layout (HOST/UNIT/ with a dated
+    ``STAMP-SS.yaml``, ``latest.yaml`` or ``runs.log``)."""
     try:
         hosts = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
     except OSError:
@@ -327,7 +328,7 @@ def is_file_store(folder: Path) -> bool:
     for host in hosts:
         try:
             for unit in host.iterdir():
-                if unit.is_dir() and any(n.endswith(".yaml") or n == RUNS for n in os.listdir(unit)):
+                if unit.is_dir() and any(n in (RUNS, LATEST) or _NAME.match(n) for n in os.listdir(unit)):
                     return True
         except OSError:
             continue
