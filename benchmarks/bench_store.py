@@ -27,7 +27,8 @@ sys.path.insert(0, str(ROOT))
 
 from driftwatch.collect.raw import RawUnit  # noqa: E402
 from driftwatch.snapshots.snapshot import build_snapshot  # noqa: E402
-from driftwatch.snapshots.store import SnapshotStore  # noqa: E402
+from driftwatch.snapshots.store import FileStore as SnapshotStore  # noqa: E402  (today's YAML files)
+from driftwatch.snapshots.store_sql import DatabaseStore  # noqa: E402
 from driftwatch.timestamps import format_utc, parse_utc  # noqa: E402
 
 UNIT = ROOT / "examples" / "sglang-qwen-70toks.service"
@@ -112,6 +113,36 @@ def main() -> None:
         print(f"| per unit-year, {args.changes_per_year} changes | {unit_year / 1e6:.1f} MB |")
         print(f"| fleet-year, deduplicated | {fleet_year / 1e9:.2f} GB |")
         print(f"| fleet-year, one file per run (no dedupe) | {naive / 1e12:.2f} TB |")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    database_costs(args.runs)
+
+
+def database_costs(runs: int) -> None:
+    """The same runs in the SQLite store: bytes and time per unchanged run (a row in `runs`)."""
+    tmp = Path(tempfile.mkdtemp(prefix="dw-bench-store-db-"))
+    try:
+        store = DatabaseStore(tmp)
+        start = parse_utc("2026-01-01T00:00:00Z")
+        template = live_snapshot(format_utc(start), 70.0)
+        store.save_run(template)
+        store.close()
+        base = usage(tmp)[0]  # apparent bytes after the first snapshot (the WAL checkpointed on close)
+        store = DatabaseStore(tmp)
+        t0 = time.perf_counter()
+        for i in range(1, runs):
+            at = format_utc(start + dt.timedelta(seconds=300 * i))
+            runtime = dict(template.runtime, measured={"accept_length": 3.1, "throughput": 70.0 - (i % 7) * 0.3})
+            assert not store.save_run(replace(template, collected_at=at, runtime=runtime)).written
+        per_run_s = (time.perf_counter() - t0) / max(1, runs - 1)
+        store.close()
+        after = usage(tmp)[0]
+        print()
+        print(f"| SQLite store ({runs} runs of one unit, one state) | value |")
+        print("|---|---|")
+        print(f"| database after the first snapshot | {base} B |")
+        print(f"| each unchanged run (a `runs` row and its index entry) | {(after - base) / max(1, runs - 1):.1f} B |")
+        print(f"| time per unchanged run (one transaction: newest row's state hash, insert) | {per_run_s * 1000:.2f} ms |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

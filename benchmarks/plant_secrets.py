@@ -12,7 +12,7 @@ through the CLI in-process (click's CliRunner: stdout and stderr) and the Python
 - `compare` with the planted unit as the current side (text, JSON, Markdown, HTML) and as the
   baseline (text, JSON);
 - `report --unit-file` (text, JSON, HTML) and the mail built from that report (all parts);
-- `snapshot --unit-file` (every file written under --store), `baseline save` (the YAML) and
+- `snapshot --unit-file` (every file written under --store, every row of its database), `baseline save` (the YAML) and
   `baseline show` (text, JSON);
 - error paths: a unit systemd would refuse, whose message must not echo the secret.
 
@@ -222,6 +222,14 @@ def run_case(i: int, case: Case, work: Path) -> dict[str, str]:
     for path in sorted(store.rglob("*")) if store.exists() else []:
         if path.is_file():
             out["store file latest" if path.name == "latest.yaml" else "store file snapshot"] = path.read_text(errors="replace")
+    if (store / "store.db").exists():  # the database store: every document, decompressed, and every column
+        import json
+        import sqlite3
+        with sqlite3.connect(store / "store.db") as db:
+            rows = db.execute("SELECT * FROM snapshots").fetchall()
+        db.close()
+        from driftwatch.snapshots.store_sql import _unpack
+        out["store rows"] = "\n".join(json.dumps(_unpack(r[-1])) + " " + " ".join(map(str, r[:-1])) for r in rows)
     bl = d / "bl"
     out["baseline save"] = _invoke(["baseline", "save", "p", "--unit-file", unit, "--baselines-dir", bl], d)
     if (bl / "p.yaml").exists():

@@ -30,6 +30,7 @@ from .drift import compare, report
 from .inspect import check, show
 from .rules import rules_group
 from .store import history, prune, snapshot
+from .store_commands import store_group
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -46,7 +47,8 @@ def cli(ctx, engine_configs=()):
     ctx.obj = given_files(engine_configs, os.environ.get(ENV_VAR, ""))  # each command's `files` (options.py)
 
 
-for _command in (show, check, snapshot, prune, history, baseline_group, compare, report, cron_example, rules_group):
+for _command in (show, check, snapshot, prune, history, store_group, baseline_group, compare, report, cron_example,
+                 rules_group):
     cli.add_command(_command)
 
 

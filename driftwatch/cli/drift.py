@@ -8,8 +8,8 @@ import click
 
 from ..errors import EXIT_DRIFT, EXIT_OK
 from ..report import format_names
-from .options import (baselines_dir_option, catalog_option, emit, engine_files, facts_options, ssh_options,
-                      terminal_format, voice)
+from .options import (baselines_dir_option, catalog_option, emit, engine_files, facts_options, shard_option,
+                      ssh_options, terminal_format, voice)
 
 
 @click.command()
@@ -86,6 +86,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
                               "[default: ~/.local/state/driftwatch].")
 @click.option("--prometheus", "prometheus_file", type=click.Path(dir_okay=False),
               help="Also write the report as Prometheus metrics here (node_exporter textfile, atomically).")
+@shard_option
 @baselines_dir_option
 @catalog_option
 @ssh_options
@@ -93,7 +94,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, smtp_port, smtp_user,
            smtp_password_file, smtp_security, smtp_ca_file, sender, subject_prefix, state, only_changes, always,
            fmt, output, quiet, config_path, concurrency, parallel, rules_dir, ignores, ignore_file, engine_version,
-           baselines_dir, store, prometheus_file, ssh, files):
+           baselines_dir, store, prometheus_file, shard, ssh, files):
     """Check hosts against a baseline; print, write and mail one drift report (for cron)."""
     from ..run.fleet import report_fleet
     settings = dict(email=email, smtp_host=smtp_host, smtp_port=smtp_port, smtp_user=smtp_user,
@@ -108,7 +109,7 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
     result = report_fleet(settings, config_path=config_path, host=host, unit=unit, unit_files=unit_files,
                           rules_dir=rules_dir, ignores=ignores, ignore_file=ignore_file, concurrency=concurrency,
                           engine_version=engine_version, baselines_dir=baselines_dir, store=store, fmt=fmt,
-                          output=output, prometheus_file=prometheus_file, always=always,
+                          output=output, prometheus_file=prometheus_file, always=always, shard=shard,
                           ssh=replace(ssh, parallel=parallel), files=files, voice=voice(aside=not quiet),
                           show=None if quiet else show)
     sys.exit(result.exit_code)

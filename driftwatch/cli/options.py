@@ -84,6 +84,17 @@ baselines_dir_option = click.option("--baselines-dir", envvar="DRIFTWATCH_BASELI
                                     help="Where named baselines live [default: ./baselines].")
 
 
+def _parse_shard(ctx, param, value):
+    from ..run.shard import parse_shard
+    return parse_shard(value)
+
+
+shard_option = click.option(
+    "--shard", "shard", envvar="DRIFTWATCH_SHARD", callback=_parse_shard,
+    help="Only the hosts of slice I of N (I/N, I from 0; by a stable hash of the inventory name): "
+         "one of N runners (Kubernetes Indexed Job, AWX sliced job, Nomad).")
+
+
 def facts_options(func):
     """compare: the model's config.json and the GPUs, for the physical impact models (issue 13)."""
     func = click.option("--gpu", "gpu", help="The current host's GPUs, NAME[xN] as nvidia-smi names them, "

@@ -8,7 +8,8 @@ import click
 
 from ..errors import EXIT_OK, EXIT_TROUBLE, InputError
 from ..report import format_names
-from .options import baselines_dir_option, catalog_option, emit, engine_files, ssh_options, terminal_format, voice
+from .options import (baselines_dir_option, catalog_option, emit, engine_files, shard_option, ssh_options,
+                      terminal_format, voice)
 
 
 @click.command()
@@ -31,11 +32,12 @@ from .options import baselines_dir_option, catalog_option, emit, engine_files, s
               help="Then keep only the newest N snapshots of each host/unit in the store (as `prune --keep N`).")
 @click.option("--baselines-dir", "keep_baselines_dir", envvar="DRIFTWATCH_BASELINES",
               help="With --keep: baselines whose snapshots are never deleted [default: ./baselines].")
+@shard_option
 @catalog_option
 @ssh_options
 @engine_files
 def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_version, parallel, old_parallel, quiet,
-             verbose, keep, keep_baselines_dir, ssh, files):
+             verbose, keep, keep_baselines_dir, shard, ssh, files):
     """Read units (local files or live hosts) and save one snapshot each in the store."""
     from ..run.snapshots import snapshot_fleet
     if old_parallel is not None:
@@ -49,7 +51,7 @@ def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_versio
     progress = _progress_line() if not quiet and sys.stderr.isatty() else None
     trouble = snapshot_fleet(hosts, inventory, unit, unit_files, host_name, store, engine_version,
                              replace(ssh, parallel=parallel or 32), files, voice(aside=verbose), keep=keep,
-                             keep_baselines_dir=keep_baselines_dir, progress=progress)
+                             keep_baselines_dir=keep_baselines_dir, progress=progress, shard=shard)
     sys.exit(EXIT_TROUBLE if trouble else EXIT_OK)
 
 

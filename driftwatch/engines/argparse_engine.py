@@ -102,6 +102,19 @@ class ArgparseEngine(Engine):
             rows = cache[version] = (catalog, built)
         return rows[1]
 
+    def _parse(self, engine_argv, version):
+        """`catalogs.parse`, remembered per (argv, release): a history reads each snapshot's argv
+        several times (each pair, each state check); the parse is a pure function of the two."""
+        memo = self.__dict__.setdefault("_parsed", {})
+        key = (tuple(engine_argv), version)
+        hit = memo.get(key)
+        if hit is None:
+            if len(memo) >= 512:
+                memo.clear()
+            hit = memo[key] = self.catalogs.parse(engine_argv, version)
+        values, spellings, issues = hit
+        return values, spellings, list(issues)
+
     def read_config(self, engine_argv, engine_version=None, recorded_version=None, choose_from=None,
                     recorded_from: str | None = None) -> EngineConfig:
         label = self.label
@@ -115,7 +128,7 @@ class ArgparseEngine(Engine):
         else:
             version, reason = self.choose_release(choose_from or [engine_argv])
             reason = f"inferred: {reason}"
-        values, spellings, issues = self.catalogs.parse(engine_argv, version)
+        values, spellings, issues = self._parse(engine_argv, version)
         flags: dict[str, FlagValue] = {}
         for spec, primary, default, source, note in self._default_rows(version):
             if spec.dest not in values:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..engines.files import NO_FILES, EngineFiles
 from ..errors import DriftwatchError, EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, InputError, NotifyError
+from .shard import Shard, pick
 from .voice import Voice
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ def report_fleet(options: dict, *, config_path: str | None, host: str | None, un
                  ignore_file: str | None, concurrency: int | None, engine_version: str | None,
                  baselines_dir: str | None, store: str | None, fmt: str, output: str | None,
                  prometheus_file: str | None, always: bool, ssh: SSHOptions, files: EngineFiles, voice: Voice,
-                 show: Callable[[dict], None] | None = None) -> FleetReport:
+                 show: Callable[[dict], None] | None = None, shard: Shard | None = None) -> FleetReport:
     """Check the hosts and files against a baseline; write, show and mail one report.
 
     `options`: the command line's report settings (e-mail, SMTP, state, inventory, baseline), laid
@@ -125,7 +126,7 @@ def report_fleet(options: dict, *, config_path: str | None, host: str | None, un
                           resolve_baselines_dir(settings["baseline"], baselines_dir, os.environ, settings, note), files)
     judge = Judge(base, judging, files)
     entries = [judge.unit_file(path) for path in unit_files]  # each labelled by the file the user named
-    entries += _judge_hosts(judge, _targets(settings, host, unit, base.unit, unit_files), ssh,
+    entries += _judge_hosts(judge, _targets(settings, host, unit, base.unit, unit_files, shard), ssh,
                             settings.get("inventory"), voice)
     doc = build_report(base, entries)
     _say_unused_ignores(doc, judge, voice)
@@ -143,9 +144,9 @@ def report_fleet(options: dict, *, config_path: str | None, host: str | None, un
 
 
 def _targets(settings: dict, host: str | None, unit: str | None, baseline_unit: str | None,
-             unit_files) -> list[tuple[str, str]]:
+             unit_files, shard: Shard | None = None) -> list[tuple[str, str]]:
     """The (host, unit) pairs to read live: --host with --unit (default: the baseline's unit), or
-    the inventory's (every unit it lists, or --unit)."""
+    the inventory's (every unit it lists, or --unit); with `shard`, only that slice's hosts."""
     from ..collect.unitname import validate_unit_name
     from .targets import inventory_targets
     targets = []
@@ -153,6 +154,7 @@ def _targets(settings: dict, host: str | None, unit: str | None, baseline_unit: 
         targets.append((host, unit or baseline_unit))
     elif settings.get("inventory"):
         targets.extend(inventory_targets(settings["inventory"], unit))
+    targets = pick(targets, shard)
     if not targets and not unit_files:
         raise InputError("nothing to check: give --inventory FILE, --host H --unit U or --unit-file FILE")
     for _, u in targets:

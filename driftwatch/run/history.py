@@ -101,11 +101,22 @@ def _value(value: Any) -> Any:
     return value
 
 
+_STATE_MEMO: dict[int, tuple] = {}  # id(snapshot) -> (snapshot, engine_version, diffs): each is read once per pair it is in
+
+
 def _state_diffs(snap: Snapshot, engine_version: str | None) -> dict[str, Any]:
-    """One snapshot's own disk-vs-loaded-vs-running findings, by key."""
+    """One snapshot's own disk-vs-loaded-vs-running findings, by key (remembered for the snapshot
+    object: consecutive pairs share one side)."""
+    hit = _STATE_MEMO.get(id(snap))
+    if hit is not None and hit[0] is snap and hit[1] == engine_version:
+        return hit[2]
     from ..diff import diff_snapshots, read_pair
     pair = read_pair(snap, snap, engine_version)
-    return {d.key: d for d in diff_snapshots(snap, snap, pair) if d.key in _STATE_KEYS}
+    out = {d.key: d for d in diff_snapshots(snap, snap, pair) if d.key in _STATE_KEYS}
+    if len(_STATE_MEMO) >= 8:
+        _STATE_MEMO.clear()
+    _STATE_MEMO[id(snap)] = (snap, engine_version, out)
+    return out
 
 
 def _change_from_difference(d) -> dict:
@@ -221,9 +232,15 @@ def _baseline_findings(loaded: list[StoredSnapshot], findings: _Findings) -> lis
 def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since: _dt.datetime | None = None,
                  findings: _Findings | None = None, engine_version: str | None = None) -> dict:
     """One host/unit's history (one element of the document's `units`)."""
-    loaded = store.load(host, unit, engine_version=engine_version)
-    seen = store.seen(host, unit)
     records = store.records(safe_component(host, "local"), safe_component(unit, "unit"))
+    if since is not None and findings is None:  # read from the snapshot before the cut, not the whole unit
+        loaded = store.load(host, unit, since, engine_version=engine_version, previous=True)
+        window = [r for r in records if r.collected_at >= (loaded[0].collected_at if loaded else since)]
+        readable = len(records) - (len(window) - len(loaded))
+    else:
+        loaded = store.load(host, unit, engine_version=engine_version)
+        readable = len(loaded)
+    seen = store.seen(host, unit)
     per_pair = []
     for old, new in zip(loaded, loaded[1:]):
         if since is not None and new.collected_at < since:
@@ -235,10 +252,12 @@ def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since
     # newest first; the changes a snapshot brought keep the diff's order (cause first)
     changes = [change for pair in reversed(per_pair) for change in pair]
     first = loaded[0] if loaded else None
+    if first is not None and since is not None and findings is None and records:
+        first = StoredSnapshot(records[0], first.snapshot)  # named only (_ref): the oldest row
     newest = loaded[-1] if loaded else None
     entry = {
         "host": safe_component(host, "local"), "unit": safe_component(unit, "unit"),
-        "snapshots": len(records), "readable": len(loaded),
+        "snapshots": len(records), "readable": readable,
         "runs": sum(s.runs for s in seen.values()),
         "first": _ref(first), "latest": _ref(newest),
         "last_run": format_utc(max((s.last for s in seen.values()), default=newest.collected_at))

@@ -158,7 +158,24 @@ class Seen:
 def read_snapshot_file(path: str | os.PathLike, engine_version: str | None = None) -> Snapshot:
     """One saved snapshot, from the store or anywhere else (``--snapshot FILE``)."""
     name = os.fspath(path)
+    if not os.path.lexists(name):
+        stored = _stored_in_database(Path(name), engine_version)
+        if stored is not None:
+            return stored
     return snapshot_from_dict(read_yaml(name, "snapshot"), name, engine_version)
+
+
+def _stored_in_database(path: Path, engine_version: str | None) -> Snapshot | None:
+    """A snapshot named as a database store lists it (``STORE/HOST/UNIT/NAME.yaml``), or None."""
+    from .store_sql import DB_NAME, DatabaseStore
+    if len(path.parts) < 4 or not (path.parent.parent.parent / DB_NAME).is_file():
+        return None
+    store = DatabaseStore(path.parent.parent.parent)
+    try:
+        record = store.find(path.parent.parent.name, path.parent.name, path.name)
+        return None if record is None else record.read(engine_version)
+    finally:
+        store.close()
 
 
 @dataclass(frozen=True)
@@ -218,9 +235,110 @@ class StoredSnapshot:
         return self.record.collected_at
 
 
-@dataclass
 class SnapshotStore:
-    """The snapshots under `root` (default ``~/.local/state/driftwatch``)."""
+    """The snapshot store at a location: ``SnapshotStore(location, on_problem)`` opens
+
+    - ``postgresql://USER:PASSWORD@HOST:PORT/DB`` (or ``postgres://``): PostgreSQL, shared by several
+      runners (`store_sql.DatabaseStore`, psycopg 3: ``pip install 'driftwatch[postgres]'``);
+    - a directory (``--store DIR``, default ``~/.local/state/driftwatch``): SQLite in ``DIR/store.db``,
+      created on first use; a ``*.db`` file: that SQLite database;
+    - a directory that holds a store of today's YAML files and no ``store.db``: refused with how to
+      import it (``driftwatch store import DIR``); `FileStore` reads and writes that format.
+
+    Every backend answers the same methods (records, groups, latest, load, newest_first, seen, runs,
+    save, save_run, prune, timeline, first_seen, since); records are `SnapshotRecord`s.
+    """
+
+    indexed = False  # True: rows in a database (load(previous=True) reads from the cut only)
+
+    def __new__(cls, root=None, on_problem=None, *args, **kwargs):
+        if cls is not SnapshotStore:
+            return super().__new__(cls)
+        return open_store(root, on_problem)
+
+    def _problem(self, message: str) -> None:
+        if message in self.problems:
+            return
+        self.problems.append(message)
+        if self.on_problem is not None:
+            self.on_problem(message)
+
+    def read(self, record: SnapshotRecord | str | os.PathLike, engine_version: str | None = None) -> Snapshot:
+        return read_snapshot_file(record.path if isinstance(record, SnapshotRecord) else record, engine_version)
+
+    # ------------------------------------------------------------------ history
+
+    def timeline(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
+                 engine_version: str | None = None) -> list[tuple[StoredSnapshot, StoredSnapshot]]:
+        """Consecutive (older, newer) pairs of readable snapshots, oldest pair first. With `since`,
+        only pairs whose newer snapshot was collected at or after it (the older one may be earlier:
+        a change seen since then is between the two)."""
+        loaded = self.load(host, unit, engine_version=engine_version)
+        pairs = list(zip(loaded, loaded[1:]))
+        if since is not None:
+            pairs = [(old, new) for old, new in pairs if new.collected_at >= since]
+        return pairs
+
+    def first_seen(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
+                   engine_version: str | None = None) -> StoredSnapshot | None:
+        """The oldest snapshot for which `predicate` holds, or None."""
+        for stored in self.load(host, unit, engine_version=engine_version):
+            if predicate(stored.snapshot):
+                return stored
+        return None
+
+    def since(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
+              engine_version: str | None = None) -> StoredSnapshot | None:
+        """The first snapshot of the unbroken run, ending with the newest snapshot, in which
+        `predicate` holds; None when it does not hold for the newest."""
+        start = None
+        for stored in reversed(self.load(host, unit, engine_version=engine_version)):
+            if not predicate(stored.snapshot):
+                break
+            start = stored
+        return start
+
+
+
+def open_store(location=None, on_problem: Callable[[str], None] | None = None, *,
+               allow_files: bool = False) -> "SnapshotStore":
+    """The store at `location` (see `SnapshotStore`); `allow_files`: a YAML-file store opens as one."""
+    text = os.fspath(location) if location is not None else DEFAULT_STORE
+    if not text:
+        text = DEFAULT_STORE
+    from .store_sql import DB_NAME, DatabaseStore, is_database_url
+    if is_database_url(text):
+        return DatabaseStore(text, on_problem)
+    folder = Path(os.path.expanduser(text))
+    if text.endswith(".db") or (folder / DB_NAME).exists() or not is_file_store(folder):
+        return DatabaseStore(text, on_problem)
+    if allow_files:
+        return FileStore(folder, on_problem)
+    raise InputError(f"{folder}: a snapshot store of YAML files (the format before the database); import it "
+                     f"once with: driftwatch store import {folder} --store {folder}")
+
+
+def is_file_store(folder: Path) -> bool:
+    """True when `folder` holds snapshots in the YAML-file layout (HOST/UNIT/ with a dated
+    ``STAMP-SS.yaml``, ``latest.yaml`` or ``runs.log``)."""
+    try:
+        hosts = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")]
+    except OSError:
+        return False
+    for host in hosts:
+        try:
+            for unit in host.iterdir():
+                if unit.is_dir() and any(n in (RUNS, LATEST) or _NAME.match(n) for n in os.listdir(unit)):
+                    return True
+        except OSError:
+            continue
+    return False
+
+
+@dataclass
+class FileStore(SnapshotStore):
+    """The snapshots under `root` as YAML files (the layout in this module's docstring): today's
+    format before the database, kept to import and export stores (``driftwatch store import``)."""
 
     root: str | os.PathLike | None = None
     on_problem: Callable[[str], None] | None = None
@@ -431,13 +549,6 @@ class SnapshotStore:
 
     # ------------------------------------------------------------------ listing and reading
 
-    def _problem(self, message: str) -> None:
-        if message in self.problems:
-            return
-        self.problems.append(message)
-        if self.on_problem is not None:
-            self.on_problem(message)
-
     @staticmethod
     def _dirs(folder: Path) -> list[Path]:
         try:
@@ -503,15 +614,17 @@ class SnapshotStore:
         found = self._group(host, unit)
         return found[-1] if found else None
 
-    def read(self, record: SnapshotRecord | str | os.PathLike, engine_version: str | None = None) -> Snapshot:
-        return read_snapshot_file(record.path if isinstance(record, SnapshotRecord) else record, engine_version)
-
     def load(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
-             engine_version: str | None = None) -> list[StoredSnapshot]:
-        """The readable snapshots of one host/unit, oldest first (collected at or after `since`).
-        Unreadable files are skipped with a problem naming them."""
+             engine_version: str | None = None, previous: bool = False) -> list[StoredSnapshot]:
+        """The readable snapshots of one host/unit, oldest first (collected at or after `since`;
+        with `previous`, also the last one before it). Unreadable files are skipped with a problem."""
         out = []
-        for record in self._group(host, unit):
+        records = self._group(host, unit)
+        if since is not None and previous:
+            before = [i for i, r in enumerate(records) if r.collected_at < since]
+            records = records[before[-1]:] if before else records
+            since = None
+        for record in records:
             if since is not None and record.collected_at < since:
                 continue
             try:
@@ -529,38 +642,6 @@ class SnapshotStore:
                 yield StoredSnapshot(record, record.read(engine_version))
             except DriftwatchError as exc:
                 self._problem(f"{record.path}: skipped: {exc}")
-
-    # ------------------------------------------------------------------ history
-
-    def timeline(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
-                 engine_version: str | None = None) -> list[tuple[StoredSnapshot, StoredSnapshot]]:
-        """Consecutive (older, newer) pairs of readable snapshots, oldest pair first. With `since`,
-        only pairs whose newer snapshot was collected at or after it (the older one may be earlier:
-        a change seen since then is between the two)."""
-        loaded = self.load(host, unit, engine_version=engine_version)
-        pairs = list(zip(loaded, loaded[1:]))
-        if since is not None:
-            pairs = [(old, new) for old, new in pairs if new.collected_at >= since]
-        return pairs
-
-    def first_seen(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
-                   engine_version: str | None = None) -> StoredSnapshot | None:
-        """The oldest snapshot for which `predicate` holds, or None."""
-        for stored in self.load(host, unit, engine_version=engine_version):
-            if predicate(stored.snapshot):
-                return stored
-        return None
-
-    def since(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
-              engine_version: str | None = None) -> StoredSnapshot | None:
-        """The first snapshot of the unbroken run, ending with the newest snapshot, in which
-        `predicate` holds; None when it does not hold for the newest."""
-        start = None
-        for stored in reversed(self.load(host, unit, engine_version=engine_version)):
-            if not predicate(stored.snapshot):
-                break
-            start = stored
-        return start
 
     # ------------------------------------------------------------------ retention
 
@@ -702,9 +783,17 @@ class SnapshotStore:
             return None
 
 
+_OPEN: dict[str, SnapshotStore] = {}
+
+
 def save_snapshot(snapshot: Snapshot, store: str | os.PathLike | None, *, dedupe: bool = True) -> Path:
-    """Save one snapshot in the store at `store` (None: the default); the path that holds it."""
-    return SnapshotStore(store or None).save(snapshot, dedupe=dedupe)
+    """Save one snapshot in the store at `store` (None: the default); the path that holds it.
+    The store is opened once per process and location (one database connection for a fleet run)."""
+    key = os.fspath(store) if store else DEFAULT_STORE
+    opened = _OPEN.get(key)
+    if opened is None:
+        opened = _OPEN[key] = SnapshotStore(store or None)
+    return opened.save(snapshot, dedupe=dedupe)
 
 
 def baseline_protections(directory: str | os.PathLike,
@@ -744,6 +833,7 @@ def baseline_protections(directory: str | os.PathLike,
     return out
 
 
-__all__ = ["DEFAULT_STORE", "LATEST", "RUNS", "BaselineSource", "SaveResult", "Seen", "SnapshotKey", "SnapshotRecord",
-           "SnapshotStore", "StoredSnapshot", "baseline_protections", "read_snapshot_file", "safe_component",
+__all__ = ["DEFAULT_STORE", "LATEST", "RUNS", "BaselineSource", "FileStore", "SaveResult", "Seen", "SnapshotKey", "SnapshotRecord",
+           "SnapshotStore", "StoredSnapshot", "baseline_protections", "is_file_store", "open_store",
+           "read_snapshot_file", "safe_component",
            "save_snapshot", "snapshot_hash", "source_hash", "state_hash"]

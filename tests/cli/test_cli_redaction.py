@@ -91,7 +91,9 @@ def test_snapshot_files_redacted(invoke, secret_units, tmp_path):
     store = tmp_path / "store"
     run = invoke("snapshot", "--unit-file", a, "--unit-file", b, "--store", store)
     assert run.code == 0, run
-    files = [p for p in store.rglob("*.yaml") if p.is_file()]
+    # the store is a database: what it holds, as `store export` writes it for review
+    assert invoke("store", "export", "--store", store, "-o", tmp_path / "exported").code == 0
+    files = [p for p in (tmp_path / "exported").rglob("*.yaml") if p.is_file()]
     assert {p.parent.name for p in files} == {"a.service", "b.service"}, files
     assert not [p for p in store.rglob("*.tmp")], "temp files left behind"
     for path in files:

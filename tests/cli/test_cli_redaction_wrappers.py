@@ -64,7 +64,11 @@ def test_snapshot_show_and_baseline_never_hold_secrets(tmp_path, units, name):
         _assert_clean(run.stdout, f"show --format {fmt}")
     assert _dw("baseline", "save", "b", "--unit-file", units[name], "--baselines-dir", tmp_path / "bl",
                cwd=tmp_path).returncode == 0
-    for saved in list(store.rglob("*.yaml")) + list((tmp_path / "bl").glob("*.yaml")):
+    # the store is a database: what it holds, as `store export` writes it
+    assert _dw("store", "export", "--store", store, "-o", tmp_path / "exported", cwd=tmp_path).returncode == 0
+    exported = list((tmp_path / "exported").rglob("*.yaml"))
+    assert exported
+    for saved in exported + list((tmp_path / "bl").glob("*.yaml")):
         _assert_clean(saved.read_text(), str(saved))
 
 

@@ -134,12 +134,17 @@ def flags(snap: dict) -> dict:
     return {k: v["value"] for k, v in snap["engine"]["flags"].items()}
 
 
+def stored_document(path: Path) -> dict:
+    """The snapshot a `snapshot` line names (STORE/HOST/UNIT/NAME.yaml, a row of the store's database)."""
+    from driftwatch.snapshots.store import SnapshotStore
+    return SnapshotStore(path.parents[2]).find(path.parent.parent.name, path.parent.name, path.name).document()
+
+
 def load_latest(store: Path, host: str, unit: str) -> dict:
-    folder = store / host / unit
-    stamped = [p for p in folder.glob("*.yaml") if p.name != "latest.yaml"]
-    assert len(stamped) >= 1, sorted(folder.iterdir())
-    assert (folder / "latest.yaml").is_file()
-    return yaml.safe_load((folder / "latest.yaml").read_text())
+    from driftwatch.snapshots.store import SnapshotStore
+    latest = SnapshotStore(store).latest(host, unit)  # the store is a database: asked for its newest row
+    assert latest is not None, SnapshotStore(store).groups()
+    return latest.document()
 
 
 # --------------------------------------------------------------------------------------- 1
@@ -223,7 +228,7 @@ def test_snapshot_positional_hosts_same_address_different_ports(env, hosts):
     assert r.returncode == 0, r.stdout + r.stderr
     saved = [ln.split("\t")[3] for ln in r.stdout.splitlines() if ln]
     assert len(saved) == 2 and saved[0] != saved[1], r.stdout
-    steps = sorted(flags(yaml.safe_load(Path(p).read_text()))["speculative_num_steps"] for p in saved)
+    steps = sorted(flags(stored_document(Path(p)))["speculative_num_steps"] for p in saved)
     assert steps == [1, 3]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from driftwatch.snapshots.store import RUNS, SnapshotStore
+from driftwatch.snapshots.store import SnapshotStore
 
 from history_helpers import DROPIN, ROOT, U40, U70, UNIT, run, steps_text, with_dropin
 
@@ -33,16 +33,17 @@ def story(replay):
 
 
 def test_identical_runs_are_one_snapshot_and_a_run_line(replay):
+    # the store is a database (store.db in --store DIR): an unchanged run is one small row in `runs`
     a = replay.snapshot(U70.read_text())
     again = replay.snapshot(U70.read_text())
-    assert again == a  # the run is recorded, no new file
-    folder = a.parent
-    assert sorted(p.name for p in folder.iterdir()) == sorted([a.name, "latest.yaml", RUNS])
-    # the marker naming the snapshot seen again (once), then 17 bytes per run: 20261201T104318Z + newline
-    assert (folder / RUNS).read_text().splitlines()[0].startswith(f"= {a.name} sha256:")
+    assert again == a  # the run is recorded, no new snapshot
+    store = SnapshotStore(replay.store)
+    assert [r.path for r in store.records()] == [a]
+    assert len(store.runs("ct129", UNIT)) == 1
     replay.snapshot(U70.read_text())
-    lines = (folder / RUNS).read_text().splitlines()
-    assert len(lines) == 3 and all(len(line) == 16 for line in lines[1:])
+    assert [r.path for r in store.records()] == [a] and len(store.runs("ct129", UNIT)) == 2
+    assert store.seen("ct129", UNIT)[a].runs == 3
+    assert sorted(p.name for p in replay.store.iterdir() if not p.name.startswith("store.db-")) == ["store.db"]
 
 
 def test_timeline_newest_first_with_origin_files(replay):
@@ -131,17 +132,15 @@ def test_hosts_units_and_an_empty_selection(replay):
 
 
 def test_corrupt_and_foreign_files_are_skipped_with_a_warning_naming_them(replay):
+    # the database's rows replace the files: a row whose document cannot be read is the corrupt file
+    import sqlite3
     a, same, b, c, d, e = story(replay)
-    folder = a.parent
-    (folder / "notes.yaml").write_text("just: notes\n")
-    (folder / "20200101T000000Z-00.yaml").write_bytes(b"\0binary")
-    c.write_text("schema: driftwatch.snapshot/v1\nexec_start: [\n")  # corrupt, in the middle
-    with open(folder / RUNS, "a") as fh:
-        fh.write("2026-garbage\n")
+    with sqlite3.connect(replay.store / "store.db") as db:  # corrupt, in the middle
+        db.execute("UPDATE snapshots SET document = ? WHERE name = ?", (b"\0binary", c.name))
+    db.close()
     doc, r = replay.history("--baseline", BASELINE)
     assert r.returncode == 0
-    for name in ("notes.yaml", "20200101T000000Z-00.yaml", c.name, RUNS):
-        assert name in r.stderr and any(name in p for p in doc["problems"]), name
+    assert c.name in r.stderr and any(c.name in p for p in doc["problems"])
     assert all(line.startswith("driftwatch: warning: ") for line in r.stderr.splitlines())
     [u] = doc["units"]
     steps = {f["key"]: f for f in u["findings"]}["speculative_num_steps"]
@@ -164,12 +163,12 @@ def test_prune_keeps_the_newest_and_every_baseline_source(replay):
         cwd=replay.tmp)
     dry = run("prune", "--keep", "1", "--store", replay.store, "--baselines-dir", bdir, "-n", cwd=replay.tmp)
     assert [line.split("\t")[1] for line in dry.stdout.splitlines()] == [str(a), str(d)]
-    assert all(p.exists() for p in (a, b, c, d, e))
+    assert [rec.path for rec in SnapshotStore(replay.store).records()] == [a, b, c, d, e]
     r = run("prune", "--keep", "1", "--store", replay.store, "--baselines-dir", bdir, cwd=replay.tmp)
     assert "pruned 2 snapshots" in r.stderr
     left = [rec.path for rec in SnapshotStore(replay.store).records()]
     assert left == [b, c, e]
-    assert not (a.parent / RUNS).exists() or (a.parent / RUNS).read_text() == ""  # a's extra run went with it
+    assert SnapshotStore(replay.store).runs("ct129", UNIT) == []  # a's extra run went with it
     r = run("prune", "--older-than", "0s", "--store", replay.store, "--baselines-dir", bdir, cwd=replay.tmp)
     assert [rec.path for rec in SnapshotStore(replay.store).records()] == [b, c, e]
     r = run("prune", "--store", replay.store, cwd=replay.tmp, check=False)

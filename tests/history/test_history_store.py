@@ -18,7 +18,8 @@ from driftwatch.findings.judging import Judging
 from driftwatch.report.data import build_report
 from driftwatch.findings.rulebook import load_rules
 from driftwatch.run.targets import snapshot_from_unit_file
-from driftwatch.snapshots.store import RUNS, BaselineSource, SnapshotKey, SnapshotStore, baseline_protections, state_hash
+from driftwatch.snapshots.store import RUNS, BaselineSource, SnapshotKey, baseline_protections, state_hash
+from driftwatch.snapshots.store import FileStore as SnapshotStore  # the YAML-file format (import, export)
 
 from history_helpers import ROOT, U40, U70, UNIT
 

@@ -14,7 +14,9 @@ from driftwatch.errors import InputError
 from driftwatch.fileio import dump_yaml
 from driftwatch.snapshots.snapshot import snapshot_to_dict
 from driftwatch.run.targets import snapshot_from_unit_file
-from driftwatch.snapshots.store import LATEST, SnapshotStore, save_snapshot, snapshot_hash
+from driftwatch.snapshots.store import LATEST, save_snapshot, snapshot_hash
+from driftwatch.snapshots.store import FileStore as SnapshotStore  # the YAML-file format (import, export)
+from driftwatch.snapshots.store import open_store
 
 ROOT = Path(__file__).resolve().parents[2]
 U70 = ROOT / "examples" / "sglang-qwen-70toks.service"
@@ -92,7 +94,7 @@ def test_save_snapshot_and_host_names_as_folders(tmp_path):
     assert p1.parent == tmp_path / "gpu7.example.internal:2222" / UNIT
     assert p2.resolve().is_relative_to(tmp_path.resolve()) and p2.parent.parent.name == "__"
     assert p3.parent.parent.name == "local"
-    store = SnapshotStore(tmp_path)
+    store = open_store(tmp_path)  # save_snapshot writes the default store: the database in the directory
     assert [r.path for r in store.records("gpu7.example.internal:2222")] == [p1]
     assert [r.path for r in store.records(None, UNIT)] == sorted([p1, p2, p3], key=lambda p: p.parent.parent.name)
     assert sorted(store.groups()) == sorted([("gpu7.example.internal:2222", UNIT), ("__", UNIT), ("local", UNIT)])

@@ -1,4 +1,4 @@
-"""`driftwatch snapshot` through the real console script writes into the store's layout."""
+"""`driftwatch snapshot` through the real console script writes into the store (the database in --store DIR)."""
 from __future__ import annotations
 
 import re
@@ -6,9 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
-
-from driftwatch.snapshots.store import LATEST, SnapshotStore
+from driftwatch.snapshots.store import SnapshotStore
 
 ROOT = Path(__file__).resolve().parents[2]
 DW = Path(sys.executable).with_name("driftwatch")
@@ -27,6 +25,7 @@ def test_snapshot_command_saves_in_time_order(tmp_path):
     assert all(re.fullmatch(r"\d{8}T\d{6}Z-\d{2}\.yaml", p.name) for p in saved), saved
     assert [p.name for p in saved] == sorted(p.name for p in saved)
     assert [r.path for r in SnapshotStore(store).records("ct129")] == saved
-    stamp = yaml.safe_load(saved[1].read_text())["collected_at"]
+    stamp = SnapshotStore(store).records("ct129")[1].document()["collected_at"]
     assert re.fullmatch(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", stamp)
-    assert (saved[1].parent / LATEST).read_text() == saved[1].read_text()
+    assert SnapshotStore(store).latest("ct129", "sglang-qwen.service").path == saved[1]
+    assert (store / "store.db").is_file() and not list(store.rglob("*.yaml"))

@@ -122,7 +122,8 @@ def test_config_file_settings_survive_a_saved_snapshot(dw, tmp_path):
     store = tmp_path / "store"
     assert dw("snapshot", "--unit-file", EXAMPLES / "vllm-qwen3-8b-config.service", "--host-name", "gpu7",
               "--store", store, env=env).code == 0
-    saved = sorted(store.rglob("*.yaml"))
+    from driftwatch.snapshots.store import SnapshotStore
+    saved = [r.path for r in SnapshotStore(store).records()]  # listed as STORE/HOST/UNIT/NAME.yaml
     assert saved
     shown = dw("show", "--snapshot", saved[-1], "--format", "json").json()  # no file given now
     assert flags(shown)["max_num_seqs"] == 128

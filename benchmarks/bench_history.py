@@ -1,0 +1,184 @@
+"""What history questions cost on a fleet-sized store: today's YAML files vs the database store.
+
+    python benchmarks/bench_history.py [--hosts 100] [--days 100] [--postgres] [--keep DIR]
+        [--before REV] [--skip-today-fleet]
+
+The generator (`generate`, committed so the figures can be reproduced): `--hosts` hosts, every third
+one with two units, a snapshot a day for `--days` days whose state changes every day (the
+speculative steps cycle 1..4, and every 10th day an environment variable moves), as a live collector
+records it (`bench_store.live_snapshot`): with the defaults 100 hosts × 1.33 units × 100 days ≈
+13 300 snapshots, with `--hosts 113` 15 000. The store is written in today's YAML-file format
+(`FileStore`), then imported with `driftwatch store import` into SQLite (and PostgreSQL with
+`--postgres`: a throw-away server, tests/store/pg_server.py).
+
+Each question is a fresh `driftwatch` process; the figure is its CPU time (user + system, from
+`wait4`), the median of `--repeat` runs; "today" runs the code of `--before` (default: the commit
+before the database store, unpacked with `git archive`) against the file store. The floor is
+`python -c "import click, yaml"`.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_store import live_snapshot  # noqa: E402
+from driftwatch.fileio import dump_yaml  # noqa: E402
+from driftwatch.snapshots.snapshot import snapshot_to_dict  # noqa: E402
+from driftwatch.timestamps import file_stamp, format_utc  # noqa: E402
+
+START = dt.datetime(2026, 6, 1, 3, 0, tzinfo=dt.timezone.utc)
+UNITS = ("sglang-qwen.service", "sglang-llama.service")
+
+
+def generate(folder: Path, hosts: int, days: int) -> int:
+    """Today's file store: one snapshot a day per host/unit, each a new state (HOST/UNIT/STAMP-00.yaml
+    and latest.yaml, as `FileStore.save` names them; written directly, without its fsyncs, to build
+    15 000 files in under a minute). Returns the count."""
+    variants = {}
+    for steps in (1, 2, 3, 4):
+        for nccl in (0, 1):
+            snap = live_snapshot(format_utc(START), 70.0 - steps, steps=steps)
+            if nccl:
+                snap = replace(snap, environment=dict(snap.environment, NCCL_DEBUG="INFO"))
+            variants[(steps, nccl)] = snapshot_to_dict(snap)
+    count = 0
+    for h in range(hosts):
+        host = f"gpu{h:03d}"
+        for unit in UNITS[: 2 if h % 3 == 0 else 1]:
+            target = folder / host / unit
+            target.mkdir(parents=True, exist_ok=True)
+            for d in range(days):
+                at = START + dt.timedelta(days=d, seconds=h)
+                data = dict(variants[(1 + (d + h) % 4, (d // 10) % 2)], host=host, unit=unit,
+                            collected_at=format_utc(at))
+                text = dump_yaml(data)
+                (target / f"{file_stamp(at)}-00.yaml").write_text(text)
+                count += 1
+            (target / "latest.yaml").write_text(text)
+    return count
+
+
+def cpu(argv: list[str], env: dict, repeat: int) -> float:
+    """Median CPU seconds (user + sys) of the child process `argv`."""
+    times = []
+    for _ in range(repeat):
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode(errors="replace")
+        proc.stderr.close()
+        if proc.returncode not in (0, 1):
+            raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}: {err[-400:]}")
+        times.append(usage.ru_utime + usage.ru_stime)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--hosts", type=int, default=113)
+    ap.add_argument("--days", type=int, default=100)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--postgres", action="store_true", help="also a throw-away PostgreSQL server")
+    ap.add_argument("--keep", help="build the stores here and keep them (reused when present)")
+    ap.add_argument("--before", default="932a02b", help="revision whose code answers for 'today'")
+    ap.add_argument("--skip-today-fleet", action="store_true",
+                    help="do not time today's whole-fleet history (minutes of CPU)")
+    args = ap.parse_args()
+    work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="dw-bench-history-"))
+    work.mkdir(parents=True, exist_ok=True)
+    py = sys.executable
+    dw = [py, "-m", "driftwatch.cli"] if not (Path(py).parent / "driftwatch").exists() else [str(Path(py).parent / "driftwatch")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")}
+    env["HOME"] = str(work / "home")
+    # compiled once, like an installed package (this machine sets PYTHONDONTWRITEBYTECODE)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPYCACHEPREFIX"] = str(work / "pyc")
+    server = None
+    try:
+        files = work / "files"
+        if not files.exists():
+            t0 = time.perf_counter()
+            n = generate(files, args.hosts, args.days)
+            print(f"generated {n} snapshots in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        n = sum(1 for _ in files.glob("*/*/*-*.yaml"))
+        size = sum(p.stat().st_size for p in files.glob("*/*/*-*.yaml"))
+        sqlite_dir = work / "sqlite"
+        if not (sqlite_dir / "store.db").exists():
+            t0 = time.perf_counter()
+            subprocess.run(dw + ["store", "import", str(files), "--store", str(sqlite_dir)], check=True, env=env)
+            print(f"imported into SQLite in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+        stores = {"SQLite": str(sqlite_dir)}
+        if args.postgres:
+            sys.path.insert(0, str(ROOT / "tests" / "store"))
+            import pg_server
+            server, reason = pg_server.start()
+            if server is None:
+                print(f"PostgreSQL skipped: {reason}", file=sys.stderr)
+            else:
+                url = server.database("bench")
+                t0 = time.perf_counter()
+                subprocess.run(dw + ["store", "import", str(files), "--store", url], check=True, env=env)
+                print(f"imported into PostgreSQL in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+                stores["PostgreSQL"] = url
+        before = work / "before"
+        if not before.exists():
+            before.mkdir()
+            archive = subprocess.run(["git", "-C", str(ROOT), "archive", args.before, "driftwatch"],
+                                     capture_output=True, check=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+        # no site: an editable install's import hook would win over the old code; site-packages by hand, after it
+        import sysconfig
+        site = sysconfig.get_paths()["purelib"]
+        today_env = dict(env)
+        today = [py, "-S", "-c", f"import sys; sys.path[:0] = [{str(before)!r}, {site!r}]; "
+                 "sys.argv[0] = 'driftwatch'; from driftwatch.cli import main; main()"]
+        cut = format_utc(START + dt.timedelta(days=args.days - 7))
+        empty = work / "no-baselines"
+        empty.mkdir(exist_ok=True)
+        questions = [
+            ("`history` of one host", ["history", "gpu000", "--format", "json"]),
+            ("`history --since` the last 7 days, whole fleet", ["history", "--since", cut, "--format", "json"]),
+            ("`prune --keep 1000` (deletes nothing)", ["prune", "--keep", "1000", "--baselines-dir", str(empty)]),
+            ("`history`, whole fleet", ["history", "--format", "json"]),
+        ]
+        for warm in (dw + ["--help"], today + ["--help"]):
+            subprocess.run(warm, env=env, stdout=subprocess.DEVNULL, check=True)
+        floor = cpu([py, "-c", "import click, yaml"], env, args.repeat)
+        head = ["question", "today (YAML files)"] + [f"after: {name}" for name in stores]
+        print(f"{n} snapshots ({args.hosts} hosts, {args.days} days), {size / n / 1024:.2f} KB each as YAML; "
+              f"floor `python -c 'import click, yaml'`: {floor:.2f} s CPU\n")
+        print("| " + " | ".join(head) + " |")
+        print("|" + "---|" * len(head))
+        for label, argv in questions:
+            row = [label]
+            if label.endswith("whole fleet") and args.skip_today_fleet:
+                row.append("(not run)")
+            else:
+                t = cpu(today + argv + ["--store", str(files)], today_env, 1)
+                row.append(f"{t:.2f} s ({t / floor:.1f}×)")
+            for location in stores.values():
+                t = cpu(dw + argv + ["--store", location], env, 1 if label.endswith("whole fleet") else args.repeat)
+                row.append(f"{t:.2f} s ({t / floor:.1f}×)")
+            print("| " + " | ".join(row) + " |", flush=True)
+    finally:
+        if server is not None:
+            server.stop()
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""``driftwatch store import|export``: move snapshots between the YAML-file format and the database store."""
+from __future__ import annotations
+
+import click
+
+_STORE_HELP = ("Snapshot store: a directory (its database, store.db) or postgresql://USER@HOST/DB "
+               "[default: ~/.local/state/driftwatch].")
+
+
+@click.group("store")
+def store_group():
+    """The snapshot store itself: import a store of YAML files, export snapshots as YAML."""
+
+
+def _warn(message: str) -> None:
+    click.echo(f"driftwatch: warning: {message}", err=True)
+
+
+@store_group.command("import")
+@click.argument("directory", type=str)
+@click.option("--store", help=_STORE_HELP)
+def store_import(directory, store):
+    """Import a store of YAML files (DIRECTORY/HOST/UNIT/*.yaml, runs.log) into the database store.
+
+    Give the same directory as --store to convert a store in place: the database is created in it
+    and the YAML files are left where they are (delete them once you are satisfied). Running it
+    again imports nothing twice."""
+    from ..snapshots.store import DEFAULT_STORE
+    from ..snapshots.store_sql import DatabaseStore
+    from ..snapshots.store_transfer import import_files
+    target = DatabaseStore(store or DEFAULT_STORE, on_problem=_warn)
+    done = import_files(directory, target, on_problem=_warn)
+    click.echo(f"driftwatch: imported {done.snapshots} snapshot{'s' if done.snapshots != 1 else ''} and "
+               f"{done.runs} unchanged run{'s' if done.runs != 1 else ''} into {target.root}"
+               + (f"; {done.present} already there" if done.present else "")
+               + (f"; {done.skipped} unreadable, not imported" if done.skipped else ""), err=True)
+
+
+@store_group.command("export")
+@click.option("--store", help=_STORE_HELP)
+@click.option("--output", "-o", "output", required=True, type=str,
+              help="Directory to write HOST/UNIT/STAMP-SS.yaml and runs.log into (no file is overwritten).")
+@click.option("--host", help="Only this host.")
+@click.option("--unit", help="Only this unit.")
+def store_export(store, output, host, unit):
+    """Write the store's snapshots as YAML files (the layout `store import` reads)."""
+    from ..snapshots.store import SnapshotStore
+    from ..snapshots.store_transfer import export_files
+    source = SnapshotStore(store or None, on_problem=_warn)
+    done = export_files(source, output, host, unit)
+    click.echo(f"driftwatch: exported {done.snapshots} snapshot{'s' if done.snapshots != 1 else ''} to {output}",
+               err=True)

@@ -1,0 +1,651 @@
+"""The snapshot store on a database: SQLite (stdlib, ``STORE/store.db``) or PostgreSQL
+(``postgresql://…``, psycopg 3, the ``[postgres]`` extra). One schema for both (`SCHEMA`), versioned
+in ``driftwatch_meta`` and brought up to date by `MIGRATIONS` when a store is opened.
+
+Tables (schema v1)::
+
+    snapshots(id, host, unit, collected_at, seq, name, state_hash, content_hash, source_hash, document)
+        one row per state a host/unit was seen in; host and unit are `safe_component` names (as the
+        folders of the file store), collected_at whole seconds since the epoch (UTC), name the
+        snapshot's name in listings (``20261128T030000Z-00.yaml``), document the snapshot as
+        zlib-compressed JSON (``snapshot_to_dict``); UNIQUE (host, unit, collected_at, seq) is the
+        host/unit/time index every question reads through.
+    runs(snapshot_id, at)   one small row per run that found its unit unchanged (ON DELETE CASCADE)
+
+Every write is one transaction: a save takes the host/unit's lock (SQLite: the database's write
+lock, ``BEGIN IMMEDIATE``; PostgreSQL: an advisory transaction lock on the host/unit), reads the
+newest row's state hash and inserts either a run row or a snapshot row. A killed writer loses its
+own uncommitted run, nothing else. Nothing here imports sqlite3 or psycopg at module level.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import threading
+import zlib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import DriftwatchError, InputError
+from ..timestamps import UTC, file_stamp, format_utc, parse_utc
+from .snapshot import Snapshot, snapshot_from_dict, snapshot_to_dict
+from .store import (MAX_PER_SECOND, BaselineSource, SaveResult, Seen, SnapshotKey, SnapshotRecord, SnapshotStore,
+                    StoredSnapshot, safe_component, snapshot_hash, source_hash, state_hash)
+
+DB_NAME = "store.db"
+SCHEMA_VERSION = 1
+# Each migration: the statements that bring a store from version N-1 to N. {id} and {blob} are the
+# dialect's auto-increment key and binary type; everything else is the SQL both engines speak.
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE snapshots (
+               id {id},
+               host TEXT NOT NULL,
+               unit TEXT NOT NULL,
+               collected_at BIGINT NOT NULL,
+               seq INTEGER NOT NULL,
+               name TEXT NOT NULL,
+               state_hash TEXT NOT NULL,
+               content_hash TEXT NOT NULL,
+               source_hash TEXT NOT NULL,
+               document {blob} NOT NULL,
+               UNIQUE (host, unit, collected_at, seq))""",
+        "CREATE INDEX snapshots_source ON snapshots (source_hash)",
+        "CREATE INDEX snapshots_content ON snapshots (content_hash)",
+        """CREATE TABLE runs (
+               snapshot_id BIGINT NOT NULL REFERENCES snapshots (id) ON DELETE CASCADE,
+               at BIGINT NOT NULL)""",
+        "CREATE INDEX runs_snapshot ON runs (snapshot_id, at)",
+    ],
+}
+_CHUNK = 500  # ids per IN (...) list
+
+
+def redact_url(url: str) -> str:
+    """A database URL fit to print: the password replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        netloc = parts.netloc.rsplit("@", 1)
+        user = parts.username or ""
+        return urlunsplit(parts._replace(netloc=f"{user}:***@{netloc[1]}"))
+    except ValueError:
+        return "postgresql://…"
+
+
+def _epoch(moment: _dt.datetime) -> int:
+    return int(moment.timestamp())
+
+
+def _instant(seconds: int) -> _dt.datetime:
+    return _dt.datetime.fromtimestamp(int(seconds), UTC)
+
+
+def _pack(data: dict) -> bytes:
+    return zlib.compress(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"), 6)
+
+
+def _unpack(blob) -> dict:
+    return json.loads(zlib.decompress(bytes(blob)).decode("utf-8"))
+
+
+@dataclass(frozen=True)
+class DbRecord(SnapshotRecord):
+    """One snapshot row, known from its index columns (the document is read by `read`)."""
+
+    id: int = 0
+    store: Any = field(default=None, compare=False, repr=False, hash=False)
+
+    def document(self) -> dict:
+        return self.store._document(self)
+
+    def read(self, engine_version: str | None = None) -> Snapshot:
+        return snapshot_from_dict(self.document(), str(self.path), engine_version)
+
+    def content_hash(self) -> str:
+        return snapshot_hash(self.document())
+
+    def state_hash(self) -> str:
+        return state_hash(self.document())
+
+
+class _Dialect:
+    """What differs between SQLite and PostgreSQL: connecting, placeholders, locks, a few types."""
+
+    name = "?"
+    types = {"id": "", "blob": ""}
+    greatest = "MAX"
+
+    def connect(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def sql(self, text: str) -> str:
+        return text
+
+    def begin_write(self, cur) -> None:
+        pass
+
+    def lock_group(self, cur, host: str, unit: str) -> None:
+        pass
+
+    def errors(self) -> tuple:
+        return ()
+
+
+class _Sqlite(_Dialect):
+    name = "sqlite"
+    types = {"id": "INTEGER PRIMARY KEY AUTOINCREMENT", "blob": "BLOB"}
+    greatest = "MAX"
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def connect(self):
+        import sqlite3
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.path), timeout=60, isolation_level=None, check_same_thread=False)
+            conn.execute("PRAGMA busy_timeout = 60000")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except (OSError, sqlite3.Error) as exc:
+            raise InputError(f"{self.path}: cannot open the snapshot store: {exc}") from None
+        return conn
+
+    def begin_write(self, cur) -> None:
+        cur.execute("BEGIN IMMEDIATE")  # the database's one write lock, taken before reading
+
+    def begin_read(self, cur) -> None:
+        cur.execute("BEGIN")
+
+    def errors(self) -> tuple:
+        import sqlite3
+        return (sqlite3.Error,)
+
+
+class _Postgres(_Dialect):
+    name = "postgresql"
+    types = {"id": "BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY", "blob": "BYTEA"}
+    greatest = "GREATEST"
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def connect(self):
+        try:
+            import psycopg
+        except ImportError:
+            raise InputError(f"{redact_url(self.url)}: a PostgreSQL store needs psycopg 3 "
+                             f"(pip install 'driftwatch[postgres]')") from None
+        try:
+            conn = psycopg.connect(self.url, autocommit=True, connect_timeout=10)
+        except (psycopg.Error, ValueError) as exc:
+            raise InputError(f"{redact_url(self.url)}: cannot open the snapshot store: {_scrub(exc, self.url)}") from None
+        return conn
+
+    def sql(self, text: str) -> str:
+        return text.replace("?", "%s")
+
+    def begin_write(self, cur) -> None:
+        cur.execute("BEGIN")
+
+    def begin_read(self, cur) -> None:
+        cur.execute("BEGIN")
+
+    def lock_group(self, cur, host: str, unit: str) -> None:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"{host}/{unit}",))
+
+    def errors(self) -> tuple:
+        import psycopg
+        return (psycopg.Error,)
+
+
+def _scrub(exc: BaseException, url: str) -> str:
+    """An exception's first line without the URL's password."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    if password:
+        text = text.replace(password, "***")
+    return text
+
+
+def is_database_url(location: str) -> bool:
+    return location.startswith(("postgresql://", "postgres://"))
+
+
+class DatabaseStore(SnapshotStore):
+    """The snapshots in a database, with the interface of the file store (`SnapshotStore`).
+
+    `root` is what listings print: the store's directory (SQLite) or its URL without the password.
+    Record paths are names under it (``ROOT/HOST/UNIT/20261128T030000Z-00.yaml``) that identify a
+    row; nothing is written there but ``store.db``."""
+
+    indexed = True
+
+    def __init__(self, location: str | os.PathLike, on_problem: Callable[[str], None] | None = None):
+        if getattr(self, "dialect", None) is not None:
+            return  # SnapshotStore(location) opened it: type() calls __init__ again with the same words
+        text = os.fspath(location)
+        if is_database_url(text):
+            self.dialect: _Dialect = _Postgres(text)
+            self.root = redact_url(text)
+            self.label = Path("postgresql:") / self.root.split("://", 1)[1].split("@")[-1]
+        else:
+            folder = Path(os.path.expanduser(text))
+            self.dialect = _Sqlite(folder / DB_NAME if not text.endswith(".db") else folder)
+            self.root = folder if not text.endswith(".db") else folder.parent
+            self.label = Path(self.root)
+        self.on_problem = on_problem
+        self.problems: list[str] = []
+        self._conn = None
+        self._mutex = threading.RLock()
+
+    # ------------------------------------------------------------------ connection and schema
+
+    def _connection(self):
+        if self._conn is None:
+            conn = self.dialect.connect()
+            try:
+                self._migrate(conn)
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def close(self) -> None:
+        with self._mutex:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _where(self) -> str:
+        return str(self.dialect.path) if isinstance(self.dialect, _Sqlite) else str(self.root)
+
+    def _fail(self, exc: BaseException, doing: str) -> InputError:
+        url = getattr(self.dialect, "url", "")
+        return InputError(f"{self._where()}: cannot {doing} the snapshot store: {_scrub(exc, url)}")
+
+    def _migrate(self, conn) -> None:
+        d = self.dialect
+        cur = conn.cursor()
+        try:
+            d.begin_write(cur)
+            d.lock_group(cur, "driftwatch", "schema")
+            cur.execute("CREATE TABLE IF NOT EXISTS driftwatch_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            cur.execute(d.sql("SELECT value FROM driftwatch_meta WHERE key = ?"), ("schema_version",))
+            row = cur.fetchone()
+            version = int(row[0]) if row else 0
+            if version > SCHEMA_VERSION:
+                cur.execute("ROLLBACK")
+                raise InputError(f"{self._where()}: the snapshot store has schema v{version}; this driftwatch "
+                                 f"knows up to v{SCHEMA_VERSION} (upgrade driftwatch)")
+            for number in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[number]:
+                    cur.execute(statement.format(**d.types))
+            if version < SCHEMA_VERSION:
+                cur.execute(d.sql("DELETE FROM driftwatch_meta WHERE key = ?"), ("schema_version",))
+                cur.execute(d.sql("INSERT INTO driftwatch_meta (key, value) VALUES (?, ?)"),
+                            ("schema_version", str(SCHEMA_VERSION)))
+            cur.execute("COMMIT")
+        except InputError:
+            raise
+        except d.errors() as exc:
+            try:
+                cur.execute("ROLLBACK")
+            except d.errors():
+                pass
+            raise self._fail(exc, "open") from None
+
+    def schema_version(self) -> int:
+        """The store's schema version (opening it creates or migrates it)."""
+        with self._mutex:
+            self._connection()
+        rows = self._query("SELECT value FROM driftwatch_meta WHERE key = ?", ("schema_version",))
+        return int(rows[0][0]) if rows else 0
+
+    def _query(self, sql: str, params: tuple = ()) -> list[tuple]:
+        with self._mutex:
+            if self._conn is None and isinstance(self.dialect, _Sqlite) and not self.dialect.path.exists():
+                return []  # nothing saved yet: a question creates no database
+            conn = self._connection()
+            try:
+                cur = conn.cursor()
+                cur.execute(self.dialect.sql(sql), params)
+                return cur.fetchall()
+            except self.dialect.errors() as exc:
+                raise self._fail(exc, "read") from None
+
+    def _write(self, body: Callable, host: str | None = None, unit: str | None = None):
+        """Run `body(cur)` in one write transaction (with the host/unit's lock); commit or roll back."""
+        with self._mutex:
+            conn = self._connection()
+            d = self.dialect
+            cur = conn.cursor()
+            try:
+                d.begin_write(cur)
+                if host is not None:
+                    d.lock_group(cur, host, unit)
+                result = body(cur, lambda sql, params=(): cur.execute(d.sql(sql), params))
+                cur.execute("COMMIT")
+                return result
+            except BaseException as exc:
+                try:
+                    cur.execute("ROLLBACK")
+                except d.errors():
+                    pass
+                if isinstance(exc, d.errors()):
+                    raise self._fail(exc, "write to") from None
+                raise
+
+    # ------------------------------------------------------------------ records
+
+    def folder(self, host: str | None, unit: str | None) -> Path:
+        return self.label / safe_component(host, "local") / safe_component(unit, "unit")
+
+    _COLUMNS = "id, host, unit, collected_at, seq, name"
+
+    def _record(self, row) -> DbRecord:
+        rid, host, unit, at, seq, name = row
+        return DbRecord(self.label / host / unit / name, host, unit, _instant(at), int(seq), id=int(rid), store=self)
+
+    def _document(self, record: DbRecord) -> dict:
+        rows = self._query("SELECT document FROM snapshots WHERE id = ?", (record.id,))
+        if not rows:
+            raise InputError(f"{record.path}: no longer in the store (pruned)")
+        try:
+            return _unpack(rows[0][0])
+        except (zlib.error, ValueError, UnicodeDecodeError) as exc:
+            raise InputError(f"{record.path}: not a readable snapshot ({exc})") from None
+
+    def groups(self) -> list[tuple[str, str]]:
+        return [(h, u) for h, u in self._query("SELECT DISTINCT host, unit FROM snapshots ORDER BY host, unit")]
+
+    @staticmethod
+    def _filter(host: str | None, unit: str | None) -> tuple[str, tuple]:
+        clauses, params = [], []
+        if host is not None:
+            clauses.append("host = ?")
+            params.append(safe_component(host))
+        if unit is not None:
+            clauses.append("unit = ?")
+            params.append(safe_component(unit, "unit"))
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", tuple(params)
+
+    def records(self, host: str | None = None, unit: str | None = None) -> list[SnapshotRecord]:
+        where, params = self._filter(host, unit)
+        rows = self._query(f"SELECT {self._COLUMNS} FROM snapshots{where} ORDER BY host, unit, collected_at, seq",
+                           params)
+        return [self._record(r) for r in rows]
+
+    def _group(self, host, unit):
+        return self.records(safe_component(host, "local"), safe_component(unit, "unit"))
+
+    def latest(self, host: str | None, unit: str | None) -> SnapshotRecord | None:
+        rows = self._query(f"SELECT {self._COLUMNS} FROM snapshots WHERE host = ? AND unit = ? "
+                           "ORDER BY collected_at DESC, seq DESC LIMIT 1",
+                           (safe_component(host, "local"), safe_component(unit, "unit")))
+        return self._record(rows[0]) if rows else None
+
+    def find(self, host: str, unit: str, name: str) -> DbRecord | None:
+        """The row a listing named ``HOST/UNIT/NAME`` (folder names as listed)."""
+        rows = self._query(f"SELECT {self._COLUMNS} FROM snapshots WHERE host = ? AND unit = ? AND name = ?",
+                           (host, unit, name))
+        return self._record(rows[0]) if rows else None
+
+    def read(self, record, engine_version: str | None = None) -> Snapshot:
+        if isinstance(record, DbRecord):
+            return record.read(engine_version)
+        return super().read(record, engine_version)
+
+    def _stored(self, rows, engine_version) -> Iterable[StoredSnapshot]:
+        for row in rows:
+            record = self._record(row[:6])
+            try:
+                snap = snapshot_from_dict(_unpack(row[6]), str(record.path), engine_version)
+            except (DriftwatchError, zlib.error, ValueError, UnicodeDecodeError) as exc:
+                self._problem(f"{record.path}: skipped: {exc}")
+                continue
+            yield StoredSnapshot(record, snap)
+
+    def load(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
+             engine_version: str | None = None, previous: bool = False) -> list[StoredSnapshot]:
+        """The readable snapshots of one host/unit, oldest first (collected at or after `since`;
+        with `previous`, also the one before it: a change since then is between the two)."""
+        h, u = safe_component(host, "local"), safe_component(unit, "unit")
+        sql = f"SELECT {self._COLUMNS}, document FROM snapshots WHERE host = ? AND unit = ?"
+        params: tuple = (h, u)
+        if since is not None:
+            cut = _epoch(since) + (1 if since.microsecond else 0)
+            if previous:
+                sql += (" AND collected_at >= COALESCE((SELECT MAX(collected_at) FROM snapshots"
+                        " WHERE host = ? AND unit = ? AND collected_at < ?), ?)")
+                params += (h, u, cut, cut)
+            else:
+                sql += " AND collected_at >= ?"
+                params += (cut,)
+        rows = self._query(sql + " ORDER BY collected_at, seq", params)
+        loaded = list(self._stored(rows, engine_version))
+        if since is not None and previous:
+            before = [s for s in loaded if s.collected_at < since]
+            loaded = before[-1:] + [s for s in loaded if s.collected_at >= since]
+        return loaded
+
+    def newest_first(self, host: str | None, unit: str | None,
+                     engine_version: str | None = None) -> Iterable[StoredSnapshot]:
+        """Newest first, read a page at a time (walking back stops reading where the caller stops)."""
+        h, u = safe_component(host, "local"), safe_component(unit, "unit")
+        after, page = None, 8
+        while True:
+            sql = f"SELECT {self._COLUMNS}, document FROM snapshots WHERE host = ? AND unit = ?"
+            params: tuple = (h, u)
+            if after is not None:
+                sql += " AND (collected_at < ? OR (collected_at = ? AND seq < ?))"
+                params += (after[0], after[0], after[1])
+            rows = self._query(sql + f" ORDER BY collected_at DESC, seq DESC LIMIT {page}", params)
+            if not rows:
+                return
+            yield from self._stored(rows, engine_version)
+            after = (rows[-1][3], rows[-1][4])
+            page = min(page * 2, 256)
+
+    # ------------------------------------------------------------------ runs
+
+    def runs(self, host: str | None, unit: str | None) -> list[_dt.datetime]:
+        rows = self._query("SELECT r.at FROM runs r JOIN snapshots s ON s.id = r.snapshot_id "
+                           "WHERE s.host = ? AND s.unit = ? ORDER BY r.at",
+                           (safe_component(host, "local"), safe_component(unit, "unit")))
+        return [_instant(r[0]) for r in rows]
+
+    def seen(self, host: str | None, unit: str | None) -> dict[Path, Seen]:
+        rows = self._query(f"SELECT s.id, s.host, s.unit, s.collected_at, s.seq, s.name, COUNT(r.at), MAX(r.at) "
+                           "FROM snapshots s LEFT JOIN runs r ON r.snapshot_id = s.id "
+                           "WHERE s.host = ? AND s.unit = ? GROUP BY s.id, s.host, s.unit, s.collected_at, s.seq, s.name",
+                           (safe_component(host, "local"), safe_component(unit, "unit")))
+        out = {}
+        for row in rows:
+            record = self._record(row[:6])
+            last = max(record.collected_at, _instant(row[7])) if row[7] is not None else record.collected_at
+            out[record.path] = Seen(record.collected_at, last, 1 + int(row[6]))
+        return out
+
+    # ------------------------------------------------------------------ saving
+
+    def save(self, snapshot: Snapshot, *, dedupe: bool = True) -> Path:
+        return self.save_run(snapshot, dedupe=dedupe).path
+
+    def save_run(self, snapshot: Snapshot, *, dedupe: bool = True) -> SaveResult:
+        """Save `snapshot` in one transaction: a run row when its state is the newest row's (and it
+        was not collected before it), else a snapshot row."""
+        try:
+            moment = parse_utc(snapshot.collected_at)
+        except ValueError as exc:
+            raise InputError(f"snapshot of {snapshot.host or 'local'}:{snapshot.unit}: {exc}") from None
+        if snapshot.collected_at != format_utc(moment):
+            snapshot = replace(snapshot, collected_at=format_utc(moment))
+        data = snapshot_to_dict(snapshot)
+        return self.insert(data, snapshot.host, snapshot.unit, moment, dedupe=dedupe)
+
+    def insert(self, data: dict, host: str | None, unit: str | None, moment: _dt.datetime, *,
+               dedupe: bool = True, name: str | None = None, seq: int | None = None,
+               runs: Iterable[_dt.datetime] = ()) -> SaveResult:
+        """One snapshot document (and, from an import, the unchanged runs that saw it again)."""
+        h, u = safe_component(host, "local"), safe_component(unit, "unit")
+        at = _epoch(moment)
+        digest = state_hash(data)
+
+        def body(cur, run):
+            if dedupe:
+                run(f"SELECT {self._COLUMNS}, state_hash FROM snapshots WHERE host = ? AND unit = ? "
+                    "ORDER BY collected_at DESC, seq DESC LIMIT 1", (h, u))
+                newest = cur.fetchone()
+                if newest is not None and at >= newest[3] and newest[6] == digest:
+                    run("INSERT INTO runs (snapshot_id, at) VALUES (?, ?)", (newest[0], at))
+                    return SaveResult(self._record(newest[:6]).path, False, moment)
+            number = seq
+            if number is None:
+                run("SELECT MAX(seq) FROM snapshots WHERE host = ? AND unit = ? AND collected_at = ?", (h, u, at))
+                top = cur.fetchone()[0]
+                number = 0 if top is None else int(top) + 1
+                if number >= MAX_PER_SECOND:
+                    raise InputError(f"{self.folder(host, unit)}: already {MAX_PER_SECOND} snapshots collected "
+                                     f"at {format_utc(moment)}")
+            label = name or f"{file_stamp(moment)}-{number:02d}.yaml"
+            run("INSERT INTO snapshots (host, unit, collected_at, seq, name, state_hash, content_hash, source_hash,"
+                " document) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (h, u, at, number, label, digest, snapshot_hash(data), source_hash(data), _pack(data)))
+            run("SELECT id FROM snapshots WHERE host = ? AND unit = ? AND collected_at = ? AND seq = ?",
+                (h, u, at, number))
+            rid = cur.fetchone()[0]
+            for when in runs:
+                run("INSERT INTO runs (snapshot_id, at) VALUES (?, ?)", (rid, _epoch(when)))
+            return SaveResult(self.label / h / u / label, True, moment)
+
+        return self._write(body, h, u)
+
+    def import_group(self, host: str, unit: str, batch: list) -> tuple[int, int]:
+        """One host/unit's snapshots from the file store, in one transaction: `batch` is
+        [(record, document, unchanged-run times)], oldest first. A snapshot already here (same
+        time and sequence number) is left alone. (snapshots written, runs written)."""
+        h, u = safe_component(host, "local"), safe_component(unit, "unit")
+
+        def body(cur, run):
+            run("SELECT collected_at, seq FROM snapshots WHERE host = ? AND unit = ?", (h, u))
+            present = {(int(a), int(b)) for a, b in cur.fetchall()}
+            wrote = runs = 0
+            for record, data, times in batch:
+                at = _epoch(record.collected_at)
+                if (at, record.seq) in present:
+                    continue
+                present.add((at, record.seq))
+                run("INSERT INTO snapshots (host, unit, collected_at, seq, name, state_hash, content_hash, "
+                    "source_hash, document) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (h, u, at, record.seq, record.name, state_hash(data), snapshot_hash(data), source_hash(data),
+                     _pack(data)))
+                run("SELECT id FROM snapshots WHERE host = ? AND unit = ? AND collected_at = ? AND seq = ?",
+                    (h, u, at, record.seq))
+                rid = cur.fetchone()[0]
+                for when in times:
+                    run("INSERT INTO runs (snapshot_id, at) VALUES (?, ?)", (rid, _epoch(when)))
+                wrote += 1
+                runs += len(times)
+            return wrote, runs
+
+        return self._write(body, h, u)
+
+    # ------------------------------------------------------------------ retention
+
+    def prune(self, keep: int | None = None, older_than: _dt.timedelta | None = None,
+              protected: Iterable = (), *, host: str | None = None, unit: str | None = None,
+              now: _dt.datetime | None = None, dry_run: bool = False) -> list[SnapshotRecord]:
+        """As the file store's `prune`: one query finds the rows outside the newest `keep` whose
+        state was last seen before the cut-off (the newest of each host/unit never), protections are
+        checked against those candidates only, and one DELETE removes them (their runs go with them).
+        With `older_than`, runs older than the cut-off go too, but the newest of each snapshot."""
+        if keep is None and older_than is None:
+            raise InputError("prune: say what to delete (keep N newest and/or older than a duration)")
+        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+            raise InputError(f"prune: keep must be a whole number of at least 1 (the newest is always kept), "
+                             f"not {keep!r}")
+        if older_than is not None and older_than < _dt.timedelta(0):
+            raise InputError(f"prune: older_than must not be negative, not {older_than}")
+        cutoff = None if older_than is None else _epoch((now or _dt.datetime.now(UTC)) - older_than)
+        hashes, paths, keys, sources = set(), set(), set(), []
+        for item in protected:
+            if isinstance(item, BaselineSource):
+                sources.append(item)
+            elif isinstance(item, SnapshotKey):
+                keys.add((safe_component(item.host, "local"), safe_component(item.unit, "unit"),
+                          _epoch(item.collected_at)))
+            else:
+                text = os.fspath(item)
+                (hashes if isinstance(text, str) and text.startswith("sha256:") else paths).add(str(text))
+        where, params = self._filter(host, unit)
+        last_seen = (f"{self.dialect.greatest}(s.collected_at, COALESCE((SELECT MAX(r.at) FROM runs r "
+                     "WHERE r.snapshot_id = s.id), s.collected_at))")
+        sql = (f"SELECT id, host, unit, collected_at, seq, name, content_hash, source_hash FROM ("
+               f"SELECT s.*, ROW_NUMBER() OVER (PARTITION BY s.host, s.unit ORDER BY s.collected_at DESC, s.seq DESC)"
+               f" AS age, {last_seen} AS last_seen FROM snapshots s{where.replace('host', 's.host').replace('unit', 's.unit')}"
+               f") t WHERE age > ?")
+        params += (max(keep or 1, 1),)
+        if cutoff is not None:
+            sql += " AND last_seen < ?"
+            params += (cutoff,)
+
+        def body(cur, run):
+            run(sql + " ORDER BY host, unit, collected_at, seq", params)
+            candidates = cur.fetchall()
+            by_source = {}
+            if sources and candidates:
+                digests = sorted({s.digest for s in sources})
+                found = set()
+                for i in range(0, len(digests), _CHUNK):
+                    part = digests[i:i + _CHUNK]
+                    run(f"SELECT DISTINCT source_hash FROM snapshots WHERE source_hash IN "
+                        f"({', '.join('?' * len(part))})", tuple(part))
+                    found |= {r[0] for r in cur.fetchall()}
+                for source in sources:
+                    if source.digest in found:
+                        by_source[source.digest] = True
+                    elif source.key is not None:
+                        keys.add((safe_component(source.key.host, "local"), safe_component(source.key.unit, "unit"),
+                                  _epoch(source.key.collected_at)))
+            doomed = []
+            for row in candidates:
+                record = self._record(row[:6])
+                if str(record.path) in paths or row[6] in hashes or row[7] in by_source:
+                    continue
+                if (record.host, record.unit, row[3]) in keys:
+                    continue
+                doomed.append(record)
+            if not dry_run:
+                ids = [r.id for r in doomed]
+                for i in range(0, len(ids), _CHUNK):
+                    part = ids[i:i + _CHUNK]
+                    run(f"DELETE FROM snapshots WHERE id IN ({', '.join('?' * len(part))})", tuple(part))
+                if cutoff is not None:
+                    scope = "" if not where else (" AND snapshot_id IN (SELECT id FROM snapshots" + where + ")")
+                    run("DELETE FROM runs WHERE at < ? AND at < (SELECT MAX(r2.at) FROM runs r2 "
+                        "WHERE r2.snapshot_id = runs.snapshot_id)" + scope, (cutoff,) + self._filter(host, unit)[1])
+            return doomed
+
+        return self._write(body)
+
+    # ------------------------------------------------------------------ export
+
+    def documents(self, host: str | None = None, unit: str | None = None) -> Iterable[tuple[DbRecord, dict, list]]:
+        """(record, document, unchanged-run times) for every snapshot, oldest first per host/unit."""
+        for record in self.records(host, unit):
+            yield record, record.document(), [_instant(r[0]) for r in self._query(
+                "SELECT at FROM runs WHERE snapshot_id = ? ORDER BY at", (record.id,))]
+
+
+__all__ = ["DB_NAME", "MIGRATIONS", "SCHEMA_VERSION", "DatabaseStore", "DbRecord", "is_database_url", "redact_url"]

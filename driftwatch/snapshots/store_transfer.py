@@ -1,0 +1,92 @@
+"""Moving snapshots between the YAML-file format and a database store.
+
+- `import_files(directory, store)`: every snapshot file of a store in the YAML-file layout
+  (``HOST/UNIT/STAMP-SS.yaml`` and ``runs.log``, `store.FileStore`) into a database store: each
+  file's document as it is (its content and source hashes unchanged, so baselines made from it
+  still protect it), its name, and the unchanged runs ``runs.log`` credits it with. A snapshot
+  already in the store (same host, unit, time and sequence number) is left alone, so an import
+  interrupted or run twice imports each snapshot once. One transaction per host/unit.
+- `export_files(store, directory)`: the inverse, for review or for git: the same layout, one YAML
+  file per snapshot and a ``runs.log`` per host/unit; `import_files` reads it back.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..errors import DriftwatchError, InputError
+from ..fileio import dump_yaml, read_yaml, write_atomic, write_new
+from ..timestamps import file_stamp
+from .store import RUNS, FileStore, SnapshotStore, is_file_store
+from .store_sql import DatabaseStore, _epoch
+
+
+@dataclass
+class Transfer:
+    snapshots: int = 0  # written
+    runs: int = 0  # unchanged runs written with them
+    present: int = 0  # already there, left alone
+    skipped: int = 0  # unreadable, named through on_problem
+
+
+def import_files(directory: str | os.PathLike, store: SnapshotStore,
+                 on_problem: Callable[[str], None] | None = None) -> Transfer:
+    """Import the YAML-file store in `directory` into the database `store`."""
+    folder = Path(os.path.expanduser(os.fspath(directory)))
+    if not isinstance(store, DatabaseStore):
+        raise InputError("store import: the target must be a database store (a directory or postgresql://…)")
+    if not folder.is_dir():
+        raise InputError(f"{folder}: no such directory (give the old store's directory)")
+    if not is_file_store(folder):
+        raise InputError(f"{folder}: holds no snapshots in the YAML-file layout (HOST/UNIT/*.yaml)")
+    files = FileStore(folder, on_problem=on_problem)
+    done = Transfer()
+    for host, unit in files.groups():
+        records = sorted(files.records(host, unit), key=lambda r: r.sort_key)
+        if not records:
+            continue
+        owned = files._attribute(records)
+        batch = []
+        for record in records:
+            try:
+                data = read_yaml(record.path, "snapshot")
+                if not isinstance(data, dict):
+                    raise InputError(f"{record.path}: not a driftwatch snapshot")
+            except DriftwatchError as exc:
+                files._problem(f"{record.path}: not imported: {exc}")
+                done.skipped += 1
+                continue
+            batch.append((record, data, owned.get(record.path, [])))
+        wrote = store.import_group(host, unit, batch)
+        done.snapshots += wrote[0]
+        done.runs += wrote[1]
+        done.present += len(batch) - wrote[0]
+    return done
+
+
+def export_files(store: SnapshotStore, directory: str | os.PathLike, host: str | None = None,
+                 unit: str | None = None) -> Transfer:
+    """Write the database `store`'s snapshots as YAML files under `directory` (never overwriting one)."""
+    if not isinstance(store, DatabaseStore):
+        raise InputError("store export: the store is already YAML files")
+    folder = Path(os.path.expanduser(os.fspath(directory)))
+    done = Transfer()
+    logs: dict[Path, list[str]] = {}
+    for record, data, runs in store.documents(host, unit):
+        target = folder / record.host / record.unit / record.name
+        write_new(target, dump_yaml(data), sync_directory=False)
+        done.snapshots += 1
+        lines = logs.setdefault(target.parent, [])
+        if runs:
+            lines.append(f"= {record.name}")
+            lines += [file_stamp(t) for t in runs]
+            done.runs += len(runs)
+    for parent, lines in logs.items():
+        if lines:
+            write_atomic(parent / RUNS, "".join(line + "\n" for line in lines))
+    return done
+
+
+__all__ = ["Transfer", "export_files", "import_files", "_epoch"]
