@@ -144,6 +144,15 @@ class TextFormat(Format):
         if doc.get("generated_at"):
             lines.append(f"generated: {w.clean(doc['generated_at'])}")
         lines += [", ".join(w.count_parts(doc)), ""]
+        groups = view.shared_groups(doc)
+        if groups:
+            lines += self._fit(f"== {w.groups_heading(doc)}", "   ")
+            for g in groups:
+                lines += self._fit(f"{g['group']:>3}. {w.group_title(g)}", "     ")
+                lines += self._fit(f"     impact: {w.impact_text(g)}", "     ")
+                lines += self._para("hosts: " + w.group_hosts_text(g), "     ")
+                lines += self._explanation(g)
+            lines.append("")
         rows = w.fleet_rows(doc)
         if rows:
             caps = _fit_caps(rows, w.FLEET_COLUMNS, _FLEET_CAPS if self.width else [None] * 5, _FLEET_SHRINK,
@@ -164,6 +173,12 @@ class TextFormat(Format):
                 lines.append("   (no findings listed)")
             for f in fs:
                 tag = w.rule_tag(f)
+                if w.group_ref(f):  # told once above: one line here
+                    lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)} "
+                                       f"{w.group_ref(f)}", "     ")
+                    if w.finding_history(f):
+                        lines += self._fit(f"     {w.finding_history(f)}", "       ")
+                    continue
                 lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)}", "     ")
                 lines += self._fit(f"     impact: {w.impact_text(f)}" + (f"  [{tag}]" if tag else ""), "     ")
                 if w.finding_history(f):
