@@ -294,7 +294,11 @@ def _write(doc: dict, fmt: str, output: str | None, prometheus_file: str | None,
     for path, name in ((prometheus_file, "prometheus"), (output, fmt)):
         if not path:
             continue
-        text = get_format(name).render_fleet(doc)
+        if name == "prometheus":  # every series labelled with the file's name: runs never collide
+            from ..report.prometheus import render_textfile, report_label
+            text = render_textfile(doc, report_label(path))
+        else:
+            text = get_format(name).render_fleet(doc)
         try:
             write_atomic(path, text)
         except DriftwatchError as exc:
