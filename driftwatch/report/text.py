@@ -138,12 +138,16 @@ class TextFormat(Format):
             lines += self._fit(f"note: {w.clean(n)}")
         return "\n".join(lines) + "\n"
 
-    def render_fleet(self, doc: dict) -> str:
-        """Headline, counts, the host table, each drifted host's findings, unreadable hosts."""
+    def render_fleet(self, doc: dict, brief: bool = False) -> str:
+        """Headline, counts, the drift shared by several units (told once), the host table, each
+        drifted host's findings (not with `brief`: the mail's summary when the full report is
+        attached), unreadable hosts."""
         lines = self._fit(f"driftwatch report: {w.headline(doc)}") + self._fit(f"baseline: {w.baseline_line(doc)}")
         if doc.get("generated_at"):
             lines.append(f"generated: {w.clean(doc['generated_at'])}")
         lines += [", ".join(w.count_parts(doc)), ""]
+        if brief:
+            lines += self._fit(w.ATTACHED_TEXT) + [""]
         groups = view.shared_groups(doc)
         if groups:
             lines += self._fit(f"== {w.groups_heading(doc)}", "   ")
@@ -161,7 +165,7 @@ class TextFormat(Format):
                                   maxcolwidths=caps))
         else:
             lines.append("(no hosts in this report)")
-        for h in view.detailed_hosts(doc):
+        for h in [] if brief else view.detailed_hosts(doc):
             lines += [""] + self._fit(f"== {w.host_title(h)}: {view.status(h)}, predicted {w.predicted(h)}", "   ")
             summary = w.comparison_summary(view.comparison(h))
             if summary:

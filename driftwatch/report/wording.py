@@ -396,6 +396,16 @@ def groups_heading(report: dict) -> str:
     return f"Drift shared by several units ({n} finding{'s' if n != 1 else ''}, each told once)"
 
 
+GROUP_COLUMNS = ["group", "flag", "baseline", "current", "impact", "explanation"]
+ATTACHED_TEXT = "Summary only: the full report is attached (report.html, report.txt)."
+
+
+def group_count_text(g: dict) -> str:
+    """'2 hosts, baseline vl-b'."""
+    n = len(view.group_hosts(g))
+    return f"{n} host{'s' if n != 1 else ''}, baseline {clean(g.get('baseline_name') or '?')}"
+
+
 def group_hosts_text(g: dict) -> str:
     """'ct129 sglang.service, ct200 sglang.service'."""
     return ", ".join(f"{clean(h.get('host') or '?')} {clean(h.get('unit') or '?')}" for h in view.group_hosts(g))
