@@ -210,6 +210,8 @@ def _targets(settings: dict, host: str | None, unit: str | None, baseline_unit: 
     from ..collect.unitname import validate_unit_name
     from .targets import inventory_targets
     targets = []
+    if limit and (host or not settings.get("inventory")):
+        raise InputError("--limit chooses among an inventory's hosts: give --inventory FILE (and no --host)")
     if host:
         targets.append((host, unit or baseline_unit))
     elif settings.get("inventory"):
