@@ -12,24 +12,20 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import shutil
-import socket
 import subprocess
 import sys
-import threading
-import time
-import urllib.request
 from email import message_from_bytes, policy
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dw_sshlab import free_port, plain_unit, wait_port  # noqa: E402
+from dw_sshlab import free_port, plain_unit  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "report"))
+from node_exporter_lab import NODE_EXPORTER, node_exporter  # noqa: E402
 
 SG = "sglang-qwen.service"
 VL = "vllm-qwen.service"
-NODE_EXPORTER = shutil.which("prometheus-node-exporter") or shutil.which("node_exporter")
 DW = os.path.join(os.path.dirname(sys.executable), "driftwatch")
 
 
@@ -65,31 +61,16 @@ def smtp():
 
 
 @pytest.fixture
-def node_exporter(tmp_path):
-    """A real node_exporter on loopback reading `textfile/` only; stopped even when the test fails."""
-    if not NODE_EXPORTER:
-        pytest.skip("needs prometheus-node-exporter (apt-get install prometheus-node-exporter)")
+def textfiles(tmp_path):
+    """(textfile directory, scrape) with a real node_exporter reading it; scrape is None where
+    prometheus-node-exporter is not installed (the file is still checked, the scrape is skipped)."""
     directory = tmp_path / "textfile"
     directory.mkdir()
-    port = free_port()
-    proc = subprocess.Popen([NODE_EXPORTER, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
-                             "--collector.textfile", f"--collector.textfile.directory={directory}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        wait_port("127.0.0.1", port)
-        yield directory, port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def scrape(port: int) -> str:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
-        return r.read().decode()
+    if not NODE_EXPORTER:
+        yield directory, None
+        return
+    with node_exporter(directory) as scrape:
+        yield directory, scrape
 
 
 @pytest.fixture(scope="module")
@@ -120,9 +101,9 @@ def _run(argv, env, cwd, **kw):
     return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=300, **kw)
 
 
-def test_one_cron_run_checks_a_mixed_fleet(mixed_fleet, lab, tmp_path, smtp, node_exporter):
+def test_one_cron_run_checks_a_mixed_fleet(mixed_fleet, lab, tmp_path, smtp, textfiles):
     smtp_port, box = smtp
-    textfile_dir, ne_port = node_exporter
+    textfile_dir, scrape = textfiles
     home, state, bl = tmp_path / "home", tmp_path / "state", tmp_path / "baselines"
     for d in (home / ".ssh", home / ".config/driftwatch", state, bl):
         d.mkdir(parents=True)
@@ -185,17 +166,16 @@ hosts:
     assert 'driftwatch_drift{report="driftwatch",host="sg1",unit="sglang-qwen.service",baseline="sg-a"} 1' in text
     assert 'driftwatch_drift{report="driftwatch",host="vl2",unit="vllm-qwen.service",baseline="vl-b"} 1' in text
     assert 'driftwatch_host_read{report="driftwatch",host="nb",unit="sglang-qwen.service",baseline="none",status="ok"} 1' in text
-    metrics = scrape(ne_port)
-    assert 'node_textfile_scrape_error 0' in metrics
-    assert 'driftwatch_drift{baseline="sg-a",host="sg3",report="driftwatch",unit="sglang-qwen.service"} 0' in metrics
-
-    # a second shard's file in the same directory: no collision, still no scrape error
-    shutil.copy(prom, textfile_dir / "tmp")
-    (textfile_dir / "tmp").write_text(text.replace('report="driftwatch"', 'report="driftwatch-shard2"'))
-    os.replace(textfile_dir / "tmp", textfile_dir / "driftwatch-shard2.prom")
-    metrics = scrape(ne_port)
-    assert 'node_textfile_scrape_error 0' in metrics
-    assert 'driftwatch_hosts{report="driftwatch-shard2",status="drifted"} 4' in metrics
+    if scrape is not None:
+        metrics = scrape()
+        assert 'node_textfile_scrape_error 0' in metrics
+        assert 'driftwatch_drift{baseline="sg-a",host="sg3",report="driftwatch",unit="sglang-qwen.service"} 0' in metrics
+        # a second shard's file in the same directory: no collision, still no scrape error
+        (textfile_dir / "tmp").write_text(text.replace('report="driftwatch"', 'report="driftwatch-shard2"'))
+        os.replace(textfile_dir / "tmp", textfile_dir / "driftwatch-shard2.prom")
+        metrics = scrape()
+        assert 'node_textfile_scrape_error 0' in metrics
+        assert 'driftwatch_hosts{report="driftwatch-shard2",status="drifted"} 4' in metrics
 
     # the JSON document: drift_groups and every host's baseline
     r = _run([DW, "report", "--inventory", str(inv), "--baselines-dir", str(bl), "--format", "json", "--no-store"],
