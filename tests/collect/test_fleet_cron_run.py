@@ -196,3 +196,11 @@ hosts:
     r = _run([DW, "report", "--inventory", str(inv), "--baselines-dir", str(bl), "--format", "json", "--no-store",
               "--limit", "sglang:vllm:!sg*:&vl1"], env, str(state))
     assert sorted(h["host"] for h in json.loads(r.stdout)["hosts"]) == ["vl1"]
+
+    # the next cron run: the store the first one fed says since when each finding is there
+    (state / "last-report.txt").unlink()
+    again = _run(["sh", "-c", command], env, str(state))
+    assert again.returncode == 1, again.stderr
+    second = (state / "last-report.txt").read_text()
+    first_seen = [line for line in second.splitlines() if "since " in line and "first seen in snapshot" in line]
+    assert len(first_seen) >= 4, second  # sg1, sg2, vl1, vl2: each finding dated by the first run's snapshot
