@@ -10,8 +10,12 @@ from ..redact import visible
 from ..snapshots.snapshot import Snapshot, engine_to_dict
 
 
+SHOW_SCHEMA = "driftwatch.show/v1"
+
+
 def show_dict(snap: Snapshot, include_defaults: bool) -> dict:
     return {
+        "schema": SHOW_SCHEMA,
         "host": snap.host,
         "unit": snap.unit,
         "source": snap.source,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from pathlib import Path
 
 from driftwatch.findings.judging import Judging
 from driftwatch.notify.email import build_message
@@ -13,7 +14,9 @@ from driftwatch.report.data import build_report
 from driftwatch.run.fleet import Judge
 from driftwatch.run.targets import snapshot_from_unit_file
 
-from conftest import UNIT_40, UNIT_70
+REPO = Path(__file__).resolve().parents[2]
+UNIT_40 = REPO / "examples/sglang-qwen-40toks.service"
+UNIT_70 = REPO / "examples/sglang-qwen-70toks.service"
 
 
 def twenty(baseline, rules):
@@ -63,3 +66,9 @@ def test_a_large_mail_carries_the_summary_and_attaches_the_full_report(baseline,
     summary = big.get_body(("plain",)).get_content()
     assert "the full report is attached" in summary and "== gpu00" not in summary
     assert "Drift shared by several units" in summary and "gpu19" in summary  # the groups, the host table
+
+
+def test_show_json_names_its_schema():
+    from driftwatch.report.show import SHOW_SCHEMA, render_show
+    snap = snapshot_from_unit_file(str(UNIT_40))
+    assert json.loads(render_show(snap, "json", False))["schema"] == SHOW_SCHEMA == "driftwatch.show/v1"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +17,10 @@ from driftwatch.report.prometheus import render_textfile, report_label
 from driftwatch.run.fleet import Judge
 from driftwatch.run.targets import snapshot_from_unit_file
 
-from conftest import REPO, UNIT_40, UNIT_70
+REPO = Path(__file__).resolve().parents[2]
+UNIT_40 = REPO / "examples/sglang-qwen-40toks.service"
+UNIT_70 = REPO / "examples/sglang-qwen-70toks.service"
+sys.path.insert(0, str(Path(__file__).parent))
 from node_exporter_lab import MISSING, NODE_EXPORTER, node_exporter
 
 pytestmark = pytest.mark.skipif(not NODE_EXPORTER, reason=MISSING)
