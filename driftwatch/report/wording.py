@@ -381,7 +381,8 @@ def group_title(g: dict) -> str:
     """'5 hosts: --speculative-num-steps 3 → 1 (from override.conf) [vl-32b]'."""
     n = len(view.group_hosts(g))
     base, cur = finding_pair(g)
-    origin = f" (from {clean(g['origin'])})" if g.get("origin") else ""
+    dropin = str(g.get("origin") or "").endswith(".conf")  # a drop-in, as origin_text says; not the unit itself
+    origin = f" (from {clean(g['origin'])})" if dropin else ""
     return (f"{n} host{'s' if n != 1 else ''}: {change_line(finding_name(g), base, cur)}{origin} "
             f"[baseline {clean(g.get('baseline_name') or '?')}]")
 
@@ -407,8 +408,11 @@ def group_count_text(g: dict) -> str:
 
 
 def group_hosts_text(g: dict) -> str:
-    """'ct129 sglang.service, ct200 sglang.service'."""
-    return ", ".join(f"{clean(h.get('host') or '?')} {clean(h.get('unit') or '?')}" for h in view.group_hosts(g))
+    """'sglang.service on ct129, ct200; vllm.service on ct140' (hosts by unit, in the group's order)."""
+    by_unit: dict[str, list[str]] = {}
+    for h in view.group_hosts(g):
+        by_unit.setdefault(clean(h.get("unit") or "?"), []).append(clean(h.get("host") or "?"))
+    return "; ".join(f"{unit} on {', '.join(hosts)}" for unit, hosts in by_unit.items())
 
 
 def host_title(h: dict) -> str:
