@@ -152,7 +152,9 @@ class HtmlFormat(Format):
             own = [f for f in view.findings(h) if not w.group_ref(f)]
             told = [f for f in view.findings(h) if w.group_ref(f)]
             if told:  # told once above: one line each here
-                body += _list([esc(f"{w.finding_name(f)}: {w.finding_change(f)} {w.group_ref(f)}") for f in told])
+                body += _list([esc(f"{w.finding_name(f)}: {w.finding_change(f)} {w.group_ref(f)}") + (
+                    f'<br /><span style="{_MUTED}">{esc(w.finding_history(f))}</span>' if w.finding_history(f) else "")
+                    for f in told])
             rows = _finding_rows(own)
             body += _table(w.FINDING_COLUMNS, rows, mono_cols=(1, 2, 3)) if rows \
                 else ([] if told else ["<p><em>(no findings listed)</em></p>"])

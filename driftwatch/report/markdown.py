@@ -78,7 +78,8 @@ class MarkdownFormat(Format):
             if warnings:
                 lines += [f"- **warning:** {md(x)}" for x in warnings] + [""]
             told = [f for f in view.findings(h) if w.group_ref(f)]
-            lines += [f"- {md(w.finding_name(f))}: {md(w.finding_change(f))} {md(w.group_ref(f))}" for f in told]
+            lines += [f"- {md(w.finding_name(f))}: {md(w.finding_change(f))} {md(w.group_ref(f))}"
+                      + (f" ({md(w.finding_history(f))})" if w.finding_history(f) else "") for f in told]
             if told:
                 lines.append("")
             rows = [[md(w.rank_text(f)), md(w.finding_name(f)), *(md(v) for v in w.finding_pair(f)),
