@@ -56,7 +56,8 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @click.option("--host", help="One host to check (with --unit).")
 @click.option("--unit", help="Unit to read on each host (default: the inventory's units).")
 @click.option("--unit-file", "unit_files", multiple=True, help="Local unit file(s) to check (repeatable).")
-@click.option("--baseline", "baseline_spec", help="Baseline NAME or PATH (or `baseline:` in the config file).")
+@click.option("--baseline", "baseline_spec", help="Baseline NAME or PATH for every unit [default: each unit's "
+                                                 "from the inventory, else `baseline:` in the config file].")
 @click.option("--email", "email", multiple=True, help="Recipient (repeatable). Without one, nothing is mailed.")
 @click.option("--smtp-host", help="SMTP server [default: localhost].")
 @click.option("--smtp-port", type=int, help="SMTP port [default: 587 for starttls, 465 for ssl, 25 for plain].")
@@ -84,6 +85,10 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @click.option("--engine-version", help="Read units with this engine release's catalog (SGLang or vLLM).")
 @click.option("--store", help="Snapshot store that says since when each finding is there "
                               "[default: ~/.local/state/driftwatch].")
+@click.option("--no-store", "no_store", is_flag=True,
+              help="Do not save the units read to the snapshot store (by default the report feeds it).")
+@click.option("--limit", help="Only the inventory's hosts this Ansible host pattern selects "
+                              "(names, groups, globs, a:b union, a:&b intersection, a:!b exclusion).")
 @click.option("--prometheus", "prometheus_file", type=click.Path(dir_okay=False),
               help="Also write the report as Prometheus metrics here (node_exporter textfile, atomically).")
 @shard_option
@@ -94,8 +99,8 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, smtp_port, smtp_user,
            smtp_password_file, smtp_security, smtp_ca_file, sender, subject_prefix, state, only_changes, always,
            fmt, output, quiet, config_path, concurrency, parallel, rules_dir, ignores, ignore_file, engine_version,
-           baselines_dir, store, prometheus_file, shard, ssh, files):
-    """Check hosts against a baseline; print, write and mail one drift report (for cron)."""
+           baselines_dir, store, no_store, limit, prometheus_file, shard, ssh, files):
+    """Check hosts against their baselines; print, write and mail one drift report (for cron)."""
     from ..run.fleet import report_fleet
     settings = dict(email=email, smtp_host=smtp_host, smtp_port=smtp_port, smtp_user=smtp_user,
                     smtp_password_file=smtp_password_file, smtp_security=smtp_security, smtp_ca_file=smtp_ca_file,
@@ -111,5 +116,5 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
                           engine_version=engine_version, baselines_dir=baselines_dir, store=store, fmt=fmt,
                           output=output, prometheus_file=prometheus_file, always=always, shard=shard,
                           ssh=replace(ssh, parallel=parallel), files=files, voice=voice(aside=not quiet),
-                          show=None if quiet else show)
+                          show=None if quiet else show, save=not no_store, limit=limit)
     sys.exit(result.exit_code)

@@ -33,11 +33,13 @@ from .options import (baselines_dir_option, catalog_option, emit, engine_files, 
 @click.option("--baselines-dir", "keep_baselines_dir", envvar="DRIFTWATCH_BASELINES",
               help="With --keep: baselines whose snapshots are never deleted [default: ./baselines].")
 @shard_option
+@click.option("--limit", help="Only the inventory's hosts this Ansible host pattern selects "
+                              "(names, groups, globs, a:b union, a:&b intersection, a:!b exclusion).")
 @catalog_option
 @ssh_options
 @engine_files
 def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_version, parallel, old_parallel, quiet,
-             verbose, keep, keep_baselines_dir, shard, ssh, files):
+             verbose, keep, keep_baselines_dir, shard, limit, ssh, files):
     """Read units (local files or live hosts) and save one snapshot each in the store."""
     from ..run.snapshots import snapshot_fleet
     if old_parallel is not None:
@@ -51,7 +53,8 @@ def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_versio
     progress = _progress_line() if not quiet and sys.stderr.isatty() else None
     trouble = snapshot_fleet(hosts, inventory, unit, unit_files, host_name, store, engine_version,
                              replace(ssh, parallel=parallel or 32), files, voice(aside=verbose), keep=keep,
-                             keep_baselines_dir=keep_baselines_dir, progress=progress, shard=shard)
+                             keep_baselines_dir=keep_baselines_dir, progress=progress, limit=limit,
+                             shard=shard)
     sys.exit(EXIT_TROUBLE if trouble else EXIT_OK)
 
 
@@ -100,16 +103,18 @@ def prune(keep, older_than, store, host, unit, dry_run, quiet, baselines_dir):
 @click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml].")
 @click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency (with --baseline).")
 @click.option("--engine-version", help="Read every snapshot with this engine release's catalog.")
+@click.option("--limit", help="Only the inventory's hosts this Ansible host pattern selects "
+                              "(names, groups, globs, a:b union, a:&b intersection, a:!b exclusion).")
 @baselines_dir_option
 @catalog_option
 @engine_files
 def history(hosts, inventory, unit, store, since_text, baseline_spec, fmt, output, rules_dir, ignores, ignore_file,
-            concurrency, engine_version, baselines_dir, files):
+            concurrency, engine_version, limit, baselines_dir, files):
     """What changed when, per host and unit, from the snapshot store (newest first); with
     --baseline, since when each current finding is there and whether it ever went away."""
     from ..report import get_format
     from ..run.history import store_history
     doc = store_history(hosts, inventory, unit, store, since_text, baseline_spec, baselines_dir, rules_dir, ignores,
-                        ignore_file, concurrency, engine_version, files, voice())
+                        ignore_file, concurrency, engine_version, files, voice(), limit=limit)
     emit((get_format(fmt) if output else terminal_format(fmt)).render_history(doc), output)
     sys.exit(EXIT_OK)

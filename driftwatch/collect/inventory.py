@@ -9,9 +9,12 @@ driftwatch YAML::
       ct129: {address: gpu129.example.internal}   # address/user/port/units/identity, all optional
       ct200:                           # no address: ~/.ssh/config or DNS resolves the name
 
-Precedence: host > group (later groups win) > defaults. Ansible inventories: ``ansible_host``
+``baseline: NAME`` (defaults, group or host) names the baseline a host's units are judged against;
+``units: {vllm.service: vl-32b}`` (beside the list form) gives a unit its own, which wins over
+``baseline:``. Precedence: host > group (later groups win) > defaults. Ansible inventories: ``ansible_host``
 (or ``ansible_ssh_host``), ``ansible_user``, ``ansible_port``, ``ansible_ssh_private_key_file``
-and a ``driftwatch_units`` variable (a list, or a comma-separated string), with Ansible's variable
+a ``driftwatch_units`` variable (a list, a comma-separated string, or a mapping unit: baseline) and
+a ``driftwatch_baseline`` variable, with Ansible's variable
 precedence (host > child group > parent group > all) and host ranges (``gpu[01:04]``). A file that
 cannot be used raises InputError naming the file and line.
 """
@@ -36,6 +39,14 @@ class HostTarget:
     port: int | None = None
     units: list[str] = field(default_factory=list)
     identity: str | None = None
+    baseline: str | None = None  # the baseline every unit of the host is judged against
+    unit_baselines: dict[str, str] = field(default_factory=dict)  # a unit's own baseline (wins)
+    groups: list[str] = field(default_factory=list, compare=False)  # its groups (for --limit)
+
+    def baseline_for(self, unit: str) -> str | None:
+        """The baseline NAME this unit is judged against: its own (``units: {unit: NAME}``), else
+        the host's ``baseline:`` (host > groups > defaults), else None."""
+        return self.unit_baselines.get(unit) or self.baseline
 
 
 _HOST_CHARS = re.compile(r"[A-Za-z0-9._%:\-]+\Z")  # names, IPv4, IPv6 (inside brackets), zone ids
@@ -183,7 +194,28 @@ def _load_yaml(path: str, text: str) -> list[HostTarget]:
     return _load_ansible_yaml(path, doc)
 
 
-_DW_KEYS = {"address", "user", "port", "units", "identity"}
+_DW_KEYS = {"address", "user", "port", "units", "identity", "baseline"}
+
+
+def _unit_baselines(value, where: str) -> tuple[list[str], dict[str, str]]:
+    """``units:`` as a list (or a comma-separated string), or a mapping unit -> baseline NAME (a
+    null value: the unit has no baseline of its own)."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            value = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            raise InputError(f"{where}: units {value!r} is not a mapping") from None
+    if isinstance(value, dict):
+        own = {}
+        for unit, name in value.items():
+            if not isinstance(unit, str) or not unit:
+                raise InputError(f"{where}: units: keys must be unit names")
+            if name is not None and (not isinstance(name, str) or not name.strip()):
+                raise InputError(f"{where}: units: {unit}: the baseline must be a name")
+            if name:
+                own[unit] = name.strip()
+        return list(value), own
+    return _units(value, where), {}
 
 
 def _units(value, where: str) -> list[str]:
@@ -217,7 +249,7 @@ def _settings(path: str, mapping, what: str) -> dict:
         if key == "port":
             out[key] = _check_port(value, where)
         elif key == "units":
-            out[key] = _units(value, where)
+            out[key], out["unit_baselines"] = _unit_baselines(value, where)
         elif value is not None:
             if not isinstance(value, (str, int)) or isinstance(value, bool):
                 raise InputError(f"{where}: {key} must be a string")
@@ -238,6 +270,7 @@ def _load_driftwatch_yaml(path: str, doc: dict) -> list[HostTarget]:
     if not isinstance(hosts, dict) or not hosts:
         raise InputError(f"{path}:{_line(doc, 'hosts')}: hosts: must map host names to settings")
     group_settings: dict[str, list[dict]] = {}
+    member_groups: dict[str, list[str]] = {}
     groups = doc.get("groups") or {}
     if not isinstance(groups, dict):
         raise InputError(f"{path}:{_line(doc, 'groups')}: groups: must be a mapping")
@@ -254,6 +287,7 @@ def _load_driftwatch_yaml(path: str, doc: dict) -> list[HostTarget]:
             if member not in hosts:
                 raise InputError(f"{path}:{_line(members)}: group {gname!r} names unknown host {member!r}")
             group_settings.setdefault(member, []).append(settings)
+            member_groups.setdefault(member, []).append(str(gname))
     targets = []
     for name, mapping in hosts.items():
         if not isinstance(name, str):
@@ -262,6 +296,7 @@ def _load_driftwatch_yaml(path: str, doc: dict) -> list[HostTarget]:
         for s in group_settings.get(name, []):
             merged.update(s)
         merged.update(_settings(path, mapping, f"host {name!r}"))
+        merged["groups"] = member_groups.get(name, [])
         targets.append(_target(path, _line(hosts, name), name, merged))
     return targets
 
@@ -275,7 +310,9 @@ def _target(path: str, line: int, name: str, s: dict) -> HostTarget:
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
     return HostTarget(name=name, address=s.get("address") or None, user=s.get("user") or None,
-                      port=s.get("port"), units=list(s.get("units") or []), identity=s.get("identity"))
+                      port=s.get("port"), units=list(s.get("units") or []), identity=s.get("identity"),
+                      baseline=s.get("baseline") or None, unit_baselines=dict(s.get("unit_baselines") or {}),
+                      groups=list(s.get("groups") or []))
 
 
 # --- Ansible ---------------------------------------------------------------------------------
@@ -380,12 +417,18 @@ class _AnsibleInventory:
             user = merged.get("ansible_user", merged.get("ansible_ssh_user"))
             port = merged.get("ansible_port", merged.get("ansible_ssh_port"))
             identity = merged.get("ansible_ssh_private_key_file", merged.get("ansible_private_key_file"))
+            units, own = _unit_baselines(merged.get("driftwatch_units"), where)
+            baseline = merged.get("driftwatch_baseline")
+            if baseline is not None and (not isinstance(baseline, str) or not baseline.strip()):
+                raise InputError(f"{where}: driftwatch_baseline must be a baseline name")
             s = {
                 "address": str(address) if address not in (None, "") else None,
                 "user": str(user) if user not in (None, "") else None,
                 "port": _check_port(port, where) if port not in (None, "") else None,
-                "units": _units(merged.get("driftwatch_units"), where),
+                "units": units, "unit_baselines": own,
                 "identity": str(identity) if identity else None,
+                "baseline": baseline.strip() if baseline else None,
+                "groups": chain + ["all"],
             }
             out.append(_target(self.path, self.host_lines[name], name, s))
         return out
@@ -487,3 +530,45 @@ def _load_ansible_yaml(path: str, doc: dict) -> list[HostTarget]:
     if not inv.hosts:
         raise InputError(f"{path}: no hosts in inventory")
     return inv.targets()
+
+
+# --- --limit: Ansible's host patterns ----------------------------------------------------------
+def select_hosts(targets: list[HostTarget], pattern: str) -> list[HostTarget]:
+    """The hosts an Ansible host pattern selects, in inventory order: terms separated by ``:`` or
+    ``,``; each a host or group name, a glob (``gpu*``) or ``~regex``; ``all``/``*`` every host;
+    ``a:b`` union, ``a:&b`` intersection, ``a:!b`` exclusion (unions first, then intersections,
+    then exclusions, as Ansible does). A pattern that selects nothing is an InputError."""
+    import fnmatch
+    terms = [t.strip() for t in re.split(r"[:,]", pattern or "") if t.strip()]
+    if not terms:
+        raise InputError(f"--limit {pattern!r}: an empty host pattern")
+
+    def matches(term: str) -> set[str]:
+        if term in ("all", "*"):
+            return {t.name for t in targets}
+        if term.startswith("~"):
+            try:
+                rx = re.compile(term[1:])
+            except re.error as exc:
+                raise InputError(f"--limit {pattern!r}: bad regular expression {term[1:]!r}: {exc}") from None
+            test = lambda name: bool(rx.match(name))  # noqa: E731
+        else:
+            test = lambda name: fnmatch.fnmatchcase(name, term)  # noqa: E731
+        return {t.name for t in targets if test(t.name) or any(test(g) for g in t.groups)}
+
+    union: set[str] = set()
+    for term in terms:
+        if term[0] not in "&!":
+            union |= matches(term)
+    if all(term[0] in "&!" for term in terms):
+        union = {t.name for t in targets}
+    for term in terms:
+        if term[0] == "&":
+            union &= matches(term[1:])
+    for term in terms:
+        if term[0] == "!":
+            union -= matches(term[1:])
+    chosen = [t for t in targets if t.name in union]
+    if not chosen:
+        raise InputError(f"--limit {pattern!r} matches no host in the inventory")
+    return chosen

@@ -46,6 +46,13 @@ class Finding:
     def key(self) -> str:
         return self.difference.key
 
+    @property
+    def performance(self) -> bool:
+        """False for a setting with no throughput effect: a secret (compared by fingerprint only), or a
+        rule's dimension `none` (logging, identity, supervision). Those rank below every performance
+        finding and never ask to re-measure."""
+        return not self.difference.secret and self.dimension != "none"
+
     def weight(self) -> float:
         r = self.throughput_ratio
         if r is not None and r > 0 and abs(math.log(r)) > 1e-9:
@@ -140,15 +147,18 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
         finding = Finding(difference=diff, rule=rule, throughput_ratio=estimate.throughput_ratio,
                           confidence=estimate.confidence, dimension=estimate.dimension or model_rule.dimension,
                           detail=mask_fingerprints(estimate.detail), interval=estimate.interval)
+        if diff.secret and finding.throughput_ratio is None:
+            finding.dimension = "none"  # a key or token: who may call the server, not how fast it runs
         entry = next((e for e in ignore or [] if e.matches(rule, diff)), None)
         if entry is not None:
             finding.ignored_because = entry.reason
             ignored.append(finding)
         else:
             findings.append(finding)
-    # A unit that will not start serves nothing: that outranks any speed estimate.
-    findings.sort(key=lambda f: (f.key != "engine.startup", -f.weight(), _SEVERITY_ORDER.get(f.rule.severity, 9),
-                                 f.key))
+    # A unit that will not start serves nothing: that outranks any speed estimate. Settings with no
+    # throughput effect (secrets, logging, identity) come after every performance finding.
+    findings.sort(key=lambda f: (f.key != "engine.startup", not f.performance, -f.weight(),
+                                 _SEVERITY_ORDER.get(f.rule.severity, 9), f.key))
     for rank, finding in enumerate(findings, start=1):
         finding.rank = rank
     withheld = _prediction_withheld(findings)
@@ -276,9 +286,8 @@ def _prediction_withheld(findings: list[Finding]) -> str | None:
 
 def unquantified(findings: list[Finding]) -> list[Finding]:
     """Findings that may move throughput but have no sound model (left out of the prediction)."""
-    return [f for f in findings if f.throughput_ratio is None and f.dimension in ("single-stream", "aggregate",
-                                                                                  "stability")
-            and f.rule.severity in ("high", "medium")]
+    return [f for f in findings if f.throughput_ratio is None and f.performance
+            and f.dimension in ("single-stream", "aggregate", "stability") and f.rule.severity in ("high", "medium")]
 
 
 def _predict(findings: list[Finding]) -> float | None:

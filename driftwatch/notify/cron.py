@@ -22,7 +22,7 @@ from driftwatch.errors import InputError
 DEFAULTS = {
     "driftwatch": "/usr/local/bin/driftwatch",
     "inventory": "/etc/driftwatch/inventory.yaml",
-    "baseline": "70toks",
+    "baseline": None,  # each unit's own, from the inventory
     "baselines_dir": "/etc/driftwatch/baselines",
     "email": "ops@example.com",
     "user": "driftwatch",
@@ -80,28 +80,39 @@ def _systemd_word(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _argv(driftwatch: str, inventory: str, baseline: str, email: str, state_dir: str, baselines_dir: str,
-          quiet: bool = False) -> list[str]:
-    argv = [driftwatch, "report"] + (["--quiet"] if quiet else []) + ["--inventory", inventory, "--baseline", baseline,
-                                                                    "--baselines-dir", baselines_dir]
+def _argv(driftwatch: str, inventory: str, baseline: str | None, email: str, state_dir: str, baselines_dir: str,
+          quiet: bool = False, prometheus: str | None = None) -> list[str]:
+    """The one report job: every unit against its own baseline (or --baseline for all), the store
+    fed (history, "since", "new since last run"), the mail, the report kept, the Prometheus file."""
+    argv = [driftwatch, "report"] + (["--quiet"] if quiet else []) + ["--inventory", inventory]
+    argv += (["--baseline", baseline] if baseline else []) + ["--baselines-dir", baselines_dir,
+                                                             "--store", f"{state_dir}/store"]
     for addr in [a.strip() for a in email.split(",") if a.strip()]:
         argv += ["--email", addr]
     argv += ["--output", f"{state_dir}/last-report.txt"]
+    if prometheus:
+        argv += ["--prometheus", prometheus]
     return argv
 
 
 def cron_example(driftwatch: str = DEFAULTS["driftwatch"], inventory: str = DEFAULTS["inventory"],
-                 baseline: str = DEFAULTS["baseline"], email: str = DEFAULTS["email"],
-                 user: str = DEFAULTS["user"], baselines_dir: str = DEFAULTS["baselines_dir"]) -> dict[str, str]:
+                 baseline: str | None = DEFAULTS["baseline"], email: str = DEFAULTS["email"],
+                 user: str = DEFAULTS["user"], baselines_dir: str = DEFAULTS["baselines_dir"],
+                 state_dir: str = STATE_DIR, prometheus: str | None = None) -> dict[str, str]:
     """{"cron": text, "service": text, "timer": text} (see FILES for where each is shipped).
 
     `email`: one address or several, comma-separated (used for MAILTO and for --email).
-    `driftwatch`, `inventory`, `baselines_dir` and a `baseline` given as a path must be absolute:
+    `baseline`: None judges each unit against its own baseline from the inventory. `state_dir`: where
+    the job runs and keeps its store and last report; `prometheus`: the textfile to write (omitted
+    when None).
+    `driftwatch`, `inventory`, `baselines_dir`, `state_dir`, `prometheus` and a `baseline` given as a path must be absolute:
     cron and systemd run the job from another working directory (the state directory).
     Raises InputError for values that cannot be written safely (newlines, a bad user name, ...).
     """
-    for name, value in (("driftwatch", driftwatch), ("inventory", inventory), ("baseline", baseline),
-                        ("email", email), ("user", user), ("baselines_dir", baselines_dir)):
+    for name, value in (("driftwatch", driftwatch), ("inventory", inventory), ("email", email), ("user", user),
+                        ("baselines_dir", baselines_dir), ("state_dir", state_dir)) + \
+            ((("baseline", baseline),) if baseline is not None else ()) + \
+            ((("prometheus", prometheus),) if prometheus is not None else ()):
         _check(name, value)
     if not _USER_RE.match(user):
         raise InputError(f"cron-example: {user!r} is not a valid system user name")
@@ -112,19 +123,21 @@ def cron_example(driftwatch: str = DEFAULTS["driftwatch"], inventory: str = DEFA
     if not driftwatch.startswith("/"):
         raise InputError(f"cron-example: give driftwatch as an absolute path, not {driftwatch!r} "
                          f"(cron and systemd do not use your shell's PATH)")
-    for name, value in (("inventory", inventory), ("baselines dir", baselines_dir)) + \
-            ((("baseline", baseline),) if "/" in baseline else ()):
+    for name, value in (("inventory", inventory), ("baselines dir", baselines_dir), ("state dir", state_dir)) + \
+            ((("baseline", baseline),) if baseline and "/" in baseline else ()) + \
+            ((("prometheus file", prometheus),) if prometheus else ()):
         if not value.startswith("/"):
             raise InputError(f"cron-example: give the {name} as an absolute path, not {value!r} "
                              f"(the job runs in {STATE_DIR}, not in this directory)")
 
     # cron: --quiet (the report is mailed and kept in --output; anything printed would become a cron mail)
-    cron_argv = _argv(driftwatch, inventory, baseline, email, STATE_DIR, baselines_dir, quiet=True)
-    lock = f"{STATE_DIR}/report.lock"
-    cron = fill_template(TEMPLATES["cron"], state_dir=STATE_DIR, user=user, mailto=",".join(addrs),
+    cron_argv = _argv(driftwatch, inventory, baseline, email, state_dir, baselines_dir, quiet=True,
+                      prometheus=prometheus)
+    lock = f"{state_dir}/report.lock"
+    cron = fill_template(TEMPLATES["cron"], state_dir=state_dir, user=user, mailto=",".join(addrs),
                          lock=_cron_word(lock), lock_msg=lock, command=" ".join(_cron_word(a) for a in cron_argv))
     # systemd: the report printed on stdout goes to the journal
-    argv = _argv(driftwatch, inventory, baseline, email, STATE_DIR, baselines_dir)
+    argv = _argv(driftwatch, inventory, baseline, email, state_dir, baselines_dir, prometheus=prometheus)
     words = [_systemd_word(a) for a in argv]
     # one option (and its value) per continuation line, for readability
     lines, i = [" ".join(words[:2])], 2
@@ -136,7 +149,7 @@ def cron_example(driftwatch: str = DEFAULTS["driftwatch"], inventory: str = DEFA
             lines.append(words[i])
             i += 1
     exec_start = " \\\n    ".join(lines)
-    service = fill_template(TEMPLATES["service"], state_dir=STATE_DIR, user=user, exec_start=exec_start)
+    service = fill_template(TEMPLATES["service"], state_dir=state_dir, user=user, exec_start=exec_start)
     return {"cron": cron, "service": service, "timer": fill_template(TEMPLATES["timer"])}
 
 

@@ -157,9 +157,14 @@ def _msgid_domain(sender: str) -> str:
     return "driftwatch.invalid"
 
 
+FULL_MAIL_LIMIT = 1_000_000  # bytes of text + HTML above which the mail carries the summary (Postfix: 10 MB)
+
+
 def build_message(report: dict, sender: str, recipients: list[str],
-                  subject_prefix: str = "[driftwatch]") -> EmailMessage:
-    """A multipart/alternative message (text/plain first, then text/html) for `report`.
+                  subject_prefix: str = "[driftwatch]", limit: int = FULL_MAIL_LIMIT) -> EmailMessage:
+    """A multipart/alternative message (text/plain first, then text/html) for `report`. When the
+    two parts together are larger than `limit` bytes, they carry the summary (groups and the host
+    table, no per-host sections) and the full report is attached as report.html and report.txt.
 
     Headers: From, To, Subject (report.wording.subject), Date, Message-ID, Auto-Submitted: auto-generated,
     X-Mailer. Both parts are UTF-8, quoted-printable (readable raw, safe for long lines).
@@ -179,10 +184,21 @@ def build_message(report: dict, sender: str, recipients: list[str],
     msg["Message-ID"] = make_msgid(domain=_msgid_domain(sender))
     msg["Auto-Submitted"] = "auto-generated"  # RFC 3834: no auto-replies / vacation loops
     msg["X-Mailer"] = f"driftwatch {__version__}"
-    msg.set_content(get_format("text").render_fleet(report), subtype="plain", charset="utf-8",
+    text, html = get_format("text").render_fleet(report), get_format("html").render_fleet(report)
+    if len(text.encode()) + len(html.encode()) <= limit:
+        msg.set_content(text, subtype="plain", charset="utf-8", cte="quoted-printable")
+        msg.add_alternative(html, subtype="html", charset="utf-8", cte="quoted-printable")
+        return msg
+    msg.set_content(get_format("text").render_fleet(report, brief=True), subtype="plain", charset="utf-8",
                     cte="quoted-printable")
-    msg.add_alternative(get_format("html").render_fleet(report), subtype="html", charset="utf-8",
+    msg.add_alternative(get_format("html").render_fleet(report, brief=True), subtype="html", charset="utf-8",
                         cte="quoted-printable")
+    msg.make_mixed()
+    for name, body, subtype in (("report.html", html, "html"), ("report.txt", text, "plain")):
+        attachment = EmailMessage()
+        attachment.set_content(body, subtype=subtype, charset="utf-8", cte="base64", disposition="attachment",
+                               filename=name)
+        msg.attach(attachment)
     return msg
 
 

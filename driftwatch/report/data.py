@@ -20,6 +20,7 @@ from ..snapshots.snapshot import now_utc
 from . import wording
 
 REPORT_SCHEMA = "driftwatch.report/v1"
+NO_BASELINE = "no_baseline"  # the status of a unit no baseline is named for (read and stored, not judged)
 
 
 # --------------------------------------------------------------------------- driftwatch.compare/v1
@@ -132,30 +133,91 @@ def host_entry(host: str | None, unit: str | None, status: str, comparison: dict
     return entry
 
 
-def _counts(statuses_by_host: dict[str, list[str]]) -> tuple[int, int, int]:
-    """(drifted, clean, unreadable) hosts: a host drifted when any of its units did, unreadable when
-    any could not be read, clean when every unit matches."""
+def _counts(statuses_by_host: dict[str, list[str]]) -> tuple[int, int, int, int]:
+    """(drifted, clean, unreadable, no_baseline) hosts: a host drifted when any of its units did,
+    unreadable when any could not be read, clean when every unit judged matches (a unit without a
+    baseline is not judged), without a baseline when none of its units has one."""
     drifted = sum(1 for s in statuses_by_host.values() if "drift" in s)
     unreadable = sum(1 for s in statuses_by_host.values() if "error" in s)
-    clean = sum(1 for s in statuses_by_host.values() if s and all(x == "clean" for x in s))
-    return drifted, clean, unreadable
+    clean = sum(1 for s in statuses_by_host.values()
+                if "clean" in s and all(x in ("clean", NO_BASELINE) for x in s))
+    none = sum(1 for s in statuses_by_host.values() if s and all(x == NO_BASELINE for x in s))
+    return drifted, clean, unreadable, none
 
 
-def build_report(baseline: Baseline, entries: list[dict]) -> dict:
-    """`summary` counts hosts (`hosts`, `drifted`, `clean`, `unreadable`: a host with two units is
-    one host) and, under `units`, the (host, unit) pairs with the same four counts."""
+def _baseline_dict(b: Baseline) -> dict:
+    return {"name": b.name, "host": b.host, "unit": b.unit, "metrics": dict(b.metrics)}
+
+
+def build_report(baseline: Baseline | None, entries: list[dict], baselines: list[Baseline] | None = None) -> dict:
+    """`summary` counts hosts (`hosts`, `drifted`, `clean`, `unreadable`, `no_baseline`: a host with
+    two units is one host) and, under `units`, the (host, unit) pairs with the same counts.
+
+    `baselines`: every baseline the entries were judged against (default: `baseline`). `baseline` is
+    the one baseline of the report, or null when its units were judged against several (each entry's
+    `comparison.baseline.name` says which); `baselines` lists them all. `drift_groups`: identical
+    findings across units told once (`drift_groups`)."""
+    used = list(baselines) if baselines is not None else ([baseline] if baseline is not None else [])
+    one = used[0] if len(used) == 1 else (baseline if not used else None)
     by_host: dict[str, list[str]] = {}
     for e in entries:
         by_host.setdefault(str(e["host"]), []).append(e["status"])
-    drifted, clean, unreadable = _counts(by_host)
-    u_drifted, u_clean, u_unreadable = _counts({str(i): [e["status"]] for i, e in enumerate(entries)})
+    drifted, clean, unreadable, none = _counts(by_host)
+    u_drifted, u_clean, u_unreadable, u_none = _counts({str(i): [e["status"]] for i, e in enumerate(entries)})
     return {
         "schema": REPORT_SCHEMA,
         "generated_at": now_utc(),
-        "baseline": {"name": baseline.name, "host": baseline.host, "unit": baseline.unit,
-                     "metrics": dict(baseline.metrics)},
+        "baseline": _baseline_dict(one) if one is not None else None,
+        "baselines": [_baseline_dict(b) for b in used],
         "summary": {"hosts": len(by_host), "drifted": drifted, "clean": clean, "unreadable": unreadable,
+                    "no_baseline": none,
                     "units": {"total": len(entries), "drifted": u_drifted, "clean": u_clean,
-                              "unreadable": u_unreadable}},
+                              "unreadable": u_unreadable, "no_baseline": u_none}},
+        "drift_groups": drift_groups(entries),
         "hosts": entries,
     }
+
+
+def _origin_name(f: dict) -> str | None:
+    """The file name (not the path) that set the current value, e.g. override.conf."""
+    origin = f.get("origin") if isinstance(f.get("origin"), dict) else {}
+    path = origin.get("current")
+    return str(path).rstrip("/").rsplit("/", 1)[-1] if path else None
+
+
+def drift_groups(entries: list[dict]) -> list[dict]:
+    """Identical findings across units, told once: the same rule, key, baseline name, baseline ->
+    current value and origin file name make one group, with the (host, unit) pairs that have it.
+    Numbered in order: the groups several units share first, each by its findings' best rank, then
+    by how many units share it; a finding of a shared group gets its `group` number."""
+    import json
+    groups: dict[str, dict] = {}
+    members: dict[str, list[dict]] = {}
+    for e in entries:
+        comparison = e.get("comparison") if isinstance(e.get("comparison"), dict) else None
+        if e.get("status") != "drift" or comparison is None:
+            continue
+        name = (comparison.get("baseline") or {}).get("name")
+        for f in comparison.get("findings") or []:
+            ident = json.dumps([f.get("rule"), f.get("key"), name, f.get("baseline"), f.get("current"),
+                                _origin_name(f)], sort_keys=True, default=str)
+            group = groups.get(ident)
+            if group is None:
+                group = groups[ident] = {
+                    "rule": f.get("rule"), "key": f.get("key"), "concept": f.get("concept"), "flag": f.get("flag"),
+                    "severity": f.get("severity"), "baseline_name": name,
+                    "baseline": f.get("baseline"), "current": f.get("current"),
+                    "baseline_source": f.get("baseline_source"), "current_source": f.get("current_source"),
+                    "secret": bool(f.get("secret")), "origin": _origin_name(f), "impact": f.get("impact"),
+                    "explanation": f.get("explanation"), "rank": f.get("rank"), "hosts": []}
+            elif isinstance(f.get("rank"), int) and (not isinstance(group["rank"], int) or f["rank"] < group["rank"]):
+                group["rank"] = f["rank"]
+            group["hosts"].append({"host": e.get("host"), "unit": e.get("unit")})
+            members.setdefault(ident, []).append(f)
+    out = sorted(groups.items(), key=lambda kv: (len(kv[1]["hosts"]) == 1, kv[1]["rank"] if isinstance(kv[1]["rank"], int) else 10**6,
+                                                 -len(kv[1]["hosts"]), str(kv[1]["key"])))
+    for number, (ident, group) in enumerate(out, 1):
+        group["group"] = number
+        for f in members[ident] if len(group["hosts"]) > 1 else ():
+            f["group"] = number  # the shared group it is told in, so a host's section can point to it
+    return [g for _, g in out]

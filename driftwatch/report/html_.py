@@ -113,11 +113,27 @@ class HtmlFormat(Format):
             body += _list([esc(n) for n in notes])
         return _document(w.comparison_title(doc), body)
 
-    def render_fleet(self, doc: dict) -> str:
+    def render_fleet(self, doc: dict, brief: bool = False) -> str:
+        """The report; `brief`: without the per-host sections (the mail's summary when the full
+        report is attached)."""
         body = [f'<p style="{_P}">Baseline: <strong>{esc(w.baseline_line(doc))}</strong></p>']
         if doc.get("generated_at"):
             body.append(f'<p style="{_P};{_MUTED}">Generated: {esc(doc["generated_at"])}</p>')
         body.append(f'<p style="margin:0 0 12px 0">{esc(" · ".join(w.count_parts(doc)).capitalize())}</p>')
+        if brief:
+            body.append(f'<p style="{_P}"><strong>{esc(w.ATTACHED_TEXT)}</strong></p>')
+        groups = view.shared_groups(doc)
+        if groups:
+            body.append(f'<h2 style="{_H2}">{esc(w.groups_heading(doc))}</h2>')
+            rows = []
+            for g in groups:
+                base, cur = w.finding_pair(g)
+                rows.append([esc(str(g.get("group"))), esc(w.finding_name(g)) + (
+                    f'<br /><span style="{_MUTED}">from {esc(g["origin"])}</span>' if g.get("origin") else ""),
+                             esc(base), esc(cur), esc(w.impact_text(g)),
+                             esc(w.explanation_lead(g)) + f'<br /><span style="{_MUTED}">'
+                             f'{esc(w.group_count_text(g))}: {esc(w.group_hosts_text(g))}</span>'])
+            body += _table(w.GROUP_COLUMNS, rows, mono_cols=(1, 2, 3))
         hosts = view.ordered_hosts(doc)
         if hosts:
             rows = [[esc(h.get("host") or "?"), esc(h.get("unit") or "?"), _badge(view.status(h)),
@@ -125,7 +141,7 @@ class HtmlFormat(Format):
             body += _table(w.FLEET_COLUMNS, rows, mono_cols=(3,))
         else:
             body.append("<p><em>(no hosts in this report)</em></p>")
-        for h in view.detailed_hosts(doc):
+        for h in [] if brief else view.detailed_hosts(doc):
             body.append(f'<h2 style="{_H2}">{esc(w.host_title(h))} {_badge(view.status(h))} '
                         f'<span style="font-weight:normal">predicted {esc(w.predicted(h))}</span></h2>')
             summary = w.comparison_summary(view.comparison(h))
@@ -133,9 +149,15 @@ class HtmlFormat(Format):
                 body.append(f'<p style="{_P}">{esc(summary)}</p>')
             for warning in view.comparison_warnings(view.comparison(h)):
                 body.append(f'<p style="{_P}"><strong>warning:</strong> {esc(warning)}</p>')
-            rows = _finding_rows(view.findings(h))
+            own = [f for f in view.findings(h) if not w.group_ref(f)]
+            told = [f for f in view.findings(h) if w.group_ref(f)]
+            if told:  # told once above: one line each here
+                body += _list([esc(f"{w.finding_name(f)}: {w.finding_change(f)} {w.group_ref(f)}") + (
+                    f'<br /><span style="{_MUTED}">{esc(w.finding_history(f))}</span>' if w.finding_history(f) else "")
+                    for f in told])
+            rows = _finding_rows(own)
             body += _table(w.FINDING_COLUMNS, rows, mono_cols=(1, 2, 3)) if rows \
-                else ["<p><em>(no findings listed)</em></p>"]
+                else ([] if told else ["<p><em>(no findings listed)</em></p>"])
         errors = view.unreadable_hosts(doc)
         if errors:
             body.append(f'<h2 style="{_H2}">Unreadable hosts ({len(errors)})</h2>')

@@ -60,6 +60,13 @@ class MarkdownFormat(Format):
         if doc.get("generated_at"):
             lines.append(f"Generated: {md(str(doc['generated_at']))}  ")
         lines += [" · ".join(w.count_parts(doc)).capitalize(), ""]
+        groups = view.shared_groups(doc)
+        if groups:
+            lines += [f"## {md(w.groups_heading(doc))}", ""]
+            for g in groups:
+                lines += [f"{g['group']}. **{md(w.group_title(g))}**  ", f"   {md(w.impact_text(g))}; hosts: "
+                          f"{md(w.group_hosts_text(g))}  ", f"   {md(w.explanation_lead(g))}"]
+            lines.append("")
         rows = [[md(c) for c in row] for row in w.fleet_rows(doc)]
         lines += table(w.FLEET_COLUMNS, rows) if rows else ["*(no hosts in this report)*"]
         for h in view.detailed_hosts(doc):
@@ -70,11 +77,16 @@ class MarkdownFormat(Format):
             warnings = view.comparison_warnings(view.comparison(h))
             if warnings:
                 lines += [f"- **warning:** {md(x)}" for x in warnings] + [""]
+            told = [f for f in view.findings(h) if w.group_ref(f)]
+            lines += [f"- {md(w.finding_name(f))}: {md(w.finding_change(f))} {md(w.group_ref(f))}"
+                      + (f" ({md(w.finding_history(f))})" if w.finding_history(f) else "") for f in told]
+            if told:
+                lines.append("")
             rows = [[md(w.rank_text(f)), md(w.finding_name(f)), *(md(v) for v in w.finding_pair(f)),
                      md(w.impact_text(f) + (f" [{w.rule_tag(f)}]" if w.rule_tag(f) else "")),
                      md(w.explanation_lead(f) + (f" ({w.finding_history(f)})" if w.finding_history(f) else ""))]
-                    for f in view.findings(h)]
-            lines += table(w.FINDING_COLUMNS, rows) if rows else ["*(no findings listed)*"]
+                    for f in view.findings(h) if not w.group_ref(f)]
+            lines += table(w.FINDING_COLUMNS, rows) if rows else ([] if told else ["*(no findings listed)*"])
             details = w.details_lines(view.findings(h))
             if details:
                 lines += [""] + [f"- {md(d)}" for d in details]

@@ -5,7 +5,13 @@ beside the usual report, atomically (temp file in the same directory, then a ren
 never reads half a file; its temp name does not end in ``.prom``). Only fleet reports have a
 layout (a comparison is one `report --unit-file` away).
 
-Metrics (gauges; one series per (host, unit) read, label values escaped as the format requires):
+One file per run holds the whole fleet. Every series carries ``report`` (the textfile's name without
+``.prom``, so several runs or shards writing their own files into one textfile directory never
+collide: node_exporter refuses a series two files both carry); every per-unit series also carries
+``baseline`` (the baseline the unit was judged against; ``none`` for a unit without one).
+
+Metrics (gauges; one series per (host, unit) read, label values escaped as the format requires;
+``report`` on each, ``baseline`` on each with ``host``):
 
     driftwatch_last_run_timestamp_seconds                          when the report was made
     driftwatch_host_read{host,unit,status}                         1; status ok, or the failure
@@ -21,7 +27,8 @@ Metrics (gauges; one series per (host, unit) read, label values escaped as the f
     driftwatch_measured_accept_length{host,unit}                   (its journal, or --probe), where read
     driftwatch_finding_since_timestamp_seconds{host,unit}          oldest "since" of the unit's findings
                                                                    (with a snapshot store)
-    driftwatch_hosts{status}                                       hosts drifted / clean / unreadable
+    driftwatch_hosts{status}                                       hosts drifted / clean / unreadable /
+                                                                   no_baseline
 
 Like every format it computes nothing: each value is read from the ``driftwatch.report/v1``
 document (report/data.py), through report/view.py.
@@ -102,72 +109,90 @@ class PrometheusFormat(Format):
         raise UnsupportedDocument("the prometheus format renders fleet reports only (use `report --unit-file`)")
 
     def render_fleet(self, doc: dict) -> str:
-        last = _Family("driftwatch_last_run_timestamp_seconds",
-                       "When driftwatch last made this report (Unix time).")
-        read = _Family("driftwatch_host_read",
-                       "1 for each host/unit driftwatch tried to read; status is ok or why it could not be read.")
-        drift = _Family("driftwatch_drift", "1 when the unit drifted from the baseline, 0 when it matches.")
-        findings = _Family("driftwatch_findings", "Findings against the baseline, by severity.")
-        ratio = _Family("driftwatch_predicted_throughput_ratio",
-                        "Predicted throughput divided by the baseline's (absent where no model applies).")
-        tps = _Family("driftwatch_predicted_throughput_tokens_per_second",
-                      "Predicted throughput in tokens per second (where the baseline records its throughput).")
-        measured = _Family("driftwatch_measured_throughput_tokens_per_second",
-                           "Throughput measured on the running server now (its journal or --probe).")
-        accept = _Family("driftwatch_measured_accept_length",
-                         "Speculative accept length measured on the running server now (journal or --probe).")
-        since = _Family("driftwatch_finding_since_timestamp_seconds",
-                        "Since when (Unix time) the unit's oldest current finding has been present without a "
-                        "break, from the snapshot store.")
-        hosts = _Family("driftwatch_hosts", "Hosts in the report by status.")
-        generated = doc.get("generated_at")
-        try:
-            last.add({}, parse_utc(generated).timestamp() if generated else None)
-        except ValueError:
-            pass
-        last.samples = [(labels, int(v)) for labels, v in last.samples if _is_number(v)]
-        for h in view.hosts(doc):
-            where = {"host": h.get("host") or "?", "unit": h.get("unit") or "?"}
-            status = view.status(h)
-            if status == "error":
-                read.add({**where, "status": _status_label(h.get("failure"))}, 1)
-                continue
-            read.add({**where, "status": "ok"}, 1)
-            drift.add(where, 1 if status == "drift" else 0)
-            fs = view.findings(h)
-            for severity in SEVERITIES:
-                findings.add({**where, "severity": severity}, sum(1 for f in fs if f.get("severity") == severity))
-            for severity in sorted({str(f.get("severity")) for f in fs} - set(SEVERITIES) - {"None"}):
-                findings.add({**where, "severity": severity}, sum(1 for f in fs if f.get("severity") == severity))
-            c = view.comparison(h)
-            if _is_number(c.get("predicted_throughput_ratio")):
-                ratio.add(where, c["predicted_throughput_ratio"])
-            if _is_number(c.get("predicted_throughput")):
-                tps.add(where, c["predicted_throughput"])
-            now = (c.get("target") or {}).get("metrics") if isinstance(c.get("target"), dict) else None
-            if isinstance(now, dict):
-                if _is_number(now.get("throughput")):
-                    measured.add(where, now["throughput"])
-                if _is_number(now.get("accept_length")):
-                    accept.add(where, now["accept_length"])
-            starts = []
-            for f in fs:
-                s = f.get("since") if isinstance(f.get("since"), dict) else {}
-                try:
-                    if s.get("at"):
-                        starts.append(parse_utc(s["at"]).timestamp())
-                except ValueError:
-                    pass
-            if starts:
-                since.add(where, int(min(starts)))
-        counts = view.counts(doc)
-        for key in ("drifted", "clean", "unreadable"):
-            if _is_number(counts.get(key)):
-                hosts.add({"status": key}, counts[key])
-        lines = []
-        for family in (last, read, drift, findings, ratio, tps, measured, accept, since, hosts):
-            lines += family.lines()
-        return "\n".join(lines) + "\n"
+        return render_textfile(doc)
 
 
-__all__ = ["PrometheusFormat", "escape_label", "SEVERITIES"]
+def report_label(path: str | None) -> str:
+    """The `report` label of a textfile: its file name without ``.prom`` ('driftwatch' without one)."""
+    import os
+    name = os.path.basename(path or "") or "driftwatch.prom"
+    return name[:-5] if name.endswith(".prom") else name
+
+
+def render_textfile(doc: dict, report: str = "driftwatch") -> str:
+    """The fleet report as one textfile; every series labelled `report` (see the module's doc)."""
+    last = _Family("driftwatch_last_run_timestamp_seconds",
+                   "When driftwatch last made this report (Unix time).")
+    read = _Family("driftwatch_host_read",
+                   "1 for each host/unit driftwatch tried to read; status is ok or why it could not be read.")
+    drift = _Family("driftwatch_drift", "1 when the unit drifted from the baseline, 0 when it matches.")
+    findings = _Family("driftwatch_findings", "Findings against the baseline, by severity.")
+    ratio = _Family("driftwatch_predicted_throughput_ratio",
+                    "Predicted throughput divided by the baseline's (absent where no model applies).")
+    tps = _Family("driftwatch_predicted_throughput_tokens_per_second",
+                  "Predicted throughput in tokens per second (where the baseline records its throughput).")
+    measured = _Family("driftwatch_measured_throughput_tokens_per_second",
+                       "Throughput measured on the running server now (its journal or --probe).")
+    accept = _Family("driftwatch_measured_accept_length",
+                     "Speculative accept length measured on the running server now (journal or --probe).")
+    since = _Family("driftwatch_finding_since_timestamp_seconds",
+                    "Since when (Unix time) the unit's oldest current finding has been present without a "
+                    "break, from the snapshot store.")
+    hosts = _Family("driftwatch_hosts", "Hosts in the report by status.")
+    generated = doc.get("generated_at")
+    try:
+        last.add({"report": report}, parse_utc(generated).timestamp() if generated else None)
+    except ValueError:
+        pass
+    last.samples = [(labels, int(v)) for labels, v in last.samples if _is_number(v)]
+    for h in view.hosts(doc):
+        status = view.status(h)
+        name = (view.comparison(h).get("baseline") or {}).get("name") \
+            if isinstance(view.comparison(h).get("baseline"), dict) else None
+        where = {"report": report, "host": h.get("host") or "?", "unit": h.get("unit") or "?",
+                 "baseline": name or "none"}
+        if status == "no_baseline":
+            read.add({**where, "status": "ok"}, 1)  # read and stored, not judged
+            continue
+        if status == "error":
+            read.add({**where, "status": _status_label(h.get("failure"))}, 1)
+            continue
+        read.add({**where, "status": "ok"}, 1)
+        drift.add(where, 1 if status == "drift" else 0)
+        fs = view.findings(h)
+        for severity in SEVERITIES:
+            findings.add({**where, "severity": severity}, sum(1 for f in fs if f.get("severity") == severity))
+        for severity in sorted({str(f.get("severity")) for f in fs} - set(SEVERITIES) - {"None"}):
+            findings.add({**where, "severity": severity}, sum(1 for f in fs if f.get("severity") == severity))
+        c = view.comparison(h)
+        if _is_number(c.get("predicted_throughput_ratio")):
+            ratio.add(where, c["predicted_throughput_ratio"])
+        if _is_number(c.get("predicted_throughput")):
+            tps.add(where, c["predicted_throughput"])
+        now = (c.get("target") or {}).get("metrics") if isinstance(c.get("target"), dict) else None
+        if isinstance(now, dict):
+            if _is_number(now.get("throughput")):
+                measured.add(where, now["throughput"])
+            if _is_number(now.get("accept_length")):
+                accept.add(where, now["accept_length"])
+        starts = []
+        for f in fs:
+            s = f.get("since") if isinstance(f.get("since"), dict) else {}
+            try:
+                if s.get("at"):
+                    starts.append(parse_utc(s["at"]).timestamp())
+            except ValueError:
+                pass
+        if starts:
+            since.add(where, int(min(starts)))
+    counts = view.counts(doc)
+    for key in ("drifted", "clean", "unreadable", "no_baseline"):
+        if _is_number(counts.get(key)):
+            hosts.add({"report": report, "status": key}, counts[key])
+    lines = []
+    for family in (last, read, drift, findings, ratio, tps, measured, accept, since, hosts):
+        lines += family.lines()
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["PrometheusFormat", "escape_label", "render_textfile", "report_label", "SEVERITIES"]

@@ -13,8 +13,12 @@ _FLAG_WIDTHS = [None, None, None, 40, None, 50]
 from ..snapshots.snapshot import Snapshot, engine_to_dict
 
 
+SHOW_SCHEMA = "driftwatch.show/v1"
+
+
 def show_dict(snap: Snapshot, include_defaults: bool) -> dict:
     return {
+        "schema": SHOW_SCHEMA,
         "host": snap.host,
         "unit": snap.unit,
         "source": snap.source,

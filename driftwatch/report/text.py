@@ -139,12 +139,25 @@ class TextFormat(Format):
             lines += self._fit(f"note: {w.clean(n)}")
         return "\n".join(lines) + "\n"
 
-    def render_fleet(self, doc: dict) -> str:
-        """Headline, counts, the host table, each drifted host's findings, unreadable hosts."""
+    def render_fleet(self, doc: dict, brief: bool = False) -> str:
+        """Headline, counts, the drift shared by several units (told once), the host table, each
+        drifted host's findings (not with `brief`: the mail's summary when the full report is
+        attached), unreadable hosts."""
         lines = self._fit(f"driftwatch report: {w.headline(doc)}") + self._fit(f"baseline: {w.baseline_line(doc)}")
         if doc.get("generated_at"):
             lines.append(f"generated: {w.clean(doc['generated_at'])}")
         lines += [", ".join(w.count_parts(doc)), ""]
+        if brief:
+            lines += self._fit(w.ATTACHED_TEXT) + [""]
+        groups = view.shared_groups(doc)
+        if groups:
+            lines += self._fit(f"== {w.groups_heading(doc)}", "   ")
+            for g in groups:
+                lines += self._fit(f"{g['group']:>3}. {w.group_title(g)}", "     ")
+                lines += self._fit(f"     impact: {w.impact_text(g)}", "     ")
+                lines += self._para("hosts: " + w.group_hosts_text(g), "     ")
+                lines += self._explanation(g)
+            lines.append("")
         rows = w.fleet_rows(doc)
         if rows:
             caps = _fit_caps(rows, w.FLEET_COLUMNS, _FLEET_CAPS if self.width else [None] * 5, _FLEET_SHRINK,
@@ -153,7 +166,7 @@ class TextFormat(Format):
                                   maxcolwidths=caps))
         else:
             lines.append("(no hosts in this report)")
-        for h in view.detailed_hosts(doc):
+        for h in [] if brief else view.detailed_hosts(doc):
             lines += [""] + self._fit(f"== {w.host_title(h)}: {view.status(h)}, predicted {w.predicted(h)}", "   ")
             summary = w.comparison_summary(view.comparison(h))
             if summary:
@@ -165,6 +178,12 @@ class TextFormat(Format):
                 lines.append("   (no findings listed)")
             for f in fs:
                 tag = w.rule_tag(f)
+                if w.group_ref(f):  # told once above: one line here
+                    lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)} "
+                                       f"{w.group_ref(f)}", "     ")
+                    if w.finding_history(f):
+                        lines += self._fit(f"     {w.finding_history(f)}", "       ")
+                    continue
                 lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)}", "     ")
                 lines += self._fit(f"     impact: {w.impact_text(f)}" + (f"  [{tag}]" if tag else ""), "     ")
                 if w.finding_history(f):

@@ -59,6 +59,24 @@ def baseline(report: dict) -> dict:
     return _dict(report.get("baseline"))
 
 
+def baselines(report: dict) -> list[dict]:
+    return _list_of_dicts(report.get("baselines"))
+
+
+def drift_groups(report: dict) -> list[dict]:
+    """Identical findings across units, told once (best rank first)."""
+    return _list_of_dicts(report.get("drift_groups"))
+
+
+def group_hosts(group: dict) -> list[dict]:
+    return _list_of_dicts(group.get("hosts"))
+
+
+def shared_groups(report: dict) -> list[dict]:
+    """The groups more than one unit shares (the ones worth telling once)."""
+    return [g for g in drift_groups(report) if len(group_hosts(g)) > 1]
+
+
 def hosts(report: dict) -> list[dict]:
     return _list_of_dicts(report.get("hosts"))
 
@@ -118,6 +136,7 @@ def counts(report: dict) -> dict:
         "drifted": sum(1 for h in hs if status(h) == "drift"),
         "clean": sum(1 for h in hs if status(h) == "clean"),
         "unreadable": sum(1 for h in hs if status(h) == "error"),
+        "no_baseline": sum(1 for h in hs if status(h) == "no_baseline"),
     }
     summary = _dict(report.get("summary"))
     out = {}

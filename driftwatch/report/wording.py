@@ -378,19 +378,84 @@ def summary_sentence(baseline_name: str, findings: int, ignored: int, top_line: 
 
 
 def baseline_name(report: dict) -> str:
+    """The report's baseline; 'their baselines (sg-qwen27b, vl-32b)' when its units had several."""
     b = view.baseline(report)
+    if not b and len(view.baselines(report)) > 1:
+        return "their baselines (" + ", ".join(clean(x.get("name") or "?") for x in view.baselines(report)) + ")"
     return clean(b.get("name") or b.get("host") or "the baseline")
 
 
-def baseline_line(report: dict) -> str:
-    """'70toks (ct129, sglang-qwen.service; 70 tok/s)'."""
-    b = view.baseline(report)
+def _one_baseline_line(b: dict) -> str:
     where = ", ".join(clean(b[k]) for k in ("host", "unit") if b.get(k))
     metrics = b.get("metrics") if isinstance(b.get("metrics"), dict) else {}
     bits = [where] if where else []
     if metrics.get("throughput") is not None:
         bits.append(f"{tps_text(metrics['throughput'])} tok/s")
-    return baseline_name(report) + (f" ({'; '.join(bits)})" if bits else "")
+    return clean(b.get("name") or b.get("host") or "the baseline") + (f" ({'; '.join(bits)})" if bits else "")
+
+
+def baseline_line(report: dict) -> str:
+    """'70toks (ct129, sglang-qwen.service; 70 tok/s)'; several joined by '; ' ('none' when no unit had one)."""
+    b = view.baseline(report)
+    if b:
+        return _one_baseline_line(b)
+    several = view.baselines(report)
+    return "; ".join(_one_baseline_line(x) for x in several) if several else "none"
+
+
+STATUS_WORDS = {"no_baseline": "no baseline"}
+
+
+def status_text(h: dict) -> str:
+    """A unit's status as shown: drift, clean, error, 'no baseline'."""
+    return STATUS_WORDS.get(view.status(h), view.status(h))
+
+
+def host_baseline(h: dict) -> str:
+    """The baseline a unit was judged against ('none' when it has none)."""
+    name = (view.comparison(h).get("baseline") or {}).get("name") if isinstance(view.comparison(h).get("baseline"), dict) else None
+    return clean(name) if name else "none"
+
+
+NO_BASELINE_TEXT = "no baseline named for this unit (stored, not judged)"
+
+
+def group_title(g: dict) -> str:
+    """'5 hosts: --speculative-num-steps 3 → 1 (from override.conf) [vl-32b]'."""
+    n = len(view.group_hosts(g))
+    base, cur = finding_pair(g)
+    dropin = str(g.get("origin") or "").endswith(".conf")  # a drop-in, as origin_text says; not the unit itself
+    origin = f" (from {clean(g['origin'])})" if dropin else ""
+    return (f"{n} host{'s' if n != 1 else ''}: {change_line(finding_name(g), base, cur)}{origin} "
+            f"[baseline {clean(g.get('baseline_name') or '?')}]")
+
+
+def group_ref(f: dict) -> str:
+    """'(group 2, told once above)' for a finding other units share; '' otherwise."""
+    return f"(group {f['group']}, told once above)" if isinstance(f.get("group"), int) else ""
+
+
+def groups_heading(report: dict) -> str:
+    n = len(view.shared_groups(report))
+    return f"Drift shared by several units ({n} finding{'s' if n != 1 else ''}, each told once)"
+
+
+GROUP_COLUMNS = ["group", "flag", "baseline", "current", "impact", "explanation"]
+ATTACHED_TEXT = "Summary only: the full report is attached (report.html, report.txt)."
+
+
+def group_count_text(g: dict) -> str:
+    """'2 hosts, baseline vl-b'."""
+    n = len(view.group_hosts(g))
+    return f"{n} host{'s' if n != 1 else ''}, baseline {clean(g.get('baseline_name') or '?')}"
+
+
+def group_hosts_text(g: dict) -> str:
+    """'sglang.service on ct129, ct200; vllm.service on ct140' (hosts by unit, in the group's order)."""
+    by_unit: dict[str, list[str]] = {}
+    for h in view.group_hosts(g):
+        by_unit.setdefault(clean(h.get("unit") or "?"), []).append(clean(h.get("host") or "?"))
+    return "; ".join(f"{unit} on {', '.join(hosts)}" for unit, hosts in by_unit.items())
 
 
 def host_title(h: dict) -> str:
@@ -416,20 +481,25 @@ def top_finding(h: dict, width: int = 32) -> str:
     """The host's first finding as one change line, or why it could not be read."""
     if view.status(h) == "error":
         return shorten(clean(h.get("error") or "unreadable"), 2 * width)
+    if view.status(h) == "no_baseline":
+        return NO_BASELINE_TEXT
     fs = view.findings(h)
     return finding_line(fs[0], width) if fs else DASH
 
 
 def fleet_rows(report: dict) -> list[list[str]]:
     """The summary table (FLEET_COLUMNS), hosts in display order."""
-    return [[clean(h.get("host") or "?"), clean(h.get("unit") or "?"), view.status(h), top_finding(h), predicted(h)]
+    return [[clean(h.get("host") or "?"), clean(h.get("unit") or "?"), status_text(h), top_finding(h), predicted(h)]
             for h in view.ordered_hosts(report)]
 
 
 def count_parts(report: dict) -> list[str]:
     """['hosts: 14', 'drifted: 2', 'clean: 11', 'unreadable: 1'] (joined by each format)."""
     c = view.counts(report)
-    return [f"{k}: {c[k]}" for k in ("hosts", "drifted", "clean", "unreadable")]
+    parts = [f"{k}: {c[k]}" for k in ("hosts", "drifted", "clean", "unreadable")]
+    if c.get("no_baseline"):
+        parts.append(f"no baseline: {c['no_baseline']}")
+    return parts
 
 
 def _headline_parts(report: dict) -> tuple[str, str]:
@@ -439,11 +509,12 @@ def _headline_parts(report: dict) -> tuple[str, str]:
     s = "s" if n != 1 else ""
     if d:
         main = f"{d} of {n} host{s} drifted from {name}"
-    elif u:
+    elif u or c.get("no_baseline"):
         main = f"{c['clean']} of {n} host{s} match {name}"
     else:
         main = f"{n} host{s} match{'es' if n == 1 else ''} {name}"
-    return main, (f", {u} unreadable" if u else "")
+    none = c.get("no_baseline") or 0
+    return main, (f", {u} unreadable" if u else "") + (f", {none} without a baseline" if none else "")
 
 
 def headline(report: dict) -> str:

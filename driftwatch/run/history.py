@@ -373,7 +373,8 @@ def annotate_since(report: dict, store: SnapshotStore, baseline, judging: Judgin
 def store_history(hosts: Iterable[str], inventory: str | None, unit: str | None, store: str | None,
                   since_text: str | None, baseline_spec: str | None, baselines_dir: str | None,
                   rules_dir: str | None, ignores: tuple[str, ...], ignore_file: str | None,
-                  concurrency: int | None, engine_version: str | None, files: EngineFiles, voice: Voice) -> dict:
+                  concurrency: int | None, engine_version: str | None, files: EngineFiles, voice: Voice,
+                  limit: str | None = None) -> dict:
     """`driftwatch history`: the ``driftwatch.history/v1`` document for the named hosts (or the
     inventory's, or every unit in the store), since `since_text`; with `baseline_spec`, each current
     finding's history too. An unreadable store entry is a warning (`voice.warn`) and a problem
@@ -391,7 +392,7 @@ def store_history(hosts: Iterable[str], inventory: str | None, unit: str | None,
     pairs = []
     if inventory:
         from .targets import inventory_targets
-        pairs = inventory_targets(inventory, unit)
+        pairs = inventory_targets(inventory, unit, limit)
     return history_document(st, groups_for(st, list(hosts), unit, pairs), since, base, judging)
 
 

@@ -21,12 +21,13 @@ def snapshot_fleet(hosts: tuple[str, ...] | list[str], inventory: str | None, un
                    unit_files: tuple[str, ...] | list[str], host_name: str | None, store: str | None,
                    engine_version: str | None, ssh: SSHOptions, files: EngineFiles, voice: Voice, *,
                    keep: int | None = None, keep_baselines_dir: str | None = None, progress=None,
-                   shard: Shard | None = None) -> bool:
+                   limit: str | None = None, shard: Shard | None = None) -> bool:
     """Read `unit_files` (recorded as `host_name`) and the live hosts (`hosts` or the inventory's),
     save one snapshot each and say one line each (`voice.out`: host, unit, status, where or why);
     with `keep`, then prune the store as `prune --keep` would. True when a host could not be read
     or saved. `voice.aside` hears each host's timings (the CLI's --verbose). `files`: the engine
-    configuration files the user gave. `shard`: only the hosts of that slice (`--shard I/N`)."""
+    configuration files the user gave. `limit`: an Ansible host pattern choosing the inventory's hosts;
+    `shard`: only the hosts of that slice (`--shard I/N`)."""
     from .targets import snapshot_from_unit_file
     from ..snapshots.store import save_snapshot
     if not hosts and not inventory and not unit_files:
@@ -39,23 +40,26 @@ def snapshot_fleet(hosts: tuple[str, ...] | list[str], inventory: str | None, un
         saved = save_snapshot(snap, store)
         voice.out(f"{snap.host or 'local'}\t{snap.unit}\tok\t{saved}")
     if hosts or inventory:
-        trouble = _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, voice, progress, shard)
+        trouble = _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, voice, progress, limit,
+                                 shard)
     if keep:
         prune_store(store, keep, None, keep_baselines_dir, replace(voice, out=unheard, aside=unheard))
     return trouble
 
 
 def _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, voice: Voice, progress,
-                   shard: Shard | None = None) -> bool:
+                   limit: str | None = None, shard: Shard | None = None) -> bool:
     from ..collect.unitname import validate_unit_name
     from .targets import collect_live, inventory_targets, raw_to_snapshot
     from ..snapshots.store import save_snapshot
+    if limit and (hosts or not inventory):
+        raise InputError("--limit chooses among an inventory's hosts: give --inventory FILE (and no HOST)")
     if hosts:
         if not unit:
             raise InputError("reading hosts needs --unit UNIT (or an --inventory that lists units)")
         targets = [(h, unit) for h in hosts]
     else:
-        targets = inventory_targets(inventory, unit)
+        targets = inventory_targets(inventory, unit, limit)
     targets = pick(targets, shard)
     for _, u in targets:
         validate_unit_name(u)

@@ -79,14 +79,27 @@ def _inventory(path: str) -> list:
     return list(_INVENTORIES[key])
 
 
-def inventory_targets(inventory: str, unit: str | None = None) -> list[tuple[str, str]]:
+def inventory_targets(inventory: str, unit: str | None = None, limit: str | None = None) -> list[tuple[str, str]]:
+    """The (host, unit) pairs the inventory lists (every unit, or `unit`), only the hosts the Ansible
+    host pattern `limit` selects when given."""
+    from ..collect.inventory import select_hosts
     pairs = []
-    for target in _inventory(inventory):
+    hosts = _inventory(inventory)
+    for target in select_hosts(hosts, limit) if limit else hosts:
         units = [unit] if unit else list(target.units)
         if not units:
             raise InputError(f"{inventory}: host {target.name} lists no units (add units: or pass --unit)")
         pairs.extend((target.name, u) for u in units)
     return pairs
+
+
+def inventory_baselines(inventory: str, unit: str | None = None) -> dict[tuple[str, str], str | None]:
+    """(host, unit) -> the baseline NAME the inventory gives that unit (None: none anywhere)."""
+    out = {}
+    for target in _inventory(inventory):
+        for u in ([unit] if unit else target.units):
+            out[(target.name, u)] = target.baseline_for(u)
+    return out
 
 
 def raw_to_snapshot(raw: RawUnit, engine_version: str | None = None, files: EngineFiles = NO_FILES) -> Snapshot:

@@ -61,7 +61,7 @@ def test_11_host_counts_count_hosts_not_host_unit_pairs():
                host_entry("ct200", "a.service", "error", error="timeout", failure="timeout")]
     summary = build_report(base, entries)["summary"]
     assert (summary["hosts"], summary["drifted"], summary["clean"], summary["unreadable"]) == (3, 1, 1, 1)
-    assert summary["units"] == {"total": 5, "drifted": 1, "clean": 3, "unreadable": 1}
+    assert summary["units"] == {"total": 5, "drifted": 1, "clean": 3, "unreadable": 1, "no_baseline": 0}
 
 
 def test_15_report_json_keeps_the_failure_kind_per_host():

@@ -40,7 +40,7 @@ def test_cron_line():
     assert cmd.startswith("flock -n -E 75 /var/lib/driftwatch/report.lock /opt/dw/bin/driftwatch report ")
     argv = shlex.split(cmd.split(" >/dev/null")[0])
     assert argv[6:] == ["report", "--quiet", "--inventory", "/etc/dw/inv.yaml", "--baseline", "70toks",
-                        "--baselines-dir", "/etc/driftwatch/baselines",
+                        "--baselines-dir", "/etc/driftwatch/baselines", "--store", "/var/lib/driftwatch/store",
                         "--email", "ops@example.com", "--email", "oncall@example.com",
                         "--output", "/var/lib/driftwatch/last-report.txt"]
     assert "password" not in cmd.lower()

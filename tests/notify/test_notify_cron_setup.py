@@ -72,7 +72,8 @@ def test_cli_makes_every_path_absolute(tmp_path):
     assert argv[0] == str(work / "bin/dw")
     assert argv[argv.index("--inventory") + 1] == str(work / "inv.yaml")
     assert argv[argv.index("--baselines-dir") + 1] == str(work / "bl")
-    assert argv[argv.index("--baseline") + 1] == "70toks"
+    assert "--baseline" not in argv  # each unit's own baseline, from the inventory
+    assert argv[argv.index("--store") + 1] == "/var/lib/driftwatch/store"  # the report feeds the store
     assert f"--baselines-dir {work / 'bl'}" in s[ce.FILES["service"]]
     assert all(a.startswith("/") for a in argv if "/" in a)
 

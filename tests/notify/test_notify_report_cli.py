@@ -349,7 +349,9 @@ def test_cron_example_prints_crontab_service_and_timer(home):
     assert re.search(r"^MAILTO=gpu-oncall@example\.com$", out, re.MULTILINE)
     job = [l for l in out.splitlines() if re.match(r"^\S+ \S+ \S+ \S+ \S+ \S+ flock ", l)]
     assert len(job) == 1, out
-    assert " report " in job[0] and "--quiet" in job[0] and "--baseline 70toks" in job[0]
+    assert " report " in job[0] and "--quiet" in job[0]
+    # the one job: each unit against its own baseline from the inventory, the store fed by the report
+    assert "--baseline " not in job[0] and "--store /var/lib/driftwatch/store" in job[0]
     assert str(DW) in job[0] or os.path.realpath(DW) in job[0]
     assert "password" not in job[0].lower()
     assert "[Service]" in out and "Type=oneshot" in out and "ProtectSystem=strict" in out

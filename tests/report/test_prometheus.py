@@ -53,7 +53,7 @@ def test_fleet_metrics_parse(fleet_doc):
     [(_, when)] = families["driftwatch_last_run_timestamp_seconds"][2]
     assert when > 1.7e9
     hosts = {s["status"]: v for s, v in families["driftwatch_hosts"][2]}
-    assert hosts == {"drifted": 1, "clean": 1, "unreadable": 1}
+    assert hosts == {"drifted": 1, "clean": 1, "unreadable": 1, "no_baseline": 0}
 
 
 def test_label_values_are_escaped(fleet_doc):
@@ -127,5 +127,6 @@ def test_what_the_running_server_measured_is_a_gauge(tmp_path):
     doc = build_report(base, [Judge(base, Judging(load_rules())).snapshot(snap)])
     families = parse(get_format("prometheus").render_fleet(doc))
     [(labels, tps)] = families["driftwatch_measured_throughput_tokens_per_second"][2]
-    assert labels == {"host": "ct129", "unit": "sglang-qwen.service"} and tps == 40.12
+    assert labels == {"report": "driftwatch", "host": "ct129", "unit": "sglang-qwen.service",
+                      "baseline": "70toks"} and tps == 40.12
     assert families["driftwatch_measured_accept_length"][2][0][1] == 1.75

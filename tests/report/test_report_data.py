@@ -52,8 +52,9 @@ def test_secret_findings_carry_placeholders_and_a_flag(seed_comparison):
 
 def test_fleet_document(fleet_doc):
     assert fleet_doc["schema"] == REPORT_SCHEMA
-    assert fleet_doc["summary"] == {"hosts": 3, "drifted": 1, "clean": 1, "unreadable": 1,
-                                    "units": {"total": 3, "drifted": 1, "clean": 1, "unreadable": 1}}
+    assert fleet_doc["summary"] == {"hosts": 3, "drifted": 1, "clean": 1, "unreadable": 1, "no_baseline": 0,
+                                    "units": {"total": 3, "drifted": 1, "clean": 1, "unreadable": 1,
+                                              "no_baseline": 0}}
     drifted = fleet_doc["hosts"][0]
     assert drifted["status"] == "drift" and drifted["comparison"]["schema"] == "driftwatch.compare/v1"
     assert drifted["comparison"]["summary"].startswith("3 differences from baseline 70toks")

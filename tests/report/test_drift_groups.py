@@ -1,0 +1,74 @@
+"""Drift told once (issue 22): 20 hosts with the same drift make one group per finding, every
+format leads with the groups, and a mail above its size limit carries the summary and attaches
+the full report. Built from the shipped seed example (the 40 tok/s unit against 70toks)."""
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from driftwatch.findings.judging import Judging
+from driftwatch.notify.email import build_message
+from driftwatch.report import get_format
+from driftwatch.report.data import build_report
+from driftwatch.run.fleet import Judge
+from driftwatch.run.targets import snapshot_from_unit_file
+
+REPO = Path(__file__).resolve().parents[2]
+UNIT_40 = REPO / "examples/sglang-qwen-40toks.service"
+UNIT_70 = REPO / "examples/sglang-qwen-70toks.service"
+
+
+def twenty(baseline, rules):
+    judge = Judge(baseline, Judging(rules))
+    drifted = snapshot_from_unit_file(str(UNIT_40))
+    entries = [judge.snapshot(replace(drifted, host=f"gpu{i:02d}")) for i in range(20)]
+    entries.append(judge.snapshot(replace(snapshot_from_unit_file(str(UNIT_70)), host="odd")))
+    return build_report(baseline, entries)
+
+
+def test_identical_findings_are_one_group_each(baseline, rules):
+    doc = twenty(baseline, rules)
+    findings = doc["hosts"][0]["comparison"]["findings"]
+    shared = [g for g in doc["drift_groups"] if len(g["hosts"]) > 1]
+    assert len(shared) == len(findings) and len(doc["drift_groups"]) == len(findings)
+    top = shared[0]
+    assert [h["host"] for h in top["hosts"]] == [f"gpu{i:02d}" for i in range(20)]
+    assert {"rule", "key", "concept", "baseline", "current", "origin", "impact", "hosts"} <= set(top)
+    assert top["baseline_name"] == "70toks" and top["key"] == findings[0]["key"]
+    assert json.loads(get_format("json").render_fleet(doc))["drift_groups"][0]["hosts"][19] == \
+        {"host": "gpu19", "unit": top["hosts"][0]["unit"]}
+
+
+def test_every_format_leads_with_the_groups_and_points_to_them(baseline, rules):
+    doc = twenty(baseline, rules)
+    text = get_format("text").render_fleet(doc)
+    assert text.index("Drift shared by several units") < text.index("== gpu00")
+    assert text.count("20 hosts: ") == len(doc["drift_groups"])
+    assert "(group 1, told once above)" in text.split("== gpu07", 1)[1]
+    md = get_format("markdown").render_fleet(doc)
+    assert md.index("## Drift shared by several units") < md.index("## gpu00")
+    html = get_format("html").render_fleet(doc)
+    assert html.index("Drift shared by several units") < html.index("gpu00 ")
+    # each group's explanation is written once, not once per host
+    lead = doc["drift_groups"][0]["explanation"].split(".")[0]
+    assert " ".join(text.split()).count(lead) == 1
+
+
+def test_a_large_mail_carries_the_summary_and_attaches_the_full_report(baseline, rules):
+    doc = twenty(baseline, rules)
+    small = build_message(doc, "dw@example.com", ["ops@example.com"])
+    assert not list(small.iter_attachments())
+    big = build_message(doc, "dw@example.com", ["ops@example.com"], limit=10_000)
+    attached = {a.get_filename(): a.get_content() for a in big.iter_attachments()}
+    assert set(attached) == {"report.html", "report.txt"}
+    assert attached["report.txt"] == get_format("text").render_fleet(doc)
+    summary = big.get_body(("plain",)).get_content()
+    assert "the full report is attached" in summary and "== gpu00" not in summary
+    assert "Drift shared by several units" in summary and "gpu19" in summary  # the groups, the host table
+
+
+def test_show_json_names_its_schema():
+    from driftwatch.report.show import SHOW_SCHEMA, render_show
+    snap = snapshot_from_unit_file(str(UNIT_40))
+    assert json.loads(render_show(snap, "json", False))["schema"] == SHOW_SCHEMA == "driftwatch.show/v1"
