@@ -111,7 +111,10 @@ def test_two_snapshots_in_one_second_both_survive(tmp_path):
               "--store", tmp_path / "store", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     saved = [line.split("\t")[-1] for line in run.stdout.splitlines()]
-    assert len(set(saved)) == 2 and all(Path(p).exists() for p in saved)
+    assert len(set(saved)) == 2
+    for reference in saved:  # the store is a database: each saved snapshot is read back by its reference
+        shown = _dw("show", "--snapshot", reference, "--format", "json", cwd=tmp_path)
+        assert shown.returncode == 0 and '"unit": "x.service"' in shown.stdout, shown.stderr
 
 
 @pytest.mark.parametrize("args,needle", [
