@@ -28,6 +28,7 @@ from .baselines import baseline_group
 from .cron import cron_example
 from .drift import compare, report
 from .inspect import check, show
+from .restore import restore
 from .rules import rules_group
 from .store import history, prune, snapshot
 
@@ -46,7 +47,8 @@ def cli(ctx, engine_configs=()):
     ctx.obj = given_files(engine_configs, os.environ.get(ENV_VAR, ""))  # each command's `files` (options.py)
 
 
-for _command in (show, check, snapshot, prune, history, baseline_group, compare, report, cron_example, rules_group):
+for _command in (show, check, snapshot, prune, history, baseline_group, compare, report, cron_example, rules_group,
+                 restore):
     cli.add_command(_command)
 
 

@@ -30,7 +30,7 @@ from ..timestamps import utc_now as now_utc
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
 # [Service] keys whose drift we report besides ExecStart/Environment (which are read deeper).
-_SKIPPED_SERVICE_KEYS = {"ExecStart", "Environment"}
+_SKIPPED_SERVICE_KEYS = {"ExecStart", "Environment", "UnsetEnvironment"}  # read into the environment
 
 
 @dataclass
