@@ -273,7 +273,12 @@ def raw_environment_from_files(clear: Clear, cur: Snapshot, name: str) -> set[st
 
 def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snapshot, launcher_drift: bool) -> None:
     secrets: list[str] = []
-    new_engine, missing = _unredact(list(bsnap.launcher.engine_argv), clear.engine_argv, secrets)
+    public = bsnap.launcher.entry.split() + cur.launcher.entry.split()  # `vllm serve`: never a secret
+    new_engine, missing = _unredact(list(bsnap.launcher.engine_argv), clear.engine_argv + public, secrets)
+    if any(i == 0 or not new_engine[i - 1].startswith("-") for i in missing if "=" not in new_engine[i]):
+        plan.left.append(Left("ExecStart", "secret:ExecStart", "secret"))
+        plan.problems.append("secret-in-command")
+        return
     for i in missing:  # a drifted secret: keep the unit's own value for that option, said "by hand"
         flag = new_engine[i - 1] if i > 0 and new_engine[i - 1].startswith("-") else new_engine[i].split("=", 1)[0]
         plan.left.append(Left(flag, f"secret:{flag}", "secret"))
@@ -286,7 +291,7 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
                 list(bsnap.launcher.engine_argv):
             b_argv = list(bsnap.expanded_argv)
         prefix = b_argv[:len(b_argv) - n]
-        prefix, missing_prefix = _unredact(prefix, clear.argv + clear.expanded, secrets)
+        prefix, missing_prefix = _unredact(prefix, clear.argv + clear.expanded + public, secrets)
         if missing_prefix:
             plan.left.append(Left("wrappers", "launcher", "secret"))
             plan.problems.append("secret-in-launcher")
@@ -304,7 +309,16 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
                 return
             plan.exec_start = script
         plan.exec_prefixes = clear.prefixes
-    plan.secrets.extend(s for s in secrets if s)
+    # A word the baseline recorded redacted and the current unit does not (an over-cautious older
+    # policy: `vllm serve`'s subcommand) is public; the others are masked wherever the plan is shown.
+    redacted_now = {w for w in list(cur.argv) + list(cur.expanded_argv) + list(cur.launcher.engine_argv)
+                    if has_fingerprint(w)}
+    if plan.exec_start is not None and any(has_fingerprint(w) for w in plan.exec_start if w is not None):
+        plan.exec_start = None  # never written from a redacted value
+        plan.problems.append("secret-in-command")
+        return
+    plan.secrets.extend(s for s in secrets if s and (fingerprint(s) in redacted_now or
+                                                     any(fingerprint(s) in w for w in redacted_now)))
 
 
 def _current_value(engine_argv: list[str], flag: str, index: int, words: list[str]):
@@ -332,12 +346,11 @@ def dropin_body(plan: RestorePlan) -> list[str]:
     if plan.unset_environment:
         lines.append("UnsetEnvironment=" + " ".join(sorted(plan.unset_environment)))
     for key, value in sorted(plan.unit_keys.items()):
-        if value is None:
-            lines.append(f"{key}=")
-        else:
-            if key in _LIST_KEYS:
-                lines.append(f"{key}=")
-            lines.append(f"{key}={value.replace('%', '%%')}" if key not in _LIST_KEYS else f"{key}={value}")
+        # An empty assignment first: systemd resets the key (a list, or a scalar back to its default)
+        # and every reader, driftwatch's included, sees only the baseline's value after it.
+        lines.append(f"{key}=")
+        if value is not None:
+            lines.append(f"{key}={value}")
     return lines
 
 

@@ -24,6 +24,8 @@ PROBLEMS = {
     "no-tail": "the engine's arguments are not the end of ExecStart's command line (nor of its `bash -c` "
                "script): the command line cannot be rewritten in the unit's own spelling",
     "secret-in-launcher": "the baseline's launcher holds a secret recorded redacted: write its ExecStart= by hand",
+    "secret-in-command": "the baseline's command line holds a secret recorded redacted that this unit does not "
+                         "hold: write its ExecStart= by hand",
     "refused": "systemd would refuse the unit with the drop-in",
     "engine": "the engine would refuse to start with the drop-in",
     "still": "still differs from the baseline with the drop-in installed",
@@ -62,8 +64,9 @@ def dropin_text(plan: RestorePlan) -> str:
 
 def shown(plan: RestorePlan, text: str) -> str:
     """`text` with the clear secrets the drop-in copies from the unit masked (what is printed)."""
+    import re
     for secret in sorted(set(plan.secrets), key=len, reverse=True):
-        text = text.replace(secret, fingerprint(secret))
+        text = re.sub(r"(?<![\w.-])" + re.escape(secret) + r"(?![\w.-])", fingerprint(secret), text)
     return clean(text) if "\n" not in text else "\n".join(clean(line) for line in text.split("\n"))
 
 
