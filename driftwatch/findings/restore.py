@@ -20,7 +20,7 @@ from ..engines.files import NO_FILES, EngineFiles
 from ..engines.registry import find_launcher
 from ..errors import DriftwatchError
 from ..parse.execstart import resolve_exec_start
-from ..parse.unitfile import parse_unit_text
+from ..parse.unitfile import LIST_KEYS, parse_unit_text
 from ..redact import fingerprint, has_fingerprint
 from ..snapshots.baseline import Baseline
 from ..snapshots.snapshot import Snapshot, build_snapshot
@@ -31,12 +31,10 @@ DROPIN_NAME = "50-driftwatch-restore.conf"
 # measured (a restart may), the loaded-vs-disk state (daemon-reload does).
 _NOT_BY_DROPIN = ("engine.version", "host.gpus", "effective.", "measured.", "systemd.loaded", "process.argv",
                   "engine.startup", "reported.", "runtime.")
-# [Service] keys holding lists: a drop-in's value adds to them unless an empty assignment resets first.
-_LIST_KEYS = {"EnvironmentFile", "ReadWritePaths", "ReadOnlyPaths", "InaccessiblePaths", "SupplementaryGroups",
-              "DeviceAllow", "AmbientCapabilities", "CapabilityBoundingSet", "BindPaths", "BindReadOnlyPaths",
-              "LogExtraFields", "PassEnvironment", "SystemCallFilter", "RestrictAddressFamilies",
-              "ExecStartPre", "ExecStartPost", "ExecStop", "ExecStopPost", "ExecReload", "TemporaryFileSystem",
-              "RuntimeDirectory", "StateDirectory", "CacheDirectory", "LogsDirectory", "ConfigurationDirectory"}
+# Scalar [Service] keys systemd refuses to reset with an empty assignment ("Failed to parse …,
+# ignoring": the earlier value would stay): one the baseline leaves unset is removed by hand.
+EMPTY_REFUSED = frozenset({"Restart", "Type", "KillMode", "NotifyAccess", "ExitType", "StandardInput",
+                           "StandardOutput", "StandardError", "KillSignal", "RestartKillSignal", "FinalKillSignal"})
 
 
 def dropin_path(unit: str) -> str:
@@ -62,6 +60,7 @@ class RestorePlan:
     undoes: list[Finding] = field(default_factory=list)
     exec_start: list[str] | None = None  # the new command line, clear
     exec_prefixes: str = ""
+    exec_head: int = 1  # words of exec_start before the engine's arguments (the launch)
     environment: dict[str, str] = field(default_factory=dict)
     unset_environment: list[str] = field(default_factory=list)
     unit_keys: dict[str, str | None] = field(default_factory=dict)  # Key -> value (None: back to default)
@@ -109,12 +108,13 @@ def quote_env(name: str, value: str) -> str:
     return f'"{body}"'
 
 
-def exec_start_lines(prefixes: str, argv: list[str]) -> list[str]:
-    """`ExecStart=` written as the examples are: the launch on the first line, one option (with its
-    values) per continuation line."""
-    groups: list[list[str]] = []
-    for word in argv:
-        if not groups or (word.startswith("-") and len(groups) > 0 and _option_start(groups, word)):
+def exec_start_lines(prefixes: str, argv: list[str], head: int = 1) -> list[str]:
+    """`ExecStart=` written as the examples are: the launch (`head` words: interpreter, module,
+    wrappers and their options, image) and the words up to the first option on the first line, then
+    one option with its values per continuation line."""
+    groups: list[list[str]] = [list(argv[:max(1, head)])]
+    for word in argv[max(1, head):]:
+        if word.startswith("-") and len(word) > 1 and (len(groups) > 1 or not _is_value(groups[0], word)):
             groups.append([word])
         else:
             groups[-1].append(word)
@@ -123,8 +123,9 @@ def exec_start_lines(prefixes: str, argv: list[str]) -> list[str]:
     return [line + " \\" for line in out[:-1]] + [out[-1]]
 
 
-def _option_start(groups: list[list[str]], word: str) -> bool:
-    return len(groups) > 1 or any(w.startswith("-") for w in groups[0][1:]) or len(groups[0]) >= 3
+def _is_value(group: list[str], word: str) -> bool:
+    """A negative number is a value, not an option."""
+    return word[1:2].isdigit()
 
 
 # ------------------------------------------------------------------------------------ the plan
@@ -177,15 +178,6 @@ def _unredact(words: list[str], clear_pool: list[str], secrets: list[str]) -> tu
     return out, missing
 
 
-def _command_tail(clear: Clear) -> tuple[list[str], int] | None:
-    """(the words before the engine's arguments as the unit writes them, how many words follow)."""
-    e, x, a = clear.engine_argv, clear.expanded, clear.argv
-    if len(e) > len(x) or x[len(x) - len(e):] != e:
-        return None
-    start = len(x) - len(e)
-    return (a[:start] if len(a) == len(x) else x[:start]), len(e)
-
-
 def _shell_script(clear: Clear, new_engine: list[str]) -> list[str] | None:
     """`bash -c 'SCRIPT'` whose script ends with the engine's arguments: the script with them
     replaced (the script's own words before them kept)."""
@@ -215,6 +207,7 @@ def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
     clear = read_clear(raw, files)
     bsnap = base.snapshot
     need_exec, launcher_drift = False, False
+    kept_flags: list[str] = []  # options kept as the unit has them (--keep), in the rewritten command line
     launcher_env = set(cur.launcher.env) | set(bsnap.launcher.env)
 
     def kept(f: Finding) -> bool:
@@ -228,6 +221,8 @@ def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
         d = f.difference
         if kept(f):
             plan.left.append(Left(d.label, d.key, "kept"))
+            if d.label.startswith("-") and (d.baseline_source or d.current_source):
+                kept_flags.append(d.label.split(".", 1)[0])
             continue
         if d.key.startswith(_NOT_BY_DROPIN) or d.key == "exec.prefixes":
             reason = {"engine.version": "release", "host.gpus": "gpus"}.get(d.key, "runtime")
@@ -252,6 +247,9 @@ def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
             if has_fingerprint(d.baseline) or d.secret:
                 plan.left.append(Left(d.label, d.key, "secret"))
                 continue
+            if d.baseline is None and key in EMPTY_REFUSED:
+                plan.left.append(Left(d.label, d.key, "remove-by-hand"))
+                continue
             plan.unit_keys[key] = None if d.baseline is None else str(d.baseline)
             plan.undoes.append(f)
             continue
@@ -261,7 +259,7 @@ def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
         plan.undoes.append(f)
 
     if need_exec:
-        _plan_exec_start(plan, clear, cur, bsnap, launcher_drift)
+        _plan_exec_start(plan, clear, cur, bsnap, launcher_drift, kept_flags)
     return plan
 
 
@@ -271,10 +269,57 @@ def raw_environment_from_files(clear: Clear, cur: Snapshot, name: str) -> set[st
     return {name} if origin is not None and origin in cur.environment_files else set()
 
 
-def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snapshot, launcher_drift: bool) -> None:
+def _option_span(argv: list[str], flag: str) -> list[tuple[int, int]]:
+    """(start, end) of each occurrence of `flag` with its values (`--flag V…` or `--flag=V`)."""
+    spans, i = [], 0
+    while i < len(argv):
+        w = argv[i]
+        if w == flag:
+            j = i + 1
+            while j < len(argv) and not (argv[j].startswith("-") and len(argv[j]) > 1
+                                         and not argv[j][1:2].isdigit()):
+                j += 1
+            spans.append((i, j))
+            i = j
+        elif w.startswith(flag + "="):
+            spans.append((i, i + 1))
+            i += 1
+        else:
+            i += 1
+    return spans
+
+
+def keep_options(new_engine: list[str], current: list[str], flags: list[str]) -> list[str]:
+    """`new_engine` with each of `flags` as the current command line has it (or absent when it has
+    none): what `--keep` keeps."""
+    out = list(new_engine)
+    for flag in flags:
+        for start, end in reversed(_option_span(out, flag)):
+            del out[start:end]
+        for start, end in _option_span(current, flag):
+            out.extend(current[start:end])
+    return out
+
+
+def _common_suffix(words: list[str], tail: list[str]) -> int:
+    """How many of `tail`'s last words end `words` (the engine's arguments as written; the words before
+    them, such as the `serve` a vLLM image's entrypoint implies, are not in the command line)."""
+    n = 0
+    while n < len(words) and n < len(tail) and words[len(words) - 1 - n] == tail[len(tail) - 1 - n]:
+        n += 1
+    return n
+
+
+def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snapshot, launcher_drift: bool,
+                     kept_flags: list[str] = ()) -> None:
     secrets: list[str] = []
     public = bsnap.launcher.entry.split() + cur.launcher.entry.split()  # `vllm serve`: never a secret
-    new_engine, missing = _unredact(list(bsnap.launcher.engine_argv), clear.engine_argv + public, secrets)
+    b_engine = list(bsnap.launcher.engine_argv)
+    b_written = _common_suffix(list(bsnap.expanded_argv), b_engine)
+    c_written = _common_suffix(clear.expanded, clear.engine_argv)
+    in_script = c_written == 0 and bool(clear.engine_argv)  # `bash -c '… ENGINE ARGS'`
+    b_implied = 0 if in_script or b_written == 0 else len(b_engine) - b_written
+    new_engine, missing = _unredact(b_engine[b_implied:], clear.engine_argv + public, secrets)
     if any(i == 0 or not new_engine[i - 1].startswith("-") for i in missing if "=" not in new_engine[i]):
         plan.left.append(Left("ExecStart", "secret:ExecStart", "secret"))
         plan.problems.append("secret-in-command")
@@ -283,37 +328,48 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
         flag = new_engine[i - 1] if i > 0 and new_engine[i - 1].startswith("-") else new_engine[i].split("=", 1)[0]
         plan.left.append(Left(flag, f"secret:{flag}", "secret"))
         new_engine[i] = _current_value(clear.engine_argv, flag, i, new_engine)
-    new_engine = [w for w in new_engine if w is not None]
+        if new_engine[i] is not None:
+            plan.secrets.append(new_engine[i].split("=", 1)[1] if new_engine[i].startswith("-")
+                                else new_engine[i])
+    new_engine = keep_options([w for w in new_engine if w is not None], clear.engine_argv, list(kept_flags))
     if launcher_drift:
-        b_argv = list(bsnap.argv)
-        n = len(bsnap.launcher.engine_argv)
-        if len(bsnap.expanded_argv) != len(b_argv) or bsnap.expanded_argv[len(b_argv) - n:] != \
-                list(bsnap.launcher.engine_argv):
-            b_argv = list(bsnap.expanded_argv)
-        prefix = b_argv[:len(b_argv) - n]
-        prefix, missing_prefix = _unredact(prefix, clear.argv + clear.expanded + public, secrets)
-        if missing_prefix:
+        # The launcher itself drifted (interpreter, image, wrappers, their -e variables): the baseline's
+        # whole command line, as its unit writes it, with the engine's arguments spliced in.
+        b_argv = list(bsnap.argv) if len(bsnap.argv) == len(bsnap.expanded_argv) else list(bsnap.expanded_argv)
+        if b_written == 0 and b_engine:
+            words, missing_b = _unredact(b_argv, clear.argv + clear.expanded + public, secrets)
+        else:
+            prefix, missing_b = _unredact(b_argv[:len(b_argv) - b_written], clear.argv + clear.expanded + public,
+                                          secrets)
+            words = prefix + new_engine
+            plan.exec_head = len(prefix)
+        if missing_b:
             plan.left.append(Left("wrappers", "launcher", "secret"))
             plan.problems.append("secret-in-launcher")
             return
-        plan.exec_start = prefix + new_engine
-        plan.exec_prefixes = bsnap.prefixes.replace("@", "") if "@" not in clear.prefixes else clear.prefixes
+        plan.exec_start = words
+        plan.exec_prefixes = bsnap.prefixes
+    elif in_script:
+        script = _shell_script(clear, new_engine)
+        if script is None:
+            plan.problems.append("no-tail")
+            return
+        plan.exec_start = script
+        plan.exec_prefixes = clear.prefixes
     else:
-        tail = _command_tail(clear)
-        if tail is not None:
-            plan.exec_start = tail[0] + new_engine
-        else:
-            script = _shell_script(clear, new_engine)
-            if script is None:
-                plan.problems.append("no-tail")
-                return
-            plan.exec_start = script
+        c_implied = len(clear.engine_argv) - c_written
+        if c_implied != b_implied:
+            plan.problems.append("no-tail")
+            return
+        source = clear.argv if len(clear.argv) == len(clear.expanded) else clear.expanded
+        plan.exec_start = source[:len(clear.expanded) - c_written] + new_engine
+        plan.exec_head = len(clear.expanded) - c_written
         plan.exec_prefixes = clear.prefixes
     # A word the baseline recorded redacted and the current unit does not (an over-cautious older
     # policy: `vllm serve`'s subcommand) is public; the others are masked wherever the plan is shown.
     redacted_now = {w for w in list(cur.argv) + list(cur.expanded_argv) + list(cur.launcher.engine_argv)
                     if has_fingerprint(w)}
-    if plan.exec_start is not None and any(has_fingerprint(w) for w in plan.exec_start if w is not None):
+    if any(has_fingerprint(w) for w in plan.exec_start):
         plan.exec_start = None  # never written from a redacted value
         plan.problems.append("secret-in-command")
         return
@@ -340,15 +396,16 @@ def dropin_body(plan: RestorePlan) -> list[str]:
     lines = ["[Service]"]
     if plan.exec_start is not None:
         lines.append("ExecStart=")
-        lines.extend(exec_start_lines(plan.exec_prefixes, plan.exec_start))
+        lines.extend(exec_start_lines(plan.exec_prefixes, plan.exec_start, plan.exec_head))
     for name, value in sorted(plan.environment.items()):
         lines.append(f"Environment={quote_env(name, value)}")
     if plan.unset_environment:
         lines.append("UnsetEnvironment=" + " ".join(sorted(plan.unset_environment)))
     for key, value in sorted(plan.unit_keys.items()):
-        # An empty assignment first: systemd resets the key (a list, or a scalar back to its default)
-        # and every reader, driftwatch's included, sees only the baseline's value after it.
-        lines.append(f"{key}=")
+        # A list is reset first (an empty assignment), then given the baseline's value; a scalar's
+        # last assignment wins; a key the baseline leaves unset is reset (see EMPTY_REFUSED).
+        if key in LIST_KEYS or value is None:
+            lines.append(f"{key}=")
         if value is not None:
             lines.append(f"{key}={value}")
     return lines

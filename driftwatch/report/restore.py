@@ -12,11 +12,13 @@ RESTORE_SCHEMA = "driftwatch.restore/v1"
 
 REASONS = {
     "secret": "a secret: driftwatch never writes one from a redacted value; set it by hand",
-    "kept": "kept (--keep)",
+    "kept": "kept as it is (--keep)",
     "release": "the installed engine release: reinstall it, a drop-in cannot change it",
     "gpus": "the host's GPUs: not a setting of the unit",
     "runtime": "what the running server reports: restart it after the drop-in is installed",
     "unrestorable": "not expressible in a drop-in over this unit",
+    "remove-by-hand": "the baseline leaves it unset and systemd refuses an empty value: remove it from the unit "
+                      "by hand",
     "still-differs": "still differs with the drop-in installed",
 }
 
@@ -57,7 +59,7 @@ def dropin_text(plan: RestorePlan) -> str:
     for f in plan.undoes:
         lines.append(f"# undoes {_finding_phrase(f)}")
     for left in plan.left:
-        if left.reason in ("secret", "kept"):
+        if left.reason in ("secret", "kept", "remove-by-hand"):
             lines.append(f"# left alone: {clean(left.label)} ({REASONS[left.reason]})")
     return "\n".join(lines + dropin_body(plan)) + "\n"
 

@@ -20,7 +20,7 @@ from ..engines.config import EngineConfig, Issue
 from ..parse.launcher import Launcher
 from ..collect.raw import RawUnit
 from ..parse.execstart import ExecStartError, resolve_exec_start
-from ..parse.unitfile import parse_unit_text
+from ..parse.unitfile import LIST_KEYS, parse_unit_text
 from ..parse.environment import parse_environment_file
 from ..parse.said import public
 from ..parse.wrappers import NO_ENGINE
@@ -192,7 +192,8 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
         for key, values in keys.items():
             if key in _SKIPPED_SERVICE_KEYS or key.startswith("Exec") or not values:
                 continue
-            joined = " ".join(values) if len(values) > 1 else values[-1]
+            # A scalar set twice (a drop-in over the fragment) is its last value, as systemd reads it.
+            joined = " ".join(values) if len(values) > 1 and key in LIST_KEYS else values[-1]
             unit_keys[f"{section}.{key}"] = policy.unit_value(section, key, joined)
     if result.working_directory is not None:
         unit_keys.setdefault("Service.WorkingDirectory", policy.unit_value("Service", "WorkingDirectory",
