@@ -214,7 +214,7 @@ def _apply_one(restored: Restored, base, judging, keep, files, ssh, confirm, res
             if not confirm(diff_text(plan, old)):
                 extra["applied"] = "not applied (not confirmed)"
                 return
-        step = installer.write(plan.path, text)
+        step = installer.write(plan.path, text, "0600" if plan.secrets else "0644")
         if step.status == "no-root":
             extra["refused"] = True
             extra["applied"] = (f"refused: logged in as {step.detail}, neither root nor allowed `sudo -n`; "

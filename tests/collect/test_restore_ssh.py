@@ -158,3 +158,38 @@ def test_without_root_or_sudo_nothing_is_written(tmp_path, lab):
     assert "refused: logged in as llm, neither root nor allowed `sudo -n`; nothing written" in r.stdout
     assert not env.dropin_dir(UNIT).exists()
     assert not os.path.exists(env.server.local_path("/root/reloaded"))
+
+
+def _answered(env: Lab, answer: str, *args):
+    """The console script on a terminal (a pty as standard input) answering the confirmation."""
+    import subprocess
+    master, slave = os.openpty()
+    try:
+        proc = subprocess.Popen([str(Path(sys.executable).parent / "driftwatch"), *map(str, args), *map(str, env.ssh())],
+                                stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                cwd=env.tmp, env={**os.environ, "HOME": str(env.home), "SSH_AUTH_SOCK": ""})
+        os.write(master, (answer + "\n").encode())
+        out, err = proc.communicate(timeout=120)
+    finally:
+        os.close(master)
+        os.close(slave)
+    assert "Traceback" not in err, err
+    return proc.returncode, out, err
+
+
+def test_apply_asks_with_the_diff_unless_yes(tmp_path, lab):
+    env = Lab(tmp_path, lab, "dwrs-ask")
+    env.server.write(f"/etc/systemd/system/{UNIT}", U40)
+    args = ("restore", "--baselines-dir", BASELINES, "--baseline", "70toks", "--host", env.name, "--unit", UNIT,
+            "--apply", "--reload-command", "true")
+    rc, out, err = _answered(env, "n", *args)
+    assert rc == 1, out + err
+    assert f"+++ /etc/systemd/system/{UNIT}.d/{DROPIN} (restore)" in err and "+  --speculative-num-steps 3 \\" in err
+    assert "install this drop-in?" in err and "not applied (not confirmed)" in out
+    assert not env.dropin_dir(UNIT).exists()
+    rc, out, err = _answered(env, "y", *args)
+    assert rc == 1 and "no drift from baseline 70toks" in out, out + err
+    assert (env.dropin_dir(UNIT) / DROPIN).is_file()
+    # without a terminal, --apply needs --yes
+    r = env.run(*args)
+    assert r.returncode == 2 and "--yes" in r.stderr and r.stdout == ""
