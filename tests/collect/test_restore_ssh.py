@@ -193,3 +193,25 @@ def test_apply_asks_with_the_diff_unless_yes(tmp_path, lab):
     # without a terminal, --apply needs --yes
     r = env.run(*args)
     assert r.returncode == 2 and "--yes" in r.stderr and r.stdout == ""
+
+
+def test_inventory_writes_one_file_per_host_and_applies_where_needed(tmp_path, lab):
+    env = Lab(tmp_path, lab, "dwrs-inv40")
+    other = lab.start_sshd("dwrs-inv70")
+    env.server.write(f"/etc/systemd/system/{UNIT}", U40)
+    other.write(f"/etc/systemd/system/{UNIT}", U70)
+    env.cfg.write_text(env.cfg.read_text() + f"Host dwrs-inv70\n    HostName {other.address}\n    Port {other.port}\n"
+                                             "    User root\n")
+    env.kh.write_text(env.kh.read_text() + other.known_hosts_line())
+    inv = tmp_path / "inventory.yaml"
+    inv.write_text(f"hosts:\n  dwrs-inv40:\n    units: [{UNIT}]\n  dwrs-inv70:\n    units: [{UNIT}]\n")
+    out = tmp_path / "review"
+    r = env.run("restore", "--baselines-dir", BASELINES, "--baseline", "70toks", "--inventory", inv,
+                "--write", out, "--apply", "--yes", "--reload-command", "true", "--format", "json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    units = {u["host"]: u for u in json.loads(r.stdout)["units"]}
+    assert units["dwrs-inv70"]["status"] == "nothing-to-restore" and "applied" not in units["dwrs-inv70"]
+    assert units["dwrs-inv40"]["after"].startswith("no drift"), units["dwrs-inv40"]
+    assert [p.relative_to(out).as_posix() for p in out.rglob("*.conf")] == [f"dwrs-inv40/{UNIT}.d/{DROPIN}"]
+    assert (out / "dwrs-inv40" / f"{UNIT}.d" / DROPIN).read_text() == (env.dropin_dir(UNIT) / DROPIN).read_text()
+    assert not Path(other.local_path(f"/etc/systemd/system/{UNIT}.d")).exists()
