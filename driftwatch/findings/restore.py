@@ -114,18 +114,13 @@ def exec_start_lines(prefixes: str, argv: list[str], head: int = 1) -> list[str]
     one option with its values per continuation line."""
     groups: list[list[str]] = [list(argv[:max(1, head)])]
     for word in argv[max(1, head):]:
-        if word.startswith("-") and len(word) > 1 and (len(groups) > 1 or not _is_value(groups[0], word)):
+        if word.startswith("-") and len(word) > 1 and not word[1:2].isdigit():  # -1 is a value
             groups.append([word])
         else:
             groups[-1].append(word)
     lines = [" ".join(quote_word(w) for w in g) for g in groups]
     out = [f"ExecStart={prefixes}{lines[0]}"] + [f"  {line}" for line in lines[1:]]
     return [line + " \\" for line in out[:-1]] + [out[-1]]
-
-
-def _is_value(group: list[str], word: str) -> bool:
-    """A negative number is a value, not an option."""
-    return word[1:2].isdigit()
 
 
 # ------------------------------------------------------------------------------------ the plan
@@ -169,9 +164,10 @@ def _unredact(words: list[str], clear_pool: list[str], secrets: list[str]) -> tu
         if not _secret_word(w):
             out.append(w)
         elif w in pool:
-            out.append(pool[w])
-            secrets.append(pool[w].split("=", 1)[1] if pool[w].startswith("-") and "=" in pool[w] and
-                           not has_fingerprint(pool[w]) and w != fingerprint(pool[w]) else pool[w])
+            clear = pool[w]
+            whole = w == fingerprint(clear)  # the word itself, not the value of `--flag=VALUE`
+            out.append(clear)
+            secrets.append(clear if whole else clear.split("=", 1)[1])
         else:
             out.append(w)
             missing.append(i)
@@ -234,7 +230,7 @@ def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
                 plan.left.append(Left(d.label, d.key, "secret"))
                 continue
             if d.baseline is None:
-                if name in raw_environment_from_files(clear, cur, name):
+                if _from_environment_file(cur, name):
                     plan.left.append(Left(d.label, d.key, "unrestorable", "EnvironmentFile"))
                     continue
                 plan.unset_environment.append(name)
@@ -263,10 +259,10 @@ def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
     return plan
 
 
-def raw_environment_from_files(clear: Clear, cur: Snapshot, name: str) -> set[str]:
-    """The variable names set by an EnvironmentFile= (not by an Environment= line)."""
-    origin = cur.origins.get(f"env.{name}")
-    return {name} if origin is not None and origin in cur.environment_files else set()
+def _from_environment_file(cur: Snapshot, name: str) -> bool:
+    """Whether the variable is set by an EnvironmentFile= (UnsetEnvironment= would hide the file's
+    value, but the operator's file is the place to change it)."""
+    return cur.origins.get(f"env.{name}") in set(cur.environment_files)
 
 
 def _option_span(argv: list[str], flag: str) -> list[tuple[int, int]]:

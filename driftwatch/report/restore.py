@@ -36,12 +36,9 @@ PROBLEMS = {
 
 def _finding_phrase(f) -> str:
     d = f.difference
-    doc = {"label": d.label, "baseline": d.baseline, "current": d.current,
+    doc = {"label": d.label, "baseline": d.baseline, "current": d.current, "secret": d.secret,
            "baseline_source": d.baseline_source, "current_source": d.current_source}
-    try:
-        base, cur = finding_pair(doc)
-    except Exception:  # noqa: BLE001 - a value shape wording does not know: show it plainly
-        base, cur = str(d.baseline), str(d.current)
+    base, cur = finding_pair(doc)
     return clean(f"{f.rule.id} {d.label}: {cur} -> {base}")
 
 
