@@ -174,22 +174,42 @@ def _unredact(words: list[str], clear_pool: list[str], secrets: list[str]) -> tu
     return out, missing
 
 
-def _shell_script(clear: Clear, new_engine: list[str]) -> list[str] | None:
-    """`bash -c 'SCRIPT'` whose script ends with the engine's arguments: the script with them
-    replaced (the script's own words before them kept)."""
+def _script_words(script: str) -> tuple[list[str], list[int]] | None:
+    """The shell words of a `bash -c` script and where each starts in its text (None: not splittable)."""
+    import io
+    lex = shlex.shlex(io.StringIO(script), posix=True)
+    lex.whitespace_split = True
+    lex.commenters = ""
+    words, starts = [], []
+    try:
+        while True:
+            start = lex.instream.tell()
+            word = lex.get_token()
+            if word is None or word == lex.eof:
+                break
+            words.append(word)
+            starts.append(start)
+    except ValueError:  # unbalanced quotes
+        return None
+    return words, starts
+
+
+def _shell_script(clear: Clear, new_engine: list[str]) -> tuple[list[str], int] | None:
+    """`bash -c 'SCRIPT'` whose script ends with the engine's arguments: (the command line with the
+    script's text kept as written up to them and the new arguments after, words before the script)."""
     if not clear.expanded:
         return None
     script = clear.expanded[-1]
-    try:
-        words = shlex.split(script)
-    except ValueError:
-        return None
+    split = _script_words(script)
     e = clear.engine_argv
-    if len(words) < len(e) or words[len(words) - len(e):] != e or script == "":
+    if split is None or not e:
         return None
-    head = shlex.join(words[:len(words) - len(e)])
+    words, starts = split
+    if len(words) < len(e) or words[len(words) - len(e):] != e:
+        return None
+    head = script[:starts[len(words) - len(e)]].rstrip()
     prefix = clear.argv[:-1] if len(clear.argv) == len(clear.expanded) else clear.expanded[:-1]
-    return prefix + [(head + " " + shlex.join(new_engine)).strip()]
+    return prefix + [(head + " " + shlex.join(new_engine)).strip()], len(prefix) + 1
 
 
 def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
@@ -350,7 +370,7 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
         if script is None:
             plan.problems.append("no-tail")
             return
-        plan.exec_start = script
+        plan.exec_start, plan.exec_head = script
         plan.exec_prefixes = clear.prefixes
     else:
         c_implied = len(clear.engine_argv) - c_written

@@ -233,3 +233,30 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, words):
     assert r.returncode == 2, r.stdout + r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and words in r.stderr, r.stderr
     assert r.stdout == ""
+
+
+BASH_C = ("[Unit]\nDescription=SGLang under bash -c\n\n[Service]\n"
+          "ExecStart=/bin/bash -c 'source /root/ml-env/bin/activate && exec python3 -m sglang.launch_server "
+          "--model-path /root/models/m --port 30000 --speculative-algorithm NEXTN --speculative-num-steps {steps} "
+          "--speculative-eagle-topk 1{extra}'\n")
+
+
+def test_bash_c_script_keeps_its_own_words(tmp_path):
+    """The script's words before the engine (`source …/activate && exec python3`) are kept as written
+    (no quoting of the shell's `&&`); only the engine's arguments change."""
+    base = tmp_path / "base.service"
+    base.write_text(BASH_C.format(steps=3, extra=" --max-running-requests 16"))
+    cur = tmp_path / "cur.service"
+    cur.write_text(BASH_C.format(steps=1, extra=""))
+    text = written(tmp_path, "sglang-qwen.service", "--baseline", base, "--unit-file", cur, "--unit",
+                   "sglang-qwen.service")
+    assert ("ExecStart=/bin/bash -c 'source /root/ml-env/bin/activate && exec python3 -m sglang.launch_server "
+            "--model-path /root/models/m --port 30000 --speculative-algorithm NEXTN --speculative-num-steps 3 "
+            "--speculative-eagle-topk 1 --max-running-requests 16'") in text.splitlines()
+    combined = tmp_path / "after.service"
+    combined.write_text(laid_over(cur.read_text(), "sglang-qwen.service", {DROPIN: text}))
+    after = dw("compare", "--baseline", base, "--unit-file", combined, cwd=tmp_path)
+    assert after.returncode == 0, after.stdout
+    if SYSTEMD_ANALYZE:
+        ok, said = systemd_accepts(tmp_path, "sglang-qwen.service", cur.read_text(), {DROPIN: text})
+        assert ok, said
