@@ -269,6 +269,10 @@ def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
             plan.unit_keys[key] = None if d.baseline is None else str(d.baseline)
             plan.undoes.append(f)
             continue
+        if (d.secret or has_fingerprint(d.baseline) or has_fingerprint(d.current)) and \
+                not d.key.startswith(("launcher.", "env.", "exec.")):
+            plan.left.append(Left(d.label, d.key, "secret"))  # a drifted secret option: set it by hand
+            continue
         if d.key.startswith(("launcher.", "env.")):
             launcher_drift = True
         need_exec = True
@@ -342,7 +346,8 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
         return
     for i in missing:  # a drifted secret: keep the unit's own value for that option, said "by hand"
         flag = new_engine[i - 1] if i > 0 and new_engine[i - 1].startswith("-") else new_engine[i].split("=", 1)[0]
-        plan.left.append(Left(flag, f"secret:{flag}", "secret"))
+        if not any(left.label == flag for left in plan.left):
+            plan.left.append(Left(flag, f"secret:{flag}", "secret"))
         new_engine[i] = _current_value(clear.engine_argv, flag, i, new_engine)
         if new_engine[i] is not None:
             plan.secrets.append(new_engine[i].split("=", 1)[1] if new_engine[i].startswith("-")

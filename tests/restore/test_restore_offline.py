@@ -214,6 +214,8 @@ def test_a_drifted_secret_is_never_written_from_its_redacted_value(tmp_path):
     reasons = {x["label"]: x["reason"] for x in u["left"]}
     assert reasons.get("--api-key") == "secret" and reasons.get("HF_TOKEN") == "secret", u["left"]
     assert "set it by hand" in json.dumps(u["left"])
+    assert not any(x["label"] == "--api-key" for x in u["undoes"])  # not claimed as undone
+    assert "# left alone: --api-key" in u["dropin"] and "# left alone: HF_TOKEN" in u["dropin"]
     assert u["status"] == "restorable", u
     assert SECRET_A not in json.dumps(doc) and SECRET_B not in json.dumps(doc)
     assert "HF_TOKEN" not in u["dropin"].split("[Service]")[1]
