@@ -249,10 +249,10 @@ def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
             if d.secret or has_fingerprint(d.baseline):
                 plan.left.append(Left(d.label, d.key, "secret"))
                 continue
+            if _from_environment_file(cur, name):  # EnvironmentFile= overrides Environment=
+                plan.left.append(Left(d.label, d.key, "env-file"))
+                continue
             if d.baseline is None:
-                if _from_environment_file(cur, name):
-                    plan.left.append(Left(d.label, d.key, "unrestorable", "EnvironmentFile"))
-                    continue
                 plan.unset_environment.append(name)
             else:
                 plan.environment[name] = str(d.baseline)

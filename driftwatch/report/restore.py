@@ -17,6 +17,7 @@ REASONS = {
     "gpus": "the host's GPUs: not a setting of the unit",
     "runtime": "what the running server reports: restart it after the drop-in is installed",
     "unrestorable": "not expressible in a drop-in over this unit",
+    "env-file": "set by an EnvironmentFile= (which overrides Environment=): change it in that file",
     "remove-by-hand": "the baseline leaves it unset and systemd refuses an empty value: remove it from the unit "
                       "by hand",
     "still-differs": "still differs with the drop-in installed",
@@ -56,7 +57,7 @@ def dropin_text(plan: RestorePlan) -> str:
     for f in plan.undoes:
         lines.append(f"# undoes {_finding_phrase(f)}")
     for left in plan.left:
-        if left.reason in ("secret", "kept", "remove-by-hand"):
+        if left.reason in ("secret", "kept", "remove-by-hand", "env-file"):
             lines.append(f"# left alone: {clean(left.label)} ({REASONS[left.reason]})")
     return "\n".join(lines + dropin_body(plan)) + "\n"
 
