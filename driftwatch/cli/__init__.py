@@ -28,6 +28,7 @@ from .baselines import baseline_group
 from .cron import cron_example
 from .drift import compare, report
 from .inspect import check, show
+from .restore import restore
 from .rules import rules_group
 from .store import history, prune, snapshot
 from .store_commands import store_group
@@ -48,7 +49,7 @@ def cli(ctx, engine_configs=()):
 
 
 for _command in (show, check, snapshot, prune, history, store_group, baseline_group, compare, report, cron_example,
-                 rules_group):
+                 rules_group, restore):
     cli.add_command(_command)
 
 

@@ -502,6 +502,14 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
         for k, v in parse_environment_file(content, warnings).items():
             environment[k] = v
 
+    # UnsetEnvironment= is applied last (NAME, or NAME=VALUE only where it matches exactly), before
+    # ExecStart='s $VAR expansion: what is unset is not in the command's environment either.
+    for value in unit.values("Service", "UnsetEnvironment"):
+        for word in value.split():
+            name, eq, wanted = word.partition("=")
+            if name in environment and (not eq or environment[name] == wanted):
+                del environment[name]
+
     return ExecStartResult(
         commands=commands,
         environment=environment,

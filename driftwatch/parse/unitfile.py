@@ -40,6 +40,22 @@ _WARNING_MORE = re.compile(
 )
 
 
+# [Service] keys that hold lists: each assignment adds to the list (an empty one resets it). Every
+# other key is a scalar: the last assignment wins, across the fragment and its drop-ins.
+LIST_KEYS = frozenset({
+    "Environment", "EnvironmentFile", "UnsetEnvironment", "PassEnvironment", "ReadWritePaths", "ReadOnlyPaths",
+    "InaccessiblePaths", "ExecPaths", "NoExecPaths", "SupplementaryGroups", "DeviceAllow", "AmbientCapabilities",
+    "CapabilityBoundingSet", "BindPaths", "BindReadOnlyPaths", "LogExtraFields", "SystemCallFilter",
+    "SystemCallArchitectures", "RestrictAddressFamilies", "RestrictFileSystems", "ExecStartPre", "ExecStartPost",
+    "ExecStart", "ExecStop", "ExecStopPost", "ExecReload", "ExecCondition", "TemporaryFileSystem",
+    "RuntimeDirectory", "StateDirectory", "CacheDirectory", "LogsDirectory", "ConfigurationDirectory",
+    "RestartPreventExitStatus", "RestartForceExitStatus", "SuccessExitStatus", "IPAddressAllow", "IPAddressDeny",
+    "SetCredential", "SetCredentialEncrypted", "LoadCredential", "LoadCredentialEncrypted", "ImportCredential",
+    "Sockets", "FileDescriptorStoreMax", "DevicePolicy", "RestrictNamespaces", "SystemCallLog", "MountImages",
+    "ExtensionImages", "ExtensionDirectories", "OpenFile", "RootImageOptions",
+})
+
+
 @dataclass
 class Assignment:
     section: str

@@ -6,5 +6,6 @@ fleet.py      the fleet report end to end (`report`): collect, judge as answers 
 snapshots.py  a fleet snapshot into the store (`snapshot`) and retention (`prune`)
 history.py    what changed when, and since when each finding is there (`history`, a report's since)
 baselines.py  named baselines saved, accepted, listed, shown (`baseline …`)
+restore.py    the drop-in back to a baseline: planned, checked, written, installed (`restore`)
 voice.py      where a use case's messages go (the CLI prints them; nothing here does)
 """

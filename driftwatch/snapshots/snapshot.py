@@ -20,7 +20,7 @@ from ..engines.config import EngineConfig, Issue
 from ..parse.launcher import Launcher
 from ..collect.raw import RawUnit
 from ..parse.execstart import ExecStartError, resolve_exec_start
-from ..parse.unitfile import parse_unit_text
+from ..parse.unitfile import LIST_KEYS, parse_unit_text
 from ..parse.environment import parse_environment_file
 from ..parse.said import public
 from ..parse.wrappers import NO_ENGINE
@@ -30,7 +30,7 @@ from ..timestamps import utc_now as now_utc
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
 # [Service] keys whose drift we report besides ExecStart/Environment (which are read deeper).
-_SKIPPED_SERVICE_KEYS = {"ExecStart", "Environment"}
+_SKIPPED_SERVICE_KEYS = {"ExecStart", "Environment", "UnsetEnvironment"}  # read into the environment
 
 
 @dataclass
@@ -204,7 +204,8 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
                 unit_keys[f"{section}.{key}"] = " ; ".join(policy.assignment_value(section, key, v)
                                                            for v in values)
                 continue
-            joined = " ".join(values) if len(values) > 1 else values[-1]
+            # A scalar set twice (a drop-in over the fragment) is its last value, as systemd reads it.
+            joined = " ".join(values) if len(values) > 1 and key in LIST_KEYS else values[-1]
             unit_keys[f"{section}.{key}"] = policy.unit_value(section, key, joined)
     if launcher.image and unit.values("Service", "Environment"):
         unit_keys["Service.Environment"] = policy.unit_value("Service", "Environment",

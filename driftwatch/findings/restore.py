@@ -1,0 +1,481 @@
+"""What a drop-in must set to bring a unit back to its baseline (`driftwatch restore`): numbers and
+words of systemd syntax only; the comments and every sentence are report/restore.py's.
+
+A plan is built from the comparison's findings and the current unit read *in clear* (its own text,
+never a snapshot's redacted copy): the command line keeps the unit's own launcher, wrappers and
+interpreter path and takes the baseline's engine arguments; the baseline's launcher is used only
+where the launcher itself drifted. A value the baseline records redacted is written only when the
+current unit holds the same secret in clear (same fingerprint); otherwise it is left alone and
+named "by hand". The plan is checked by laying the drop-in over the current unit and comparing again
+(`verify`): what is left is said, never hidden.
+"""
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from ..collect.raw import RawUnit
+from ..engines.files import NO_FILES, EngineFiles
+from ..engines.registry import find_launcher
+from ..errors import DriftwatchError
+from ..parse.execstart import resolve_exec_start
+from ..parse.unitfile import LIST_KEYS, parse_unit_text
+from ..redact import fingerprint, has_fingerprint
+from ..snapshots.baseline import Baseline
+from ..snapshots.snapshot import Snapshot, build_snapshot
+from .compare import Comparison, Finding
+
+DROPIN_NAME = "50-driftwatch-restore.conf"
+# Findings no drop-in can undo: the installed release, the GPUs, what the running server reports or
+# measured (a restart may), the loaded-vs-disk state (daemon-reload does).
+_NOT_BY_DROPIN = ("engine.version", "host.gpus", "effective.", "measured.", "systemd.loaded", "process.argv",
+                  "engine.startup", "reported.", "runtime.")
+# Scalar [Service] keys systemd refuses to reset with an empty assignment ("Failed to parse …,
+# ignoring": the earlier value would stay): one the baseline leaves unset is removed by hand.
+EMPTY_REFUSED = frozenset({"Restart", "Type", "KillMode", "NotifyAccess", "ExitType", "StandardInput",
+                           "StandardOutput", "StandardError", "KillSignal", "RestartKillSignal", "FinalKillSignal"})
+
+
+def dropin_path(unit: str) -> str:
+    return f"/etc/systemd/system/{unit}.d/{DROPIN_NAME}"
+
+
+@dataclass
+class Left:
+    """A finding the drop-in does not undo, and why (a reason code report/ words)."""
+
+    label: str
+    key: str
+    reason: str  # secret | kept | release | runtime | gpus | unrestorable | still-differs
+    detail: str = ""
+
+
+@dataclass
+class RestorePlan:
+    host: str | None
+    unit: str
+    baseline: str
+    path: str
+    undoes: list[Finding] = field(default_factory=list)
+    exec_start: list[str] | None = None  # the new command line, clear
+    exec_prefixes: str = ""
+    exec_head: int = 1  # words of exec_start before the engine's arguments (the launch)
+    environment: dict[str, str] = field(default_factory=dict)
+    unset_environment: list[str] = field(default_factory=list)
+    unit_keys: dict[str, str | None] = field(default_factory=dict)  # Key -> value (None: back to default)
+    left: list[Left] = field(default_factory=list)
+    secrets: list[str] = field(default_factory=list)  # clear values written (masked wherever shown)
+    state_hash: str | None = None  # of the current unit as compared (apply refuses when it moved)
+    problems: list[str] = field(default_factory=list)  # why the drop-in would not be accepted
+    after: Comparison | None = None  # the unit with the drop-in, compared again
+
+    @property
+    def empty(self) -> bool:
+        return self.exec_start is None and not self.environment and not self.unset_environment \
+            and not self.unit_keys
+
+    @property
+    def keys(self) -> list[str]:
+        return [f.key for f in self.undoes]
+
+
+# ------------------------------------------------------------------------------------ quoting
+_PLAIN = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+
+
+def quote_word(word: str) -> str:
+    """One ExecStart= word as systemd reads it back, spelt as a person writes units: bare when it can
+    be, 'single quotes' for JSON and spaces, "double quotes" with C escapes otherwise. `$` and `%`
+    are doubled (no variable or specifier expansion of a value taken literally)."""
+    word = word.replace("%", "%%").replace("$", "$$")
+    if word and _PLAIN.match(word):
+        return word
+    if "'" not in word and "\\" not in word and not re.search(r"[\x00-\x1f\x7f]", word):
+        return f"'{word}'"
+    body = "".join("\\" + c if c in "\"\\" else f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else c
+                   for c in word)
+    return f'"{body}"'
+
+
+def quote_env(name: str, value: str) -> str:
+    """An Environment= assignment, quoted when it must be."""
+    assignment = f"{name}={value}".replace("%", "%%")
+    if _PLAIN.match(assignment):
+        return assignment
+    body = "".join("\\" + c if c in "\"\\" else f"\\x{ord(c):02x}" if ord(c) < 32 or ord(c) == 127 else c
+                   for c in assignment)
+    return f'"{body}"'
+
+
+def exec_start_lines(prefixes: str, argv: list[str], head: int = 1) -> list[str]:
+    """`ExecStart=` written as the examples are: the launch (`head` words: interpreter, module,
+    wrappers and their options, image) and the words up to the first option on the first line, then
+    one option with its values per continuation line."""
+    groups: list[list[str]] = [list(argv[:max(1, head)])]
+    for word in argv[max(1, head):]:
+        if word.startswith("-") and len(word) > 1 and not word[1:2].isdigit():  # -1 is a value
+            groups.append([word])
+        else:
+            groups[-1].append(word)
+    lines = [" ".join(quote_word(w) for w in g) for g in groups]
+    out = [f"ExecStart={prefixes}{lines[0]}"] + [f"  {line}" for line in lines[1:]]
+    return [line + " \\" for line in out[:-1]] + [out[-1]]
+
+
+# ------------------------------------------------------------------------------------ the plan
+@dataclass
+class Clear:
+    """The current unit's command line in clear: its words as written, expanded, and the engine's."""
+
+    argv: list[str]
+    expanded: list[str]
+    engine_argv: list[str]
+    prefixes: str
+    environment: dict[str, str]
+
+
+def read_clear(raw: RawUnit, files: EngineFiles = NO_FILES) -> Clear:
+    unit = parse_unit_text(raw.text, name=raw.unit or None, path=raw.paths[0] if raw.paths else None)
+    result = resolve_exec_start(unit, raw.environment_files or None)
+    command = result.command
+    expanded = list(result.expanded_argv)
+    if "@" in command.prefixes and getattr(command, "path", None):
+        expanded = [command.path] + expanded[1:]
+    launcher = find_launcher(expanded, dict(result.environment), files.with_fetched(raw.engine_files))
+    return Clear(list(command.argv), expanded, list(launcher.engine_argv), command.prefixes,
+                 dict(result.environment))
+
+
+def _secret_word(word: str) -> bool:
+    return has_fingerprint(word)
+
+
+def _unredact(words: list[str], clear_pool: list[str], secrets: list[str]) -> tuple[list[str], list[int]]:
+    """The baseline's words with each redacted one replaced by the current unit's clear word of the
+    same fingerprint (`--flag=VALUE` too); indexes of those that cannot be."""
+    pool: dict[str, str] = {}
+    for w in clear_pool:
+        pool[fingerprint(w)] = w
+        if w.startswith("-") and "=" in w:
+            pool[w.split("=", 1)[0] + "=" + fingerprint(w.split("=", 1)[1])] = w
+    out, missing = [], []
+    for i, w in enumerate(words):
+        if not _secret_word(w):
+            out.append(w)
+        elif w in pool:
+            clear = pool[w]
+            whole = w == fingerprint(clear)  # the word itself, not the value of `--flag=VALUE`
+            out.append(clear)
+            secrets.append(clear if whole else clear.split("=", 1)[1])
+        else:
+            out.append(w)
+            missing.append(i)
+    return out, missing
+
+
+def _script_words(script: str) -> tuple[list[str], list[int]] | None:
+    """The shell words of a `bash -c` script and where each starts in its text (None: not splittable)."""
+    import io
+    lex = shlex.shlex(io.StringIO(script), posix=True)
+    lex.whitespace_split = True
+    lex.commenters = ""
+    words, starts = [], []
+    try:
+        while True:
+            start = lex.instream.tell()
+            word = lex.get_token()
+            if word is None or word == lex.eof:
+                break
+            words.append(word)
+            starts.append(start)
+    except ValueError:  # unbalanced quotes
+        return None
+    return words, starts
+
+
+def _shell_script(clear: Clear, new_engine: list[str]) -> tuple[list[str], int] | None:
+    """`bash -c 'SCRIPT'` whose script ends with the engine's arguments: (the command line with the
+    script's text kept as written up to them and the new arguments after, words before the script)."""
+    if not clear.expanded:
+        return None
+    script = clear.expanded[-1]
+    split = _script_words(script)
+    e = clear.engine_argv
+    if split is None or not e:
+        return None
+    words, starts = split
+    if len(words) < len(e) or words[len(words) - len(e):] != e:
+        return None
+    head = script[:starts[len(words) - len(e)]].rstrip()
+    prefix = clear.argv[:-1] if len(clear.argv) == len(clear.expanded) else clear.expanded[:-1]
+    return prefix + [(head + " " + shlex.join(new_engine)).strip()], len(prefix) + 1
+
+
+def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
+                 files: EngineFiles = NO_FILES) -> RestorePlan:
+    """The smallest drop-in that undoes `result`'s findings on the unit `raw` holds in clear."""
+    from fnmatch import fnmatchcase
+    base: Baseline = result.baseline
+    cur: Snapshot = result.current
+    unit = cur.unit or base.unit or "unit.service"
+    plan = RestorePlan(host=cur.host, unit=unit, baseline=base.name, path=dropin_path(unit))
+    clear = read_clear(raw, files)
+    bsnap = base.snapshot
+    need_exec, launcher_drift = False, False
+    kept_flags: list[str] = []  # options kept as the unit has them (--keep), in the rewritten command line
+    launcher_env = set(cur.launcher.env) | set(bsnap.launcher.env)
+
+    def kept(f: Finding) -> bool:
+        d = f.difference
+        names = {d.key, d.label, d.label.rstrip("="), d.key.split(".")[-1]}
+        if d.concept:
+            names.add(d.concept)
+        return any(fnmatchcase(n, pat) for pat in keep for n in names if n)
+
+    for f in result.findings:
+        d = f.difference
+        if kept(f):
+            plan.left.append(Left(d.label, d.key, "kept"))
+            if d.label.startswith("-") and (d.baseline_source or d.current_source):
+                kept_flags.append(d.label.split(".", 1)[0])
+            continue
+        if d.key.startswith(_NOT_BY_DROPIN) or d.key == "exec.prefixes":
+            reason = {"engine.version": "release", "host.gpus": "gpus"}.get(d.key, "runtime")
+            plan.left.append(Left(d.label, d.key, "unrestorable" if d.key == "exec.prefixes" else reason))
+            continue
+        if d.key.startswith("env.") and d.key[4:] not in launcher_env:
+            name = d.key[4:]
+            if d.secret or has_fingerprint(d.baseline):
+                plan.left.append(Left(d.label, d.key, "secret"))
+                continue
+            if _from_environment_file(cur, name):  # EnvironmentFile= overrides Environment=
+                plan.left.append(Left(d.label, d.key, "env-file"))
+                continue
+            if d.baseline is None:
+                plan.unset_environment.append(name)
+            else:
+                plan.environment[name] = str(d.baseline)
+            plan.undoes.append(f)
+            continue
+        if d.key.startswith("unit."):
+            key = d.key.split(".", 2)[2]
+            if has_fingerprint(d.baseline) or d.secret:
+                plan.left.append(Left(d.label, d.key, "secret"))
+                continue
+            if d.baseline is None and key in EMPTY_REFUSED:
+                plan.left.append(Left(d.label, d.key, "remove-by-hand"))
+                continue
+            plan.unit_keys[key] = None if d.baseline is None else str(d.baseline)
+            plan.undoes.append(f)
+            continue
+        if (d.secret or has_fingerprint(d.baseline) or has_fingerprint(d.current)) and \
+                not d.key.startswith(("launcher.", "env.", "exec.")):
+            plan.left.append(Left(d.label, d.key, "secret"))  # a drifted secret option: set it by hand
+            continue
+        if d.key.startswith(("launcher.", "env.")):
+            launcher_drift = True
+        need_exec = True
+        plan.undoes.append(f)
+
+    if need_exec:
+        _plan_exec_start(plan, clear, cur, bsnap, launcher_drift, kept_flags)
+    return plan
+
+
+def _from_environment_file(cur: Snapshot, name: str) -> bool:
+    """Whether the variable is set by an EnvironmentFile= (UnsetEnvironment= would hide the file's
+    value, but the operator's file is the place to change it)."""
+    return cur.origins.get(f"env.{name}") in set(cur.environment_files)
+
+
+def _option_span(argv: list[str], flag: str) -> list[tuple[int, int]]:
+    """(start, end) of each occurrence of `flag` with its values (`--flag V…` or `--flag=V`)."""
+    spans, i = [], 0
+    while i < len(argv):
+        w = argv[i]
+        if w == flag:
+            j = i + 1
+            while j < len(argv) and not (argv[j].startswith("-") and len(argv[j]) > 1
+                                         and not argv[j][1:2].isdigit()):
+                j += 1
+            spans.append((i, j))
+            i = j
+        elif w.startswith(flag + "="):
+            spans.append((i, i + 1))
+            i += 1
+        else:
+            i += 1
+    return spans
+
+
+def keep_options(new_engine: list[str], current: list[str], flags: list[str]) -> list[str]:
+    """`new_engine` with each of `flags` as the current command line has it (or absent when it has
+    none): what `--keep` keeps."""
+    out = list(new_engine)
+    for flag in flags:
+        for start, end in reversed(_option_span(out, flag)):
+            del out[start:end]
+        for start, end in _option_span(current, flag):
+            out.extend(current[start:end])
+    return out
+
+
+def _common_suffix(words: list[str], tail: list[str]) -> int:
+    """How many of `tail`'s last words end `words` (the engine's arguments as written; the words before
+    them, such as the `serve` a vLLM image's entrypoint implies, are not in the command line)."""
+    n = 0
+    while n < len(words) and n < len(tail) and words[len(words) - 1 - n] == tail[len(tail) - 1 - n]:
+        n += 1
+    return n
+
+
+def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snapshot, launcher_drift: bool,
+                     kept_flags: list[str] = ()) -> None:
+    secrets: list[str] = []
+    public = bsnap.launcher.entry.split() + cur.launcher.entry.split()  # `vllm serve`: never a secret
+    b_engine = list(bsnap.launcher.engine_argv)
+    b_written = _common_suffix(list(bsnap.expanded_argv), b_engine)
+    c_written = _common_suffix(clear.expanded, clear.engine_argv)
+    in_script = c_written == 0 and bool(clear.engine_argv)  # `bash -c '… ENGINE ARGS'`
+    b_implied = 0 if in_script or b_written == 0 else len(b_engine) - b_written
+    new_engine, missing = _unredact(b_engine[b_implied:], clear.engine_argv + public, secrets)
+    if any(i == 0 or not new_engine[i - 1].startswith("-") for i in missing if "=" not in new_engine[i]):
+        plan.left.append(Left("ExecStart", "secret:ExecStart", "secret"))
+        plan.problems.append("secret-in-command")
+        return
+    for i in missing:  # a drifted secret: keep the unit's own value for that option, said "by hand"
+        flag = new_engine[i - 1] if i > 0 and new_engine[i - 1].startswith("-") else new_engine[i].split("=", 1)[0]
+        if not any(left.label == flag for left in plan.left):
+            plan.left.append(Left(flag, f"secret:{flag}", "secret"))
+        new_engine[i] = _current_value(clear.engine_argv, flag, i, new_engine)
+        if new_engine[i] is not None:
+            plan.secrets.append(new_engine[i].split("=", 1)[1] if new_engine[i].startswith("-")
+                                else new_engine[i])
+    new_engine = keep_options([w for w in new_engine if w is not None], clear.engine_argv, list(kept_flags))
+    if launcher_drift:
+        # The launcher itself drifted (interpreter, image, wrappers, their -e variables): the baseline's
+        # whole command line, as its unit writes it, with the engine's arguments spliced in.
+        b_argv = list(bsnap.argv) if len(bsnap.argv) == len(bsnap.expanded_argv) else list(bsnap.expanded_argv)
+        if b_written == 0 and b_engine:
+            words, missing_b = _unredact(b_argv, clear.argv + clear.expanded + public, secrets)
+        else:
+            prefix, missing_b = _unredact(b_argv[:len(b_argv) - b_written], clear.argv + clear.expanded + public,
+                                          secrets)
+            words = prefix + new_engine
+            plan.exec_head = len(prefix)
+        if missing_b:
+            plan.left.append(Left("wrappers", "launcher", "secret"))
+            plan.problems.append("secret-in-launcher")
+            return
+        plan.exec_start = words
+        plan.exec_prefixes = bsnap.prefixes
+    elif in_script:
+        script = _shell_script(clear, new_engine)
+        if script is None:
+            plan.problems.append("no-tail")
+            return
+        plan.exec_start, plan.exec_head = script
+        plan.exec_prefixes = clear.prefixes
+    else:
+        c_implied = len(clear.engine_argv) - c_written
+        if c_implied != b_implied:
+            plan.problems.append("no-tail")
+            return
+        source = clear.argv if len(clear.argv) == len(clear.expanded) else clear.expanded
+        plan.exec_start = source[:len(clear.expanded) - c_written] + new_engine
+        plan.exec_head = len(clear.expanded) - c_written
+        plan.exec_prefixes = clear.prefixes
+    # A word the baseline recorded redacted and the current unit does not (an over-cautious older
+    # policy: `vllm serve`'s subcommand) is public; the others are masked wherever the plan is shown.
+    redacted_now = {w for w in list(cur.argv) + list(cur.expanded_argv) + list(cur.launcher.engine_argv)
+                    if has_fingerprint(w)}
+    if any(has_fingerprint(w) for w in plan.exec_start):
+        plan.exec_start = None  # never written from a redacted value
+        plan.problems.append("secret-in-command")
+        return
+    plan.secrets.extend(s for s in secrets if s and (fingerprint(s) in redacted_now or
+                                                     any(fingerprint(s) in w for w in redacted_now)))
+
+
+def _current_value(engine_argv: list[str], flag: str, index: int, words: list[str]):
+    """The current unit's clear value of `flag` (None when it has none: the option is then dropped)."""
+    if "=" in words[index] and words[index].startswith("-"):
+        for w in engine_argv:
+            if w.startswith(flag + "="):
+                return w
+        return None
+    for i, w in enumerate(engine_argv[:-1]):
+        if w == flag:
+            return engine_argv[i + 1]
+    words[index - 1] = None  # no value to keep: drop the option too
+    return None
+
+
+def dropin_body(plan: RestorePlan) -> list[str]:
+    """The drop-in's [Service] lines (no comments)."""
+    lines = ["[Service]"]
+    if plan.exec_start is not None:
+        lines.append("ExecStart=")
+        lines.extend(exec_start_lines(plan.exec_prefixes, plan.exec_start, plan.exec_head))
+    for name, value in sorted(plan.environment.items()):
+        lines.append(f"Environment={quote_env(name, value)}")
+    if plan.unset_environment:
+        lines.append("UnsetEnvironment=" + " ".join(sorted(plan.unset_environment)))
+    for key, value in sorted(plan.unit_keys.items()):
+        # A list is reset first (an empty assignment), then given the baseline's value; a scalar's
+        # last assignment wins; a key the baseline leaves unset is reset (see EMPTY_REFUSED).
+        if key in LIST_KEYS or value is None:
+            lines.append(f"{key}=")
+        if value is not None:
+            lines.append(f"{key}={value}")
+    return lines
+
+
+def laid_over(raw: RawUnit, plan: RestorePlan, dropin_text: str) -> RawUnit:
+    """The current unit as `systemctl cat` would print it with the drop-in installed: in systemd's
+    order (the fragment, then every drop-in by file name), replacing an earlier restore drop-in of
+    the same path. The running server's state is left out: it is the unit that is judged."""
+    import os
+    from ..parse.unitfile import split_files
+    _, _, files, _ = split_files(raw.text, name=raw.unit or None, path=raw.paths[0] if raw.paths else None)
+    first = raw.paths[0] if raw.paths else f"/etc/systemd/system/{plan.unit}"
+    parts = [((p or first), [line for _, line in lines]) for p, lines in files if p != plan.path]
+    fragment, dropins = parts[:1], parts[1:]
+    dropins.append((plan.path, dropin_text.rstrip("\n").split("\n")))
+    dropins.sort(key=lambda part: os.path.basename(part[0]))
+    text = "\n\n".join(f"# {p}\n" + "\n".join(lines).rstrip("\n") for p, lines in fragment + dropins) + "\n"
+    return RawUnit(host=raw.host, unit=plan.unit, text=text, source=raw.source,
+                   paths=[p for p, _ in fragment + dropins], environment_files=raw.environment_files,
+                   engine_version=raw.engine_version, engine_files=raw.engine_files, gpus=raw.gpus,
+                   interconnect=raw.interconnect, model_configs=dict(raw.model_configs))
+
+
+def verify(plan: RestorePlan, raw: RawUnit, dropin_text: str, baseline: Baseline, judging,
+           files: EngineFiles = NO_FILES) -> None:
+    """Lay the drop-in over the unit, read it again and compare it with the baseline: whether systemd
+    and the engine would accept it go into `plan.problems`, what still differs (beyond what is kept
+    or left by hand) into `plan.left` as "still-differs"; the comparison is `plan.after`."""
+    after_raw = laid_over(raw, plan, dropin_text)
+    try:
+        snap = build_snapshot(after_raw, origin=plan.path, files=files)
+    except DriftwatchError as exc:
+        plan.problems.append(f"refused:{exc}")
+        return
+    for issue in snap.issues:
+        if issue.severity == "error":
+            plan.problems.append(f"engine:{issue.message}")
+    snap.host, snap.unit = plan.host, plan.unit
+    plan.after = judging.compare(baseline, snap)
+    accounted = {left.key for left in plan.left}
+    secret_flags = {left.label for left in plan.left if left.reason == "secret"}
+    for f in plan.after.findings:
+        d = f.difference
+        if d.key in accounted or d.key.startswith(_NOT_BY_DROPIN):
+            continue
+        if (d.secret or has_fingerprint(d.baseline) or has_fingerprint(d.current)) and secret_flags:
+            continue
+        if any(left.reason == "kept" and left.label == d.label for left in plan.left):
+            continue
+        plan.left.append(Left(d.label, d.key, "still-differs"))
+        plan.problems.append(f"still:{d.label}")
