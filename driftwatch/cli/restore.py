@@ -14,6 +14,8 @@ from .options import baselines_dir_option, catalog_option, emit, engine_files, s
 @click.option("--host", help="Read (and with --apply, restore) the unit on this host.")
 @click.option("--unit", help="Unit on --host (default: the baseline's unit); the unit's name for --unit-file.")
 @click.option("--inventory", type=str, help="Restore every host and unit of this inventory.")
+@click.option("--limit", help="Only the inventory's hosts this Ansible host pattern selects "
+                              "(names, groups, globs, a:b union, a:&b intersection, a:!b exclusion).")
 @click.option("--keep", "keep", multiple=True, metavar="KEY",
               help="A difference to keep as it is (flag, NAME, unit key, concept or key; globs; repeatable).")
 @click.option("--write", "write_dir", type=click.Path(file_okay=False),
@@ -40,7 +42,7 @@ from .options import baselines_dir_option, catalog_option, emit, engine_files, s
 @catalog_option
 @ssh_options
 @engine_files
-def restore(baseline_spec, unit_file, host, unit, inventory, keep, write_dir, apply, yes, restart, expect_state,
+def restore(baseline_spec, unit_file, host, unit, inventory, limit, keep, write_dir, apply, yes, restart, expect_state,
             reload_command, restart_command, fmt, rules_dir, ignores, ignore_file, baselines_dir, ssh, files):
     """Write the drop-in that brings a unit back to its baseline, checked before it is offered.
 
@@ -56,7 +58,7 @@ def restore(baseline_spec, unit_file, host, unit, inventory, keep, write_dir, ap
             click.echo(diff, err=True, nl=not diff.endswith("\n"))
             return click.confirm("driftwatch: install this drop-in?", default=False, err=True)
     result = restore_units(baseline_spec, unit_file=unit_file, host=host, unit=unit, inventory=inventory,
-                           baselines_dir=baselines_dir, keep=keep, rules_dir=rules_dir, ignores=ignores,
+                           limit=limit, baselines_dir=baselines_dir, keep=keep, rules_dir=rules_dir, ignores=ignores,
                            ignore_file=ignore_file, write_dir=write_dir, apply=apply, confirm=confirm,
                            restart=restart, expect_state=expect_state, reload_command=reload_command,
                            restart_command=restart_command, ssh=ssh, files=files, voice=voice())

@@ -149,14 +149,16 @@ def _baseline_dict(b: Baseline) -> dict:
     return {"name": b.name, "host": b.host, "unit": b.unit, "metrics": dict(b.metrics)}
 
 
-def build_report(baseline: Baseline | None, entries: list[dict], baselines: list[Baseline] | None = None) -> dict:
+def build_report(baseline: Baseline | None, entries: list[dict], baselines: list[Baseline] | None = None,
+                 inventory: str | None = None) -> dict:
     """`summary` counts hosts (`hosts`, `drifted`, `clean`, `unreadable`, `no_baseline`: a host with
     two units is one host) and, under `units`, the (host, unit) pairs with the same counts.
 
     `baselines`: every baseline the entries were judged against (default: `baseline`). `baseline` is
     the one baseline of the report, or null when its units were judged against several (each entry's
     `comparison.baseline.name` says which); `baselines` lists them all. `drift_groups`: identical
-    findings across units told once (`drift_groups`)."""
+    findings across units told once (`drift_groups`). `inventory`: the inventory the hosts came
+    from, for the restore command each group names."""
     used = list(baselines) if baselines is not None else ([baseline] if baseline is not None else [])
     one = used[0] if len(used) == 1 else (baseline if not used else None)
     by_host: dict[str, list[str]] = {}
@@ -173,6 +175,7 @@ def build_report(baseline: Baseline | None, entries: list[dict], baselines: list
                     "no_baseline": none,
                     "units": {"total": len(entries), "drifted": u_drifted, "clean": u_clean,
                               "unreadable": u_unreadable, "no_baseline": u_none}},
+        "inventory": inventory,
         "drift_groups": drift_groups(entries),
         "hosts": entries,
     }

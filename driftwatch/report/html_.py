@@ -132,7 +132,9 @@ class HtmlFormat(Format):
                     f'<br /><span style="{_MUTED}">from {esc(g["origin"])}</span>' if g.get("origin") else ""),
                              esc(base), esc(cur), esc(w.impact_text(g)),
                              esc(w.explanation_lead(g)) + f'<br /><span style="{_MUTED}">'
-                             f'{esc(w.group_count_text(g))}: {esc(w.group_hosts_text(g))}</span>'])
+                             f'{esc(w.group_count_text(g))}: {esc(w.group_hosts_text(g))}</span>'
+                             + (f'<br /><span style="{_MUTED}">{esc(w.restore_line(g, doc))}</span>'
+                                if w.restore_line(g, doc) else "")])
             body += _table(w.GROUP_COLUMNS, rows, mono_cols=(1, 2, 3))
         hosts = view.ordered_hosts(doc)
         if hosts:

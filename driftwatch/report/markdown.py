@@ -66,6 +66,9 @@ class MarkdownFormat(Format):
             for g in groups:
                 lines += [f"{g['group']}. **{md(w.group_title(g))}**  ", f"   {md(w.impact_text(g))}; hosts: "
                           f"{md(w.group_hosts_text(g))}  ", f"   {md(w.explanation_lead(g))}"]
+                if w.restore_command(g, doc):
+                    lines[-1] += "  "
+                    lines.append(f"   to restore: `{w.restore_command(g, doc)}`")
             lines.append("")
         rows = [[md(c) for c in row] for row in w.fleet_rows(doc)]
         lines += table(w.FLEET_COLUMNS, rows) if rows else ["*(no hosts in this report)*"]

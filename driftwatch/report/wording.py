@@ -458,6 +458,31 @@ def group_hosts_text(g: dict) -> str:
     return "; ".join(f"{unit} on {', '.join(hosts)}" for unit, hosts in by_unit.items())
 
 
+def restore_command(g: dict, report: dict) -> str | None:
+    """The command that writes the group's units back to their baseline (`driftwatch restore`, whose
+    plan is checked before it is offered): the group's hosts of the report's inventory, or its one
+    host; None when neither names them."""
+    import shlex
+    hosts = list(dict.fromkeys(str(h.get("host") or "") for h in view.group_hosts(g)))
+    base = ["driftwatch", "restore", "--baseline", str(g.get("baseline_name") or "")]
+    if not base[-1] or not all(hosts):
+        return None
+    if isinstance(report.get("inventory"), str):
+        words = base + ["--inventory", report["inventory"], "--limit", ":".join(hosts)]
+    elif len(view.group_hosts(g)) == 1:
+        words = base + ["--host", hosts[0], "--unit", str(view.group_hosts(g)[0].get("unit") or "")]
+    else:
+        return None
+    return clean(" ".join(shlex.quote(word) for word in words))
+
+
+def restore_line(g: dict, report: dict) -> str | None:
+    """'to restore: driftwatch restore --baseline … (review first with --write DIR)'."""
+    command = restore_command(g, report)
+    return f"to restore: {command} (each unit's drop-in, checked; review with --write DIR, install with --apply)" \
+        if command else None
+
+
 def host_title(h: dict) -> str:
     return f"{clean(h.get('host') or '?')} {clean(h.get('unit') or '?')}"
 

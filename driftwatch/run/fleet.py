@@ -156,7 +156,8 @@ def report_fleet(options: dict, *, config_path: str | None, host: str | None, un
                   pick=lambda h, u: baselines.get(named[(h, u)]) if named.get((h, u)) else default)
     entries = [judge.unit_file(path) for path in unit_files]  # each labelled by the file the user named
     entries += _judge_hosts(judge, targets, ssh, settings.get("inventory"), voice)
-    doc = build_report(default, entries, baselines.used(entries))
+    doc = build_report(default, entries, baselines.used(entries),
+                       os.path.abspath(settings["inventory"]) if settings.get("inventory") else None)
     _say_unused_ignores(doc, judge, voice)
     _since_from_store(doc, store, baselines, judging, voice)
     store_trouble = _feed_store(judge.read, store, voice) if save else False

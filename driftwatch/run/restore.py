@@ -61,12 +61,14 @@ def restore_units(baseline_spec: str, *, unit_file: str | None, host: str | None
                   ignores: tuple[str, ...], ignore_file: str | None, write_dir: str | None, apply: bool,
                   confirm: Callable[[str], bool] | None, restart: bool, expect_state: str | None,
                   reload_command: str | None, restart_command: str | None, ssh: "SSHOptions",
-                  files: "EngineFiles", voice: Voice) -> RestoreRun:
+                  files: "EngineFiles", voice: Voice, limit: str | None = None) -> RestoreRun:
     """Plan (and check) each named unit's drop-in; `write_dir` saves them, `apply` installs them
     (`confirm(diff)` asked per unit unless None: --yes)."""
     from ..findings.judging import load_judging
     from ..snapshots.baseline import baselines_dir as resolve_dir
     from .targets import named_baseline
+    if limit and not inventory:
+        raise InputError("--limit chooses among an inventory's hosts: give --inventory FILE")
     if sum(bool(x) for x in (unit_file, host, inventory)) != 1:
         raise InputError("give one of --unit-file FILE, --host HOST --unit UNIT or --inventory INV")
     if apply and unit_file:
@@ -77,7 +79,7 @@ def restore_units(baseline_spec: str, *, unit_file: str | None, host: str | None
         raise InputError("--restart needs --apply")
     judging = load_judging(rules_dir, ignores, ignore_file, None, None)
     base = named_baseline(baseline_spec, resolve_dir(baselines_dir), files)
-    read = _reader(unit_file, host, unit or (base.unit if host else None), inventory, ssh, files)
+    read = _reader(unit_file, host, unit or (base.unit if host else None), inventory, ssh, files, limit)
     units: list[Restored] = []
     for spec, raw_or_error in read:
         if isinstance(raw_or_error, str):
@@ -94,7 +96,7 @@ def restore_units(baseline_spec: str, *, unit_file: str | None, host: str | None
 
 
 # ------------------------------------------------------------------------------------ reading
-def _reader(unit_file, host, unit, inventory, ssh, files) -> list[tuple[tuple, object]]:
+def _reader(unit_file, host, unit, inventory, ssh, files, limit=None) -> list[tuple[tuple, object]]:
     """[((host, unit, target spec), RawUnit | error text)] for what the user named."""
     from ..collect.raw import RawUnit
     from ..fileio import read_text_file
@@ -113,7 +115,7 @@ def _reader(unit_file, host, unit, inventory, ssh, files) -> list[tuple[tuple, o
             raise InputError("--host needs --unit (the systemd unit to restore)")
         pairs = [(host, unit)]
     else:
-        pairs = inventory_targets(inventory, unit)
+        pairs = inventory_targets(inventory, unit, limit)
     return [((raw.host, raw.unit, spec), raw if raw.status in ("ok", "fallback") else
              f"{raw.status}" + (f": {raw.error}" if raw.error else ""))
             for (spec, _), raw in zip(pairs, _collect(pairs, ssh, inventory, files))]

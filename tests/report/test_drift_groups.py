@@ -72,3 +72,29 @@ def test_show_json_names_its_schema():
     from driftwatch.report.show import SHOW_SCHEMA, render_show
     snap = snapshot_from_unit_file(str(UNIT_40))
     assert json.loads(render_show(snap, "json", False))["schema"] == SHOW_SCHEMA == "driftwatch.show/v1"
+
+
+def test_each_group_names_the_restore_command_for_its_hosts(baseline, rules, tmp_path):
+    """The loop from finding to fix: each group points at `driftwatch restore` for exactly its hosts,
+    and that command line is one the CLI accepts (its --limit selects those hosts of the inventory)."""
+    from click.testing import CliRunner
+    from driftwatch.cli import cli
+    from driftwatch.report import wording
+    from driftwatch.run.targets import inventory_targets
+    doc = twenty(baseline, rules)
+    inventory = tmp_path / "inventory.yaml"
+    inventory.write_text("hosts:\n" + "".join(f"  gpu{i:02d}: {{}}\n" for i in range(20)) + "  odd: {}\n"
+                         "defaults:\n  units: [sglang-qwen.service]\n")
+    assert all(wording.restore_command(g, doc) is None for g in doc["drift_groups"])  # no inventory: no guess
+    doc = dict(doc, inventory=str(inventory))
+    group = doc["drift_groups"][0]
+    command = wording.restore_command(group, doc)
+    words = command.split()
+    assert words[:4] == ["driftwatch", "restore", "--baseline", "70toks"]
+    limit = words[words.index("--limit") + 1]
+    selected = [h for h, _ in inventory_targets(str(inventory), None, limit)]
+    assert selected == [f"gpu{i:02d}" for i in range(20)]  # the group's hosts, not `odd`
+    for fmt in ("text", "markdown", "html"):
+        assert command.split(" --limit")[0] in " ".join(get_format(fmt).render_fleet(doc).split()), fmt
+    bad = CliRunner().invoke(cli, ["restore", "--baseline", "70toks", "--limit", "gpu00"])
+    assert bad.exit_code != 0 and "--inventory" in str(bad.exception or bad.output)
