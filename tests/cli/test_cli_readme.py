@@ -111,3 +111,28 @@ def test_the_model_aware_example_prints_what_the_readme_shows(dw):
     assert len(figures) >= 5, figures
     for figure in figures:
         assert figure in printed, (figure, printed)
+
+
+def test_the_first_example_prints_what_the_readme_shows(dw):
+    """The README's first screen: its install-and-run command ends with a `driftwatch compare`, and
+    the output it shows under "70 → 40 tok/s, explained" is what that command prints today, line
+    for line (as a pipe gets it: no terminal, no COLUMNS)."""
+    readme = PAGES["README.md"]
+    first = re.search(r"```sh\n(.*?)```", readme, re.S).group(1)
+    command = first.split("&&")[-1].strip()
+    argv = shlex.split(command)
+    assert argv[0].endswith("driftwatch") and argv[1] == "compare", argv
+    section = readme[readme.index("## 70 → 40 tok/s, explained"):]
+    sample = re.search(r"```\n(.*?)```", section, re.S).group(1)
+    run = dw(*argv[1:], cwd=REPO)
+    assert run.code == 1, run
+    assert run.stdout == sample, "the README's first example is stale: paste the command's output"
+
+
+def test_the_readme_is_a_door():
+    """README ≤ 8 KB: what it is, the two commands, the first example, a fleet in five steps, links;
+    the manual is docs/ (every page it links exists)."""
+    readme = PAGES["README.md"]
+    assert len(readme.encode("utf-8")) <= 8 * 1024
+    links = re.findall(r"\]\((docs/[^)#]+\.md)", readme)
+    assert len(links) >= 10 and all((REPO / link).is_file() for link in links), links
