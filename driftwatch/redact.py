@@ -342,6 +342,15 @@ def fingerprint(value: Any) -> str:
     return f"{REDACTED_PREFIX}{ident}.{digest[:16]}>"
 
 
+def is_fingerprint_of(word: str, value: str) -> bool:
+    """Whether `word` is the fingerprint of the public constant `value` (``serve``), keyed or in the
+    unkeyed form of older releases (baselines saved before keyed fingerprints still read)."""
+    if not is_redacted(word):
+        return False
+    legacy = hashlib.sha256(b"driftwatch-redact:" + value.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return word == f"{REDACTED_PREFIX}{legacy}>" or word == fingerprint(value)
+
+
 def fingerprint_schemes(value: Any) -> set[str]:
     """The key ids of the fingerprints inside `value` ("" for the unkeyed ones of older releases)."""
     if isinstance(value, str):
@@ -533,8 +542,8 @@ def looks_random(word: str) -> bool:
         return False
     if core.count("/") + core.count("-") + core.count("_") > max(2, len(core) // 12):
         return False
-    if len(core) < 20:
-        return len(re.findall(r"\d", core)) >= 2 and _entropy(core) >= 3.5
+    if len(core) < 20:  # short: no separators at all (Qwen2-7B-Instruct is a name, not a key)
+        return not re.search(r"[-_/]", core) and len(re.findall(r"\d", core)) >= 2 and _entropy(core) >= 3.5
     limit = 4.0 if len(core) <= 40 else 4.5
     return _entropy(core) >= limit
 
@@ -845,7 +854,7 @@ class Redactor:
         out = self.cut(text)
         if isinstance(out, str) and len(out) >= 8:
             for secret in sorted(set(detect_secrets_in(out)), key=len, reverse=True):
-                if secret in self.typed_public:
+                if secret in self.typed_public or any(secret in t for t in self.typed_public if len(t) > len(secret)):
                     continue  # the engine typed it as a value that is not a credential (a --revision hash)
                 if secret in out:
                     self.add(secret)

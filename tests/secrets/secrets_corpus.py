@@ -40,8 +40,8 @@ class Case:
     shown_in: tuple = ()  # harmless cases: the outputs that show it (default SHOWS_VALUES)
 
 
-def _svc(body: str) -> str:
-    return f"[Unit]\nDescription=planted\n\n[Service]\n{body}\n"
+def _svc(body: str, description: str = "planted") -> str:
+    return f"[Unit]\nDescription={description}\n\n[Service]\n{body}\n"
 
 
 def secret_for(i: int) -> str:
@@ -141,6 +141,8 @@ HARMLESS = [
          value="mkdir -p /run/sglang-cache", shown_in=("store file snapshot", "baseline file")),
     Case("typed flag with a hash", f"ExecStart={PY} --revision 9c925d64d72725edaf899c6cb9c377fd0709d9c5",
          value="9c925d64d72725edaf899c6cb9c377fd0709d9c5"),
+    Case("model name in Description=", f"ExecStart={PY}", value="Qwen2-7B-Instruct on RTX 4090s",
+         shown_in=("store file snapshot", "baseline file")),
     Case("host address", f"Environment=VLLM_HOST_IP=10.0.0.5\nExecStart={PY}", value="10.0.0.5"),
     Case("query without credentials", f"Environment=MODEL_URL=https://m.example/w?model=qwen&revision=main\n"
                                       f"ExecStart={PY}", value="revision=main"),
@@ -264,7 +266,8 @@ def run_secret(i: int, work: Path) -> tuple[int, list[str]]:
 def run_harmless(i: int, work: Path) -> tuple[int, list[str]]:
     """(outputs checked, outputs that hide the value) for harmless case i."""
     case = HARMLESS[i]
-    outs = outputs(case, _svc(case.body), "", work / f"h{i:02d}")
+    description = "Qwen2-7B-Instruct on RTX 4090s" if "Description" in case.name else "planted"
+    outs = outputs(case, _svc(case.body, description), "", work / f"h{i:02d}")
     shown = {name: body for name, body in outs.items() if name in (case.shown_in or SHOWS_VALUES)}
     pattern = re.compile(case.value if case.value.startswith(("(", "LOG", "TOK")) else re.escape(case.value))
     return len(shown), sorted(name for name, body in shown.items() if not pattern.search(body))

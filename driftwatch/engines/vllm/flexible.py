@@ -46,8 +46,8 @@ def is_serve_word(word: str) -> bool:
     """`serve`, also once the redaction policy fingerprinted it (a bare word it cannot prove public)."""
     if word == SERVE:
         return True
-    from ...redact import fingerprint, is_redacted
-    return is_redacted(word) and word == fingerprint(SERVE)
+    from ...redact import is_fingerprint_of
+    return is_fingerprint_of(word, SERVE)
 
 
 def at_least(version: str, floor: str) -> bool:
