@@ -243,7 +243,9 @@ def outputs(case: Case, text: str, secret: str, work: Path) -> dict[str, str]:
     store = work / "store"
     out["snapshot stdout"] = _invoke(["snapshot", "--unit-file", clean, "--store", store], work)
     out["snapshot stdout"] += _invoke(["snapshot", "--unit-file", unit, "--store", store], work)
-    files = [p for p in sorted(store.rglob("*.yaml")) if p.is_file()] if store.exists() else []
+    exported = work / "exported"  # the store is a database: what it holds, written out as YAML files
+    out["snapshot stdout"] += _invoke(["store", "export", "--store", store, "-o", exported], work)
+    files = [p for p in sorted(exported.rglob("*.yaml")) if p.is_file()] if exported.exists() else []
     out["store file snapshot"] = "\n".join(p.read_text(errors="replace") for p in files)
     for fmt in ("text", "json"):
         out[f"history {fmt}"] = _invoke(["history", "--store", store, "--format", fmt], work)
