@@ -555,6 +555,9 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, reader: UnitRe
     cat_reason = _first_line(cat_err) or (f"exit status {cat_rc}" if cat_rc not in (None, 0) else None)
     if cat_rc == 127 and not cat_err:
         cat_reason = "systemctl not found"
+    cat_hung = cat_rc in (124, 137)  # timeout(1): the step's time ran out (TERM, or KILL after it)
+    if cat_hung:
+        cat_reason = "systemctl cat did not answer within the step timeout (systemd hung?)"
 
     if cat_rc == 0 and cat and cat.strip():
         raw.text, raw.source, raw.status = cat, SOURCE_SYSTEMCTL, OK
@@ -573,6 +576,10 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, reader: UnitRe
             raw.text = render_unit_text((p, files.get(p, "")) for p in paths)
             raw.paths, raw.source, raw.status = paths, SOURCE_DISK, FALLBACK
             raw.error = f"systemctl cat failed ({cat_reason or 'no output'}); read from disk"
+        elif cat_hung:  # no answer is not "not found": the unit may well exist
+            raw.source, raw.status = SOURCE_DISK, TIMEOUT
+            raw.error = (f"{unit}: {cat_reason}, and no unit file in {', '.join(SEARCH_PATH)}: "
+                         "not known whether the unit exists")
         elif s.first("SHOW") is not None or s.complete:
             raw.source, raw.status = SOURCE_DISK, UNIT_NOT_FOUND
             raw.error = (f"{unit} not found: systemctl cat: {cat_reason or 'no output'}; "

@@ -178,3 +178,22 @@ esac
     assert time.monotonic() - start < 20
     assert split_sections(out, cmd.nonce).complete  # the script went on after the step's timeout
     assert len(raw.gpus) == 2 and raw.interconnect is None
+
+
+def test_a_hung_systemctl_is_a_timeout_not_a_missing_unit(tmp_path):
+    """systemctl cat that never answers is stopped by the step timeout (exit 124): the unit's status is
+    "timeout", not "unit not found". The real script, run locally with a hanging systemctl first on
+    PATH and a directory standing for /run/systemd/system (systemd as PID 1)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "systemctl").write_text("#!/bin/sh\nexec sleep 30\n")
+    (fake / "systemctl").chmod(0o755)
+    booted = tmp_path / "run-systemd-system"
+    booted.mkdir()
+    cmd = build_command("dw-surely-missing-unit.service", step_timeout=1)
+    script = cmd.script.replace("PATH=/usr/local/sbin:", f"PATH={fake}:/usr/local/sbin:")
+    script = script.replace("/run/systemd/system", str(booted))
+    out = subprocess.run(["/bin/sh", "-s"], input=script.encode(), capture_output=True, timeout=60).stdout
+    raw = parse_output("h", cmd.unit, cmd.nonce, out)
+    assert raw.status == "timeout", (raw.status, raw.error)
+    assert "did not answer" in raw.error and "not found" not in raw.error
