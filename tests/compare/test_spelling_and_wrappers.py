@@ -111,7 +111,8 @@ def test_two_snapshots_in_one_second_both_survive(tmp_path):
               "--store", tmp_path / "store", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     saved = [line.split("\t")[-1] for line in run.stdout.splitlines()]
-    assert len(set(saved)) == 2 and all(Path(p).exists() for p in saved)
+    from driftwatch.snapshots.store import SnapshotStore  # a database: both rows, as listed
+    assert len(set(saved)) == 2 and sorted(str(r.path) for r in SnapshotStore(tmp_path / "store").records()) == sorted(saved)
 
 
 @pytest.mark.parametrize("args,needle", [
