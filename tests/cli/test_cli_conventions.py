@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -167,6 +168,8 @@ def test_13_a_figure_from_the_journal_is_not_refused(dw, tmp_path):
     import yaml
     saved = dw("snapshot", "--unit-file", UNIT_40, "--store", tmp_path / "store")
     path = saved.stdout.split("\t")[-1].strip()
+    assert dw("store", "export", "--store", tmp_path / "store", "-o", tmp_path / "out").code == 0  # a database now
+    path = tmp_path / "out" / Path(path).relative_to(tmp_path / "store")
     data = yaml.safe_load(open(path, encoding="utf-8"))
     data["runtime"]["measured"] = {"accept_length": 3.1}
     snap = tmp_path / "snap.yaml"
