@@ -100,10 +100,16 @@ def _startup_differences(pair: EnginePair) -> list[Difference]:
     problems = [i for i in pair.current.issues if i.severity == "error" and (i.kind, i.flag) not in known]
     if not problems:
         return []
-    flags = ", ".join(dict.fromkeys(i.flag for i in problems if i.flag)) or "the command line"
-    return [Difference(key="engine.startup", label=f"start-up ({flags})", baseline="starts",
-                       current="refuses to start", notes=[f"{i.message}." for i in problems],
-                       details={"problems": [i.to_dict() for i in problems]})]
+    named = list(dict.fromkeys(i.flag for i in problems if i.flag))
+    flags = ", ".join(named[:_NAMED]) + (f", … ({len(named) - _NAMED} more)" if len(named) > _NAMED else "")
+    notes = [f"{i.message}." for i in problems[:_NAMED]]
+    if len(problems) > _NAMED:  # every one stays in the details; the sentence names the first few
+        notes.append(f"… and {len(problems) - _NAMED} more problems of the same kind (all in the details).")
+    return [Difference(key="engine.startup", label=f"start-up ({flags or 'the command line'})", baseline="starts",
+                       current="refuses to start", notes=notes, details={"problems": [i.to_dict() for i in problems]})]
+
+
+_NAMED = 8  # start-up problems named in the finding's label and sentence (a unit may have thousands)
 
 
 def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: list[IgnoreEntry] | None = None,

@@ -160,3 +160,23 @@ def test_a_baseline_saved_before_every_key_was_kept_is_not_drift_by_itself(tmp_p
     changed = write(tmp_path, "t.service", text.replace("User=llm", "User=root"))
     code, out = run("compare", "--baseline", str(old), "--unit-file", changed)
     assert code == 1 and "User=" in out, out
+
+
+def test_thousands_of_unknown_flags_are_told_but_none_is_dropped(tmp_path):
+    """Past MAX_UNTYPED_FINDINGS the rest are one finding whose details carry every one of them, and
+    the start-up finding names a few problems and keeps all in its details: the report stays readable
+    (it was one finding, and one sentence, per flag) and no changed flag is missing."""
+    import json
+    from driftwatch.diff.flags import MAX_UNTYPED_FINDINGS
+    n = 300
+    base = write(tmp_path, "a.service", f"[Service]\nExecStart={PY} " + " ".join(f"--zz-{i} {i}" for i in range(n)) + "\n")
+    cur = write(tmp_path, "b.service", f"[Service]\nExecStart={PY} " + " ".join(f"--zz-{i} {i + 1}" for i in range(n)) + "\n")
+    code, out = run("compare", "--baseline", base, "--unit-file", cur, "--format", "json")
+    assert code == 1, out[-500:]
+    findings = json.loads(out)["findings"]
+    single = {f["flag"]: f for f in findings if (f["key"] or "").startswith("untyped.--")}
+    folded = [f for f in findings if f["key"] == "untyped.*"]
+    assert len(single) == MAX_UNTYPED_FINDINGS - 1 and len(folded) == 1
+    told = set(single) | set(folded[0]["details"])
+    assert told == {f"--zz-{i}" for i in range(n)}  # every changed flag, once
+    assert all(str(v["current"]) == str(int(k[5:]) + 1) for k, v in folded[0]["details"].items())
