@@ -661,13 +661,7 @@ class FileStore(SnapshotStore):
         (and, with `older_than`, lines before the cut-off but the newest of each kept snapshot),
         rewritten atomically. Holds the store's lock, so a concurrent `save` waits.
         """
-        if keep is None and older_than is None:
-            raise InputError("prune: say what to delete (keep N newest and/or older than a duration)")
-        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
-            raise InputError(f"prune: keep must be a whole number of at least 1 (the newest is always kept), "
-                             f"not {keep!r}")
-        if older_than is not None and older_than < _dt.timedelta(0):
-            raise InputError(f"prune: older_than must not be negative, not {older_than}")
+        check_prune_request(keep, older_than)
         cutoff = None if older_than is None else (now or _dt.datetime.now(UTC)) - older_than
         hashes, paths, keys, sources = set(), set(), set(), []
         for item in protected:
@@ -784,6 +778,17 @@ class FileStore(SnapshotStore):
 
 
 _OPEN: dict[str, SnapshotStore] = {}
+
+
+def check_prune_request(keep: int | None, older_than: _dt.timedelta | None) -> None:
+    """What every store's `prune` accepts: a whole `keep` ≥ 1 and/or a non-negative `older_than`."""
+    if keep is None and older_than is None:
+        raise InputError("prune: say what to delete (keep N newest and/or older than a duration)")
+    if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
+        raise InputError(f"prune: keep must be a whole number of at least 1 (the newest is always kept), "
+                         f"not {keep!r}")
+    if older_than is not None and older_than < _dt.timedelta(0):
+        raise InputError(f"prune: older_than must not be negative, not {older_than}")
 
 
 def save_snapshot(snapshot: Snapshot, store: str | os.PathLike | None, *, dedupe: bool = True) -> Path:

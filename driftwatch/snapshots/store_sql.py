@@ -33,7 +33,7 @@ from ..errors import DriftwatchError, InputError
 from ..timestamps import UTC, file_stamp, format_utc, parse_utc
 from .snapshot import Snapshot, snapshot_from_dict, snapshot_to_dict
 from .store import (MAX_PER_SECOND, BaselineSource, SaveResult, Seen, SnapshotKey, SnapshotRecord, SnapshotStore,
-                    StoredSnapshot, safe_component, snapshot_hash, source_hash, state_hash)
+                    StoredSnapshot, check_prune_request, safe_component, snapshot_hash, source_hash, state_hash)
 
 DB_NAME = "store.db"
 SCHEMA_VERSION = 1
@@ -570,13 +570,7 @@ class DatabaseStore(SnapshotStore):
         state was last seen before the cut-off (the newest of each host/unit never), protections are
         checked against those candidates only, and one DELETE removes them (their runs go with them).
         With `older_than`, runs older than the cut-off go too, but the newest of each snapshot."""
-        if keep is None and older_than is None:
-            raise InputError("prune: say what to delete (keep N newest and/or older than a duration)")
-        if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
-            raise InputError(f"prune: keep must be a whole number of at least 1 (the newest is always kept), "
-                             f"not {keep!r}")
-        if older_than is not None and older_than < _dt.timedelta(0):
-            raise InputError(f"prune: older_than must not be negative, not {older_than}")
+        check_prune_request(keep, older_than)
         cutoff = None if older_than is None else _epoch((now or _dt.datetime.now(UTC)) - older_than)
         hashes, paths, keys, sources = set(), set(), set(), []
         for item in protected:
