@@ -21,7 +21,7 @@ from ..engines.registry import find_launcher
 from ..errors import DriftwatchError
 from ..parse.execstart import resolve_exec_start
 from ..parse.unitfile import LIST_KEYS, parse_unit_text
-from ..redact import fingerprint, has_fingerprint
+from ..redact import fingerprint, has_fingerprint, is_fingerprint_of
 from ..snapshots.baseline import Baseline
 from ..snapshots.snapshot import Snapshot, build_snapshot
 from .compare import Comparison, Finding
@@ -151,9 +151,11 @@ def _secret_word(word: str) -> bool:
     return has_fingerprint(word)
 
 
-def _unredact(words: list[str], clear_pool: list[str], secrets: list[str]) -> tuple[list[str], list[int]]:
+def _unredact(words: list[str], clear_pool: list[str], secrets: list[str],
+              public: list[str] = ()) -> tuple[list[str], list[int]]:
     """The baseline's words with each redacted one replaced by the current unit's clear word of the
-    same fingerprint (`--flag=VALUE` too); indexes of those that cannot be."""
+    same fingerprint (`--flag=VALUE` too), or by a `public` word (`vllm serve`'s) an older release
+    fingerprinted; indexes of those that cannot be."""
     pool: dict[str, str] = {}
     for w in clear_pool:
         pool[fingerprint(w)] = w
@@ -168,6 +170,8 @@ def _unredact(words: list[str], clear_pool: list[str], secrets: list[str]) -> tu
             whole = w == fingerprint(clear)  # the word itself, not the value of `--flag=VALUE`
             out.append(clear)
             secrets.append(clear if whole else clear.split("=", 1)[1])
+        elif (word := next((c for c in public if is_fingerprint_of(w, c)), None)) is not None:
+            out.append(word)  # an older release's over-cautious fingerprint of a public word (`serve`)
         else:
             out.append(w)
             missing.append(i)
@@ -339,7 +343,7 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
     c_written = _common_suffix(clear.expanded, clear.engine_argv)
     in_script = c_written == 0 and bool(clear.engine_argv)  # `bash -c '… ENGINE ARGS'`
     b_implied = 0 if in_script or b_written == 0 else len(b_engine) - b_written
-    new_engine, missing = _unredact(b_engine[b_implied:], clear.engine_argv + public, secrets)
+    new_engine, missing = _unredact(b_engine[b_implied:], clear.engine_argv + public, secrets, public)
     if any(i == 0 or not new_engine[i - 1].startswith("-") for i in missing if "=" not in new_engine[i]):
         plan.left.append(Left("ExecStart", "secret:ExecStart", "secret"))
         plan.problems.append("secret-in-command")
@@ -358,10 +362,10 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
         # whole command line, as its unit writes it, with the engine's arguments spliced in.
         b_argv = list(bsnap.argv) if len(bsnap.argv) == len(bsnap.expanded_argv) else list(bsnap.expanded_argv)
         if b_written == 0 and b_engine:
-            words, missing_b = _unredact(b_argv, clear.argv + clear.expanded + public, secrets)
+            words, missing_b = _unredact(b_argv, clear.argv + clear.expanded + public, secrets, public)
         else:
             prefix, missing_b = _unredact(b_argv[:len(b_argv) - b_written], clear.argv + clear.expanded + public,
-                                          secrets)
+                                          secrets, public)
             words = prefix + new_engine
             plan.exec_head = len(prefix)
         if missing_b:

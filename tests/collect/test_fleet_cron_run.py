@@ -158,7 +158,8 @@ hosts:
     assert "(group 1, told once above)" in report  # per-host detail points to the group, not repeated
 
     # the store fed: one snapshot per (host, unit) read, the no-baseline host too
-    stored = {(p.parent.parent.name, p.parent.name) for p in (state / "store").rglob("*.yaml")}
+    from driftwatch.snapshots.store import SnapshotStore  # a database: its rows, as the store lists them
+    stored = {(r.host, r.unit) for r in SnapshotStore(state / "store").records()}
     assert {(n, SG) for n in ("sg1", "sg2", "sg3", "nb")} | {(n, VL) for n in ("vl1", "vl2")} <= stored
 
     # one Prometheus file, read by node_exporter without a scrape error
