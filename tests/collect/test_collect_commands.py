@@ -194,6 +194,6 @@ def test_a_hung_systemctl_is_a_timeout_not_a_missing_unit(tmp_path):
     script = cmd.script.replace("PATH=/usr/local/sbin:", f"PATH={fake}:/usr/local/sbin:")
     script = script.replace("/run/systemd/system", str(booted))
     out = subprocess.run(["/bin/sh", "-s"], input=script.encode(), capture_output=True, timeout=60).stdout
-    raw = parse_output("h", cmd.unit, cmd.nonce, out)
+    raw = parse_output("h", cmd.unit, cmd.nonce, out, reader=READER)
     assert raw.status == "timeout", (raw.status, raw.error)
     assert "did not answer" in raw.error and "not found" not in raw.error
