@@ -1,8 +1,10 @@
 """The fleet report (`driftwatch report`), end to end, in one function: `report_fleet`.
 
-settings and baseline → local files compared → live hosts collected, each compared as its answer
-arrives → unused ignores checked on the real findings of the whole fleet → "since" from the
-snapshot store → one `driftwatch.report/v1` document → rendered, written, shown → mailed.
+settings and baselines (`--baseline`, else each unit's own from the inventory) → the hosts
+(`--limit`, `--shard`) → local files compared → live hosts collected, each compared as its answer
+arrives → one `driftwatch.report/v1` document (drift told once in groups) → unused ignores checked on
+the real findings of the whole fleet → "since" from the snapshot store → every unit read fed to the
+store → rendered, written, shown → mailed.
 
 A host that cannot be read, or whose unit cannot be read, is an entry with its error, never a
 reason to stop the others. The document and its words are report/'s (`build_report`,
