@@ -75,3 +75,17 @@ def test_the_detector():
 def test_the_env_tables_are_current():
     from tools import gen_env_types
     assert gen_env_types.main(["--check"]) == 0
+
+
+def test_the_detector_patterns_are_current():
+    """data/secret_patterns.json is what the installed detect-secrets' token plugins say, and the
+    policy runs those patterns (a GitHub token is found) without importing detect-secrets."""
+    import subprocess
+    import sys
+    from tools import gen_secret_patterns
+    assert gen_secret_patterns.main(["--check"]) == 0
+    code = ("import sys; from driftwatch.redact import detect_secrets_in; "
+            "found = detect_secrets_in('curl -H x ghp_' + 'a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8'); "
+            "print(bool(found), any(m.startswith('detect_secrets') for m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert run.stdout.split() == ["True", "False"], run.stdout + run.stderr
