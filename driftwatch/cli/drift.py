@@ -8,8 +8,8 @@ import click
 
 from ..errors import EXIT_DRIFT, EXIT_OK
 from ..report import format_names
-from .options import (baselines_dir_option, catalog_option, emit, engine_files, facts_options, shard_option,
-                      ssh_options, terminal_format, voice)
+from .options import (baselines_dir_option, catalog_option, emit, engine_files, facts_options, judging_options,
+                      shard_option, ssh_options, terminal_format, voice)
 
 
 @click.command()
@@ -24,9 +24,7 @@ from .options import (baselines_dir_option, catalog_option, emit, engine_files, 
 @click.option("--format", "fmt", type=click.Choice(format_names("comparison")), default="text", show_default=True,
               help="How to write the comparison (json: driftwatch.compare/v1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here (atomically).")
-@click.option("--rules", "rules_dir", type=str, help="Directory of extra/overriding rules/*.yaml.")
-@click.option("--ignore", "ignores", multiple=True, help="Rule id or name, key, concept or flag to ignore (repeatable; globs allowed).")
-@click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml when present].")
+@judging_options
 @click.option("--engine-version", help="Read both sides with this engine release's catalog (SGLang or vLLM).")
 @click.option("--inventory", type=str, help="Inventory naming --host.")
 @baselines_dir_option
@@ -79,9 +77,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @click.option("--config", "config_path", help="Config file [default: ~/.config/driftwatch/config.yaml, /etc/driftwatch/config.yaml].")
 @click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency the predictions are for.")
 @click.option("--parallel", type=click.IntRange(1, 1024), default=32, show_default=True, help="Hosts read at once.")
-@click.option("--rules", "rules_dir", type=str, help="Extra rules directory.")
-@click.option("--ignore", "ignores", multiple=True, help="Rule id or name, key, concept or flag to ignore (repeatable).")
-@click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml].")
+@judging_options
 @click.option("--engine-version", help="Read units with this engine release's catalog (SGLang or vLLM).")
 @click.option("--store", help="Snapshot store that says since when each finding is there "
                               "[default: ~/.local/state/driftwatch].")

@@ -95,6 +95,19 @@ shard_option = click.option(
          "one of N runners (Kubernetes Indexed Job, AWX sliced job, Nomad).")
 
 
+def judging_options(func):
+    """--rules, --ignore, --ignore-file: how findings are judged (findings/judging.py), for every
+    command that compares."""
+    for option in reversed([
+        click.option("--rules", "rules_dir", type=str, help="Directory of extra/overriding rules/*.yaml."),
+        click.option("--ignore", "ignores", multiple=True,
+                     help="Rule id or name, key, concept or flag to ignore (repeatable; globs allowed)."),
+        click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml when present]."),
+    ]):
+        func = option(func)
+    return func
+
+
 def facts_options(func):
     """compare: the model's config.json and the GPUs, for the physical impact models (issue 13)."""
     func = click.option("--gpu", "gpu", help="The current host's GPUs, NAME[xN] as nvidia-smi names them, "

@@ -5,7 +5,7 @@ import sys
 
 import click
 
-from .options import baselines_dir_option, catalog_option, emit, engine_files, ssh_options, voice
+from .options import baselines_dir_option, catalog_option, emit, engine_files, judging_options, ssh_options, voice
 
 
 @click.command()
@@ -34,10 +34,7 @@ from .options import baselines_dir_option, catalog_option, emit, engine_files, s
               help="Run CMD instead of `systemctl restart {unit}` with --restart ({unit}: the unit).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="How to write the plans (json: driftwatch.restore/v1).")
-@click.option("--rules", "rules_dir", type=str, help="Directory of extra/overriding rules/*.yaml.")
-@click.option("--ignore", "ignores", multiple=True, help="Rule id or name, key, concept or flag to ignore "
-                                                         "(repeatable; globs allowed).")
-@click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml when present].")
+@judging_options
 @baselines_dir_option
 @catalog_option
 @ssh_options

@@ -8,8 +8,8 @@ import click
 
 from ..errors import EXIT_OK, EXIT_TROUBLE, InputError
 from ..report import format_names
-from .options import (baselines_dir_option, catalog_option, emit, engine_files, shard_option, ssh_options,
-                      terminal_format, voice)
+from .options import (baselines_dir_option, catalog_option, emit, engine_files, judging_options, shard_option,
+                      ssh_options, terminal_format, voice)
 
 
 @click.command()
@@ -98,9 +98,7 @@ def prune(keep, older_than, store, host, unit, dry_run, quiet, baselines_dir):
 @click.option("--format", "fmt", type=click.Choice(format_names("history")), default="text", show_default=True,
               help="How to write the history (json: driftwatch.history/v1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the history here (atomically).")
-@click.option("--rules", "rules_dir", type=str, help="Extra rules directory (with --baseline).")
-@click.option("--ignore", "ignores", multiple=True, help="Rule id or name, key, concept or flag to ignore (with --baseline).")
-@click.option("--ignore-file", type=str, help="Ignore list [default: ./.driftwatch.yaml].")
+@judging_options
 @click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency (with --baseline).")
 @click.option("--engine-version", help="Read every snapshot with this engine release's catalog.")
 @click.option("--limit", help="Only the inventory's hosts this Ansible host pattern selects "
