@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..engines.config import EXPLICIT, SOURCE_WORDS, EngineConfig, FlagValue
-from ..engines.registry import find_launcher, get_engine
+from ..engines.registry import carried_files, find_launcher, get_engine
 from ..redact import is_redacted, is_secret_field
 from ..snapshots.reported import differs
 from ..snapshots.snapshot import Snapshot
@@ -74,7 +74,7 @@ def not_applicable(snapshot: Snapshot) -> str | None:
         return f"the unit is {state}: they are from a run that has ended"
     running = rt.get("running_argv")
     if running:
-        launcher = find_launcher(list(running))
+        launcher = find_launcher(list(running), files=carried_files(snapshot.launcher.engine, snapshot.engine_argv))
         if launcher.engine != snapshot.launcher.engine or launcher.engine_argv != snapshot.engine_argv:
             return "the running server was started with other flags than the unit on disk (restart pending)"
     elif state is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..engines.registry import find_launcher, get_engine
+from ..engines.registry import carried_files, find_launcher, get_engine
 from ..engines.config import EngineConfig
 from ..parse.wrappers import NO_ENGINE
 from ..snapshots.snapshot import Snapshot
@@ -25,7 +25,7 @@ def _runtime_truths(current: Snapshot, config: EngineConfig) -> list[Difference]
                                        "on disk only after `systemctl daemon-reload`"]))
     running = rt.get("running_argv")
     if running:
-        launcher = find_launcher(list(running))
+        launcher = find_launcher(list(running), files=carried_files(current.launcher.engine, current.engine_argv))
         if launcher.engine != config.engine or config.engine == NO_ENGINE:
             return diffs  # not the same program: which process serves the unit is not known here
         running_config = get_engine(launcher.engine).read_config(launcher.engine_argv, engine_version=config.version)

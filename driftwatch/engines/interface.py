@@ -58,6 +58,11 @@ class Engine(ABC):
         (`docker run … vllm/vllm-openai:v0.15.0 ARGS`); `args` are the words after the image."""
         return None
 
+    def carried_files(self, engine_argv: list[str]) -> dict[str, str]:
+        """The configuration files a snapshot's engine argv carries inside it ({path: text}), so the
+        running process's command line, which names the same paths, is read with the same settings."""
+        return {}
+
     def concept_bindings(self) -> dict[str, Binding]:
         """Native field -> concept. Fields without a concept are compared by key only."""
         return {}

@@ -54,6 +54,17 @@ def startup_markers() -> tuple[str, ...]:
     return tuple(markers)
 
 
+def carried_files(engine: str | None, engine_argv: list[str]) -> EngineFiles:
+    """The configuration files a snapshot's engine argv carries, as EngineFiles: for reading the
+    running process's command line (which names `--config FILE` but not what FILE held) the way the
+    unit's was read. Assumes the file has not changed since the process started; a file that did
+    change is seen only in the start-up lines."""
+    try:
+        return EngineFiles(fetched=get_engine(engine).carried_files(list(engine_argv)))
+    except DriftwatchError:  # a snapshot of an engine not registered here: it carries nothing we read
+        return NO_FILES
+
+
 def find_launcher(argv: list[str], environment: dict[str, str] | None = None,
                   files: EngineFiles = NO_FILES) -> Launcher:
     """Peel wrappers off argv until a registered engine's entry point (engine "none" if none).

@@ -56,3 +56,36 @@ def test_loaded_exec_start_differing_from_disk_means_reload_pending():
     assert "systemd.loaded" in [f.key for f in result.findings]
     same = show.replace(loaded_argv, " ".join(_argv(UNIT_70)))
     assert not _run(_current(loaded_exec_start=same)).drift
+
+
+VLLM_UNIT = """[Service]
+ExecStart=/opt/venv/bin/vllm serve Qwen/Qwen3-8B --config /etc/vllm/serve.yaml --port 8000
+"""
+VLLM_CONFIG = {"/etc/vllm/serve.yaml": "max-num-seqs: 64\ngpu-memory-utilization: 0.9\nenforce-eager: true\n"}
+VLLM_ARGV = ["/opt/venv/bin/vllm", "serve", "Qwen/Qwen3-8B", "--config", "/etc/vllm/serve.yaml", "--port", "8000"]
+
+
+def _vllm(running_argv, **runtime):
+    raw = RawUnit(host="h1", unit="vllm.service", text=VLLM_UNIT, source="systemctl cat",
+                  paths=["/etc/systemd/system/vllm.service"], engine_files=dict(VLLM_CONFIG),
+                  running_argv=running_argv, active_state="active", **runtime)
+    return build_snapshot(raw)
+
+
+def _vllm_compare(current):
+    base = Baseline(name="vl", snapshot=_vllm(list(VLLM_ARGV)), metrics={})
+    return compare(base, current, load_rules())
+
+
+def test_a_running_vllm_with_its_config_file_is_not_a_pending_restart():
+    """The running argv names `--config FILE` too: the file's settings it started with are the ones
+    the unit's snapshot carries, so reading it without them must not report every one as changed."""
+    result = _vllm_compare(_vllm(list(VLLM_ARGV)))
+    assert "process.argv" not in [f.key for f in result.findings]
+    assert not result.drift
+
+
+def test_a_running_vllm_started_with_another_flag_beside_its_config_is_still_a_pending_restart():
+    result = _vllm_compare(_vllm(VLLM_ARGV[:-1] + ["8001"]))
+    [finding] = [f for f in result.findings if f.key == "process.argv"]
+    assert list(finding.difference.details) == ["port"]

@@ -85,3 +85,13 @@ def split_payloads(argv: list[str]) -> tuple[list[str], dict[str, dict]]:
             continue
         words.append(word)
     return words, payloads
+
+
+def carried(argv: list[str]) -> dict[str, str]:
+    """{path: YAML text} of the files whose settings `argv` carries (files not read are left out).
+
+    YAML, not JSON: read back through the same loader, it gives the same values and so the same
+    payload word (JSON's `1e-05` would be a string to a YAML 1.1 reader)."""
+    import yaml
+    return {path: yaml.safe_dump(doc["data"], sort_keys=False)
+            for path, doc in split_payloads(argv)[1].items() if "data" in doc}

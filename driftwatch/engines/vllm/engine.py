@@ -80,6 +80,9 @@ class VLLMEngine(ArgparseEngine):
             return EngineEntry("vllm serve", None, config_file.with_payloads(words[1:], files))
         return None
 
+    def carried_files(self, engine_argv: list[str]) -> dict[str, str]:
+        return config_file.carried(engine_argv)
+
     def detect_image(self, image: str, args: list[str], files: EngineFiles) -> EngineEntry | None:
         """`docker run … vllm/vllm-openai:TAG ARGS`: the image's own entrypoint runs vLLM."""
         name = image.partition("@")[0]
