@@ -180,6 +180,19 @@ def _since(findings: list[dict], judged: bool) -> str:
     return "unknown" if judged and findings else w.DASH
 
 
+def _group_since_text(findings: list[dict], units: int) -> str:
+    """When a group's drift began: the earliest start known among its units, saying for how many
+    it is known; 'unknown' when none is."""
+    starts = sorted(a for a, _ in map(_since_at, findings) if a)
+    new = sum(1 for _, n in map(_since_at, findings) if n)
+    if starts:
+        part = f"; known for {len(starts)} of {units} units" if len(starts) < units else ""
+        return f"{starts[0]} (the earliest{part})"
+    if new:
+        return "new since the last snapshot" + (f" on {new} of {units} units" if new < units else "")
+    return "unknown"
+
+
 def _group_since(doc: dict) -> dict[int, list[dict]]:
     """Each shared group's member findings (they carry the since of their host)."""
     out: dict[int, list[dict]] = {}
@@ -245,7 +258,7 @@ def _group_cards(doc: dict, anchors_by_pair: dict[tuple, str]) -> list[str]:
         lines = [f'<div style="{_P}"><strong>{esc(number)}.</strong> {_severity(g)} '
                  f'<strong style="{_MONO}">{esc(w.group_title(g))}</strong></div>',
                  f'<div style="{_P}">impact: {esc(w.impact_text(g))}</div>',
-                 f'<div style="{_P}">since: {esc(_since(since.get(number, []), True))}</div>',
+                 f'<div style="{_P}">since: {esc(_group_since_text(since.get(number, []), len(view.group_hosts(g))))}</div>',
                  f'<div style="{_P}">{esc(w.group_count_text(g))}: {_group_hosts(g, anchors_by_pair)}</div>']
         if w.explanation_lead(g):
             lines.append(f'<div style="{_P}">{esc(w.explanation_lead(g))}</div>')

@@ -88,6 +88,9 @@ def test_summary_per_baseline_groups_first_and_a_since_column(rules):
         for m in g["hosts"]:
             assert f'<a href="#host-{m["host"]}--{m["unit"]}">{m["host"]}</a>' in card
     assert html.index('id="group-1"') < html.index("<table") < html.index('<div id="host-')
+    group = next(g for g in shared if g["baseline_name"] == "70toks" and g["key"] == doc["hosts"][0]["comparison"]["findings"][0]["key"])
+    card = unescape(re.sub(r"<[^>]+>", "", html.split(f'id="group-{group["group"]}"', 1)[1].split("since:", 1)[1]))
+    assert card.startswith(" 2026-11-28T03:00:00Z (the earliest; known for 1 of 3 units)"), card[:80]
     # the since column: a stored start, "new since the last snapshot", unknown (no store), none for clean
     rows = _rows(html)
     assert rows["sg2"]["since"] == "2026-11-28T03:00:00Z"
@@ -242,3 +245,15 @@ def test_twenty_identical_hosts_at_the_top_of_the_page(browser, baseline, rules,
     assert first_screen[0].startswith("driftwatch: 20 of 21 hosts drifted from 70toks")
     assert "Summary per baseline" in first_screen and "group-1" in first_screen
     assert _png_rows_vary(browser.screenshot())
+
+
+@needs_chromium
+def test_a_single_comparison_fits_a_phone_too(browser, seed_doc, tmp_path):
+    """`compare --format html` shares the blocks: a long current value wraps instead of widening."""
+    seed_doc["findings"][0]["current"] = LONG_VALUE
+    path = tmp_path / "compare.html"
+    path.write_text(get_format("html").render_comparison(seed_doc))
+    browser.open(path, 390)
+    assert browser.evaluate("document.documentElement.scrollWidth") <= 390
+    assert browser.evaluate(OVERFLOWING) == []
+    assert browser.evaluate("document.querySelectorAll('body > div').length") == len(seed_doc["findings"])
