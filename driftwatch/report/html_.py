@@ -295,7 +295,8 @@ def _host_section(h: dict, anchor: str) -> list[str]:
     since = _since(view.findings(h), view.status(h) == "drift")
     out = [f'<div id="{anchor}" style="{_SECTION}">',
            f'<h3 style="{_H3}">{esc(w.host_title(h))} {_badge(view.status(h))} <span style="{_SMALL};font-weight:normal">'
-           f'baseline {esc(w.host_baseline(h))} · predicted {esc(w.predicted(h))} · since: {esc(since)}</span></h3>']
+           f'baseline {esc(w.host_baseline(h))} · predicted {esc(w.predicted(h))} · since: '
+           f'<span style="white-space:nowrap">{esc(since)}</span></span></h3>']
     summary = w.comparison_summary(view.comparison(h))
     if summary:
         out.append(f'<div style="{_SMALL}">{esc(summary)}</div>')
