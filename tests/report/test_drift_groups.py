@@ -49,7 +49,8 @@ def test_every_format_leads_with_the_groups_and_points_to_them(baseline, rules):
     md = get_format("markdown").render_fleet(doc)
     assert md.index("## Drift shared by several units") < md.index("## gpu00")
     html = get_format("html").render_fleet(doc)
-    assert html.index("Drift shared by several units") < html.index("gpu00 ")
+    assert html.index("Drift shared by several units") < html.index('id="host-gpu00--') < html.index('id="host-gpu19--')
+    assert html.count('href="#host-gpu07--sglang-qwen.service"') == len(doc["drift_groups"]) + 1  # each group, its row
     # each group's explanation is written once, not once per host
     lead = doc["drift_groups"][0]["explanation"].split(".")[0]
     assert " ".join(text.split()).count(lead) == 1
