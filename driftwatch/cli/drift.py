@@ -21,6 +21,10 @@ from .options import (baselines_dir_option, catalog_option, emit, engine_files, 
 @click.option("--baseline-metric", multiple=True, help="Override/add a baseline metric, e.g. throughput=70.")
 @click.option("--current-metric", multiple=True, help="A figure measured now, e.g. accept_length=1.75.")
 @click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency the prediction is for.")
+@click.option("--workload-prefix-share", type=click.FloatRange(0, 1),
+              help="Share of prompt tokens that repeat an earlier request's prefix (0-1): prices prefix caching.")
+@click.option("--workload-prompt-tokens", type=click.IntRange(1, 10**8),
+              help="Typical prompt length in tokens: prices a prefill chunk size change.")
 @click.option("--format", "fmt", type=click.Choice(format_names("comparison")), default="text", show_default=True,
               help="How to write the comparison (json: driftwatch.compare/v1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here (atomically).")
@@ -32,13 +36,16 @@ from .options import (baselines_dir_option, catalog_option, emit, engine_files, 
 @ssh_options
 @facts_options
 @engine_files
-def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric, current_metric, concurrency, fmt,
-            output, rules_dir, ignores, ignore_file, engine_version, inventory, baselines_dir, ssh, model_config,
+def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric, current_metric, concurrency,
+            workload_prefix_share, workload_prompt_tokens, fmt, output, rules_dir, ignores, ignore_file, engine_version, inventory, baselines_dir, ssh, model_config,
             baseline_model_config, gpu, files):
     """Compare a unit with a known-good baseline and rank what cost throughput."""
     from ..report import get_format
     from ..report.data import comparison_to_dict
     from ..run.compare import compare_unit
+    current_metric = tuple(current_metric) + tuple(  # the workload reaches the impact models as metrics
+        f"{k}={v}" for k, v in (("prefix_share", workload_prefix_share), ("prompt_tokens", workload_prompt_tokens))
+        if v is not None)
     result = compare_unit(baseline_spec, unit_file=unit_file, host=host, unit=unit, snapshot_file=snapshot_file,
                           inventory=inventory, baselines_dir=baselines_dir, baseline_metric=baseline_metric,
                           current_metric=current_metric, rules_dir=rules_dir, ignores=ignores,
