@@ -314,7 +314,14 @@ def graph_interval(ctx, batch: int, params: dict | None, gaining: bool) -> tuple
             return None
         graphs, eager = effect[0].total, effect[1].total
         values.append(eager / graphs if gaining else graphs / eager)
-    lo, hi = min(values), max(values)
+    # the roofline's graph step itself is uncertain as the speculative step cost is (the same fitted term,
+    # STEP_COST_SPREAD, capped), and where it was checked it ran long (seed 004's servers: 16 and 33 ms
+    # measured against 18 and 48; the RTX 5090 decode-graph case: 2.6 ms measured): a shorter real step
+    # makes the launch overhead weigh more, so the term widens the far end only, and never flips the sign
+    u = cal.STEP_COST_SPREAD["facts"] + (0.0 if hardware_for(ctx).known else cal.STEP_COST_SPREAD["unknown_gpu"])
+    far = [v * math.exp(math.copysign(min(u * abs(math.log(v)), cal.STEP_COST_SPREAD_CAP), math.log(v)))
+           for v in values]
+    lo, hi = min(values + far), max(values + far)
     # SGLang captures whole decode steps: the same batch is never slower with graphs. Elsewhere (vLLM's
     # piecewise graphs) some architectures ran slower with graphs than eager: the band covers both ways.
     full_graphs = (getattr(ctx, "engine", None) or "").lower() == "sglang"
