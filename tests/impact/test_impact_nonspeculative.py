@@ -116,6 +116,13 @@ def test_compare_takes_the_workload_options(tmp_path):
     assert 1.0 < lo < 1.293 < hi
     bad = CliRunner().invoke(cli, args + ["--workload-prefix-share", "1.5"])
     assert bad.exit_code == 2 and "Traceback" not in bad.output
+    # report takes them too, for every unit it judges
+    fleet = ["report", "--unit-file", os.path.join(case, "current.unit"), "--baseline", os.path.join(case, "baseline.unit"),
+             "--format", "json", "--concurrency", "128", "--no-store"]
+    plain_fleet = json.loads(CliRunner().invoke(cli, fleet).output)["hosts"][0]["comparison"]
+    stated_fleet = json.loads(CliRunner().invoke(cli, fleet + ["--workload-prefix-share", "0.9"]).output)
+    assert plain_fleet["predicted_throughput_interval"] is None
+    assert stated_fleet["hosts"][0]["comparison"]["predicted_throughput_interval"] == [lo, hi]
 
 
 def _eagle3_units(tmp_path, head):
