@@ -13,7 +13,7 @@ import math
 
 from . import calibration as cal
 from . import roofline
-from .base import AGGREGATE, LOW, Estimate, ImpactContext, as_float, side_metrics
+from .base import AGGREGATE, LOW, Estimate, ImpactContext, as_float, side_metrics, single_stream_known
 
 PREFIX_SHARE_KEYS = ("prefix_share",)
 HIT_RATE_KEYS = ("prefix_cache_hit_rate", "cache_hit_rate")
@@ -101,10 +101,11 @@ def prefill_chunk_estimate(change: str, before: int, after: int, ctx: ImpactCont
 
         point = prefill(before, n_b) / prefill(after, n_c)
         how = f"the roofline of {roofline.hardware_words(m, hw)}"
-    stall = math.exp(-cal.CHUNK_DECODE_STALL)
+    # one stream has no other decodes to stall behind a chunk
+    stall = 1.0 if single_stream_known(ctx) else math.exp(-cal.CHUNK_DECODE_STALL)
     lo, hi = (stall, bound) if bound > 1 else (bound, 1.0 / stall)
     point = min(max(point, lo), hi)
+    waits = "" if stall == 1.0 else f", running decodes wait {'longer' if after > before else 'less'} behind each chunk"
     return Estimate(point, LOW, f"{change}: a {p}-token prompt is prefilled in {n_b} → {n_c} forward passes; "
                     f"prefill-bound throughput moves by between ×1 (cost per token) and ×{bound:.2f} (cost per "
-                    f"forward), running decodes wait {'longer' if after > before else 'less'} behind each chunk: "
-                    f"×{lo:.2f}–{hi:.2f}, most likely ×{point:.2f} by {how}", AGGREGATE, (lo, hi))
+                    f"forward){waits}: ×{lo:.2f}–{hi:.2f}, most likely ×{point:.2f} by {how}", AGGREGATE, (lo, hi))

@@ -62,6 +62,9 @@ def test_larger_prefill_chunk_on_long_prompts_gains_up_to_the_forward_count():
     f = get_model("kv_capacity")("prefill.chunk_size", 8192, 16384,
                                  ctx(conc=1, known=False, cm={"prompt_tokens": 13638}, m=DENSE, gpu="H200"), {})
     assert f.interval == pytest.approx(e.interval) and f.throughput_ratio != pytest.approx(e.throughput_ratio)
+    # one stream stated: no decodes wait behind the chunk, the low end is ×1
+    alone = get_model("kv_capacity")("prefill.chunk_size", 8192, 16384, ctx(conc=1, cm={"prompt_tokens": 13638}), {})
+    assert alone.interval == pytest.approx((1.0, 2.0)) and "wait" not in alone.detail and "wait" in e.detail
     short = get_model("kv_capacity")("prefill.chunk_size", 8192, 16384, ctx(cm={"prompt_tokens": 4000}), {})
     assert short.throughput_ratio == 1.0 and short.interval == (1.0, 1.0)
     none = get_model("kv_capacity")("prefill.chunk_size", 8192, 16384, ctx(conc=8), {})
