@@ -306,14 +306,22 @@ def weights_per_gpu_gb(m: ModelFacts, tp: int, pp: int = 1) -> float:
 def graph_interval(ctx, batch: int, params: dict | None, gaining: bool) -> tuple[float, float] | None:
     """The 80 % interval of a CUDA-graphs change at `batch` (gaining: the current side has the graphs):
     the ratio at both ends of EAGER_LAYER_US_RANGE, widened by GRAPH_BASE_SPREAD; None without facts."""
+    import dataclasses
     import math
+    contexts = [ctx]
+    if not hardware_for(ctx).known:  # an unknown GPU: the table's slowest and fastest stand in as well
+        from ..facts.gpu import gpu_table
+        rows = sorted(gpu_table(), key=lambda r: r.bandwidth_gbs)
+        tp = side_int(ctx, "current", "parallel.tensor")
+        contexts += [dataclasses.replace(ctx, gpu_facts=GPUFacts(r, tp, r.name, r.interconnect)) for r in (rows[0], rows[-1])]
     values = []
-    for us in cal.EAGER_LAYER_US_RANGE:
-        effect = graph_effect(ctx, batch, {**(params or {}), "eager_layer_us": us})
-        if effect is None:
-            return None
-        graphs, eager = effect[0].total, effect[1].total
-        values.append(eager / graphs if gaining else graphs / eager)
+    for c in contexts:
+        for us in cal.EAGER_LAYER_US_RANGE:
+            effect = graph_effect(c, batch, {**(params or {}), "eager_layer_us": us})
+            if effect is None:
+                return None
+            graphs, eager = effect[0].total, effect[1].total
+            values.append(eager / graphs if gaining else graphs / eager)
     # the roofline's graph step itself is uncertain as the speculative step cost is (the same fitted term,
     # STEP_COST_SPREAD, capped), and where it was checked it ran long (seed 004's servers: 16 and 33 ms
     # measured against 18 and 48; the RTX 5090 decode-graph case: 2.6 ms measured): a shorter real step

@@ -162,3 +162,14 @@ def test_the_draft_heads_own_config_is_read_when_its_path_is_a_local_directory(t
     hub = json.loads(CliRunner().invoke(cli, ["compare", "--baseline", str(base2), "--unit-file", str(cur2)] + facts).output)
     assert "own config.json" not in json.dumps(hub["findings"])
     assert own["predicted_throughput_ratio"] > hub["predicted_throughput_ratio"]
+
+
+def test_an_unknown_gpu_widens_the_graphs_interval():
+    # the reference GPU stands in for the point; the interval holds the table's slowest and fastest GPUs too
+    known = get_model("feature_toggle")("cuda_graph.enabled", False, True,
+                                        ctx({"cuda_graph.enabled": False}, {"cuda_graph.enabled": True}, conc=8,
+                                            m=SMALL, gpu="H100", engine="SGLang"), {})
+    unknown = get_model("feature_toggle")("cuda_graph.enabled", False, True,
+                                          ctx({"cuda_graph.enabled": False}, {"cuda_graph.enabled": True}, conc=8,
+                                              m=SMALL, engine="SGLang"), {})
+    assert unknown.interval[1] / unknown.throughput_ratio > known.interval[1] / known.throughput_ratio
