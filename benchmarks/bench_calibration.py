@@ -31,6 +31,8 @@ def cli_ratio(exe: list[str], case: fit.Case, facts: bool) -> tuple[float | None
     args = exe + ["compare", "--baseline", os.path.join(case.folder, "baseline.unit"),
                   "--unit-file", os.path.join(case.folder, "current.unit"), "--format", "json"]
     args += [str(a) for a in case.spec.get("compare_args") or []]
+    for name, value in (case.workload or {}).items():  # the workload the source states (both runs)
+        args += [fit.WORKLOAD_OPTIONS[name], str(value)]
     if facts and case.model_config:
         args += ["--model-config", case.model_config]
     if facts and case.gpus:

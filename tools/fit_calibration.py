@@ -59,6 +59,8 @@ DEFAULT_CASES = os.path.join(REPO, "tools", "calibration_cases")
 SHARED_CASES = os.path.normpath(os.path.join(REPO, "..", "shared", "calibration"))
 MODELS_DIR = os.path.join(REPO, "tools", "calibration_models")
 REPORTED = os.path.join(REPO, "tools", "calibration_reported.yaml")
+WORKLOAD = os.path.join(REPO, "tools", "calibration_workload.yaml")
+WORKLOAD_OPTIONS = {"prefix_share": "--workload-prefix-share", "prompt_tokens": "--workload-prompt-tokens"}
 TOLERANCE = 0.25
 DIRECTION_THRESHOLD = 0.10
 
@@ -72,6 +74,7 @@ class Case:
     model_config: str | None
     gpus: list | None
     reported: dict | None = None  # start-up values the source quotes (calibration_reported.yaml)
+    workload: dict | None = None  # the workload the source states (calibration_workload.yaml)
 
     @property
     def measured(self) -> float:
@@ -134,15 +137,26 @@ def load_reported(path: str = REPORTED) -> dict:
         return yaml.safe_load(fh) or {}
 
 
+def load_workload(path: str = WORKLOAD) -> dict:
+    """Case folder -> {metric: value} for the workload options (WORKLOAD_OPTIONS) its source states."""
+    if not os.path.isfile(path):
+        return {}
+    with open(path, encoding="utf-8") as fh:
+        doc = yaml.safe_load(fh) or {}
+    return {k: {m: v for m, v in (e or {}).items() if m in WORKLOAD_OPTIONS} for k, e in doc.items()}
+
+
 def load_cases(folder: str) -> list[Case]:
     cases = []
     reported = load_reported()
+    workload = load_workload()
     for d in sorted(glob.glob(os.path.join(folder, "*", "case.yaml"))):
         root = os.path.dirname(d)
         with open(d, encoding="utf-8") as fh:
             spec = yaml.safe_load(fh)
         name = os.path.basename(root)
-        cases.append(Case(name, root, spec, _compare_args(spec.get("compare_args")), None, None, reported.get(name)))
+        cases.append(Case(name, root, spec, _compare_args(spec.get("compare_args")), None, None, reported.get(name),
+                          workload.get(name)))
     return cases
 
 
@@ -173,6 +187,7 @@ class Runner:
                 cur.runtime["gpus"] = case.gpus
         a = case.args
         b_metrics, c_metrics = dict(a["baseline_metrics"]), dict(a["current_metrics"])
+        c_metrics.update(case.workload or {})  # as compare's --workload-* options pass them
         if facts and case.reported:  # what the collector reads from the journal at start-up
             b_metrics = {**(case.reported.get("baseline") or {}), **b_metrics}
             c_metrics = {**(case.reported.get("current") or {}), **c_metrics}
@@ -476,15 +491,14 @@ UNCALIBRATED = {"STEP_COST_SPREAD.facts": 0.0, "STEP_COST_SPREAD.prior": 0.0, "S
 def family(case: Case) -> str:
     """The kind of change a case measures (for the per-family rows)."""
     n = case.name
-    if "mtp" in n:
-        return "speculative: MTP"
-    if "eagle" in n:
-        return "speculative: EAGLE3"
-    if "ngram" in n:
-        return "speculative: n-gram"
-    if "graph" in n or "eager" in n or "piecewise" in n:
-        return "CUDA graphs"
-    return "other (attention, KV, prefix, chunk, scheduler)"
+    for words, label in ((("mtp",), "speculative: MTP"), (("eagle",), "speculative: EAGLE3"),
+                         (("ngram",), "speculative: n-gram"), (("graph", "eager", "piecewise"), "CUDA graphs"),
+                         (("radix", "prefix"), "prefix cache"), (("trtllm-mla",), "attention backend + KV dtype"),
+                         (("fp8-kv",), "KV dtype"), (("attn", "flashinfer"), "attention backend"),
+                         (("batched-tokens", "chunk"), "prefill chunk"), (("async",), "scheduler")):
+        if any(w in n for w in words):
+            return label
+    return "other"
 
 
 def covered(interval, measured: float) -> bool | None:
@@ -518,7 +532,8 @@ def interval_score(rows: list[Row], which: str = "interval", rows_filter=None) -
             "coverage_answered": len(cov) / len(answered) if answered else 0.0,
             "median_width": median, "wrong_side": sum(1 for r in answered if wrong_side(getattr(r, which), r.case.measured)),
             "high": len(high), "high_within": len(high_ok),
-            "direction_given": sum(1 for r in answered if getattr(r, which)[0] > 1.0 or getattr(r, which)[1] < 1.0)}
+            "direction_given": sum(1 for r in answered if getattr(r, which)[0] > 1.0 + 1e-9
+                                   or getattr(r, which)[1] < 1.0 - 1e-9)}
 
 
 def interval_objective(rows: list[Row]) -> float:
@@ -570,7 +585,7 @@ def interval_table(rows: list[Row], uncalibrated: list[Row] | None = None) -> st
            "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         iv = r.interval
-        way = "—" if iv is None else ("faster" if iv[0] > 1 else "slower" if iv[1] < 1 else "unknown")
+        way = "—" if iv is None else ("faster" if iv[0] > 1 + 1e-9 else "slower" if iv[1] < 1 - 1e-9 else "unknown")
         cov = covered(iv, r.case.measured)
         out.append(f"| {r.case.name}{' (hard)' if r.case.spec.get('hard') else ''} | {family(r.case)} | "
                    f"×{r.case.measured:.3f} | {_fmt(r.after)} | {_iv(iv)} | "

@@ -12,6 +12,20 @@ from .options import (baselines_dir_option, catalog_option, emit, engine_files, 
                       shard_option, ssh_options, terminal_format, voice)
 
 
+def workload_options(func):
+    """--workload-prefix-share / --workload-prompt-tokens: the workload the prediction is for."""
+    func = click.option("--workload-prompt-tokens", type=click.IntRange(1, 10**8),
+                        help="Typical prompt length in tokens: prices a prefill chunk size change.")(func)
+    return click.option("--workload-prefix-share", type=click.FloatRange(0, 1),
+                        help="Share of prompt tokens that repeat an earlier request's prefix (0-1): prices "
+                             "prefix caching.")(func)
+
+
+def workload_metrics(prefix_share, prompt_tokens) -> dict:
+    """The workload options as the metrics the impact models read (impact/workload.py)."""
+    return {k: v for k, v in (("prefix_share", prefix_share), ("prompt_tokens", prompt_tokens)) if v is not None}
+
+
 @click.command()
 @click.option("--baseline", "baseline_spec", required=True, help="Baseline NAME, a baseline YAML, or a unit file.")
 @click.option("--unit-file", help="Current unit file (or saved `systemctl cat` output).")
@@ -21,6 +35,7 @@ from .options import (baselines_dir_option, catalog_option, emit, engine_files, 
 @click.option("--baseline-metric", multiple=True, help="Override/add a baseline metric, e.g. throughput=70.")
 @click.option("--current-metric", multiple=True, help="A figure measured now, e.g. accept_length=1.75.")
 @click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency the prediction is for.")
+@workload_options
 @click.option("--format", "fmt", type=click.Choice(format_names("comparison")), default="text", show_default=True,
               help="How to write the comparison (json: driftwatch.compare/v1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here (atomically).")
@@ -32,13 +47,15 @@ from .options import (baselines_dir_option, catalog_option, emit, engine_files, 
 @ssh_options
 @facts_options
 @engine_files
-def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric, current_metric, concurrency, fmt,
-            output, rules_dir, ignores, ignore_file, engine_version, inventory, baselines_dir, ssh, model_config,
+def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric, current_metric, concurrency,
+            workload_prefix_share, workload_prompt_tokens, fmt, output, rules_dir, ignores, ignore_file, engine_version, inventory, baselines_dir, ssh, model_config,
             baseline_model_config, gpu, files):
     """Compare a unit with a known-good baseline and rank what cost throughput."""
     from ..report import get_format
     from ..report.data import comparison_to_dict
     from ..run.compare import compare_unit
+    current_metric = tuple(current_metric) + tuple(  # the workload reaches the impact models as metrics
+        f"{k}={v}" for k, v in workload_metrics(workload_prefix_share, workload_prompt_tokens).items())
     result = compare_unit(baseline_spec, unit_file=unit_file, host=host, unit=unit, snapshot_file=snapshot_file,
                           inventory=inventory, baselines_dir=baselines_dir, baseline_metric=baseline_metric,
                           current_metric=current_metric, rules_dir=rules_dir, ignores=ignores,
@@ -76,6 +93,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the report (still mailed / written).")
 @click.option("--config", "config_path", help="Config file [default: ~/.config/driftwatch/config.yaml, /etc/driftwatch/config.yaml].")
 @click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency the predictions are for.")
+@workload_options
 @click.option("--parallel", type=click.IntRange(1, 1024), default=32, show_default=True, help="Hosts read at once.")
 @judging_options
 @click.option("--engine-version", help="Read units with this engine release's catalog (SGLang or vLLM).")
@@ -94,7 +112,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @engine_files
 def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, smtp_port, smtp_user,
            smtp_password_file, smtp_security, smtp_ca_file, sender, subject_prefix, state, only_changes, always,
-           fmt, output, quiet, config_path, concurrency, parallel, rules_dir, ignores, ignore_file, engine_version,
+           fmt, output, quiet, config_path, concurrency, workload_prefix_share, workload_prompt_tokens, parallel, rules_dir, ignores, ignore_file, engine_version,
            baselines_dir, store, no_store, limit, prometheus_file, shard, ssh, files):
     """Check hosts against their baselines; print, write and mail one drift report (for cron)."""
     from ..run.fleet import report_fleet
@@ -112,5 +130,6 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
                           engine_version=engine_version, baselines_dir=baselines_dir, store=store, fmt=fmt,
                           output=output, prometheus_file=prometheus_file, always=always, shard=shard,
                           ssh=replace(ssh, parallel=parallel), files=files, voice=voice(aside=not quiet),
-                          show=None if quiet else show, save=not no_store, limit=limit)
+                          show=None if quiet else show, save=not no_store, limit=limit,
+                          workload=workload_metrics(workload_prefix_share, workload_prompt_tokens))
     sys.exit(result.exit_code)

@@ -5,9 +5,9 @@ stays unknown (None), never guessed.
 from __future__ import annotations
 
 from .gpu import GPUFacts, gpu_facts, lookup_gpu, parse_gpu_option, parse_topology
-from .model import ModelFacts, load_model_config, model_facts
+from .model import ModelFacts, load_draft_config, load_model_config, model_facts
 
-__all__ = ["ModelFacts", "model_facts", "load_model_config", "GPUFacts", "gpu_facts", "lookup_gpu",
+__all__ = ["ModelFacts", "model_facts", "load_model_config", "load_draft_config", "GPUFacts", "gpu_facts", "lookup_gpu",
            "parse_gpu_option", "parse_topology", "facts_context"]
 
 
@@ -19,7 +19,14 @@ def facts_context(baseline_snapshot, current_snapshot) -> dict:
         runtime = getattr(snap, "runtime", None) or {}
         return ModelFacts.from_dict(runtime.get("model_facts"))
 
+    def draft_of(snap):
+        runtime = getattr(snap, "runtime", None) or {}
+        return ModelFacts.from_dict(runtime.get("draft_model_facts"))
+
     base, cur = facts_of(baseline_snapshot), facts_of(current_snapshot)
     runtime = getattr(current_snapshot, "runtime", None) or {}
     gpus = gpu_facts(runtime.get("gpus"), runtime.get("interconnect"))
-    return {"model_facts": cur or base, "baseline_model_facts": base or cur, "gpu_facts": gpus}
+    return {"model_facts": cur or base, "baseline_model_facts": base or cur, "gpu_facts": gpus,
+            # a draft head's own config.json, per side (recorded as ``draft_model_facts``); no fallback to
+            # the other side's: a draft model changed with the unit is another head
+            "draft_model_facts": draft_of(current_snapshot), "baseline_draft_model_facts": draft_of(baseline_snapshot)}

@@ -32,6 +32,9 @@ class GPUSpec:
     interconnect: str
     link_gbs: float | None
     source: str
+    # vendor: the part's own data sheet; derived: the sheet of the same die and memory, changed where the
+    # export variant differs; reported: no vendor sheet, partners' and the press's figures (gpus.yaml)
+    source_kind: str = "vendor"
 
 
 @dataclass
@@ -80,7 +83,7 @@ def gpu_table() -> tuple[GPUSpec, ...]:
                             fp8_tflops=float(row["fp8_tflops"]) if row.get("fp8_tflops") else None,
                             interconnect=row.get("interconnect") or "pcie",
                             link_gbs=float(row["link_gbs"]) if row.get("link_gbs") else None,
-                            source=row["source"]))
+                            source=row["source"], source_kind=row.get("source_kind") or "vendor"))
     return tuple(rows)
 
 

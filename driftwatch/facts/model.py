@@ -335,6 +335,28 @@ def load_model_config(path: str) -> ModelFacts:
     return model_facts(data, found)
 
 
+def load_draft_config(path: str) -> ModelFacts:
+    """ModelFacts of a speculative draft head's own config.json (EAGLE/EAGLE3 heads: often one decoder
+    layer and a reduced draft vocabulary, `draft_vocab_size`, for their lm_head). The lm_head is what a
+    draft pass reads besides its layers, so the draft vocabulary stands in for the vocabulary."""
+    found = find_config_json(path)
+    if found is None:
+        raise InputError(f"{path}: no config.json there for the draft model")
+    try:
+        data = read_json(found, "draft model config.json", limit=MAX_CONFIG_JSON_BYTES)
+    except OSError as exc:
+        raise InputError(f"{found}: cannot read ({exc.strerror or exc})") from None
+    if not isinstance(data, dict):
+        raise InputError(f"{found}: not a JSON object")
+    draft_vocab = data.get("draft_vocab_size")
+    if isinstance(draft_vocab, int) and not isinstance(draft_vocab, bool) and draft_vocab > 0:
+        data = {**data, "vocab_size": draft_vocab}
+        facts = model_facts(data, found)
+        facts.notes.append(f"draft vocabulary {draft_vocab} (draft_vocab_size) for its lm_head")
+        return facts
+    return model_facts(data, found)
+
+
 def find_config_json(path: str) -> str | None:
     """config.json for a path: the file itself, DIR/config.json, or the newest snapshot of an HF cache
     folder (models--ORG--NAME). The collector finds a served model's folder on the host itself."""

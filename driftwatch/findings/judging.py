@@ -26,14 +26,20 @@ class Judging:
     ignore: tuple[IgnoreEntry, ...] = ()
     concurrency: int | None = None  # the client concurrency predictions are for (None: the baseline's)
     engine_version: str | None = None  # read both sides with this release's catalog (None: detect)
+    # the workload the predictions are for, as metrics (prefix_share, prompt_tokens: compare/report
+    # --workload-*); a figure measured on a server (its own metrics) wins over it
+    workload: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self):  # lists are welcome; kept as tuples so a run cannot change them under way
         object.__setattr__(self, "rules", tuple(self.rules))
         object.__setattr__(self, "ignore", tuple(self.ignore))
+        object.__setattr__(self, "workload", tuple(dict(self.workload).items()))
 
     def compare(self, baseline: Baseline, current: Snapshot, baseline_metrics: dict[str, float] | None = None,
                 current_metrics: dict[str, float] | None = None) -> Comparison:
         from .compare import compare  # the judging machinery (diff, impact models) loads when first used
+        if self.workload:
+            current_metrics = {**dict(self.workload), **(current_metrics or {})}
         return compare(baseline, current, list(self.rules), list(self.ignore), self.concurrency, baseline_metrics,
                        current_metrics, self.engine_version)
 

@@ -53,6 +53,8 @@ class ImpactContext:
     gpu_facts: Any = None
     concurrency_known: bool = True
     current_reported: frozenset = frozenset()  # concepts whose current value the server itself reported
+    draft_model_facts: Any = None  # the current draft head's own config.json (ModelFacts), when its path was read
+    baseline_draft_model_facts: Any = None
 
 
 @dataclass

@@ -131,5 +131,26 @@ ASSUMED_SETTING_SPREAD = 0.15
 # launches from Python cost ~5-10 µs each and a decoder layer launches ~10-20 of them, more on small
 # models and busy hosts), widened by GRAPH_BASE_SPREAD (partial/piecewise graphs run slower on some
 # architectures: the calibration's vLLM piecewise cases).
-EAGER_LAYER_US_RANGE = (5.0, 150.0)
+EAGER_LAYER_US_RANGE = (20.0, 150.0)
 GRAPH_BASE_SPREAD = 0.05
+
+# --- Non-speculative changes (issue 24 item 5): physics bounds, each a judgement checked on the calibration
+# cases of its family (docs/impact.md "Intervals"), none fitted to one measurement.
+# CUDA graphs on ↔ off without model facts: the decode step with graphs vs eager, as a range. Low end: partial
+# (piecewise) graphs measured slower than eager on some architectures (the calibration's vLLM piecewise cases,
+# ×0.82-0.87); high end: the launch overhead of a model of a few billion parameters at small batches (a model
+# under 1B gains more: give its config.json). The point is the eager prior of capacity.py (×1/0.85).
+GRAPH_PRIOR_RANGE = (0.80, 1.60)
+# Prefix caching at a stated share h of reusable prompt tokens: prefill takes a share f of server time, f in
+# this range (decode-heavy chat ~0.1 to long-prompt RAG ~0.9), throughput ×1/(1 − f·h).
+PREFILL_TIME_SHARE = (0.10, 0.90)
+# The prefix cache's own bookkeeping (hashing, eviction) with nothing to reuse, log: vLLM measured −2 % with no
+# shared prefix (calibration case vl-prefix-cache-on-no-shared-llama7b) and 0 to −3 % elsewhere in that PR.
+PREFIX_CACHE_OVERHEAD = 0.03
+# A larger prefill chunk stalls running decodes longer (log): about −3 % at 48 concurrent in the calibration's
+# vl-batched-tokens case's other point; 0.05 holds it.
+CHUNK_DECODE_STALL = 0.05
+# KV-cache dtype 16-bit → fp8: bytes per cached token halve. Where the pool does not limit the batch the speed
+# change is the kernel path's (−8 % … +5 %: the fp8 KV cases of the calibration); where it does (saturating
+# load, known from model facts, GPU and concurrency), twice the requests fit and the roofline gives the gain.
+KV_FP8_KERNEL_RANGE = (0.90, 1.05)

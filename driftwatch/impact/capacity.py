@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import roofline
+from .workload import prefill_chunk_estimate
 from .base import (CAPACITY, HIGH, LOW, MEDIUM, AGGREGATE, STABILITY, Estimate, ImpactContext, as_float, as_int,
                    concurrency_of, concurrency_stated, engine_label, is_runtime, param, show, show_side, side_runtime,
                    single_stream_known, unknown_estimate)
@@ -27,7 +28,7 @@ MEMORY_FRACTION = "kv.memory_fraction"
 PREFILL_BUDGETS = (PREFILL_CHUNK, "batch.max_prefill_tokens")
 
 
-def _prefill_budget(name, baseline_value, current_value, ctx, change) -> Estimate:
+def _prefill_budget(name, baseline_value, current_value, ctx, change, params) -> Estimate:
     """Chunked-prefill size / prefill token budget. A prompt of P tokens is prefilled in ceil(P / chunk)
     forwards, each re-reading the weights and paying the per-step costs: a larger budget prefills long
     prompts in fewer forwards (never slower for a lone stream), decode speed is unchanged. How much
@@ -36,6 +37,9 @@ def _prefill_budget(name, baseline_value, current_value, ctx, change) -> Estimat
     b = None if is_runtime(baseline_value, name, side_runtime(ctx, "baseline")) else as_int(baseline_value)
     cur = None if is_runtime(current_value, name, side_runtime(ctx, "current")) else as_int(current_value)
     if b is not None and cur is not None and b > 0 and cur > 0 and b != cur:
+        stated = prefill_chunk_estimate(change, b, cur, ctx, params)
+        if stated is not None:
+            return stated
         lo, hi = min(b, cur), max(b, cur)
         what = (f"prompts longer than {lo} tokens are now prefilled in {'fewer' if cur > b else 'more'} forward "
                 f"passes (a {2 * lo}-token prompt: {2 if cur > b else 1} → {1 if cur > b else 2} chunk"
@@ -45,13 +49,17 @@ def _prefill_budget(name, baseline_value, current_value, ctx, change) -> Estimat
         what = "long prompts are prefilled in chunks of another size (time to first token); decode speed unchanged"
     return unknown_estimate(f"{change}: {what}; how much throughput moves depends on the prompt lengths "
                             f"(nothing below both budgets; prefill-bound long-prompt workloads gain or lose the "
-                            f"most): no sound number without them", CAPACITY)
+                            f"most): not quantified — state the prompt length (--workload-prompt-tokens N)", CAPACITY)
 
 
 def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
     c = concurrency_of(ctx)
     b_base = None if is_runtime(baseline_value, name, side_runtime(ctx, "baseline")) else as_int(baseline_value)
     b_cur = None if is_runtime(current_value, name, side_runtime(ctx, "current")) else as_int(current_value)
+    if (b_base is None or b_cur is None or not concurrency_stated(ctx)) and not single_stream_known(ctx):
+        unsettled = _graph_limit_unsettled(ctx, params, b_base, b_cur, baseline_value, current_value)
+        if unsettled is not None:
+            return unsettled
     if b_base is None or b_cur is None:
         if single_stream_known(ctx):
             return Estimate(1.0, MEDIUM, f"CUDA-graph batch limit {show(baseline_value)} → {show(current_value)}: "
@@ -81,6 +89,42 @@ def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
                     AGGREGATE)
 
 
+def _graph_limit_unsettled(ctx, params, b_base, b_cur, baseline_value, current_value) -> Estimate | None:
+    """A CUDA-graph limit change where the running batch or one side's limit is unknown (an open-loop or
+    offline benchmark; a limit the engine computes at start-up), with model facts: batches between the two
+    limits gain (or lose) graphs, the others keep them. The interval holds ×1 (the batch outside that
+    range) and the graphs ratio at the highest batch it may reach (graph_interval's ends); the point is
+    that ratio at the fitted launch overhead. None without facts or a known direction of the change."""
+    known = [v for v in (b_base, b_cur) if v is not None]
+    if not known or (b_base is not None and b_cur is not None and b_base == b_cur):
+        return None
+    if b_base is not None and b_cur is not None:
+        gaining = b_cur > b_base
+    elif b_cur is not None:
+        gaining = True  # an explicit limit replaces the engine's computed one: batches up to it get graphs
+    else:
+        gaining = False
+    top = max(known)
+    if concurrency_stated(ctx):
+        top = min(top, concurrency_of(ctx))
+    effect = roofline.graph_effect(ctx, top, params)
+    iv = roofline.graph_interval(ctx, top, params, gaining)
+    if effect is None or iv is None:
+        return None
+    graphs, eager, m, hw = effect
+    point = eager.total / graphs.total if gaining else graphs.total / eager.total
+    lo, hi = min(iv[0], 1.0, point), max(iv[1], 1.0, point)
+    unknown_side = ("the baseline's limit is computed at start-up" if b_base is None else
+                    "the current limit is computed at start-up" if b_cur is None else "no concurrency stated")
+    return Estimate(point, LOW, f"CUDA-graph batch limit {show_side(ctx, 'baseline', GRAPH_LIMIT, baseline_value)} → "
+                    f"{show_side(ctx, 'current', GRAPH_LIMIT, current_value)} ({unknown_side}): batches up to {top} "
+                    f"{'now replay graphs' if gaining else 'may lose their graphs'} where they "
+                    f"{'ran' if gaining else 'replayed them'} eager before, others are unchanged: ×{lo:.2f}–{hi:.2f}, "
+                    f"most likely ×{point:.2f} if the running batch is near {top} ({eager.eager * 1e3:.1f} ms of "
+                    f"launches on a step of {graphs.total * 1e3:.1f} ms of {roofline.hardware_words(m, hw)}); pass "
+                    f"--concurrency N and the server's limit to settle it", AGGREGATE, (lo, hi))
+
+
 def kv_capacity(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
                 params: dict) -> Estimate:
     if name == GRAPH_LIMIT:
@@ -97,7 +141,7 @@ def kv_capacity(name: str, baseline_value: Any, current_value: Any, ctx: ImpactC
         if physical is not None:
             return physical
     if name in PREFILL_BUDGETS:
-        return _prefill_budget(name, baseline_value, current_value, ctx, change)
+        return _prefill_budget(name, baseline_value, current_value, ctx, change, params)
     if c < threshold and (c > 1 or single_stream_known(ctx)):
         return Estimate(1.0, HIGH if c == 1 else MEDIUM,
                         f"{change}: this affects how many/how long requests fit, not one stream's speed "

@@ -10,7 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..concepts import is_concept
+from . import calibration as cal
 from . import roofline
+from .workload import prefix_cache_estimate
 from .base import (AGGREGATE, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, concurrency_of, concurrency_stated, on_off,
                    param, show, single_stream_known, unknown_estimate)
 
@@ -20,6 +22,9 @@ OVERLAP_SPEEDUP = 1.1
 
 OVERLAP, PREFIX_CACHE, POLICY, CUDA_GRAPHS = ("scheduler.overlap", "kv.prefix_cache", "scheduler.policy",
                                               "cuda_graph.enabled")
+# SGLang's decode-side radix cache in prefill/decode disaggregation (no concept): the decode worker reuses
+# the KV of shared prefixes instead of receiving it again.
+DECODE_RADIX = "disaggregation_decode_enable_radix_cache"
 
 
 def _flag(value: Any) -> bool | None:
@@ -59,14 +64,20 @@ def feature_toggle(name: str, baseline_value: Any, current_value: Any, ctx: Impa
         return Estimate(ratio, LOW, f"overlap scheduler {'on' if cv else 'off'}: CPU batch scheduling "
                         f"{'now' if cv else 'no longer'} hidden behind GPU work; prior ×{s:g} (measured for "
                         f"SGLang v0.4's zero-overhead scheduler) ⇒ ×{ratio:.2f}")
-    if name == PREFIX_CACHE:
+    if name in (PREFIX_CACHE, DECODE_RADIX):
         now_on = _flag(current_value)
-        if single_stream_known(ctx):
+        if single_stream_known(ctx) and name == PREFIX_CACHE:
             how = ("prompts sharing a prefix now skip its prefill (time to first token down)" if now_on else
                    "prompts sharing a prefix are prefilled again (time to first token up)")
             return Estimate(1.0, MEDIUM, f"{change}: decode speed of one stream is unchanged; {how}", SINGLE)
+        if now_on is not None and now_on != _flag(baseline_value):
+            stated = prefix_cache_estimate(change, now_on, ctx)
+            if stated is not None:
+                return stated
         return unknown_estimate(f"{change}: prefix reuse across requests changes; the effect depends on how much "
-                                f"prompts share (chat history, system prompts)", AGGREGATE)
+                                f"prompts share (chat history, system prompts): not quantified — state the shared "
+                                f"share of prompt tokens (--workload-prefix-share) or measure the prefix-cache hit "
+                                f"rate", AGGREGATE)
     if name == POLICY:
         if single_stream_known(ctx):
             return Estimate(1.0, MEDIUM, f"{change}: with one request there is nothing to reorder", SINGLE)
@@ -79,6 +90,9 @@ def feature_toggle(name: str, baseline_value: Any, current_value: Any, ctx: Impa
         physical = _graphs_physical(ctx, params, _flag(baseline_value), now_on, how)
         if physical is not None:
             return physical
+        prior = _graphs_prior(ctx, _flag(baseline_value), now_on, how, change)
+        if prior is not None:
+            return prior
         return unknown_estimate(f"{change}: {how}; the launch overhead weighs most on small batches and small "
                                 f"models; no sound number")
     return unknown_estimate(f"{change}: a scheduler feature changed; no sound number")
@@ -106,3 +120,20 @@ def _graphs_physical(ctx: ImpactContext, params: dict, before: bool | None, now:
                     f"roofline with graphs {graphs.describe()}; eager {eager.describe()} (eager launch overhead "
                     f"{eager.eager / max(m.layers, 1) * 1e6:.0f} µs per layer)",
                     AGGREGATE if concurrency_of(ctx) > 1 else SINGLE, interval)
+
+
+def _graphs_prior(ctx: ImpactContext, before: bool | None, now: bool | None, how: str, change: str) -> Estimate | None:
+    """CUDA graphs on ↔ off without model facts: the eager prior (capacity.EAGER_DECODE_RATIO) as the
+    point, GRAPH_PRIOR_RANGE as the interval (direction unknown: partial graphs run slower than eager on
+    some architectures)."""
+    if before is None or now is None or before == now:
+        return None
+    from .capacity import EAGER_DECODE_RATIO
+    lo, hi = cal.GRAPH_PRIOR_RANGE
+    point = 1.0 / EAGER_DECODE_RATIO
+    if not now:
+        lo, hi, point = 1.0 / hi, 1.0 / lo, EAGER_DECODE_RATIO
+    return Estimate(point, LOW, f"{change}: {how}; without the model's config.json the launch overhead's weight is "
+                    f"a prior: ×{lo:.2f}–{hi:.2f}, most likely ×{point:.2f} (partial graphs run slower than eager "
+                    f"on some architectures; a small model at small batches gains more): --model-config narrows it",
+                    AGGREGATE if concurrency_of(ctx) > 1 else SINGLE, (lo, hi))

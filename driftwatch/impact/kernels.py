@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Estimate, ImpactContext, LOW, show
+from .kv_dtype import kv_dtype_estimate
 
 _WHY = {
     "kernel.attention_backend": "attention kernels (flashinfer, fa3, triton, ...) differ by GPU generation and "
@@ -26,6 +27,10 @@ _WHY = {
 
 def kernel_choice(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
                   params: dict) -> Estimate:
+    if name == "kv.cache_dtype":  # bytes per cached token: capacity at saturating load (kv_dtype.py)
+        est = kv_dtype_estimate(name, baseline_value, current_value, ctx, params)
+        if est is not None:
+            return est
     why = _WHY.get(name, "a different kernel implementation; its speed depends on GPU, model and release")
     return Estimate(None, LOW, f"{name} {show(baseline_value)} → {show(current_value)}: {why}; no sound number "
                     f"— re-measure")

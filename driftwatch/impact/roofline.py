@@ -169,7 +169,7 @@ def forward_time(m: ModelFacts, hw: Hardware, batch: float, tokens: float = 1, *
     weights = (dense + expert_bytes) / tp / bw
 
     # FLOPs: 2 per active weight per token (+ attention over the context).
-    ctx_len = cal.CONTEXT_TOKENS if context is None else max(0.0, float(context))
+    ctx_len = _param(params, "context_tokens", cal.CONTEXT_TOKENS) if context is None else max(0.0, float(context))
     active = active_body * share + (embed if lm_head else 0.0)
     attn_flops = 0.0
     if m.heads and m.head_dim and m.full_attention_layers:
@@ -280,9 +280,18 @@ def graph_effect(ctx, batch: int, params: dict | None = None):
     m = model_of(ctx)
     if m is None:
         return None
+    params = with_workload(ctx, params)
     with_graphs = forward_time(m, hardware_for(ctx, graphs=True), batch, 1, params=params)
     eager = forward_time(m, hardware_for(ctx, graphs=False), batch, 1, params=params)
     return with_graphs, eager, m, hardware_for(ctx)
+
+
+def with_workload(ctx, params: dict | None) -> dict:
+    """`params` plus the stated prompt length as the context each request's KV reads hold
+    (compare --workload-prompt-tokens; else CONTEXT_TOKENS)."""
+    from .workload import prompt_tokens
+    p = prompt_tokens(ctx)
+    return {**(params or {}), **({"context_tokens": float(p)} if p and "context_tokens" not in (params or {}) else {})}
 
 
 def weights_per_gpu_gb(m: ModelFacts, tp: int, pp: int = 1) -> float:
@@ -297,12 +306,34 @@ def weights_per_gpu_gb(m: ModelFacts, tp: int, pp: int = 1) -> float:
 def graph_interval(ctx, batch: int, params: dict | None, gaining: bool) -> tuple[float, float] | None:
     """The 80 % interval of a CUDA-graphs change at `batch` (gaining: the current side has the graphs):
     the ratio at both ends of EAGER_LAYER_US_RANGE, widened by GRAPH_BASE_SPREAD; None without facts."""
-    from .uncertainty import hull
+    import dataclasses
+    import math
+    contexts = [ctx]
+    if not hardware_for(ctx).known:  # an unknown GPU: the table's slowest and fastest stand in as well
+        from ..facts.gpu import gpu_table
+        rows = sorted(gpu_table(), key=lambda r: r.bandwidth_gbs)
+        tp = side_int(ctx, "current", "parallel.tensor")
+        contexts += [dataclasses.replace(ctx, gpu_facts=GPUFacts(r, tp, r.name, r.interconnect)) for r in (rows[0], rows[-1])]
     values = []
-    for us in cal.EAGER_LAYER_US_RANGE:
-        effect = graph_effect(ctx, batch, {**(params or {}), "eager_layer_us": us})
-        if effect is None:
-            return None
-        graphs, eager = effect[0].total, effect[1].total
-        values.append(eager / graphs if gaining else graphs / eager)
-    return hull(values, cal.GRAPH_BASE_SPREAD)
+    for c in contexts:
+        for us in cal.EAGER_LAYER_US_RANGE:
+            effect = graph_effect(c, batch, {**(params or {}), "eager_layer_us": us})
+            if effect is None:
+                return None
+            graphs, eager = effect[0].total, effect[1].total
+            values.append(eager / graphs if gaining else graphs / eager)
+    # the roofline's graph step itself is uncertain as the speculative step cost is (the same fitted term,
+    # STEP_COST_SPREAD, capped), and where it was checked it ran long (seed 004's servers: 16 and 33 ms
+    # measured against 18 and 48; the RTX 5090 decode-graph case: 2.6 ms measured): a shorter real step
+    # makes the launch overhead weigh more, so the term widens the far end only, and never flips the sign
+    u = cal.STEP_COST_SPREAD["facts"] + (0.0 if hardware_for(ctx).known else cal.STEP_COST_SPREAD["unknown_gpu"])
+    far = [v * math.exp(math.copysign(min(u * abs(math.log(v)), cal.STEP_COST_SPREAD_CAP), math.log(v)))
+           for v in values]
+    lo, hi = min(values + far), max(values + far)
+    # SGLang captures whole decode steps: the same batch is never slower with graphs. Elsewhere (vLLM's
+    # piecewise graphs) some architectures ran slower with graphs than eager: the band covers both ways.
+    full_graphs = (getattr(ctx, "engine", None) or "").lower() == "sglang"
+    below = cal.SPEC_BASE_SPREAD if full_graphs else cal.GRAPH_BASE_SPREAD  # a single run's noise at least
+    if gaining:
+        return lo * math.exp(-below), hi * math.exp(cal.GRAPH_BASE_SPREAD)
+    return lo * math.exp(-cal.GRAPH_BASE_SPREAD), hi * math.exp(below)

@@ -254,6 +254,11 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
         pool = _state_pool_note(physical["model"], base, cur, ctx)
         if pool:
             notes.append(pool)
+        for s_name, sp in sides.items():
+            own = draft_facts(ctx, s_name) if sp.on and sp.algorithm in ("EAGLE", "EAGLE3") else None
+            if own is not None:
+                notes.append(f"{s_name} draft head from its own config.json: {own.layers} layer"
+                             f"{'s' if own.layers != 1 else ''}, hidden {own.hidden_size}, vocabulary {own.vocab}")
         if off:
             notes.append(off)
         terms += checked
@@ -491,6 +496,14 @@ def _draft_model(ctx: ImpactContext, side: str) -> Any:
     return values.get("speculative.draft_model") if isinstance(values, dict) else None
 
 
+def draft_facts(ctx: ImpactContext, side: str):
+    """The draft head's own config.json facts for a side (read where its path is a local directory:
+    run/compare.py), else None: one decoder layer of the target's shape stands in."""
+    from ..facts.model import ModelFacts
+    f = getattr(ctx, "baseline_draft_model_facts" if side == "baseline" else "draft_model_facts", None)
+    return f if isinstance(f, ModelFacts) and f.layers and f.hidden_size else None
+
+
 def physical_step(m, hw, sp: SpecSide, ctx: ImpactContext, side: str, params: dict, batch: float):
     """Seconds of one decode step of a side (roofline.py): a plain forward when speculation is off,
     else the verify forward over `tokens` per request plus `steps` draft passes. Returns
@@ -503,7 +516,14 @@ def physical_step(m, hw, sp: SpecSide, ctx: ImpactContext, side: str, params: di
         draft_s = 0.0  # a lookup in the prompt, on the CPU
     elif sp.algorithm in ("EAGLE", "EAGLE3"):
         native = sp.algorithm == "EAGLE" and not _draft_model(ctx, side) and bool(m.mtp_layers)
-        draft = roofline.draft_time(m, hw, batch, sp.topk, native_mtp=native, params=params)
+        own = draft_facts(ctx, side)
+        if own is not None and not native:
+            # the head's own config.json: its layers, width and (draft) vocabulary, at the target's TP
+            draft = roofline.forward_time(own, hw, batch, sp.topk, lm_head=True, moe=own.is_moe,
+                                          overhead_s=param(params, "draft_overhead_ms", cal.DRAFT_OVERHEAD_MS) * 1e-3,
+                                          params=params)
+        else:
+            draft = roofline.draft_time(m, hw, batch, sp.topk, native_mtp=native, params=params)
         draft_s = sp.steps * draft.total
     else:  # a separate draft model of unknown size: the prior fraction of a target step per pass
         d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm, cal.DEFAULT_DRAFT_COST))

@@ -69,9 +69,9 @@ def direction(ratio: float | None, interval) -> str:
     lo, hi = iv
     if abs(lo - 1.0) < 1e-9 and abs(hi - 1.0) < 1e-9:
         return UNCHANGED
-    if lo > 1.0:
+    if lo > 1.0 + 1e-9:
         return FASTER
-    if hi < 1.0:
+    if hi < 1.0 - 1e-9:  # an interval whose top is ×1 up to rounding holds "no change"
         return SLOWER
     if abs(ratio - 1.0) < 1e-9 and hi / lo <= cal.CONFIDENCE_WIDTH[HIGH]:
         return UNCHANGED  # a tight band around "no change" says no change

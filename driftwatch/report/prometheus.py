@@ -22,6 +22,7 @@ Metrics (gauges; one series per (host, unit) read, label values escaped as the f
     driftwatch_findings{host,unit,severity}                        findings per severity (high, medium,
                                                                    low, info: every one, 0 included)
     driftwatch_predicted_throughput_ratio{host,unit}               predicted ÷ baseline, where a model applies
+    driftwatch_predicted_throughput_ratio_bound{host,unit,bound}   its 80 % interval: bound="lo" / "hi"
     driftwatch_predicted_throughput_tokens_per_second{host,unit}   where the baseline records its throughput
     driftwatch_measured_throughput_tokens_per_second{host,unit}    measured on the running server now
     driftwatch_measured_accept_length{host,unit}                   (its journal, or --probe), where read
@@ -129,6 +130,8 @@ def render_textfile(doc: dict, report: str = "driftwatch") -> str:
     findings = _Family("driftwatch_findings", "Findings against the baseline, by severity.")
     ratio = _Family("driftwatch_predicted_throughput_ratio",
                     "Predicted throughput divided by the baseline's (absent where no model applies).")
+    bound = _Family("driftwatch_predicted_throughput_ratio_bound",
+                    "The 80 % interval of the predicted throughput ratio: bound lo and hi.")
     tps = _Family("driftwatch_predicted_throughput_tokens_per_second",
                   "Predicted throughput in tokens per second (where the baseline records its throughput).")
     measured = _Family("driftwatch_measured_throughput_tokens_per_second",
@@ -167,6 +170,10 @@ def render_textfile(doc: dict, report: str = "driftwatch") -> str:
         c = view.comparison(h)
         if _is_number(c.get("predicted_throughput_ratio")):
             ratio.add(where, c["predicted_throughput_ratio"])
+            iv = c.get("predicted_throughput_interval")
+            if isinstance(iv, (list, tuple)) and len(iv) == 2 and all(_is_number(v) for v in iv):
+                bound.add({**where, "bound": "lo"}, iv[0])
+                bound.add({**where, "bound": "hi"}, iv[1])
         if _is_number(c.get("predicted_throughput")):
             tps.add(where, c["predicted_throughput"])
         now = (c.get("target") or {}).get("metrics") if isinstance(c.get("target"), dict) else None
@@ -190,7 +197,7 @@ def render_textfile(doc: dict, report: str = "driftwatch") -> str:
         if _is_number(counts.get(key)):
             hosts.add({"report": report, "status": key}, counts[key])
     lines = []
-    for family in (last, read, drift, findings, ratio, tps, measured, accept, since, hosts):
+    for family in (last, read, drift, findings, ratio, bound, tps, measured, accept, since, hosts):
         lines += family.lines()
     return "\n".join(lines) + "\n"
 

@@ -492,11 +492,14 @@ def host_error(h: dict) -> str:
 
 
 def predicted(h: dict) -> str:
-    """'42.5 tok/s (×0.61)', '×0.61' or '—' (always '—' for a clean host)."""
+    """'42.5 tok/s (×0.55–0.70, most likely ×0.61)', '×0.61' or '—' (always '—' for a clean host): the
+    80 % interval with the point where the comparison has one."""
     if view.status(h) == "clean":
         return DASH
     c = view.comparison(h)
-    tp, r = c.get("predicted_throughput"), ratio_text(c.get("predicted_throughput_ratio"))
+    tp = c.get("predicted_throughput")
+    r = range_text(c.get("predicted_throughput_ratio"), c.get("predicted_throughput_interval"),
+                   c.get("predicted_direction"))
     if is_number(tp):
         return f"{tps_text(tp)} tok/s" + (f" ({r})" if r else "")
     return r or DASH

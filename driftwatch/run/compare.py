@@ -58,6 +58,29 @@ def _apply_facts(base, current, model_config: str | None, baseline_model_config:
     if gpu:
         current.runtime["gpus"] = parse_gpu_option(gpu)
         current.runtime.pop("interconnect", None)  # the host's link matrix belongs to the host's GPUs
+    if model_config or baseline_model_config:  # with the model's facts, a draft head's own (impact/speculative.py)
+        _apply_draft_facts(base.snapshot, current)
+
+
+def _apply_draft_facts(*snapshots) -> None:
+    """A draft model path (--speculative-draft-model-path, a speculative config's model) that is a local
+    directory holding config.json: its facts recorded as ``draft_model_facts``. A hub name or a path not
+    on this machine stays unread (the drafter's cost then falls back to one layer of the target's shape)."""
+    import os
+    from ..errors import InputError
+    from ..facts import load_draft_config
+    for snap in snapshots:
+        try:
+            values, _ = snap.engine.concept_values()
+        except Exception:  # noqa: BLE001 - a side without a readable engine config has no draft to read
+            continue
+        path = values.get("speculative.draft_model")
+        if not isinstance(path, str) or not os.path.isabs(path) or not os.path.isdir(path):
+            continue
+        try:
+            snap.runtime["draft_model_facts"] = load_draft_config(path).to_dict()
+        except InputError:
+            continue
 
 
 def _check_measured(result, baseline_given: dict, current_given: dict) -> None:

@@ -12,6 +12,7 @@ reason to stop the others. The document and its words are report/'s (`build_repo
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -125,7 +126,7 @@ def report_fleet(options: dict, *, config_path: str | None, host: str | None, un
                  baselines_dir: str | None, store: str | None, fmt: str, output: str | None,
                  prometheus_file: str | None, always: bool, ssh: SSHOptions, files: EngineFiles, voice: Voice,
                  show: Callable[[dict], None] | None = None, save: bool = True,
-                 limit: str | None = None, shard: Shard | None = None) -> FleetReport:
+                 limit: str | None = None, shard: Shard | None = None, workload: dict | None = None) -> FleetReport:
     """Check the hosts and files against their baselines; write, show and mail one report; feed
     the snapshot store with every live unit read (unless `save` is false).
 
@@ -140,6 +141,8 @@ def report_fleet(options: dict, *, config_path: str | None, host: str | None, un
     if settings.get("only_changes") and not settings.get("state"):
         raise InputError("--only-changes needs --state FILE (where the last report's fingerprint is kept)")
     judging = load_judging(rules_dir, ignores, ignore_file, concurrency, engine_version)
+    if workload:  # --workload-prefix-share / --workload-prompt-tokens (impact/workload.py)
+        judging = dataclasses.replace(judging, workload=tuple(workload.items()))
     baselines = _Baselines(baselines_dir, settings, files, voice)
     # --baseline on the command line judges every unit; else each unit's own from the inventory
     # (unit > host > groups > defaults), else the config file's `baseline:`.

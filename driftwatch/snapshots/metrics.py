@@ -14,7 +14,8 @@ from typing import Any
 
 from ..errors import InputError
 
-# name -> (what it is, kind): "count" is a whole number >= 1, "rate" a number >= 0, "length" >= 1.
+# name -> (what it is, kind): "count" is a whole number >= 1, "rate" a number >= 0, "length" >= 1,
+# "share" a fraction 0-1.
 METRICS: dict[str, tuple[str, str]] = {
     "throughput": ("output tok/s measured (one stream at concurrency 1, all streams above)", "rate"),
     "accept_length": ("mean tokens accepted per speculative step (SGLang logs `accept len`)", "length"),
@@ -22,6 +23,10 @@ METRICS: dict[str, tuple[str, str]] = {
     "max_running_requests": ("the server's concurrent-request cap as it reported at start-up", "count"),
     "context_length": ("the context length the server reported at start-up", "count"),
     "max_total_tokens": ("tokens the KV pool holds, as the server reported at start-up", "count"),
+    # the workload (compare --workload-prefix-share / --workload-prompt-tokens pass these)
+    "prefix_share": ("share of prompt tokens that repeat an earlier request's prefix", "share"),
+    "prefix_cache_hit_rate": ("prefix-cache hit rate the server measured (0-1)", "share"),
+    "prompt_tokens": ("typical prompt length in tokens", "count"),
 }
 # Other spellings the impact models read with the same meaning.
 ALIASES = {"spec_accept_length": "accept_length", "accept_len": "accept_length"}
@@ -45,6 +50,8 @@ def check_value(name: str, number: float, where: str) -> None:
         raise InputError(f"{where}: {name} cannot be negative")
     if kind == "length" and number < 1:
         raise InputError(f"{where}: {name} is at least 1 (every step yields the verified token)")
+    if kind == "share" and not 0 <= number <= 1:
+        raise InputError(f"{where}: {name} is a fraction between 0 and 1")
     if kind == "count" and (number < 1 or not float(number).is_integer()):
         raise InputError(f"{where}: {name} must be a whole number of at least 1")
 

@@ -126,4 +126,19 @@ def test_facts_context_reads_snapshots_and_shares_one_sides_facts():
     assert ctx["model_facts"].layers == 36 and ctx["baseline_model_facts"] is ctx["model_facts"]
     assert ctx["gpu_facts"].spec.key == "h200"
     empty = facts_context(SimpleNamespace(runtime={}), SimpleNamespace(runtime={}))
-    assert empty == {"model_facts": None, "baseline_model_facts": None, "gpu_facts": None}
+    assert empty == {"model_facts": None, "baseline_model_facts": None, "gpu_facts": None,
+                     "draft_model_facts": None, "baseline_draft_model_facts": None}
+    # a draft head's facts belong to their own side: no sharing (a changed draft model is another head)
+    head = SimpleNamespace(runtime={"draft_model_facts": f})
+    assert facts_context(SimpleNamespace(runtime={}), head)["baseline_draft_model_facts"] is None
+
+
+def test_a_draft_heads_config_reads_its_draft_vocabulary(tmp_path):
+    import json
+    from driftwatch.facts import load_draft_config
+    (tmp_path / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1, "hidden_size": 4096,
+        "intermediate_size": 14336, "num_attention_heads": 32, "num_key_value_heads": 8, "vocab_size": 128256,
+        "draft_vocab_size": 32000}))
+    head = load_draft_config(str(tmp_path))
+    assert head.layers == 1 and head.vocab == 32000 and "draft vocabulary 32000" in " ".join(head.notes)

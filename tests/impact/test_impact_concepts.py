@@ -48,9 +48,17 @@ def test_prefix_cache_direction_is_read_as_feature_on():
     assert feature("kv.prefix_cache", True, False, ctx(conc=32), {}).throughput_ratio is None
 
 
-def test_cuda_graphs_off_has_a_direction_but_no_number():
+def test_cuda_graphs_off_without_facts_is_a_prior_whose_interval_holds_both_ways():
+    # no config.json: the eager prior as the point, an interval that holds ×1 (partial graphs run slower
+    # than eager on some architectures), so no direction is claimed
+    from driftwatch.impact.uncertainty import UNKNOWN, direction
     e = feature("cuda_graph.enabled", True, False, ctx(), {})
-    assert e.throughput_ratio is None and "on → off" in e.detail and "launch" in e.detail
+    assert e.throughput_ratio is not None and e.throughput_ratio < 1.0 and "on → off" in e.detail
+    assert "launch" in e.detail and "--model-config" in e.detail
+    lo, hi = e.interval
+    assert lo < e.throughput_ratio < 1.0 < hi and direction(e.throughput_ratio, e.interval) == UNKNOWN
+    on = feature("cuda_graph.enabled", False, True, ctx(), {})
+    assert on.interval == (1.0 / hi, 1.0 / lo) and on.throughput_ratio > 1.0
 
 
 def test_native_disable_flag_without_concept_is_not_read_as_on_off():

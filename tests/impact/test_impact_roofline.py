@@ -185,7 +185,7 @@ def test_unknown_gpu_uses_a_reference_gpu_and_says_so():
     assert e.confidence == "low" and "GPU unknown" in e.detail and "reference GPU" in e.detail
 
 
-def test_cuda_graphs_with_facts_are_quantified_and_without_stay_unknown():
+def test_cuda_graphs_with_facts_are_quantified_and_without_get_the_prior_band():
     m = model("Qwen--Qwen2-7B-Instruct")
     c = ctx({"cuda_graph.enabled": False}, {"cuda_graph.enabled": True}, m, gpus("RTX 4090"))
     e = get_model("feature_toggle")("cuda_graph.enabled", False, True, c, {})
@@ -201,7 +201,9 @@ def test_cuda_graphs_with_facts_are_quantified_and_without_stay_unknown():
     off = get_model("feature_toggle")("cuda_graph.enabled", True, False, c, {})
     assert off.throughput_ratio == pytest.approx(1 / e.throughput_ratio)
     assert off.interval[0] == pytest.approx(1 / hi) and off.interval[1] == pytest.approx(1 / lo)
-    assert get_model("feature_toggle")("cuda_graph.enabled", False, True, ctx({}, {}), {}).throughput_ratio is None
+    # without facts: the eager prior, an interval that holds ×1 (no direction claimed)
+    prior = get_model("feature_toggle")("cuda_graph.enabled", False, True, ctx({}, {}), {})
+    assert prior.interval == cal.GRAPH_PRIOR_RANGE and prior.confidence == "low"
 
 
 def test_graph_limit_with_facts_uses_the_step_cost():

@@ -48,6 +48,10 @@ def test_fleet_metrics_parse(fleet_doc):
     assert {sev for (host, sev) in findings if host == "ct129"} >= {"high", "medium", "low", "info"}
     ratio = {s["host"]: v for s, v in families["driftwatch_predicted_throughput_ratio"][2]}
     assert ratio["ct129"] == pytest.approx(0.608, abs=0.01) and "ct200" not in ratio
+    # the 80 % interval beside the point, as two series of one family (bound="lo" / "hi")
+    bounds = {(s["host"], s["bound"]): v for s, v in families["driftwatch_predicted_throughput_ratio_bound"][2]}
+    assert set(bounds) == {(host, b) for host in ratio for b in ("lo", "hi")}
+    assert bounds[("ct129", "lo")] < ratio["ct129"] < bounds[("ct129", "hi")]
     drift = {s["host"]: v for s, v in families["driftwatch_drift"][2]}
     assert drift == {"ct129": 1, "ct130": 0}
     [(_, when)] = families["driftwatch_last_run_timestamp_seconds"][2]

@@ -71,7 +71,10 @@ def test_renders_the_fleet_report(name, fleet_doc):
         assert needle in out
     if name != "json":
         assert "1 of 3 hosts drifted from 70toks, 1 unreadable" in out
-        assert "42.5 tok/s (\u00d70.61)" in out
+        # the predicted cell carries the 80 % interval with the point (issue 24)
+        lo, hi = next(h["comparison"]["predicted_throughput_interval"] for h in fleet_doc["hosts"]
+                      if (h.get("comparison") or {}).get("predicted_throughput_interval"))
+        assert f"42.5 tok/s (\u00d7{lo:.2f}\u2013{hi:.2f}, most likely \u00d70.61)" in out
 
 
 def test_text_comparison_is_the_readme_layout(seed_doc):
