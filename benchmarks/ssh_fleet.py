@@ -7,6 +7,9 @@ for N in --sizes runs, on the same fleet in one run:
 
   driftwatch        driftwatch.collect.fleet.collect_fleet (full collection: unit with fallback,
                     systemctl show, process argv, interpreter version, GPUs, journal)
+  driftwatch-snapshot  the whole `snapshot` (run/snapshots.snapshot_fleet): the inventory read, every
+                    host collected as above, each answer parsed, typed and saved to a new store
+                    (SQLite, in a temp dir) as it arrives, one result line each
   paramiko-threads  raw paramiko, one thread per host, `systemctl cat U || cat /etc/.../U`
   paramiko-threads+ raw paramiko, one thread per host, running driftwatch's own remote script
                     (same remote work as driftwatch: isolates driftwatch's client-side overhead)
@@ -118,6 +121,28 @@ def worker(method: str, spec: dict) -> dict:
         from driftwatch.collect import hostkeys
         hostkeys.KnownHosts = _hostkeys_module(spec["before"]).KnownHosts
         method = "driftwatch"
+    if method == "driftwatch-snapshot":  # the whole `snapshot`: inventory read, collected, parsed, saved
+        from driftwatch.collect.sshoptions import SSHOptions
+        from driftwatch.engines.files import NO_FILES
+        from driftwatch.run.snapshots import snapshot_fleet
+        from driftwatch.run.voice import Voice
+
+        import paramiko  # noqa: F401 - outside the timed part, as for the raw paramiko methods
+
+        tmp = tempfile.mkdtemp(prefix="dw-bench-store-")
+        inventory = os.path.join(tmp, "fleet.yaml")
+        with open(inventory, "w") as fh:
+            fh.write(f"defaults: {{user: root, units: [{UNIT}]}}\nhosts:\n")
+            fh.writelines(f"  {h['name']}: {{address: {h['address']}, port: {h['port']}}}\n" for h in hosts)
+        opts = SSHOptions(known_hosts=spec["known_hosts"], identity=spec["key"], ssh_config="",
+                          allow_agent=False, look_for_keys=False, parallel=spec.get("parallel") or 32)
+        lines = []
+        t0 = time.perf_counter()
+        snapshot_fleet((), inventory, None, (), None, os.path.join(tmp, "store"), None, opts, NO_FILES,
+                       Voice(out=lines.append))
+        wall = time.perf_counter() - t0
+        ok = sum(line.split("\t")[2] in ("ok", "fallback") for line in lines)
+        method = "done"
     if method == "driftwatch":
         from driftwatch.collect.fleet import collect_fleet
         from driftwatch.collect.sshoptions import SSHOptions
@@ -133,7 +158,7 @@ def worker(method: str, spec: dict) -> dict:
         raws = collect_fleet(targets, opts, EngineReader())
         wall = time.perf_counter() - t0
         ok = sum(r.status in ("ok", "fallback") and "--port" in (r.text or "") for r in raws)
-    else:
+    elif method != "done":
         import concurrent.futures as cf
 
         import paramiko  # noqa: F401 - imported before timing, like driftwatch's lazy import is not
@@ -405,7 +430,8 @@ def main() -> int:
         print("needs root, /usr/sbin/sshd and `ip netns`", file=sys.stderr)
         return 2
     if args.loopback:
-        chosen = [m for m in args.methods.split(",") if m in ("driftwatch", "driftwatch@before", "paramiko-threads",
+        chosen = [m for m in args.methods.split(",") if m in ("driftwatch", "driftwatch@before", "driftwatch-snapshot",
+                                                                "driftwatch-snapshot@before", "paramiko-threads",
                                                                 "paramiko-threads+")]
         return loopback_main(args, chosen)
     sizes = [int(x) for x in args.sizes.split(",")]

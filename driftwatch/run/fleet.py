@@ -255,7 +255,9 @@ def _judge_hosts(judge: Judge, targets: list[tuple[str, str]], ssh: SSHOptions, 
     def arrived(raw) -> None:
         compared[id(raw)] = judge.raw(raw)
 
-    raws = collect_live(targets, ssh, inventory, on_result=arrived, warn=voice.warn, files=judge.files)
+    from .answers import AnswerWorker
+    with AnswerWorker(arrived) as behind:  # compared off the collector's loop, in arrival order
+        raws = collect_live(targets, ssh, inventory, on_result=behind.put, warn=voice.warn, files=judge.files)
     return [compared.get(id(raw)) or judge.raw(raw) for raw in raws]
 
 
