@@ -40,6 +40,7 @@ paramiko methods parse known_hosts once per run (paramiko would per client: quad
 --tree DIR (a checkout of another revision), "driftwatch@before" is driftwatch imported from DIR.
 
     python benchmarks/ssh_fleet.py --known-hosts-only [--entries 1000] [--before REV]
+    python benchmarks/ssh_fleet.py --fleet-loop 16000 --parallel 256 [--tree DIR]
 
 needs no root and no network: the known_hosts work of N = --entries hosts against a file of as many
 entries (plain, hashed, one wildcard line), as collect/ssh.py does it per host (preferred_algorithms
@@ -393,6 +394,31 @@ def loopback_main(args, methods) -> int:
     return 0
 
 
+def fleet_loop_bench(n: int, parallel: int) -> dict:
+    """The collector's own loop alone (no SSH): `n` hosts whose reading is a sleep of 5-50 ms, through
+    collect_fleet with `parallel` threads; the CPU of the calling thread (the loop: completions,
+    watchdog, progress), not the workers'. Run in a child per tree (DW_BENCH_TREE)."""
+    import random
+    from driftwatch.collect import fleet
+    from driftwatch.collect.inventory import HostTarget
+    from driftwatch.collect.raw import RawUnit
+    from driftwatch.collect.sshoptions import SSHOptions
+
+    rng = random.Random(1)
+    delays = [rng.uniform(0.005, 0.05) for _ in range(n)]
+
+    def host(self, idx):
+        time.sleep(delays[idx[0]])
+        return [RawUnit(host=self.pairs[i][0].name, unit=self.pairs[i][1], source="", status="ok") for i in idx]
+
+    fleet._Runner.host = host  # no connection: no host is contacted
+    targets = [(HostTarget(f"h{i}", "192.0.2.1"), UNIT) for i in range(n)]
+    opts = SSHOptions(known_hosts=os.devnull, ssh_config="none", parallel=parallel)
+    t0, c0 = time.perf_counter(), time.thread_time()
+    raws = fleet.collect_fleet(targets, opts, reader=None, on_result=lambda i, raw: None)
+    return {"wall": time.perf_counter() - t0, "loop_cpu": time.thread_time() - c0, "ok": len(raws)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1,5,20")
@@ -411,12 +437,32 @@ def main() -> int:
                          "paramiko-threads+")
     ap.add_argument("--parallel", type=int, default=32, help="hosts at once, for every method (--loopback)")
     ap.add_argument("--tree", help="the checkout driftwatch@before imports (git archive REV | tar -x -C DIR)")
+    ap.add_argument("--fleet-loop", type=int, metavar="N",
+                    help="only the collector's loop: N hosts that sleep instead of SSH (no root, no network); "
+                         "with --tree, the loop of that checkout too")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--spec", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     if args.known_hosts_only:
         return known_hosts_bench(args.entries, args.before)
+
+    if args.fleet_loop:
+        if args.worker:
+            print(json.dumps(fleet_loop_bench(args.fleet_loop, args.parallel)))
+            return 0
+        print(f"| fleet loop, {args.fleet_loop} hosts (sleeps), --parallel {args.parallel} | wall | CPU of the loop's thread |")
+        print("|---|---|---|")
+        for label, tree in (("before", args.tree), ("now", None)):
+            if label == "before" and not tree:
+                continue
+            env = dict(os.environ, **({"DW_BENCH_TREE": tree} if tree else {}))
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--fleet-loop", str(args.fleet_loop),
+                                  "--parallel", str(args.parallel), "--worker", "loop"], env=env, check=True,
+                                 capture_output=True, text=True).stdout
+            res = json.loads(out.strip().splitlines()[-1])
+            print(f"| {label} | {res['wall']:.2f} s | {res['loop_cpu']:.2f} s |")
+        return 0
 
     if args.worker:
         with open(args.spec) as fh:
