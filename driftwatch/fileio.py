@@ -348,6 +348,12 @@ LimitedLoader = PureLimitedLoader  # the reference; subclassed elsewhere (invent
 _C_UNSAFE = re.compile(r"[\t\ufeff]|(?:^|[\s,\[\]{}])!(?:[\s,\[\]{}]|\Z)")
 
 
+def libyaml_reads_alike(text: str) -> bool:
+    """True when CLimitedLoader gives the pure loader's answer on `text` (libyaml there, no texts of the
+    few it reads otherwise): a caller with its own loader subclass (the inventory's) may try it first."""
+    return CLimitedLoader is not None and not _C_UNSAFE.search(text)
+
+
 def _literal(data: str) -> bool:
     return not any(line != line.rstrip() for line in data.split("\n"))
 
@@ -593,6 +599,6 @@ def read_yaml(path: str | os.PathLike, what: str, *, limit: int = MAX_YAML_BYTES
     return load_yaml_text(read_text_file(name, what, allow_empty=True, limit=limit, regular_only=True), name, what)
 
 
-__all__ = ["LimitedLoader", "MAX_TEXT_BYTES", "MAX_YAML_BYTES", "read_text_file", "loads_json", "load_json_text",
+__all__ = ["LimitedLoader", "CLimitedLoader", "libyaml_reads_alike", "MAX_TEXT_BYTES", "MAX_YAML_BYTES", "read_text_file", "loads_json", "load_json_text",
            "read_json", "JSONLimitError", "dump_yaml_readable", "load_yaml_data", "YAMLLimitError", "write_atomic", "write_new", "link_atomic", "dump_yaml",
            "yaml_problem", "load_yaml_text", "read_yaml"]

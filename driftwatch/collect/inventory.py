@@ -145,9 +145,22 @@ class _Seq(list):
 
 
 def _yaml_load(path: str, text: str):
+    """The inventory's YAML with each mapping's and list's line, bounded; libyaml's parser where it
+    reads the text as PyYAML does (100 000 hosts: 43 -> 12 s of CPU), else (and for the message of a
+    text it refuses) the pure loader."""
+    from driftwatch.fileio import CLimitedLoader, libyaml_reads_alike
+    if libyaml_reads_alike(text):
+        try:
+            return _yaml_load_with(CLimitedLoader, path, text)
+        except Exception:  # noqa: BLE001 - the pure loader gives the verdict and the message
+            pass
+    return _yaml_load_with(LimitedLoader, path, text)
+
+
+def _yaml_load_with(base, path: str, text: str):
     import yaml
 
-    class Loader(LimitedLoader):  # a SafeLoader with depth and alias-expansion limits
+    class Loader(base):  # a SafeLoader with depth and alias-expansion limits
         _dw_max_nodes = MAX_INVENTORY_VALUES
 
     def construct_mapping(loader, node):
