@@ -41,6 +41,7 @@ paramiko methods parse known_hosts once per run (paramiko would per client: quad
 
     python benchmarks/ssh_fleet.py --known-hosts-only [--entries 1000] [--before REV]
     python benchmarks/ssh_fleet.py --fleet-loop 16000 --parallel 256 [--tree DIR]
+    python benchmarks/ssh_fleet.py --inventory-hosts 100000
 
 needs no root and no network: the known_hosts work of N = --entries hosts against a file of as many
 entries (plain, hashed, one wildcard line), as collect/ssh.py does it per host (preferred_algorithms
@@ -419,6 +420,30 @@ def fleet_loop_bench(n: int, parallel: int) -> dict:
     return {"wall": time.perf_counter() - t0, "loop_cpu": time.thread_time() - c0, "ok": len(raws)}
 
 
+def inventory_bench(n: int) -> int:
+    """In-process CPU of reading an inventory of `n` hosts with addresses: a driftwatch YAML `hosts:`
+    map and an Ansible INI group (no root, no network; files in a temp dir)."""
+    from driftwatch.collect.inventory import load_inventory
+    tmp = tempfile.mkdtemp(prefix="dw-inv-")
+    files = {"yaml": os.path.join(tmp, "fleet.yaml"), "ini": os.path.join(tmp, "fleet.ini")}
+    with open(files["yaml"], "w") as fh:
+        fh.write(f"defaults: {{user: root, units: [{UNIT}]}}\nhosts:\n")
+        fh.writelines(f"  gpu{i:06d}.fleet.internal: {{address: 10.{i // 65536}.{i // 256 % 256}.{i % 256}, port: 22}}\n"
+                      for i in range(n))
+    with open(files["ini"], "w") as fh:
+        fh.write("[fleet]\n")
+        fh.writelines(f"gpu{i:06d}.fleet.internal ansible_host=10.{i // 65536}.{i // 256 % 256}.{i % 256} "
+                      f"ansible_port=22\n" for i in range(n))
+        fh.write(f"[fleet:vars]\ndriftwatch_units={UNIT}\nansible_user=root\n")
+    print(f"| {n} hosts | size | CPU |\n|---|---|---|")
+    for kind, path in files.items():
+        t0 = time.process_time()
+        hosts = load_inventory(path)
+        assert len(hosts) == n
+        print(f"| {kind} | {os.path.getsize(path) / 1e6:.1f} MB | {time.process_time() - t0:.1f} s |")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1,5,20")
@@ -437,6 +462,8 @@ def main() -> int:
                          "paramiko-threads+")
     ap.add_argument("--parallel", type=int, default=32, help="hosts at once, for every method (--loopback)")
     ap.add_argument("--tree", help="the checkout driftwatch@before imports (git archive REV | tar -x -C DIR)")
+    ap.add_argument("--inventory-hosts", type=int, metavar="N",
+                    help="only reading an inventory of N hosts (YAML and INI; no root, no network)")
     ap.add_argument("--fleet-loop", type=int, metavar="N",
                     help="only the collector's loop: N hosts that sleep instead of SSH (no root, no network); "
                          "with --tree, the loop of that checkout too")
@@ -447,6 +474,8 @@ def main() -> int:
     if args.known_hosts_only:
         return known_hosts_bench(args.entries, args.before)
 
+    if args.inventory_hosts:
+        return inventory_bench(args.inventory_hosts)
     if args.fleet_loop:
         if args.worker:
             print(json.dumps(fleet_loop_bench(args.fleet_loop, args.parallel)))
