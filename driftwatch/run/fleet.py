@@ -165,9 +165,8 @@ def report_fleet(options: dict, *, config_path: str | None, host: str | None, un
     _say_unused_ignores(doc, judge, voice)
     _since_from_store(doc, store, baselines, judging, voice)
     store_trouble = _feed_store(judge.read, store, voice) if save else False
-    trouble = store_trouble
     return FleetReport(doc, publish(doc, settings, fmt=fmt, output=output, prometheus_file=prometheus_file,
-                                    always=always, voice=voice, show=show) or trouble)
+                                    always=always, voice=voice, show=show) or store_trouble)
 
 
 def publish(doc: dict, settings: dict, *, fmt: str, output: str | None, prometheus_file: str | None,
