@@ -140,7 +140,7 @@ hosts:
     assert 'driftwatch_hosts{report="driftwatch-shard-0",shard="0/2",status="drifted"}' in shard_text
     assert 'shard=' not in (textfiles / "driftwatch.prom").read_text()
     if not NODE_EXPORTER:
-        pytest.skip("the textfiles are written; " + "scraping them " + "needs prometheus-node-exporter")
+        pytest.skip("the textfiles are written; scraping them needs prometheus-node-exporter")
     with node_exporter(textfiles) as scrape:
         metrics = scrape()
     assert "node_textfile_scrape_error 0" in metrics
@@ -222,3 +222,22 @@ def test_unused_ignores_are_those_no_shard_used(tmp_path):
     b["warnings"] = ["--ignore DW2: matched nothing"]
     r = _merge(tmp_path, {"a.json": a, "b.json": b})
     assert r.returncode == 0 and json.loads(r.stdout)["warnings"] == ["--ignore DW2: matched nothing"], r.stderr
+
+
+def test_two_shards_textfiles_in_one_directory_read_by_node_exporter(tmp_path):
+    """Run-level series carry shard="I/N": two shards' files side by side, no scrape error."""
+    from driftwatch.report.prometheus import render_textfile
+    textfiles = tmp_path / "textfile"
+    textfiles.mkdir()
+    for i, hosts in ((0, ["h1", "h3"]), (1, ["h2"])):
+        text = render_textfile(_report(f"{i}/2", hosts), f"driftwatch-shard-{i}")
+        assert f'driftwatch_hosts{{report="driftwatch-shard-{i}",shard="{i}/2",status="clean"}} {len(hosts)}' in text
+        (textfiles / f"driftwatch-shard-{i}.prom").write_text(text)
+    assert "shard=" not in render_textfile(_report(None, ["h1"]))  # an unsharded run's series as before
+    if not NODE_EXPORTER:
+        pytest.skip("the textfiles are checked; scraping them needs prometheus-node-exporter")
+    with node_exporter(textfiles) as scrape:
+        metrics = scrape()
+    assert "node_textfile_scrape_error 0" in metrics
+    assert 'driftwatch_hosts{report="driftwatch-shard-0",shard="0/2",status="clean"} 2' in metrics
+    assert 'driftwatch_hosts{report="driftwatch-shard-1",shard="1/2",status="clean"} 1' in metrics
