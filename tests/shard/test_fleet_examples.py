@@ -29,7 +29,7 @@ STORE = "postgresql://driftwatch@pg.internal:5432/driftwatch"
 def _parse(argv: list[str]) -> dict:
     """driftwatch's click parse of one command line (the subcommand's parameters), nothing run."""
     assert argv[0] == "driftwatch", argv
-    with click.Context(cli, info_name="driftwatch") as parent:
+    with click.Context(cli, info_name="driftwatch", **cli.context_settings) as parent:  # as `driftwatch` makes it
         command = cli.get_command(parent, argv[1])
         assert command is not None, argv
         ctx = command.make_context(argv[1], list(argv[2:]), parent=parent)
