@@ -48,8 +48,8 @@ def _check_slices_and_merge(slices: list[dict], merges: list[dict], count: int) 
 
 
 def test_the_kubernetes_indexed_job():
-    docs = list(yaml.safe_load_all((FLEET / "k8s-indexed-job.yaml").read_text()))
-    shards, merge = docs
+    shards = yaml.safe_load((FLEET / "k8s-indexed-job.yaml").read_text())
+    merge = yaml.safe_load((FLEET / "k8s-merge-cronjob.yaml").read_text())
     job = shards["spec"]["jobTemplate"]["spec"]
     assert shards["kind"] == merge["kind"] == "CronJob" and job["completionMode"] == "Indexed"
     count = job["completions"]
@@ -116,7 +116,7 @@ def test_the_nomad_periodic_jobs():
 def test_the_docs_show_the_same_commands():
     """docs/fleet.md's examples are these files' (the docs include them by name and show their commands)."""
     doc = (FLEET.parents[1] / "docs" / "fleet.md").read_text()
-    for name in ("k8s-indexed-job.yaml", "awx-sliced-playbook.yml", "nomad-shards.nomad.hcl", "nomad-merge.nomad.hcl"):
+    for name in ("k8s-indexed-job.yaml", "k8s-merge-cronjob.yaml", "awx-sliced-playbook.yml", "nomad-shards.nomad.hcl", "nomad-merge.nomad.hcl"):
         assert f"examples/fleet/{name}" in doc
     assert 'report --merge' in doc and '--shard "$JOB_COMPLETION_INDEX/4"' in doc
 
