@@ -46,6 +46,7 @@ def merge_reports(paths: list[str] | tuple[str, ...], options: dict, *, config_p
         warning = (f"merged {len(docs)} of {len(docs) + len(missing)} shards: {', '.join(missing)} missing "
                    f"(their hosts are not in this report)")
         doc.setdefault("warnings", []).append(warning)
+        doc["missing_shards"] = missing  # the text report and its mail say it under the counts
         voice.say(warning)
         trouble = True
     return FleetReport(doc, publish(doc, settings, fmt=fmt, output=output, prometheus_file=prometheus_file,

@@ -168,7 +168,7 @@ def _merge(tmp_path, docs: dict[str, object], *extra: str):
         paths.append(str(path))
     env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")}
     env["HOME"] = str(tmp_path)
-    return subprocess.run([DW, "report", "--merge", *paths, *extra, "--format", "json"], capture_output=True,
+    return subprocess.run([DW, "report", "--merge", *paths, "--format", "json", *extra], capture_output=True,
                           text=True, timeout=60, env=env, cwd=tmp_path)
 
 
@@ -211,6 +211,9 @@ def test_a_missing_slice_is_said_and_the_report_still_goes_out(tmp_path):
     assert [h["host"] for h in doc["hosts"]] == ["h1", "h3"] and doc["summary"]["hosts"] == 2
     assert doc["summary"]["unreadable"] == 1 and doc["summary"]["clean"] == 1
     assert "merged 2 of 3 shards: 1/3 missing" in r.stderr and "merged 2 of 3 shards: 1/3 missing" in doc["warnings"][-1]
+    assert doc["missing_shards"] == ["1/3"]
+    r = _merge(tmp_path, {"a.json": _report("0/3", ["h1"]), "c.json": _report("2/3", ["h3"])}, "--format", "text")
+    assert "warning: slices missing from this report: 1/3 (their hosts are not in it)" in r.stdout, r.stdout
     # complete and clean: exit 0, as one clean run
     r = _merge(tmp_path, {"a.json": _report("0/2", ["h1"]), "b.json": _report("1/2", ["h2"])})
     assert r.returncode == 0 and json.loads(r.stdout)["summary"]["clean"] == 2, r.stderr
