@@ -7,6 +7,9 @@ for N in --sizes runs, on the same fleet in one run:
 
   driftwatch        driftwatch.collect.fleet.collect_fleet (full collection: unit with fallback,
                     systemctl show, process argv, interpreter version, GPUs, journal)
+  driftwatch-snapshot  the whole `snapshot` (run/snapshots.snapshot_fleet): the inventory read, every
+                    host collected as above, each answer parsed, typed and saved to a new store
+                    (SQLite, in a temp dir) as it arrives, one result line each
   paramiko-threads  raw paramiko, one thread per host, `systemctl cat U || cat /etc/.../U`
   paramiko-threads+ raw paramiko, one thread per host, running driftwatch's own remote script
                     (same remote work as driftwatch: isolates driftwatch's client-side overhead)
@@ -37,6 +40,8 @@ paramiko methods parse known_hosts once per run (paramiko would per client: quad
 --tree DIR (a checkout of another revision), "driftwatch@before" is driftwatch imported from DIR.
 
     python benchmarks/ssh_fleet.py --known-hosts-only [--entries 1000] [--before REV]
+    python benchmarks/ssh_fleet.py --fleet-loop 16000 --parallel 256 [--tree DIR]
+    python benchmarks/ssh_fleet.py --inventory-hosts 100000
 
 needs no root and no network: the known_hosts work of N = --entries hosts against a file of as many
 entries (plain, hashed, one wildcard line), as collect/ssh.py does it per host (preferred_algorithms
@@ -118,6 +123,28 @@ def worker(method: str, spec: dict) -> dict:
         from driftwatch.collect import hostkeys
         hostkeys.KnownHosts = _hostkeys_module(spec["before"]).KnownHosts
         method = "driftwatch"
+    if method == "driftwatch-snapshot":  # the whole `snapshot`: inventory read, collected, parsed, saved
+        from driftwatch.collect.sshoptions import SSHOptions
+        from driftwatch.engines.files import NO_FILES
+        from driftwatch.run.snapshots import snapshot_fleet
+        from driftwatch.run.voice import Voice
+
+        import paramiko  # noqa: F401 - outside the timed part, as for the raw paramiko methods
+
+        tmp = tempfile.mkdtemp(prefix="dw-bench-store-")
+        inventory = os.path.join(tmp, "fleet.yaml")
+        with open(inventory, "w") as fh:
+            fh.write(f"defaults: {{user: root, units: [{UNIT}]}}\nhosts:\n")
+            fh.writelines(f"  {h['name']}: {{address: {h['address']}, port: {h['port']}}}\n" for h in hosts)
+        opts = SSHOptions(known_hosts=spec["known_hosts"], identity=spec["key"], ssh_config="",
+                          allow_agent=False, look_for_keys=False, parallel=spec.get("parallel") or 32)
+        lines = []
+        t0 = time.perf_counter()
+        snapshot_fleet((), inventory, None, (), None, os.path.join(tmp, "store"), None, opts, NO_FILES,
+                       Voice(out=lines.append))
+        wall = time.perf_counter() - t0
+        ok = sum(line.split("\t")[2] in ("ok", "fallback") for line in lines)
+        method = "done"
     if method == "driftwatch":
         from driftwatch.collect.fleet import collect_fleet
         from driftwatch.collect.sshoptions import SSHOptions
@@ -133,7 +160,7 @@ def worker(method: str, spec: dict) -> dict:
         raws = collect_fleet(targets, opts, EngineReader())
         wall = time.perf_counter() - t0
         ok = sum(r.status in ("ok", "fallback") and "--port" in (r.text or "") for r in raws)
-    else:
+    elif method != "done":
         import concurrent.futures as cf
 
         import paramiko  # noqa: F401 - imported before timing, like driftwatch's lazy import is not
@@ -368,6 +395,55 @@ def loopback_main(args, methods) -> int:
     return 0
 
 
+def fleet_loop_bench(n: int, parallel: int) -> dict:
+    """The collector's own loop alone (no SSH): `n` hosts whose reading is a sleep of 5-50 ms, through
+    collect_fleet with `parallel` threads; the CPU of the calling thread (the loop: completions,
+    watchdog, progress), not the workers'. Run in a child per tree (DW_BENCH_TREE)."""
+    import random
+    from driftwatch.collect import fleet
+    from driftwatch.collect.inventory import HostTarget
+    from driftwatch.collect.raw import RawUnit
+    from driftwatch.collect.sshoptions import SSHOptions
+
+    rng = random.Random(1)
+    delays = [rng.uniform(0.005, 0.05) for _ in range(n)]
+
+    def host(self, idx):
+        time.sleep(delays[idx[0]])
+        return [RawUnit(host=self.pairs[i][0].name, unit=self.pairs[i][1], source="", status="ok") for i in idx]
+
+    fleet._Runner.host = host  # no connection: no host is contacted
+    targets = [(HostTarget(f"h{i}", "192.0.2.1"), UNIT) for i in range(n)]
+    opts = SSHOptions(known_hosts=os.devnull, ssh_config="none", parallel=parallel)
+    t0, c0 = time.perf_counter(), time.thread_time()
+    raws = fleet.collect_fleet(targets, opts, reader=None, on_result=lambda i, raw: None)
+    return {"wall": time.perf_counter() - t0, "loop_cpu": time.thread_time() - c0, "ok": len(raws)}
+
+
+def inventory_bench(n: int) -> int:
+    """In-process CPU of reading an inventory of `n` hosts with addresses: a driftwatch YAML `hosts:`
+    map and an Ansible INI group (no root, no network; files in a temp dir)."""
+    from driftwatch.collect.inventory import load_inventory
+    tmp = tempfile.mkdtemp(prefix="dw-inv-")
+    files = {"yaml": os.path.join(tmp, "fleet.yaml"), "ini": os.path.join(tmp, "fleet.ini")}
+    with open(files["yaml"], "w") as fh:
+        fh.write(f"defaults: {{user: root, units: [{UNIT}]}}\nhosts:\n")
+        fh.writelines(f"  gpu{i:06d}.fleet.internal: {{address: 10.{i // 65536}.{i // 256 % 256}.{i % 256}, port: 22}}\n"
+                      for i in range(n))
+    with open(files["ini"], "w") as fh:
+        fh.write("[fleet]\n")
+        fh.writelines(f"gpu{i:06d}.fleet.internal ansible_host=10.{i // 65536}.{i // 256 % 256}.{i % 256} "
+                      f"ansible_port=22\n" for i in range(n))
+        fh.write(f"[fleet:vars]\ndriftwatch_units={UNIT}\nansible_user=root\n")
+    print(f"| {n} hosts | size | CPU |\n|---|---|---|")
+    for kind, path in files.items():
+        t0 = time.process_time()
+        hosts = load_inventory(path)
+        assert len(hosts) == n
+        print(f"| {kind} | {os.path.getsize(path) / 1e6:.1f} MB | {time.process_time() - t0:.1f} s |")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1,5,20")
@@ -386,12 +462,36 @@ def main() -> int:
                          "paramiko-threads+")
     ap.add_argument("--parallel", type=int, default=32, help="hosts at once, for every method (--loopback)")
     ap.add_argument("--tree", help="the checkout driftwatch@before imports (git archive REV | tar -x -C DIR)")
+    ap.add_argument("--inventory-hosts", type=int, metavar="N",
+                    help="only reading an inventory of N hosts (YAML and INI; no root, no network)")
+    ap.add_argument("--fleet-loop", type=int, metavar="N",
+                    help="only the collector's loop: N hosts that sleep instead of SSH (no root, no network); "
+                         "with --tree, the loop of that checkout too")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     ap.add_argument("--spec", help=argparse.SUPPRESS)
     args = ap.parse_args()
 
     if args.known_hosts_only:
         return known_hosts_bench(args.entries, args.before)
+
+    if args.inventory_hosts:
+        return inventory_bench(args.inventory_hosts)
+    if args.fleet_loop:
+        if args.worker:
+            print(json.dumps(fleet_loop_bench(args.fleet_loop, args.parallel)))
+            return 0
+        print(f"| fleet loop, {args.fleet_loop} hosts (sleeps), --parallel {args.parallel} | wall | CPU of the loop's thread |")
+        print("|---|---|---|")
+        for label, tree in (("before", args.tree), ("now", None)):
+            if label == "before" and not tree:
+                continue
+            env = dict(os.environ, **({"DW_BENCH_TREE": tree} if tree else {}))
+            out = subprocess.run([sys.executable, os.path.abspath(__file__), "--fleet-loop", str(args.fleet_loop),
+                                  "--parallel", str(args.parallel), "--worker", "loop"], env=env, check=True,
+                                 capture_output=True, text=True).stdout
+            res = json.loads(out.strip().splitlines()[-1])
+            print(f"| {label} | {res['wall']:.2f} s | {res['loop_cpu']:.2f} s |")
+        return 0
 
     if args.worker:
         with open(args.spec) as fh:
@@ -405,7 +505,8 @@ def main() -> int:
         print("needs root, /usr/sbin/sshd and `ip netns`", file=sys.stderr)
         return 2
     if args.loopback:
-        chosen = [m for m in args.methods.split(",") if m in ("driftwatch", "driftwatch@before", "paramiko-threads",
+        chosen = [m for m in args.methods.split(",") if m in ("driftwatch", "driftwatch@before", "driftwatch-snapshot",
+                                                                "driftwatch-snapshot@before", "paramiko-threads",
                                                                 "paramiko-threads+")]
         return loopback_main(args, chosen)
     sizes = [int(x) for x in args.sizes.split(",")]

@@ -348,6 +348,12 @@ LimitedLoader = PureLimitedLoader  # the reference; subclassed elsewhere (invent
 _C_UNSAFE = re.compile(r"[\t\ufeff]|(?:^|[\s,\[\]{}])!(?:[\s,\[\]{}]|\Z)")
 
 
+def libyaml_reads_alike(text: str) -> bool:
+    """True when CLimitedLoader gives the pure loader's answer on `text` (libyaml there, no texts of the
+    few it reads otherwise): a caller with its own loader subclass (the inventory's) may try it first."""
+    return CLimitedLoader is not None and not _C_UNSAFE.search(text)
+
+
 def _literal(data: str) -> bool:
     return not any(line != line.rstrip() for line in data.split("\n"))
 
@@ -534,7 +540,7 @@ def _json_number(kind):
 _PARSE_INT, _PARSE_FLOAT = _json_number(int), _json_number(float)
 
 
-def loads_json(text: str | bytes, *, limit: int = MAX_JSON_BYTES) -> Any:
+def loads_json(text: str | bytes, *, limit: int = MAX_JSON_BYTES, max_nodes: int = MAX_JSON_NODES) -> Any:
     """json.loads, bounded: at most `limit` characters, MAX_JSON_DEPTH levels of arrays and objects,
     MAX_JSON_NODES values and numbers of at most MAX_NUMBER_CHARS characters. Raises JSONLimitError
     (or json.JSONDecodeError, both ValueErrors) with one line; never RecursionError or MemoryError.
@@ -548,29 +554,30 @@ def loads_json(text: str | bytes, *, limit: int = MAX_JSON_BYTES) -> Any:
         data = json.loads(text, parse_int=_PARSE_INT, parse_float=_PARSE_FLOAT)
     except RecursionError:
         raise JSONLimitError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
-    _check_json_shape(data)
+    _check_json_shape(data, max_nodes)
     return data
 
 
-def _check_json_shape(data: Any) -> None:
+def _check_json_shape(data: Any, max_nodes: int = MAX_JSON_NODES) -> None:
     """Depth and size of parsed JSON, without recursion."""
     stack = [(data, 1)]
     count = 0
     while stack:
         item, depth = stack.pop()
         count += 1
-        if count > MAX_JSON_NODES:
-            raise JSONLimitError(f"JSON text of more than {MAX_JSON_NODES} values")
+        if count > max_nodes:
+            raise JSONLimitError(f"JSON text of more than {max_nodes} values")
         if isinstance(item, (dict, list)):
             if depth > MAX_JSON_DEPTH:
                 raise JSONLimitError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
             stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
 
 
-def load_json_text(text: str | bytes, where: str, what: str, *, limit: int = MAX_JSON_BYTES) -> Any:
+def load_json_text(text: str | bytes, where: str, what: str, *, limit: int = MAX_JSON_BYTES,
+                   max_nodes: int = MAX_JSON_NODES) -> Any:
     """loads_json with one InputError line naming `where` and `what` (a file, a host's file)."""
     try:
-        return loads_json(text, limit=limit)
+        return loads_json(text, limit=limit, max_nodes=max_nodes)
     except ValueError as exc:
         line = getattr(exc, "lineno", None)
         at = f":{line}" if line else ""
@@ -578,10 +585,12 @@ def load_json_text(text: str | bytes, where: str, what: str, *, limit: int = MAX
         raise InputError(f"{where}{at}: {what} is {kind}: {str(exc).splitlines()[0][:160]}") from None
 
 
-def read_json(path: str | os.PathLike, what: str, *, limit: int = MAX_JSON_BYTES) -> Any:
+def read_json(path: str | os.PathLike, what: str, *, limit: int = MAX_JSON_BYTES,
+              max_nodes: int = MAX_JSON_NODES) -> Any:
     """A JSON file read and parsed within every bound; errors name the file."""
     name = os.fspath(path)
-    return load_json_text(read_text_file(name, what, limit=limit, regular_only=True), name, what, limit=limit)
+    return load_json_text(read_text_file(name, what, limit=limit, regular_only=True), name, what, limit=limit,
+                          max_nodes=max_nodes)
 
 
 def read_yaml(path: str | os.PathLike, what: str, *, limit: int = MAX_YAML_BYTES) -> Any:
@@ -590,6 +599,6 @@ def read_yaml(path: str | os.PathLike, what: str, *, limit: int = MAX_YAML_BYTES
     return load_yaml_text(read_text_file(name, what, allow_empty=True, limit=limit, regular_only=True), name, what)
 
 
-__all__ = ["LimitedLoader", "MAX_TEXT_BYTES", "MAX_YAML_BYTES", "read_text_file", "loads_json", "load_json_text",
+__all__ = ["LimitedLoader", "CLimitedLoader", "libyaml_reads_alike", "MAX_TEXT_BYTES", "MAX_YAML_BYTES", "read_text_file", "loads_json", "load_json_text",
            "read_json", "JSONLimitError", "dump_yaml_readable", "load_yaml_data", "YAMLLimitError", "write_atomic", "write_new", "link_atomic", "dump_yaml",
            "yaml_problem", "load_yaml_text", "read_yaml"]

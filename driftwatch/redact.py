@@ -550,6 +550,22 @@ def detect_secrets_in(text: str) -> list[str]:
     plugin, high-entropy words, long hex words standing alone."""
     if not text or len(text) < 16 or not _LONG_WORD.search(text):
         return []  # every form below is 16 characters or more without a space
+    if len(text) <= _REMEMBERED_TEXT:  # a fleet's hosts share most words and lines: each scanned once
+        return list(_detect_remembered(text))
+    return _detect(text)
+
+
+_REMEMBERED_TEXT = 4096  # texts up to this long are remembered (at most 8192 of them: 32 MiB)
+
+
+@functools.lru_cache(maxsize=8192)
+def _detect_remembered(text: str) -> tuple[str, ...]:
+    """`_detect`, a pure function of the text, remembered: 1 000 hosts running the same unit scan its
+    words once, not 1 000 times (about a fifth of parsing a host's answer)."""
+    return tuple(_detect(text))
+
+
+def _detect(text: str) -> list[str]:
     found: list[str] = []
     sample = text[:1_000_000]
     for regex in _detector_regexes():

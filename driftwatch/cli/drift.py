@@ -106,15 +106,23 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @click.option("--prometheus", "prometheus_file", type=click.Path(dir_okay=False),
               help="Also write the report as Prometheus metrics here (node_exporter textfile, atomically).")
 @shard_option
+@click.option("--merge", is_flag=True,
+              help="Build one fleet report (printed, written, mailed) from the shards' reports given as "
+                   "arguments (each `report --shard I/N --format json -o FILE`); reads no host. Overlapping "
+                   "shards or a file that is not a report: exit 2, one line.")
+@click.argument("shard_reports", nargs=-1, type=click.Path(dir_okay=False))
 @baselines_dir_option
 @catalog_option
 @ssh_options
 @engine_files
 def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, smtp_port, smtp_user,
            smtp_password_file, smtp_security, smtp_ca_file, sender, subject_prefix, state, only_changes, always,
-           fmt, output, quiet, config_path, concurrency, workload_prefix_share, workload_prompt_tokens, parallel, rules_dir, ignores, ignore_file, engine_version,
-           baselines_dir, store, no_store, limit, prometheus_file, shard, ssh, files):
-    """Check hosts against their baselines; print, write and mail one drift report (for cron)."""
+           fmt, output, quiet, config_path, concurrency, workload_prefix_share, workload_prompt_tokens, parallel,
+           rules_dir, ignores, ignore_file, engine_version, baselines_dir, store, no_store, limit, prometheus_file,
+           shard, merge, shard_reports, ssh, files):
+    """Check hosts against their baselines; print, write and mail one drift report (for cron).
+
+    With --merge A.json B.json …: the fleet's report from its shards' JSON reports."""
     from ..run.fleet import report_fleet
     settings = dict(email=email, smtp_host=smtp_host, smtp_port=smtp_port, smtp_user=smtp_user,
                     smtp_password_file=smtp_password_file, smtp_security=smtp_security, smtp_ca_file=smtp_ca_file,
@@ -125,6 +133,13 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
         shown = terminal_format(fmt).render_fleet(doc)
         click.echo(shown, nl=not shown.endswith("\n"))
 
+    if merge or shard_reports:
+        result = _merge(merge, shard_reports, settings, {"--inventory": inventory, "--host": host,
+                                                            "--unit-file": unit_files, "--shard": shard,
+                                                            "--limit": limit},
+                        config_path=config_path, fmt=fmt, output=output, prometheus_file=prometheus_file,
+                        always=always, voice=voice(aside=not quiet), show=None if quiet else show)
+        sys.exit(result.exit_code)
     result = report_fleet(settings, config_path=config_path, host=host, unit=unit, unit_files=unit_files,
                           rules_dir=rules_dir, ignores=ignores, ignore_file=ignore_file, concurrency=concurrency,
                           engine_version=engine_version, baselines_dir=baselines_dir, store=store, fmt=fmt,
@@ -133,3 +148,17 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
                           show=None if quiet else show, save=not no_store, limit=limit,
                           workload=workload_metrics(workload_prefix_share, workload_prompt_tokens))
     sys.exit(result.exit_code)
+
+
+def _merge(merge: bool, shard_reports, settings: dict, collecting: dict, **kwargs):
+    """`report --merge FILE…`: refused with one line when hosts would be read as well."""
+    from ..errors import InputError
+    from ..run.merge import merge_reports
+    if not merge:
+        raise InputError(f"report takes no file arguments ({shard_reports[0]}); to merge shards' reports: "
+                         f"report --merge A.json B.json …")
+    named = [option for option, value in collecting.items() if value]
+    if named:
+        raise InputError(f"--merge reads no host: drop {', '.join(named)} (the shards read them)")
+    settings = {k: v for k, v in settings.items() if k not in ("inventory", "baseline")}
+    return merge_reports(list(shard_reports), settings, **kwargs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import os
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from driftwatch.collect.sshoptions import SSHOptions
 DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"
 GLOBAL_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
 WATCHDOG_GRACE = 2.0
+WATCHDOG_EVERY = 0.25  # seconds between two looks for overdue hosts
 
 
 ProgressFn = Callable[[int, int, RawUnit], None]
@@ -70,13 +72,25 @@ def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions, re
     total, done = len(pairs), 0
     workers = min(options.parallel, len(groups))
     pool = cf.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="driftwatch-ssh")
+    # Woken by completions: each future puts itself on `finished` when done (a done-callback), so
+    # an answer costs O(1) however many hosts are pending (cf.wait scans every pending future, which
+    # at 10^4 hosts is seconds of CPU); the watchdog runs at most every WATCHDOG_EVERY seconds.
+    finished: queue.SimpleQueue = queue.SimpleQueue()
     try:
-        futures = {pool.submit(runner.host, idx): idx for idx in groups.values()}
-        pending = set(futures)
-        while pending:
-            finished, pending = cf.wait(pending, timeout=0.25, return_when=cf.FIRST_COMPLETED)
-            for fut in finished:
-                idx = futures[fut]
+        futures = {}
+        for idx in groups.values():
+            fut = pool.submit(runner.host, idx)
+            futures[fut] = idx
+            fut.add_done_callback(finished.put)
+        remaining, next_watch = len(futures), time.monotonic() + WATCHDOG_EVERY
+        while remaining:
+            try:
+                fut = finished.get(timeout=WATCHDOG_EVERY)
+            except queue.Empty:
+                fut = None
+            if fut is not None:
+                remaining -= 1
+                idx = futures.pop(fut)
                 try:
                     raws = fut.result()
                 except Exception as exc:  # noqa: BLE001 - a bug must not cost the other hosts
@@ -95,7 +109,10 @@ def collect_fleet(targets: list[tuple[HostTarget, str]], options: SSHOptions, re
                             raw.error = f"internal error handling the answer: {type(exc).__name__}"
                     if progress is not None:
                         progress(done, total, raw)
-            runner.watchdog()
+            now = time.monotonic()
+            if now >= next_watch:
+                runner.watchdog()
+                next_watch = now + WATCHDOG_EVERY
     except BaseException:
         # Ctrl-C (or any error here): abandon every host at once. Closing a connection unblocks its
         # thread wherever it waits; hosts not started yet are never contacted.

@@ -161,6 +161,15 @@ def build_report(baseline: Baseline | None, entries: list[dict], baselines: list
     from, for the restore command each group names."""
     used = list(baselines) if baselines is not None else ([baseline] if baseline is not None else [])
     one = used[0] if len(used) == 1 else (baseline if not used else None)
+    return assemble_report(_baseline_dict(one) if one is not None else None, [_baseline_dict(b) for b in used],
+                           entries, inventory)
+
+
+def assemble_report(baseline: dict | None, baselines: list[dict], entries: list[dict], inventory: str | None,
+                    generated_at: str | None = None) -> dict:
+    """The `driftwatch.report/v1` document from baselines already as dicts: what `build_report` makes
+    of one run, and what `report --merge` makes of several shards' entries (counts and drift groups
+    computed here, over every entry given)."""
     by_host: dict[str, list[str]] = {}
     for e in entries:
         by_host.setdefault(str(e["host"]), []).append(e["status"])
@@ -168,9 +177,9 @@ def build_report(baseline: Baseline | None, entries: list[dict], baselines: list
     u_drifted, u_clean, u_unreadable, u_none = _counts({str(i): [e["status"]] for i, e in enumerate(entries)})
     return {
         "schema": REPORT_SCHEMA,
-        "generated_at": now_utc(),
-        "baseline": _baseline_dict(one) if one is not None else None,
-        "baselines": [_baseline_dict(b) for b in used],
+        "generated_at": generated_at or now_utc(),
+        "baseline": baseline,
+        "baselines": list(baselines),
         "summary": {"hosts": len(by_host), "drifted": drifted, "clean": clean, "unreadable": unreadable,
                     "no_baseline": none,
                     "units": {"total": len(entries), "drifted": u_drifted, "clean": u_clean,

@@ -8,12 +8,15 @@ layout (a comparison is one `report --unit-file` away).
 One file per run holds the whole fleet. Every series carries ``report`` (the textfile's name without
 ``.prom``, so several runs or shards writing their own files into one textfile directory never
 collide: node_exporter refuses a series two files both carry); every per-unit series also carries
-``baseline`` (the baseline the unit was judged against; ``none`` for a unit without one).
+``baseline`` (the baseline the unit was judged against; ``none`` for a unit without one). A shard's
+report (`report --shard I/N`) adds ``shard="I/N"`` to the run-level series (the last run's time and
+the host counts), so N shards' files in one textfile directory sum to the fleet with
+``sum without (report, shard)``, and each shard's freshness is its own series.
 
 Metrics (gauges; one series per (host, unit) read, label values escaped as the format requires;
 ``report`` on each, ``baseline`` on each with ``host``):
 
-    driftwatch_last_run_timestamp_seconds                          when the report was made
+    driftwatch_last_run_timestamp_seconds{shard}                   when the report was made
     driftwatch_host_read{host,unit,status}                         1; status ok, or the failure
                                                                    (unreachable, timeout, auth_failed,
                                                                    host_key_refused, unit_not_found,
@@ -28,7 +31,7 @@ Metrics (gauges; one series per (host, unit) read, label values escaped as the f
     driftwatch_measured_accept_length{host,unit}                   (its journal, or --probe), where read
     driftwatch_finding_since_timestamp_seconds{host,unit}          oldest "since" of the unit's findings
                                                                    (with a snapshot store)
-    driftwatch_hosts{status}                                       hosts drifted / clean / unreadable /
+    driftwatch_hosts{status,shard}                                 hosts drifted / clean / unreadable /
                                                                    no_baseline
 
 Like every format it computes nothing: each value is read from the ``driftwatch.report/v1``
@@ -142,9 +145,12 @@ def render_textfile(doc: dict, report: str = "driftwatch") -> str:
                     "Since when (Unix time) the unit's oldest current finding has been present without a "
                     "break, from the snapshot store.")
     hosts = _Family("driftwatch_hosts", "Hosts in the report by status.")
+    run = {"report": report}  # the run-level series: a shard's also carry its slice (`shard="I/N"`)
+    if doc.get("shard"):
+        run["shard"] = str(doc["shard"])
     generated = doc.get("generated_at")
     try:
-        last.add({"report": report}, parse_utc(generated).timestamp() if generated else None)
+        last.add(dict(run), parse_utc(generated).timestamp() if generated else None)
     except ValueError:
         pass
     last.samples = [(labels, int(v)) for labels, v in last.samples if _is_number(v)]
@@ -195,7 +201,7 @@ def render_textfile(doc: dict, report: str = "driftwatch") -> str:
     counts = view.counts(doc)
     for key in ("drifted", "clean", "unreadable", "no_baseline"):
         if _is_number(counts.get(key)):
-            hosts.add({"report": report, "status": key}, counts[key])
+            hosts.add({**run, "status": key}, counts[key])
     lines = []
     for family in (last, read, drift, findings, ratio, bound, tps, measured, accept, since, hosts):
         lines += family.lines()

@@ -146,7 +146,12 @@ class TextFormat(Format):
         lines = self._fit(f"driftwatch report: {w.headline(doc)}") + self._fit(f"baseline: {w.baseline_line(doc)}")
         if doc.get("generated_at"):
             lines.append(f"generated: {w.clean(doc['generated_at'])}")
-        lines += [", ".join(w.count_parts(doc)), ""]
+        lines += [", ".join(w.count_parts(doc))]
+        missing = view.missing_shards(doc)
+        if missing:  # a merged report that lacks slices (`report --merge`): say so before anything else
+            lines += self._fit(f"warning: slices missing from this report: {', '.join(map(w.clean, missing))} "
+                               "(their hosts are not in it)")
+        lines.append("")
         if brief:
             lines += self._fit(w.ATTACHED_TEXT) + [""]
         groups = view.shared_groups(doc)

@@ -43,6 +43,12 @@ def comparison_notes(doc: dict) -> list[str]:
     return [str(n) for n in notes if n is not None] if isinstance(notes, list) else []
 
 
+def missing_shards(doc: dict) -> list[str]:
+    """The slices (`I/N`) a merged report lacks (`report --merge` with a shard's file missing)."""
+    missing = doc.get("missing_shards")
+    return [str(m) for m in missing if m is not None] if isinstance(missing, list) else []
+
+
 def comparison_warnings(doc: dict) -> list[str]:
     warnings = doc.get("warnings")
     return [str(n) for n in warnings if n is not None] if isinstance(warnings, list) else []

@@ -163,10 +163,21 @@ def report_fleet(options: dict, *, config_path: str | None, host: str | None, un
     entries += _judge_hosts(judge, targets, ssh, settings.get("inventory"), voice)
     doc = build_report(default, entries, baselines.used(entries),
                        os.path.abspath(settings["inventory"]) if settings.get("inventory") else None)
+    if shard is not None:
+        doc["shard"] = str(shard)  # what `report --merge` checks the shards by; a label on run-level metrics
     _say_unused_ignores(doc, judge, voice)
     _since_from_store(doc, store, baselines, judging, voice)
     store_trouble = _feed_store(judge.read, store, voice) if save else False
-    trouble = doc["summary"]["unreadable"] > 0 or store_trouble
+    return FleetReport(doc, publish(doc, settings, fmt=fmt, output=output, prometheus_file=prometheus_file,
+                                    always=always, voice=voice, show=show) or store_trouble)
+
+
+def publish(doc: dict, settings: dict, *, fmt: str, output: str | None, prometheus_file: str | None,
+            always: bool, voice: Voice, show: Callable[[dict], None] | None) -> bool:
+    """A finished report written (--output, --prometheus), shown, its unreadable units named and
+    mailed: the tail every fleet report shares, one run's or shards merged (run/merge.py). True when
+    a unit was unreadable, a file not written or the mail not sent."""
+    trouble = doc["summary"]["unreadable"] > 0
     trouble = _write(doc, fmt, output, prometheus_file, voice) or trouble
     if show is not None:
         show(doc)
@@ -175,7 +186,7 @@ def report_fleet(options: dict, *, config_path: str | None, host: str | None, un
             voice.say(entry["error"])
     if settings.get("email"):
         trouble = _mail(doc, settings, always, voice) or trouble
-    return FleetReport(doc, trouble)
+    return trouble
 
 
 class _Baselines:
@@ -246,7 +257,9 @@ def _judge_hosts(judge: Judge, targets: list[tuple[str, str]], ssh: SSHOptions, 
     def arrived(raw) -> None:
         compared[id(raw)] = judge.raw(raw)
 
-    raws = collect_live(targets, ssh, inventory, on_result=arrived, warn=voice.warn, files=judge.files)
+    from .answers import AnswerWorker
+    with AnswerWorker(arrived) as behind:  # compared off the collector's loop, in arrival order
+        raws = collect_live(targets, ssh, inventory, on_result=behind.put, warn=voice.warn, files=judge.files)
     return [compared.get(id(raw)) or judge.raw(raw) for raw in raws]
 
 

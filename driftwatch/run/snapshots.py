@@ -1,7 +1,7 @@
 """Use cases on the snapshot store: a fleet snapshot (`driftwatch snapshot`) and retention (`prune`).
 
-Each host's answer is saved as it arrives, while the others are still being read; its line is
-said in the order the hosts were named. One host's failure is its own line, never the others'.
+Each host's answer is parsed and saved as it arrives (on a thread of its own, answers.py), while the
+others are still being read; its line is said in the order the hosts were named. One host's failure is its own line, never the others'.
 """
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ..errors import DriftwatchError, InputError
+from .answers import AnswerWorker
 from .shard import Shard, pick
 from .voice import Voice, unheard
 
@@ -65,7 +66,7 @@ def _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, vo
         validate_unit_name(u)
     outcomes: dict[int, tuple[str, str | None]] = {}  # id(raw) -> (result line, problem)
 
-    def save(raw) -> None:  # as each answer arrives, while the other hosts are still being read
+    def save(raw) -> None:  # as each answer arrives, while the other hosts are still being read (its thread)
         try:
             saved = save_snapshot(raw_to_snapshot(raw, engine_version, files), store)
             outcomes[id(raw)] = (f"{raw.host}\t{raw.unit}\t{raw.status}\t{saved}", None)
@@ -76,7 +77,8 @@ def _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, vo
             problem = f"{raw.host}: {raw.unit}: internal error: {type(exc).__name__}"
             outcomes[id(raw)] = (f"{raw.host}\t{raw.unit}\terror\t{problem}", problem)
 
-    raws = collect_live(targets, ssh, inventory, progress, on_result=save, warn=voice.warn, files=files)
+    with AnswerWorker(save) as behind:  # parsed and saved off the collector's loop, in arrival order
+        raws = collect_live(targets, ssh, inventory, progress, on_result=behind.put, warn=voice.warn, files=files)
     trouble = False
     for raw in raws:  # in the order the hosts were named, whatever order they answered in
         line, problem = outcomes.get(id(raw)) or (f"{raw.host}\t{raw.unit}\t{raw.status}\t{raw.error}",

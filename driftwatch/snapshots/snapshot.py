@@ -320,9 +320,9 @@ def _reported(raw: RawUnit, engine_plugin, engine: EngineConfig, policy: Redacto
 
 def engine_to_dict(engine: EngineConfig, include_defaults: bool = False) -> dict:
     flags = {}
-    for key, value in sorted(engine.flags.items()):
-        if value.source != "explicit" and not include_defaults:
-            continue
+    chosen = engine.flags.items() if include_defaults else [(k, v) for k, v in engine.flags.items()
+                                                            if v.source == "explicit"]
+    for key, value in sorted(chosen):  # the few explicit ones sorted, not a release's 500 options
         entry = {"value": value.value, "source": value.source, "flag": value.flag}
         if value.note:
             entry["note"] = value.note

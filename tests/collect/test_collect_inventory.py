@@ -159,3 +159,20 @@ def test_ssh_config_resolution(tmp_path):
     assert resolve(HostTarget("other"), config).user == "fallback"
     with pytest.raises(InputError, match="no such ssh config"):
         load_ssh_config(str(tmp_path / "missing"))
+
+
+def test_an_inventory_of_100000_hosts_with_addresses_is_read(tmp_path):
+    """Over the old 8 MiB bound (issue 23: a 10^5-host inventory with addresses is ~8.4 MB)."""
+    from driftwatch.collect.inventory import load_inventory
+    path = tmp_path / "fleet.ini"
+    with open(path, "w") as fh:
+        fh.write("[fleet]\n")
+        fh.writelines(f"gpu{i:06d}.rack{i // 40:04d}.fleet-a.example.internal ansible_host=10.{i // 65536}."
+                      f"{i // 256 % 256}.{i % 256} ansible_port=22\n" for i in range(100_000))
+        fh.write("[fleet:vars]\ndriftwatch_units=sglang-qwen.service\nansible_user=root\n")
+    assert path.stat().st_size > 8 << 20
+    hosts = load_inventory(path)
+    assert len(hosts) == 100_000 and len({h.name for h in hosts}) == 100_000
+    last = hosts[-1]
+    assert (last.name, last.address, last.port, last.user, last.units) == (
+        "gpu099999.rack2499.fleet-a.example.internal", "10.1.134.159", 22, "root", ["sglang-qwen.service"])

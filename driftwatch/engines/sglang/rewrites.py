@@ -8,6 +8,8 @@ Known start-up crashes are Issues so an operator hears about them before a resta
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..config import EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
 from ..versions import version_key
 
@@ -27,6 +29,8 @@ def apply_rewrites(config: EngineConfig) -> None:
     algo_value = flags.get("speculative_algorithm")
     algorithm = None
     if algo_value is not None and isinstance(algo_value.value, str) and algo_value.value:
+        if algo_value.source != EXPLICIT:  # a release's default is shared by its configs: changed on a copy
+            algo_value = flags["speculative_algorithm"] = replace(algo_value)
         algorithm = algo_value.value.upper()
         if algorithm == "NEXTN":
             algo_value.note = "NEXTN is read as EAGLE by SGLang"

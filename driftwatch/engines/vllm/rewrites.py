@@ -16,6 +16,7 @@ Known start-up crashes are Issues so an operator hears about them before a resta
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 import json
 import re
 from importlib import resources
@@ -69,12 +70,12 @@ def apply_rewrites(config: EngineConfig, pre: Preprocessed, catalog: Catalog) ->
 
 def _enum_defaults(config: EngineConfig) -> None:
     """`<OptimizationLevel.O2: 2>` -> 2, so an explicit `-O2` equals the default."""
-    for value in config.flags.values():
+    for key, value in list(config.flags.items()):  # a default is shared by the release's configs: replaced
         if isinstance(value.value, str):
             m = _ENUM_REPR.match(value.value)
             if m and value.source == DEFAULT:
                 raw = m.group(1).strip("'\"")
-                value.value = int(raw) if raw.lstrip("-").isdigit() else raw
+                config.flags[key] = replace(value, value=int(raw) if raw.lstrip("-").isdigit() else raw)
     level = config.explicit_value("optimization_level")
     if level is not None and isinstance(level.value, str) and level.value.strip().isdigit():
         level.value = int(level.value)  # vLLM keeps "3"; OptimizationLevel("3") is the same level
