@@ -32,8 +32,8 @@ from urllib.parse import urlsplit, urlunsplit
 from ..errors import DriftwatchError, InputError
 from ..timestamps import UTC, file_stamp, format_utc, parse_utc
 from .snapshot import Snapshot, snapshot_from_dict, snapshot_to_dict
-from .store import (MAX_PER_SECOND, BaselineSource, SaveResult, Seen, SnapshotKey, SnapshotRecord, SnapshotStore,
-                    StoredSnapshot, check_prune_request, safe_component, snapshot_hash, source_hash, state_hash)
+from .store_records import (MAX_PER_SECOND, BaselineSource, SaveResult, Seen, SnapshotKey, SnapshotRecord, StoreBase,
+                            StoredSnapshot, check_prune_request, safe_component, snapshot_hash, source_hash, state_hash)
 
 DB_NAME = "store.db"
 SCHEMA_VERSION = 1
@@ -221,7 +221,7 @@ def is_database_url(location: str) -> bool:
     return location.startswith(("postgresql://", "postgres://"))
 
 
-class DatabaseStore(SnapshotStore):
+class DatabaseStore(StoreBase):
     """The snapshots in a database, with the interface of the file store (`SnapshotStore`).
 
     `root` is what listings print: the store's directory (SQLite) or its URL without the password.
@@ -404,6 +404,11 @@ class DatabaseStore(SnapshotStore):
     def read(self, record, engine_version: str | None = None) -> Snapshot:
         if isinstance(record, DbRecord):
             return record.read(engine_version)
+        path = Path(record.path if isinstance(record, SnapshotRecord) else os.fspath(record))
+        if not os.path.lexists(path) and len(path.parts) >= 3:  # a name this store listed
+            found = self.find(path.parent.parent.name, path.parent.name, path.name)
+            if found is not None:
+                return found.read(engine_version)
         return super().read(record, engine_version)
 
     def _stored(self, rows, engine_version) -> Iterable[StoredSnapshot]:
