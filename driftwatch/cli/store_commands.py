@@ -25,10 +25,11 @@ def store_import(directory, store):
     Give the same directory as --store to convert a store in place: the database is created in it
     and the YAML files are left where they are (delete them once you are satisfied). Running it
     again imports nothing twice."""
+    from ..run.history import changes_between
     from ..snapshots.store import DEFAULT_STORE
     from ..snapshots.store_sql import DatabaseStore
     from ..snapshots.store_transfer import import_files
-    target = DatabaseStore(store or DEFAULT_STORE, on_problem=_warn)
+    target = DatabaseStore(store or DEFAULT_STORE, on_problem=_warn, changes=changes_between)
     done = import_files(directory, target, on_problem=_warn)
     click.echo(f"driftwatch: imported {done.snapshots} snapshot{'s' if done.snapshots != 1 else ''} and "
                f"{done.runs} unchanged run{'s' if done.runs != 1 else ''} into {target.root}"

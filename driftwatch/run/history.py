@@ -229,9 +229,46 @@ def _baseline_findings(loaded: list[StoredSnapshot], findings: _Findings) -> lis
 # --------------------------------------------------------------------------- the document
 
 
+def _record_ref(record) -> dict:
+    return {"snapshot": record.name, "collected_at": record.stamp}
+
+
+def _kept_unit_history(store, host: str | None, unit: str | None, since: _dt.datetime | None,
+                       engine_version: str | None) -> dict:
+    """`unit_history` from a database store's rows and kept changes (schema v2): no snapshot is
+    read or typed unless a pair's changes were never kept (then they are computed once and kept)."""
+    differ = changes_between if engine_version is None else (
+        lambda old, new: changes_between(old, new, engine_version))
+    records, pairs = store.pair_changes(host, unit, since, differ, engine_version)
+    seen = store.seen(host, unit)
+    per_pair = []
+    for old, new, changes in pairs:
+        previous = _record_ref(old)
+        previous["last_seen"] = format_utc(seen[old.path].last) if old.path in seen else previous["collected_at"]
+        per_pair.append([{"at": new.stamp, "snapshot": new.name, **change, "previous": previous}
+                         for change in changes])
+    newest = records[-1] if records else None
+    return {
+        "host": safe_component(host, "local"), "unit": safe_component(unit, "unit"),
+        "snapshots": len(records), "readable": len(records),
+        "runs": sum(s.runs for s in seen.values()),
+        "first": _record_ref(records[0]) if records else None,
+        "latest": _record_ref(newest) if newest is not None else None,
+        "last_run": format_utc(max((s.last for s in seen.values()), default=newest.collected_at))
+        if newest is not None else None,
+        "changes": [change for pair in reversed(per_pair) for change in pair],
+    }
+
+
 def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since: _dt.datetime | None = None,
                  findings: _Findings | None = None, engine_version: str | None = None) -> dict:
-    """One host/unit's history (one element of the document's `units`)."""
+    """One host/unit's history (one element of the document's `units`): from a database store's
+    kept changes when it has them (no baseline asked), else by reading and diffing the snapshots."""
+    if findings is None and hasattr(store, "pair_changes"):
+        try:
+            return _kept_unit_history(store, host, unit, since, engine_version)
+        except DriftwatchError:
+            pass  # a row that cannot be read: the reading path below skips it and names it
     records = store.records(safe_component(host, "local"), safe_component(unit, "unit"))
     if since is not None and findings is None:  # read from the snapshot before the cut, not the whole unit
         loaded = store.load(host, unit, since, engine_version=engine_version, previous=True)

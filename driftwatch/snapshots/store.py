@@ -62,24 +62,26 @@ class SnapshotStore(StoreBase, metaclass=ABCMeta):
         # every backend is a SnapshotStore (isinstance), though none imports this facade
         return True if cls is SnapshotStore and issubclass(other, StoreBase) else NotImplemented
 
-    def __new__(cls, root=None, on_problem=None, *args, **kwargs):
+    def __new__(cls, root=None, on_problem=None, *args, changes=None, **kwargs):
         if cls is not SnapshotStore:
             return super().__new__(cls)
-        return open_store(root, on_problem)
+        return open_store(root, on_problem, changes=changes)
 
 
 def open_store(location=None, on_problem: Callable[[str], None] | None = None, *,
-               allow_files: bool = False) -> "SnapshotStore":
-    """The store at `location` (see `SnapshotStore`); `allow_files`: a YAML-file store opens as one."""
+               allow_files: bool = False, changes: Callable | None = None) -> "SnapshotStore":
+    """The store at `location` (see `SnapshotStore`); `allow_files`: a YAML-file store opens as one.
+    `changes` (`run.history.changes_between`): a database store keeps each new snapshot's changes
+    from the one before it as it saves (schema v2), so history reads them instead of diffing."""
     text = os.fspath(location) if location is not None else DEFAULT_STORE
     if not text:
         text = DEFAULT_STORE
     from .store_sql import DB_NAME, DatabaseStore, is_database_url
     if is_database_url(text):
-        return DatabaseStore(text, on_problem)
+        return DatabaseStore(text, on_problem, changes)
     folder = Path(os.path.expanduser(text))
     if text.endswith(".db") or (folder / DB_NAME).exists() or not is_file_store(folder):
-        return DatabaseStore(text, on_problem)
+        return DatabaseStore(text, on_problem, changes)
     if allow_files:
         return FileStore(folder, on_problem)
     raise InputError(f"{folder}: a snapshot store of YAML files (the format before the database); import it "
@@ -89,13 +91,17 @@ def open_store(location=None, on_problem: Callable[[str], None] | None = None, *
 _OPEN: dict[str, SnapshotStore] = {}
 
 
-def save_snapshot(snapshot: Snapshot, store: str | os.PathLike | None, *, dedupe: bool = True) -> Path:
+def save_snapshot(snapshot: Snapshot, store: str | os.PathLike | None, *, dedupe: bool = True,
+                  changes: Callable | None = None) -> Path:
     """Save one snapshot in the store at `store` (None: the default); the path that holds it.
-    The store is opened once per process and location (one database connection for a fleet run)."""
+    The store is opened once per process and location (one database connection for a fleet run).
+    `changes` (`run.history.changes_between`): keep the new snapshot's changes as it is saved."""
     key = os.fspath(store) if store else DEFAULT_STORE
     opened = _OPEN.get(key)
     if opened is None:
-        opened = _OPEN[key] = SnapshotStore(store or None)
+        opened = _OPEN[key] = SnapshotStore(store or None, changes=changes)
+    elif changes is not None and getattr(opened, "differ", changes) is None:
+        opened.differ = changes
     return opened.save(snapshot, dedupe=dedupe)
 
 

@@ -26,7 +26,7 @@ import threading
 import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import DriftwatchError, InputError
@@ -36,7 +36,7 @@ from .store_records import (MAX_PER_SECOND, BaselineSource, SaveResult, Seen, Sn
                             StoredSnapshot, check_prune_request, safe_component, snapshot_hash, source_hash, state_hash)
 
 DB_NAME = "store.db"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # Each migration: the statements that bring a store from version N-1 to N. {id} and {blob} are the
 # dialect's auto-increment key and binary type; everything else is the SQL both engines speak.
 MIGRATIONS: dict[int, list[str]] = {
@@ -60,8 +60,22 @@ MIGRATIONS: dict[int, list[str]] = {
                at BIGINT NOT NULL)""",
         "CREATE INDEX runs_snapshot ON runs (snapshot_id, at)",
     ],
+    2: [
+        # the id of the row a snapshot's changes were computed against (its predecessor then);
+        # NULL: not computed (a v1 row, or saved without a differ)
+        "ALTER TABLE snapshots ADD COLUMN changes_from BIGINT",
+        """CREATE TABLE changes (
+               snapshot_id BIGINT NOT NULL REFERENCES snapshots (id) ON DELETE CASCADE,
+               ord INTEGER NOT NULL,
+               key TEXT NOT NULL,
+               body TEXT NOT NULL,
+               PRIMARY KEY (snapshot_id, ord))""",
+    ],
 }
 _CHUNK = 500  # ids per IN (...) list
+# What history shows between two consecutive snapshots of a unit: `run.history.changes_between`,
+# given to the store by the layer that owns it (the store computes no diff itself).
+Differ = Callable[[Snapshot, Snapshot], list]
 
 
 def redact_url(url: str) -> str:
@@ -87,6 +101,10 @@ def _instant(seconds: int) -> _dt.datetime:
 
 def _pack(data: dict) -> bytes:
     return zlib.compress(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"), 6)
+
+
+def _json(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _unpack(blob) -> dict:
@@ -230,9 +248,11 @@ class DatabaseStore(StoreBase):
 
     indexed = True
 
-    def __init__(self, location: str | os.PathLike, on_problem: Callable[[str], None] | None = None):
+    def __init__(self, location: str | os.PathLike, on_problem: Callable[[str], None] | None = None,
+                 changes: Differ | None = None):
         if getattr(self, "dialect", None) is not None:
             return  # SnapshotStore(location) opened it: type() calls __init__ again with the same words
+        self.differ = changes  # with it, every new snapshot row gets its changes from the row before
         text = os.fspath(location)
         if is_database_url(text):
             self.dialect: _Dialect = _Postgres(text)
@@ -532,9 +552,128 @@ class DatabaseStore(StoreBase):
             rid = cur.fetchone()[0]
             for when in runs:
                 run("INSERT INTO runs (snapshot_id, at) VALUES (?, ?)", (rid, _epoch(when)))
+            if self.differ is not None:
+                self._diff_neighbours(cur, run, h, u, rid, at, number, data)
             return SaveResult(self.label / h / u / label, True, moment)
 
         return self._write(body, h, u)
+
+    # ------------------------------------------------------------------ changes (schema v2)
+
+    def _diff_neighbours(self, cur, run, h: str, u: str, rid: int, at: int, seq: int, data: dict) -> None:
+        """In the saving transaction: the new row's changes from the row before it, and (saved out
+        of order) the next row's changes from the new one. A neighbour that cannot be read leaves
+        its pair uncomputed (`pair_changes` says so when asked)."""
+        where = "host = ? AND unit = ? AND "
+        run(f"SELECT id, document FROM snapshots WHERE {where}(collected_at < ? OR (collected_at = ? AND seq < ?)) "
+            "ORDER BY collected_at DESC, seq DESC LIMIT 1", (h, u, at, at, seq))
+        before = cur.fetchone()
+        run(f"SELECT id, document FROM snapshots WHERE {where}(collected_at > ? OR (collected_at = ? AND seq > ?)) "
+            "ORDER BY collected_at, seq LIMIT 1", (h, u, at, at, seq))
+        after = cur.fetchone()
+        try:
+            mine = snapshot_from_dict(data, "new snapshot")
+            if before is not None:
+                self._put_changes(run, rid, before[0], self.differ(self._typed(before), mine))
+            if after is not None:
+                self._put_changes(run, after[0], rid, self.differ(mine, self._typed(after)))
+        except (DriftwatchError, zlib.error, ValueError, UnicodeDecodeError):
+            pass  # computed when history asks (and named there if it cannot be)
+
+    @staticmethod
+    def _typed(row) -> Snapshot:
+        return snapshot_from_dict(_unpack(row[1]), f"row {row[0]}")
+
+    @staticmethod
+    def _put_changes(run, snapshot_id: int, from_id: int, changes: Sequence[dict]) -> None:
+        run("DELETE FROM changes WHERE snapshot_id = ?", (snapshot_id,))
+        for number, change in enumerate(changes):
+            run("INSERT INTO changes (snapshot_id, ord, key, body) VALUES (?, ?, ?, ?)",
+                (snapshot_id, number, str(change.get("key")), _json(change)))
+        run("UPDATE snapshots SET changes_from = ? WHERE id = ?", (from_id, snapshot_id))
+
+    def pair_changes(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
+                     differ: Differ | None = None, engine_version: str | None = None
+                     ) -> tuple[list[DbRecord], list[tuple[DbRecord, DbRecord, list[dict]]]]:
+        """One host/unit's rows (oldest first) and, for each consecutive pair whose newer row was
+        collected at or after `since`, what changed: read from the ``changes`` table where they were
+        kept for exactly that pair (no document is read), else computed by `differ` from the two
+        documents and kept for the next question (a pair is stale when a row between them was
+        pruned, or the rows were saved without a differ or by schema v1). With `engine_version`
+        every pair is computed under that catalog and nothing is kept. InputError when a pair
+        must be computed and no differ is given or a document cannot be read."""
+        h, u = safe_component(host, "local"), safe_component(unit, "unit")
+        rows = self._query(f"SELECT {self._COLUMNS}, changes_from FROM snapshots WHERE host = ? AND unit = ? "
+                           "ORDER BY collected_at, seq", (h, u))
+        records = [self._record(r[:6]) for r in rows]
+        start = 1
+        if since is not None:
+            while start < len(records) and records[start].collected_at < since:
+                start += 1
+        if start >= len(records):
+            return records, []
+        kept: dict[int, list[dict]] = {}
+        if engine_version is None:
+            first = records[start]
+            for sid, body in self._query(
+                    "SELECT c.snapshot_id, c.body FROM changes c JOIN snapshots s ON s.id = c.snapshot_id "
+                    "WHERE s.host = ? AND s.unit = ? AND (s.collected_at > ? OR (s.collected_at = ? AND s.seq >= ?)) "
+                    "ORDER BY c.snapshot_id, c.ord", (h, u, _epoch(first.collected_at), _epoch(first.collected_at),
+                                                      first.seq)):
+                kept.setdefault(int(sid), []).append(json.loads(body))
+        todo = [i for i in range(start, len(records))
+                if engine_version is not None or rows[i][6] is None or int(rows[i][6]) != records[i - 1].id]
+        computed: dict[int, list[dict]] = {}
+        if todo:
+            if differ is None:
+                raise InputError(f"{self.folder(host, unit)}: changes not kept for {len(todo)} snapshot pairs")
+            typed = self._snapshots({records[i].id for i in todo} | {records[i - 1].id for i in todo}, engine_version)
+            for i in todo:
+                old, new = records[i - 1], records[i]
+                computed[new.id] = json.loads(_json(differ(typed[old.id], typed[new.id])))
+            if engine_version is None:
+                self._keep_changes([(records[i].id, records[i - 1].id, computed[records[i].id]) for i in todo])
+        pairs = [(records[i - 1], records[i], computed[records[i].id] if records[i].id in computed
+                  else kept.get(records[i].id, [])) for i in range(start, len(records))]
+        return records, pairs
+
+    def _snapshots(self, ids: set[int], engine_version: str | None) -> dict[int, Snapshot]:
+        """The documents of rows `ids`, typed (InputError naming the first that cannot be read)."""
+        out: dict[int, Snapshot] = {}
+        wanted = sorted(ids)
+        for i in range(0, len(wanted), _CHUNK):
+            part = wanted[i:i + _CHUNK]
+            for row in self._query(f"SELECT {self._COLUMNS}, document FROM snapshots WHERE id IN "
+                                   f"({', '.join('?' * len(part))})", tuple(part)):
+                record = self._record(row[:6])
+                try:
+                    out[record.id] = snapshot_from_dict(_unpack(row[6]), str(record.path), engine_version)
+                except (zlib.error, ValueError, UnicodeDecodeError) as exc:
+                    raise InputError(f"{record.path}: not a readable snapshot ({exc})") from None
+        missing = set(wanted) - set(out)
+        if missing:
+            raise InputError(f"{self.label}: snapshot rows {sorted(missing)[:3]} no longer in the store (pruned)")
+        return out
+
+    def _keep_changes(self, computed: list[tuple[int, int, list[dict]]]) -> None:
+        """Keep computed changes (a row pruned meanwhile keeps nothing); a store this process cannot
+        write to (read-only file, a read-only database role) just keeps nothing."""
+        def body(cur, run):
+            for snapshot_id, from_id, changes in computed:
+                run("SELECT 1 FROM snapshots WHERE id = ?", (snapshot_id,))
+                if cur.fetchone() is not None:
+                    self._put_changes(run, snapshot_id, from_id, changes)
+        host_unit = self._group_of(computed[0][0])
+        if host_unit is None:
+            return
+        try:
+            self._write(body, *host_unit)
+        except InputError:
+            pass
+
+    def _group_of(self, snapshot_id: int) -> tuple[str, str] | None:
+        rows = self._query("SELECT host, unit FROM snapshots WHERE id = ?", (snapshot_id,))
+        return (rows[0][0], rows[0][1]) if rows else None
 
     def import_group(self, host: str, unit: str, batch: list) -> tuple[int, int]:
         """One host/unit's snapshots from the file store, in one transaction: `batch` is
@@ -564,7 +703,13 @@ class DatabaseStore(StoreBase):
                 runs += len(times)
             return wrote, runs
 
-        return self._write(body, h, u)
+        done = self._write(body, h, u)
+        if self.differ is not None and done[0]:
+            try:
+                self.pair_changes(h, u, differ=self.differ)  # kept now, so history never computes them
+            except DriftwatchError:
+                pass  # a document that cannot be typed: history names it when asked
+        return done
 
     # ------------------------------------------------------------------ retention
 
@@ -647,4 +792,4 @@ class DatabaseStore(StoreBase):
                 "SELECT at FROM runs WHERE snapshot_id = ? ORDER BY at", (record.id,))]
 
 
-__all__ = ["DB_NAME", "MIGRATIONS", "SCHEMA_VERSION", "DatabaseStore", "DbRecord", "is_database_url", "redact_url"]
+__all__ = ["DB_NAME", "Differ", "MIGRATIONS", "SCHEMA_VERSION", "DatabaseStore", "DbRecord", "is_database_url", "redact_url"]
