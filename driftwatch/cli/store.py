@@ -114,5 +114,5 @@ def history(hosts, inventory, unit, store, since_text, baseline_spec, fmt, outpu
     from ..run.history import store_history
     doc = store_history(hosts, inventory, unit, store, since_text, baseline_spec, baselines_dir, rules_dir, ignores,
                         ignore_file, concurrency, engine_version, files, voice(), limit=limit)
-    emit((get_format(fmt) if output else terminal_format(fmt)).render_history(doc), output)
+    emit((get_format(fmt) if output or fmt != "text" else terminal_format(fmt)).render_history(doc), output)
     sys.exit(EXIT_OK)

@@ -39,13 +39,12 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import DriftwatchError, InputError
 from ..identity import finding_id
-from ..redact import UNKNOWN_FINGERPRINT, mask_fingerprints
-from ..snapshots.snapshot import Snapshot
 from ..snapshots.store import SnapshotStore, StoredSnapshot, safe_component
 from ..timestamps import UTC, format_utc, parse_utc, utc_now
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a history read from kept changes types no snapshot: the engines stay unimported
     from ..engines.files import EngineFiles
+    from ..snapshots.snapshot import Snapshot
     from ..findings.judging import Judging
     from .voice import Voice
 
@@ -93,6 +92,7 @@ def parse_when(text: str, now: _dt.datetime | None = None, option: str = "--sinc
 
 def _value(value: Any) -> Any:
     if isinstance(value, str):
+        from ..redact import mask_fingerprints
         return mask_fingerprints(value)
     if isinstance(value, dict):
         return {k: _value(v) for k, v in value.items()}
@@ -133,6 +133,7 @@ def _change_from_difference(d) -> dict:
     if (d.details or {}).get("fingerprints") == "unknown" and new is not None:
         # snapshots fingerprinted under different keys (or an older release): not known to have changed
         change["new"] = wording.UNKNOWN_REDACTED
+        from ..redact import UNKNOWN_FINGERPRINT
         change["note"] = UNKNOWN_FINGERPRINT
     if d.origin:
         change["origin"] = {"old": d.origin.get("baseline"), "new": d.origin.get("current")}
@@ -307,18 +308,22 @@ def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since
 
 
 def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, str | None]] | None = None,
-                     since: _dt.datetime | None = None, baseline=None, judging: Judging | None = None) -> dict:
+                     since: _dt.datetime | None = None, baseline=None, judging: Judging | None = None, *,
+                     engine_version: str | None = None) -> dict:
     """``driftwatch.history/v1`` for `groups` ((host, unit) pairs; None: every unit in the store).
     A pair with no snapshots is listed with zero snapshots, so a typo shows as such. Snapshots are
-    read with `judging.engine_version`; with a `baseline`, each finding's history is judged by
-    `judging` (give it the rules)."""
+    read with `engine_version` (`judging.engine_version` when a judging is given); with a
+    `baseline`, each finding's history is judged by `judging` (give it the rules)."""
     if groups is None:
         groups = store.groups()
-    if judging is None:
-        from ..findings.judging import Judging
-        judging = Judging()
-    engine_version = judging.engine_version
-    findings = _Findings(baseline, judging) if baseline is not None else None
+    if judging is not None:
+        engine_version = judging.engine_version
+    findings = None
+    if baseline is not None:
+        if judging is None:
+            from ..findings.judging import Judging
+            judging = Judging(engine_version=engine_version)
+        findings = _Findings(baseline, judging)
     units, seen = [], set()
     for host, unit in groups:
         where = (safe_component(host, "local"), safe_component(unit, "unit"))
@@ -418,10 +423,9 @@ def store_history(hosts: Iterable[str], inventory: str | None, unit: str | None,
     the document names."""
     since = parse_when(since_text) if since_text else None
     st = SnapshotStore(store or None, on_problem=voice.warn)
-    base = None
-    from ..findings.judging import Judging, load_judging
-    judging = Judging(engine_version=engine_version)
+    base = judging = None
     if baseline_spec:
+        from ..findings.judging import load_judging
         from ..snapshots.baseline import baselines_dir as resolve_dir
         from .targets import named_baseline
         base = named_baseline(baseline_spec, resolve_dir(baselines_dir), files)
@@ -430,7 +434,8 @@ def store_history(hosts: Iterable[str], inventory: str | None, unit: str | None,
     if inventory:
         from .targets import inventory_targets
         pairs = inventory_targets(inventory, unit, limit)
-    return history_document(st, groups_for(st, list(hosts), unit, pairs), since, base, judging)
+    return history_document(st, groups_for(st, list(hosts), unit, pairs), since, base, judging,
+                            engine_version=engine_version)
 
 
 __all__ = ["HISTORY_SCHEMA", "annotate_since", "changes_between", "groups_for", "history_document",

@@ -9,15 +9,26 @@ from __future__ import annotations
 import os
 from abc import ABCMeta
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ..errors import InputError
-from .snapshot import Snapshot
-from .store_files import LOCK, FileStore, is_file_store
 from .store_records import (DEFAULT_STORE, LATEST, MAX_PER_SECOND, RUNS, BaselineSource, SaveResult, Seen,
                             SnapshotKey, SnapshotRecord, StoreBase, StoredSnapshot, baseline_protections,
                             check_prune_request, read_yaml_snapshot, safe_component, snapshot_hash, source_hash,
                             state_hash)
+
+if TYPE_CHECKING:
+    from .snapshot import Snapshot
+    from .store_files import FileStore
+
+_LAZY = {"FileStore", "LOCK", "is_file_store"}  # the YAML-file store: imported by those who use it
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        from . import store_files
+        return getattr(store_files, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def read_snapshot_file(path: str | os.PathLike, engine_version: str | None = None) -> Snapshot:
@@ -80,7 +91,10 @@ def open_store(location=None, on_problem: Callable[[str], None] | None = None, *
     if is_database_url(text):
         return DatabaseStore(text, on_problem, changes)
     folder = Path(os.path.expanduser(text))
-    if text.endswith(".db") or (folder / DB_NAME).exists() or not is_file_store(folder):
+    if text.endswith(".db") or (folder / DB_NAME).exists():
+        return DatabaseStore(text, on_problem, changes)
+    from .store_files import FileStore, is_file_store
+    if not is_file_store(folder):
         return DatabaseStore(text, on_problem, changes)
     if allow_files:
         return FileStore(folder, on_problem)

@@ -44,15 +44,17 @@ import os
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from ..errors import DriftwatchError, InputError
 from ..fileio import dump_yaml_readable, link_atomic, read_yaml, write_atomic, write_new
-from .snapshot import Snapshot, snapshot_to_dict
 from .store_records import (DEFAULT_STORE, LATEST, MAX_PER_SECOND, RUNS, BaselineSource, SaveResult, Seen,
                             SnapshotKey, SnapshotRecord, StoreBase, StoredSnapshot, check_prune_request,
                             safe_component, source_hash, state_hash)
 from ..timestamps import UTC, file_stamp, format_utc, parse_file_stamp, parse_utc
+
+if TYPE_CHECKING:
+    from .snapshot import Snapshot
 
 LOCK = ".lock"
 _NAME = re.compile(r"^(?P<stamp>\d{8}T\d{6}(?:Z|[+-]\d{4}))(?:-(?P<seq>\d{1,6}))?\.yaml$")
@@ -136,6 +138,7 @@ class FileStore(StoreBase):
         if snapshot.collected_at != format_utc(moment):
             snapshot = replace(snapshot, collected_at=format_utc(moment))
         folder = self.folder(snapshot.host, snapshot.unit)
+        from .snapshot import snapshot_to_dict
         data = snapshot_to_dict(snapshot)
         with self._lock():
             if dedupe:

@@ -11,12 +11,14 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from ..errors import DriftwatchError, InputError
 from ..fileio import read_yaml
-from .snapshot import Snapshot, snapshot_from_dict, snapshot_to_dict
 from ..timestamps import UTC, format_utc, parse_utc
+
+if TYPE_CHECKING:  # the snapshot module (and the engines under it) only when a snapshot is typed
+    from .snapshot import Snapshot
 
 DEFAULT_STORE = "~/.local/state/driftwatch"
 LATEST = "latest.yaml"
@@ -44,7 +46,7 @@ def snapshot_hash(snapshot: Snapshot | dict) -> str:
     A snapshot and a baseline made from it (``baseline save --from``) have the same hash, so a
     baseline's `snapshot_hash(baseline.snapshot)` protects its source file from `prune`.
     """
-    data = snapshot_to_dict(snapshot) if isinstance(snapshot, Snapshot) else dict(snapshot)
+    data = dict(snapshot) if isinstance(snapshot, dict) else _to_dict(snapshot)
     for name in _DERIVED_FIELDS:
         data.pop(name, None)
     canon = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -56,7 +58,7 @@ def state_hash(snapshot: Snapshot | dict) -> str:
     without the figures measured in the journal or by the probe (``runtime.measured``,
     ``runtime.effective.figures``, which move on every run).
     Two consecutive snapshots with the same state hash are one snapshot and two runs in the store."""
-    data = snapshot_to_dict(snapshot) if isinstance(snapshot, Snapshot) else dict(snapshot)
+    data = dict(snapshot) if isinstance(snapshot, dict) else _to_dict(snapshot)
     for name in _DERIVED_FIELDS + ("collected_at",):
         data.pop(name, None)
     if isinstance(data.get("runtime"), dict):
@@ -73,7 +75,7 @@ def source_hash(snapshot: Snapshot | dict) -> str:
     (`snapshot_hash` without ``host`` and ``unit``: ``baseline save --from FILE --host-name ct129``
     renames the host of the copy it keeps). A baseline made from a stored snapshot has its file's
     source hash; two snapshots collected at different times never share one."""
-    data = snapshot_to_dict(snapshot) if isinstance(snapshot, Snapshot) else dict(snapshot)
+    data = dict(snapshot) if isinstance(snapshot, dict) else _to_dict(snapshot)
     for name in ("host", "unit"):
         data.pop(name, None)
     return snapshot_hash(data)
@@ -116,8 +118,14 @@ class Seen:
     runs: int
 
 
+def _to_dict(snapshot: Snapshot) -> dict:
+    from .snapshot import snapshot_to_dict
+    return snapshot_to_dict(snapshot)
+
+
 def read_yaml_snapshot(path: str | os.PathLike, engine_version: str | None = None) -> Snapshot:
     """One snapshot saved as a YAML file."""
+    from .snapshot import snapshot_from_dict
     name = os.fspath(path)
     return snapshot_from_dict(read_yaml(name, "snapshot"), name, engine_version)
 

@@ -26,14 +26,16 @@ import threading
 import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import DriftwatchError, InputError
 from ..timestamps import UTC, file_stamp, format_utc, parse_utc
-from .snapshot import Snapshot, snapshot_from_dict, snapshot_to_dict
 from .store_records import (MAX_PER_SECOND, BaselineSource, SaveResult, Seen, SnapshotKey, SnapshotRecord, StoreBase,
                             StoredSnapshot, check_prune_request, safe_component, snapshot_hash, source_hash, state_hash)
+
+if TYPE_CHECKING:  # typing a snapshot imports the engines: only where a document is read
+    from .snapshot import Snapshot
 
 DB_NAME = "store.db"
 SCHEMA_VERSION = 2
@@ -75,7 +77,7 @@ MIGRATIONS: dict[int, list[str]] = {
 _CHUNK = 500  # ids per IN (...) list
 # What history shows between two consecutive snapshots of a unit: `run.history.changes_between`,
 # given to the store by the layer that owns it (the store computes no diff itself).
-Differ = Callable[[Snapshot, Snapshot], list]
+Differ = Callable[["Snapshot", "Snapshot"], list]
 
 
 def redact_url(url: str) -> str:
@@ -103,6 +105,16 @@ def _pack(data: dict) -> bytes:
     return zlib.compress(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"), 6)
 
 
+def _from_dict(data, origin: str, engine_version: str | None = None) -> Snapshot:
+    from .snapshot import snapshot_from_dict  # typed (the engines imported) only when a document is read
+    return snapshot_from_dict(data, origin, engine_version)
+
+
+def _to_dict(snapshot: Snapshot) -> dict:
+    from .snapshot import snapshot_to_dict
+    return snapshot_to_dict(snapshot)
+
+
 def _json(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
@@ -122,7 +134,7 @@ class DbRecord(SnapshotRecord):
         return self.store._document(self)
 
     def read(self, engine_version: str | None = None) -> Snapshot:
-        return snapshot_from_dict(self.document(), str(self.path), engine_version)
+        return _from_dict(self.document(), str(self.path), engine_version)
 
     def content_hash(self) -> str:
         return snapshot_hash(self.document())
@@ -435,7 +447,7 @@ class DatabaseStore(StoreBase):
         for row in rows:
             record = self._record(row[:6])
             try:
-                snap = snapshot_from_dict(_unpack(row[6]), str(record.path), engine_version)
+                snap = _from_dict(_unpack(row[6]), str(record.path), engine_version)
             except (DriftwatchError, zlib.error, ValueError, UnicodeDecodeError) as exc:
                 self._problem(f"{record.path}: skipped: {exc}")
                 continue
@@ -516,7 +528,7 @@ class DatabaseStore(StoreBase):
             raise InputError(f"snapshot of {snapshot.host or 'local'}:{snapshot.unit}: {exc}") from None
         if snapshot.collected_at != format_utc(moment):
             snapshot = replace(snapshot, collected_at=format_utc(moment))
-        data = snapshot_to_dict(snapshot)
+        data = _to_dict(snapshot)
         return self.insert(data, snapshot.host, snapshot.unit, moment, dedupe=dedupe)
 
     def insert(self, data: dict, host: str | None, unit: str | None, moment: _dt.datetime, *,
@@ -572,7 +584,7 @@ class DatabaseStore(StoreBase):
             "ORDER BY collected_at, seq LIMIT 1", (h, u, at, at, seq))
         after = cur.fetchone()
         try:
-            mine = snapshot_from_dict(data, "new snapshot")
+            mine = _from_dict(data, "new snapshot")
             if before is not None:
                 self._put_changes(run, rid, before[0], self.differ(self._typed(before), mine))
             if after is not None:
@@ -582,7 +594,7 @@ class DatabaseStore(StoreBase):
 
     @staticmethod
     def _typed(row) -> Snapshot:
-        return snapshot_from_dict(_unpack(row[1]), f"row {row[0]}")
+        return _from_dict(_unpack(row[1]), f"row {row[0]}")
 
     @staticmethod
     def _put_changes(run, snapshot_id: int, from_id: int, changes: Sequence[dict]) -> None:
@@ -647,7 +659,7 @@ class DatabaseStore(StoreBase):
                                    f"({', '.join('?' * len(part))})", tuple(part)):
                 record = self._record(row[:6])
                 try:
-                    out[record.id] = snapshot_from_dict(_unpack(row[6]), str(record.path), engine_version)
+                    out[record.id] = _from_dict(_unpack(row[6]), str(record.path), engine_version)
                 except (zlib.error, ValueError, UnicodeDecodeError) as exc:
                     raise InputError(f"{record.path}: not a readable snapshot ({exc})") from None
         missing = set(wanted) - set(out)
