@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-_STORE_HELP = ("Snapshot store: a directory (its database, store.db) or postgresql://USER@HOST/DB "
-               "[default: ~/.local/state/driftwatch].")
+STORE_HELP = ("Snapshot store: a directory (SQLite, its store.db) or postgresql://USER@HOST/DB "
+              "[default: ~/.local/state/driftwatch].")
 
 
 @click.group("store")
@@ -18,7 +18,7 @@ def _warn(message: str) -> None:
 
 @store_group.command("import")
 @click.argument("directory", type=str)
-@click.option("--store", help=_STORE_HELP)
+@click.option("--store", help=STORE_HELP)
 def store_import(directory, store):
     """Import a store of YAML files (DIRECTORY/HOST/UNIT/*.yaml, runs.log) into the database store.
 
@@ -38,7 +38,7 @@ def store_import(directory, store):
 
 
 @store_group.command("export")
-@click.option("--store", help=_STORE_HELP)
+@click.option("--store", help=STORE_HELP)
 @click.option("--output", "-o", "output", required=True, type=str,
               help="Directory to write HOST/UNIT/STAMP-SS.yaml and runs.log into (no file is overwritten).")
 @click.option("--host", help="Only this host.")
