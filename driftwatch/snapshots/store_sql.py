@@ -583,6 +583,8 @@ class DatabaseStore(StoreBase):
         run(f"SELECT id, document FROM snapshots WHERE {where}(collected_at > ? OR (collected_at = ? AND seq > ?)) "
             "ORDER BY collected_at, seq LIMIT 1", (h, u, at, at, seq))
         after = cur.fetchone()
+        if before is None and after is None:
+            return  # the unit's first snapshot: nothing changed yet
         try:
             mine = _from_dict(data, "new snapshot")
             if before is not None:
