@@ -351,15 +351,13 @@ def groups_for(store: SnapshotStore, hosts: Iterable[str] = (), unit: str | None
                inventory_pairs: Iterable[tuple[str, str]] = ()) -> list[tuple[str, str]]:
     """The (host, unit) pairs a history is asked for: inventory pairs, named hosts (all their units
     in the store, or `unit`), or every unit in the store (filtered by `unit`)."""
+    hosts, inventory_pairs = list(hosts), list(inventory_pairs)
     pairs = [(h, u) for h, u in inventory_pairs if unit is None or u == unit]
-    known = store.groups()
-    for host in hosts:
-        units = [u for h, u in known if h == safe_component(host, "local")]
-        if unit is not None:
-            units = [unit]
+    for host in hosts:  # only that host's units are looked up: a one-host question reads one host
+        units = [unit] if unit is not None else [u for _, u in store.groups(safe_component(host, "local"))]
         pairs += [(host, u) for u in units] or [(host, unit or "unit")]
-    if not pairs and not list(hosts) and not list(inventory_pairs):
-        pairs = [(h, u) for h, u in known if unit is None or u == safe_component(unit, "unit")]
+    if not pairs and not hosts and not inventory_pairs:
+        pairs = [(h, u) for h, u in store.groups() if unit is None or u == safe_component(unit, "unit")]
     return pairs
 
 

@@ -335,9 +335,10 @@ class FileStore(StoreBase):
             return None
         return SnapshotRecord(path, host, unit, moment)
 
-    def groups(self) -> list[tuple[str, str]]:
-        """(host, unit) folder names that hold snapshots."""
-        return [(h.name, u.name) for h in self._dirs(self.root) for u in self._dirs(h)]
+    def groups(self, host: str | None = None) -> list[tuple[str, str]]:
+        """(host, unit) folder names that hold snapshots (of `host`, a folder name, when given)."""
+        hosts = self._dirs(self.root) if host is None else [self.root / host]
+        return [(h.name, u.name) for h in hosts for u in self._dirs(h)]
 
     def records(self, host: str | None = None, unit: str | None = None) -> list[SnapshotRecord]:
         """Snapshot files, oldest first (by `collected_at`, then sequence); filter by host and/or unit

@@ -398,7 +398,11 @@ class DatabaseStore(StoreBase):
         except (zlib.error, ValueError, UnicodeDecodeError) as exc:
             raise InputError(f"{record.path}: not a readable snapshot ({exc})") from None
 
-    def groups(self) -> list[tuple[str, str]]:
+    def groups(self, host: str | None = None) -> list[tuple[str, str]]:
+        """(host, unit) names that hold snapshots (of `host`, as listed, when given: one index range)."""
+        if host is not None:
+            return [(h, u) for h, u in self._query("SELECT DISTINCT host, unit FROM snapshots WHERE host = ? "
+                                                   "ORDER BY unit", (host,))]
         return [(h, u) for h, u in self._query("SELECT DISTINCT host, unit FROM snapshots ORDER BY host, unit")]
 
     @staticmethod
