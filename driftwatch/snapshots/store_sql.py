@@ -12,6 +12,22 @@ Tables (schema v1)::
         host/unit/time index every question reads through.
     runs(snapshot_id, at)   one small row per run that found its unit unchanged (ON DELETE CASCADE)
 
+Schema v2 adds what history shows, kept when a snapshot is saved so that no question re-reads,
+re-types or re-diffs a document::
+
+    snapshots.changes_from  the id of the row the snapshot's changes were computed against (its
+                            predecessor at the time); NULL: never computed (a v1 row)
+    changes(snapshot_id, ord, key, body)
+        the snapshot's changes from that row, in the diff's order, each a history change record
+        (``run.history.changes_between``: typed old and new values, secrets already redacted) as
+        JSON; ON DELETE CASCADE. A pair is current when ``changes_from`` is the id of the row now
+        before it; otherwise (v1 rows, a row pruned between, a late save) `pair_changes` computes
+        it once from the two documents and keeps it.
+
+The store computes no diff itself (the diff lives above it): the caller gives one (`Differ`) to
+the store (``changes=``) or to `pair_changes`. Migrating v1 to v2 adds the column and the table;
+the pairs are filled on the first history that needs them.
+
 Every write is one transaction: a save takes the host/unit's lock (SQLite: the database's write
 lock, ``BEGIN IMMEDIATE``; PostgreSQL: an advisory transaction lock on the host/unit), reads the
 newest row's state hash and inserts either a run row or a snapshot row. A killed writer loses its
