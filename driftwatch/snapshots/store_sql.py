@@ -325,6 +325,13 @@ class DatabaseStore(StoreBase):
     def _migrate(self, conn) -> None:
         d = self.dialect
         cur = conn.cursor()
+        try:  # up to date (every open but the first): one read, no write lock taken
+            cur.execute(d.sql("SELECT value FROM driftwatch_meta WHERE key = ?"), ("schema_version",))
+            row = cur.fetchone()
+            if row is not None and int(row[0]) == SCHEMA_VERSION:
+                return
+        except d.errors():
+            pass  # no meta table yet: created below
         try:
             d.begin_write(cur)
             d.lock_group(cur, "driftwatch", "schema")
