@@ -240,23 +240,27 @@ def _kept_unit_history(store, host: str | None, unit: str | None, since: _dt.dat
     read or typed unless a pair's changes were never kept (then they are computed once and kept)."""
     differ = changes_between if engine_version is None else (
         lambda old, new: changes_between(old, new, engine_version))
-    records, pairs = store.pair_changes(host, unit, since, differ, engine_version)
-    seen = store.seen(host, unit)
+    rows, pairs = store.pair_changes(host, unit, since, differ, engine_version)
+    stats = store.run_stats(host, unit)  # row id -> (unchanged runs, the last one's time)
     per_pair = []
     for old, new, changes in pairs:
         previous = _record_ref(old)
-        previous["last_seen"] = format_utc(seen[old.path].last) if old.path in seen else previous["collected_at"]
-        per_pair.append([{"at": new.stamp, "snapshot": new.name, **change, "previous": previous}
-                         for change in changes])
-    newest = records[-1] if records else None
+        last = max(old.at, stats[old.id][1]) if old.id in stats else old.at
+        previous["last_seen"] = previous["collected_at"] if last == old.at else format_utc(
+            _dt.datetime.fromtimestamp(last, UTC))
+        at, name = new.stamp, new.name
+        per_pair.append([{"at": at, "snapshot": name, **change, "previous": previous} for change in changes])
+    newest = rows[-1] if rows else None
+    last_run = None
+    if newest is not None:
+        last_run = max([newest.at] + [s[1] for s in stats.values()])
     return {
         "host": safe_component(host, "local"), "unit": safe_component(unit, "unit"),
-        "snapshots": len(records), "readable": len(records),
-        "runs": sum(s.runs for s in seen.values()),
-        "first": _record_ref(records[0]) if records else None,
+        "snapshots": len(rows), "readable": len(rows),
+        "runs": len(rows) + sum(s[0] for s in stats.values()),
+        "first": _record_ref(rows[0]) if rows else None,
         "latest": _record_ref(newest) if newest is not None else None,
-        "last_run": format_utc(max((s.last for s in seen.values()), default=newest.collected_at))
-        if newest is not None else None,
+        "last_run": format_utc(_dt.datetime.fromtimestamp(last_run, UTC)) if last_run is not None else None,
         "changes": [change for pair in reversed(per_pair) for change in pair],
     }
 

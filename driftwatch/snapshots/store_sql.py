@@ -42,7 +42,7 @@ import threading
 import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import DriftwatchError, InputError
@@ -157,6 +157,20 @@ class DbRecord(SnapshotRecord):
 
     def state_hash(self) -> str:
         return state_hash(self.document())
+
+
+class KeptRow(NamedTuple):
+    """A snapshot row's index columns, for history read from kept changes (no path, no document)."""
+
+    id: int
+    name: str
+    at: int  # collected_at, epoch seconds
+    seq: int
+    changes_from: int | None
+
+    @property
+    def stamp(self) -> str:
+        return format_utc(_instant(self.at))
 
 
 class _Dialect:
@@ -635,48 +649,58 @@ class DatabaseStore(StoreBase):
 
     def pair_changes(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
                      differ: Differ | None = None, engine_version: str | None = None
-                     ) -> tuple[list[DbRecord], list[tuple[DbRecord, DbRecord, list[dict]]]]:
-        """One host/unit's rows (oldest first) and, for each consecutive pair whose newer row was
-        collected at or after `since`, what changed: read from the ``changes`` table where they were
-        kept for exactly that pair (no document is read), else computed by `differ` from the two
-        documents and kept for the next question (a pair is stale when a row between them was
-        pruned, or the rows were saved without a differ or by schema v1). With `engine_version`
-        every pair is computed under that catalog and nothing is kept. InputError when a pair
-        must be computed and no differ is given or a document cannot be read."""
+                     ) -> tuple[list[KeptRow], list[tuple[KeptRow, KeptRow, list[dict]]]]:
+        """One host/unit's rows (oldest first, as `KeptRow`s: nothing but their index columns) and,
+        for each consecutive pair whose newer row was collected at or after `since`, what changed:
+        read from the ``changes`` table where they were kept for exactly that pair (no document is
+        read), else computed by `differ` from the two documents and kept for the next question (a
+        pair is stale when a row between them was pruned, or the rows were saved without a differ
+        or by schema v1). With `engine_version` every pair is computed under that catalog and
+        nothing is kept. InputError when a pair must be computed and no differ is given or a
+        document cannot be read."""
         h, u = safe_component(host, "local"), safe_component(unit, "unit")
-        rows = self._query(f"SELECT {self._COLUMNS}, changes_from FROM snapshots WHERE host = ? AND unit = ? "
-                           "ORDER BY collected_at, seq", (h, u))
-        records = [self._record(r[:6]) for r in rows]
+        rows = [KeptRow(int(r[0]), r[1], int(r[2]), int(r[3]), r[4]) for r in self._query(
+            "SELECT id, name, collected_at, seq, changes_from FROM snapshots WHERE host = ? AND unit = ? "
+            "ORDER BY collected_at, seq", (h, u))]
         start = 1
         if since is not None:
-            while start < len(records) and records[start].collected_at < since:
+            cut = since.timestamp()
+            while start < len(rows) and rows[start].at < cut:
                 start += 1
-        if start >= len(records):
-            return records, []
+        if start >= len(rows):
+            return rows, []
         kept: dict[int, list[dict]] = {}
         if engine_version is None:
-            first = records[start]
+            first = rows[start]
             for sid, body in self._query(
                     "SELECT c.snapshot_id, c.body FROM changes c JOIN snapshots s ON s.id = c.snapshot_id "
                     "WHERE s.host = ? AND s.unit = ? AND (s.collected_at > ? OR (s.collected_at = ? AND s.seq >= ?)) "
-                    "ORDER BY c.snapshot_id, c.ord", (h, u, _epoch(first.collected_at), _epoch(first.collected_at),
-                                                      first.seq)):
+                    "ORDER BY c.snapshot_id, c.ord", (h, u, first.at, first.at, first.seq)):
                 kept.setdefault(int(sid), []).append(json.loads(body))
-        todo = [i for i in range(start, len(records))
-                if engine_version is not None or rows[i][6] is None or int(rows[i][6]) != records[i - 1].id]
+        todo = [i for i in range(start, len(rows))
+                if engine_version is not None or rows[i].changes_from is None
+                or int(rows[i].changes_from) != rows[i - 1].id]
         computed: dict[int, list[dict]] = {}
         if todo:
             if differ is None:
                 raise InputError(f"{self.folder(host, unit)}: changes not kept for {len(todo)} snapshot pairs")
-            typed = self._snapshots({records[i].id for i in todo} | {records[i - 1].id for i in todo}, engine_version)
+            typed = self._snapshots({rows[i].id for i in todo} | {rows[i - 1].id for i in todo}, engine_version)
             for i in todo:
-                old, new = records[i - 1], records[i]
+                old, new = rows[i - 1], rows[i]
                 computed[new.id] = json.loads(_json(differ(typed[old.id], typed[new.id])))
             if engine_version is None:
-                self._keep_changes([(records[i].id, records[i - 1].id, computed[records[i].id]) for i in todo])
-        pairs = [(records[i - 1], records[i], computed[records[i].id] if records[i].id in computed
-                  else kept.get(records[i].id, [])) for i in range(start, len(records))]
-        return records, pairs
+                self._keep_changes([(rows[i].id, rows[i - 1].id, computed[rows[i].id]) for i in todo])
+        pairs = [(rows[i - 1], rows[i], computed[rows[i].id] if rows[i].id in computed
+                  else kept.get(rows[i].id, [])) for i in range(start, len(rows))]
+        return rows, pairs
+
+    def run_stats(self, host: str | None, unit: str | None) -> dict[int, tuple[int, int]]:
+        """Per snapshot row of a host/unit that unchanged runs saw again: (how many, the last one's
+        time in epoch seconds); `seen` without building a record per row."""
+        rows = self._query("SELECT s.id, COUNT(r.at), MAX(r.at) FROM snapshots s JOIN runs r ON r.snapshot_id = s.id "
+                           "WHERE s.host = ? AND s.unit = ? GROUP BY s.id",
+                           (safe_component(host, "local"), safe_component(unit, "unit")))
+        return {int(i): (int(n), int(last)) for i, n, last in rows}
 
     def _snapshots(self, ids: set[int], engine_version: str | None) -> dict[int, Snapshot]:
         """The documents of rows `ids`, typed (InputError naming the first that cannot be read)."""
@@ -833,4 +857,4 @@ class DatabaseStore(StoreBase):
                 "SELECT at FROM runs WHERE snapshot_id = ? ORDER BY at", (record.id,))]
 
 
-__all__ = ["DB_NAME", "Differ", "MIGRATIONS", "SCHEMA_VERSION", "DatabaseStore", "DbRecord", "is_database_url", "redact_url"]
+__all__ = ["DB_NAME", "Differ", "KeptRow", "MIGRATIONS", "SCHEMA_VERSION", "DatabaseStore", "DbRecord", "is_database_url", "redact_url"]
