@@ -800,11 +800,18 @@ class DatabaseStore(StoreBase):
         where, params = self._filter(host, unit)
         last_seen = (f"{self.dialect.greatest}(s.collected_at, COALESCE((SELECT MAX(r.at) FROM runs r "
                      "WHERE r.snapshot_id = s.id), s.collected_at))")
-        sql = (f"SELECT id, host, unit, collected_at, seq, name, content_hash, source_hash FROM ("
-               f"SELECT s.*, ROW_NUMBER() OVER (PARTITION BY s.host, s.unit ORDER BY s.collected_at DESC, s.seq DESC)"
-               f" AS age, {last_seen} AS last_seen FROM snapshots s{where.replace('host', 's.host').replace('unit', 's.unit')}"
-               f") t WHERE age > ?")
-        params += (max(keep or 1, 1),)
+        oldest_kept = max(keep or 1, 1)
+        scoped = where.replace('host', 's.host').replace('unit', 's.unit')
+        # only the host/units with more rows than are kept are ranked (an index-only count): a prune
+        # that deletes nothing reads no row, and no document is carried through the ranking
+        crowded = (f"(s.host, s.unit) IN (SELECT host, unit FROM snapshots{where} GROUP BY host, unit "
+                   "HAVING COUNT(*) > ?)")
+        sql = ("SELECT id, host, unit, collected_at, seq, name, content_hash, source_hash FROM ("
+               "SELECT s.id, s.host, s.unit, s.collected_at, s.seq, s.name, s.content_hash, s.source_hash, "
+               "ROW_NUMBER() OVER (PARTITION BY s.host, s.unit ORDER BY s.collected_at DESC, s.seq DESC) AS age"
+               + (f", {last_seen} AS last_seen" if cutoff is not None else "")
+               + f" FROM snapshots s{scoped}{' AND ' if scoped else ' WHERE '}{crowded}) t WHERE age > ?")
+        params = params + params + (oldest_kept, oldest_kept)
         if cutoff is not None:
             sql += " AND last_seen < ?"
             params += (cutoff,)
