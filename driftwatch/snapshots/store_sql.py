@@ -628,12 +628,14 @@ class DatabaseStore(StoreBase):
             return  # the unit's first snapshot: nothing changed yet
         try:
             mine = _from_dict(data, "new snapshot")
-            if before is not None:
-                self._put_changes(run, rid, before[0], self.differ(self._typed(before), mine))
-            if after is not None:
-                self._put_changes(run, after[0], rid, self.differ(mine, self._typed(after)))
-        except (DriftwatchError, zlib.error, ValueError, UnicodeDecodeError):
-            pass  # computed when history asks (and named there if it cannot be)
+            since_before = None if before is None else self.differ(self._typed(before), mine)
+            until_after = None if after is None else self.differ(mine, self._typed(after))
+        except Exception:  # noqa: BLE001 - the snapshot is saved whatever the diff does
+            return  # left uncomputed: history computes the pairs when it asks (and says why if it cannot)
+        if before is not None:  # a database error here fails the save, as any other
+            self._put_changes(run, rid, before[0], since_before)
+        if after is not None:
+            self._put_changes(run, after[0], rid, until_after)
 
     @staticmethod
     def _typed(row) -> Snapshot:
@@ -772,8 +774,8 @@ class DatabaseStore(StoreBase):
         if self.differ is not None and done[0]:
             try:
                 self.pair_changes(h, u, differ=self.differ)  # kept now, so history never computes them
-            except DriftwatchError:
-                pass  # a document that cannot be typed: history names it when asked
+            except Exception:  # noqa: BLE001 - the snapshots are imported whatever the diff does
+                pass  # left uncomputed: history computes the pairs when it asks (and names what it cannot)
         return done
 
     # ------------------------------------------------------------------ retention

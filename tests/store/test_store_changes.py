@@ -112,3 +112,16 @@ def test_a_snapshot_saved_out_of_order_and_a_pruned_gap_keep_the_pairs_right(db_
     assert _pairs_kept(db) == (2, 2)
     assert comparable(history_document(db, since=at(2.5))) == comparable(history_document(files, since=at(2.5)))
 
+
+
+def test_a_differ_that_fails_never_costs_a_save(db_location, tmp_path):
+    def broken(old, new):
+        raise TypeError("a bug in the diff")
+    files = FileStore(tmp_path / "files")
+    db = DatabaseStore(db_location, changes=broken)
+    for store in (files, db):
+        for hour, steps in [(0, 3), (1, 1), (2, 2)]:
+            assert store.save_run(snap(steps, at=at(hour))).written
+    assert len(db.records("ct129", UNIT)) == 3 and _pairs_kept(db) == (2, 0)
+    assert comparable(history_document(db)) == comparable(history_document(files))  # computed when asked
+    assert _pairs_kept(db) == (2, 2)
