@@ -14,7 +14,13 @@ records it (`bench_store.live_snapshot`): with the defaults 100 hosts × 1.33 un
 Each question is a fresh `driftwatch` process; the figure is its CPU time (user + system, from
 `wait4`), the median of `--repeat` runs; "today" runs the code of `--before` (default: the commit
 before the database store, unpacked with `git archive`) against the file store. The floor is
-`python -c "import click, yaml"`.
+`python -c "import click, yaml"`, measured in the same run.
+
+PostgreSQL gets the SQLite store's rows copied over (`copy_to_postgres`: the same snapshots, runs and
+kept changes, ids included), not a second import: importing means reading and diffing 15 000 YAML
+files, minutes the questions do not measure. `--scale K` also measures a SQLite store K times as big
+(`scale_store`: the hosts copied K-1 times under new names, with their runs and kept changes), so a
+one-host question can be seen not to grow with the store.
 """
 from __future__ import annotations
 
@@ -86,6 +92,51 @@ def cpu(argv: list[str], env: dict, repeat: int) -> float:
     return statistics.median(times)
 
 
+def copy_to_postgres(sqlite_db: Path, url: str) -> None:
+    """The SQLite store's rows into the (empty) PostgreSQL store at `url`, ids kept."""
+    import sqlite3
+    import psycopg
+    from driftwatch.snapshots.store_sql import DatabaseStore
+    DatabaseStore(url).schema_version()  # creates the schema
+    src = sqlite3.connect(str(sqlite_db))
+    tables = {"snapshots": "id, host, unit, collected_at, seq, name, state_hash, content_hash, source_hash, document, "
+                           "changes_from",
+              "runs": "snapshot_id, at", "changes": "snapshot_id, ord, key, body"}
+    with psycopg.connect(url) as dst:
+        for table, columns in tables.items():
+            with dst.cursor().copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in src.execute(f"SELECT {columns} FROM {table}"):
+                    copy.write_row(row)
+        dst.execute("SELECT setval(pg_get_serial_sequence('snapshots', 'id'), (SELECT MAX(id) FROM snapshots))")
+        dst.execute("ANALYZE")
+    src.close()
+
+
+def scale_store(sqlite_db: Path, target: Path, factor: int) -> int:
+    """A copy of the SQLite store with every host copied `factor - 1` more times (HOST-k1, …), with
+    their runs and kept changes; the number of snapshot rows."""
+    import sqlite3
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(sqlite_db, target)
+    db = sqlite3.connect(str(target))
+    top = db.execute("SELECT MAX(id) FROM snapshots").fetchone()[0]
+    for k in range(1, factor):
+        shift = k * top
+        db.execute("INSERT INTO snapshots (id, host, unit, collected_at, seq, name, state_hash, content_hash, "
+                   "source_hash, document, changes_from) SELECT id + ?, host || ?, unit, collected_at, seq, name, "
+                   "state_hash, content_hash, source_hash, document, changes_from + ? FROM snapshots WHERE id <= ?",
+                   (shift, f"-k{k}", shift, top))
+        db.execute("INSERT INTO runs (snapshot_id, at) SELECT snapshot_id + ?, at FROM runs WHERE snapshot_id <= ?",
+                   (shift, top))
+        db.execute("INSERT INTO changes (snapshot_id, ord, key, body) SELECT snapshot_id + ?, ord, key, body "
+                   "FROM changes WHERE snapshot_id <= ?", (shift, top))
+    db.commit()
+    db.execute("ANALYZE")
+    count = db.execute("SELECT COUNT(*) FROM snapshots").fetchone()[0]
+    db.close()
+    return count
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, default=113)
@@ -96,6 +147,7 @@ def main() -> None:
     ap.add_argument("--before", default="932a02b", help="revision whose code answers for 'today'")
     ap.add_argument("--skip-today-fleet", action="store_true",
                     help="do not time today's whole-fleet history (minutes of CPU)")
+    ap.add_argument("--scale", type=int, default=0, help="also a SQLite store this many times as big (by hosts)")
     args = ap.parse_args()
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="dw-bench-history-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -130,9 +182,15 @@ def main() -> None:
             else:
                 url = server.database("bench")
                 t0 = time.perf_counter()
-                subprocess.run(dw + ["store", "import", str(files), "--store", url], check=True, env=env)
-                print(f"imported into PostgreSQL in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+                copy_to_postgres(sqlite_dir / "store.db", url)
+                print(f"copied into PostgreSQL in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
                 stores["PostgreSQL"] = url
+        if args.scale > 1:
+            big = work / f"sqlite-x{args.scale}"
+            if not (big / "store.db").exists():
+                rows = scale_store(sqlite_dir / "store.db", big / "store.db", args.scale)
+                print(f"scaled SQLite store: {rows} snapshots", file=sys.stderr)
+            stores[f"SQLite ×{args.scale}"] = str(big)
         before = work / "before"
         if not before.exists():
             before.mkdir()
@@ -164,7 +222,7 @@ def main() -> None:
         print("|" + "---|" * len(head))
         for label, argv in questions:
             row = [label]
-            if label.endswith("whole fleet") and args.skip_today_fleet:
+            if label == "`history`, whole fleet" and args.skip_today_fleet:
                 row.append("(not run)")
             else:
                 t = cpu(today + argv + ["--store", str(files)], today_env, 1)

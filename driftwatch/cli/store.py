@@ -10,6 +10,7 @@ from ..errors import EXIT_OK, EXIT_TROUBLE, InputError
 from ..report import format_names
 from .options import (baselines_dir_option, catalog_option, emit, engine_files, judging_options, shard_option,
                       ssh_options, terminal_format, voice)
+from .store_commands import STORE_HELP
 
 
 @click.command()
@@ -19,7 +20,7 @@ from .options import (baselines_dir_option, catalog_option, emit, engine_files, 
 @click.option("--unit-file", "unit_files", multiple=True, help="Snapshot a local unit file instead of a host.")
 @click.option("--host", "--host-name", "host_name",
               help="With --unit-file: the host name to record (e.g. ct129). Without: a live host to read.")
-@click.option("--store", help="State directory [default: ~/.local/state/driftwatch].")
+@click.option("--store", help=STORE_HELP)
 @click.option("--engine-version", help="Read flags with this engine release's catalog (SGLang or vLLM).")
 @click.option("--parallel", "parallel", type=click.IntRange(1, 1024), default=None,
               help="Hosts read at once.  [default: 32]")
@@ -73,7 +74,7 @@ def _progress_line():
 @click.command()
 @click.option("--keep", type=click.IntRange(1, None), help="Keep the newest N snapshots of each host/unit.")
 @click.option("--older-than", help="Delete snapshots older than D (30m, 12h, 7d, 2w, 1d12h).")
-@click.option("--store", help="Snapshot store [default: ~/.local/state/driftwatch].")
+@click.option("--store", help=STORE_HELP)
 @click.option("--host", help="Only this host's snapshots.")
 @click.option("--unit", help="Only this unit's snapshots.")
 @click.option("--dry-run", "-n", is_flag=True, help="Say what would be deleted; delete nothing.")
@@ -92,7 +93,7 @@ def prune(keep, older_than, store, host, unit, dry_run, quiet, baselines_dir):
 @click.argument("hosts", nargs=-1)
 @click.option("--inventory", type=str, help="Inventory naming the hosts and units to show.")
 @click.option("--unit", help="Only this unit.")
-@click.option("--store", help="Snapshot store [default: ~/.local/state/driftwatch].")
+@click.option("--store", help=STORE_HELP)
 @click.option("--since", "since_text", help="Changes since WHEN: RFC 3339 (2026-11-28T03:00:00Z) or back from now (7d, 12h).")
 @click.option("--baseline", "baseline_spec", help="Also say, for each finding against this baseline, since when it is there.")
 @click.option("--format", "fmt", type=click.Choice(format_names("history")), default="text", show_default=True,
@@ -114,5 +115,5 @@ def history(hosts, inventory, unit, store, since_text, baseline_spec, fmt, outpu
     from ..run.history import store_history
     doc = store_history(hosts, inventory, unit, store, since_text, baseline_spec, baselines_dir, rules_dir, ignores,
                         ignore_file, concurrency, engine_version, files, voice(), limit=limit)
-    emit((get_format(fmt) if output else terminal_format(fmt)).render_history(doc), output)
+    emit((get_format(fmt) if output or fmt != "text" else terminal_format(fmt)).render_history(doc), output)
     sys.exit(EXIT_OK)

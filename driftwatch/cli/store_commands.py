@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import click
 
-_STORE_HELP = ("Snapshot store: a directory (its database, store.db) or postgresql://USER@HOST/DB "
-               "[default: ~/.local/state/driftwatch].")
+STORE_HELP = ("Snapshot store: a directory (SQLite, its store.db) or postgresql://USER@HOST/DB "
+              "[default: ~/.local/state/driftwatch].")
 
 
 @click.group("store")
@@ -18,17 +18,18 @@ def _warn(message: str) -> None:
 
 @store_group.command("import")
 @click.argument("directory", type=str)
-@click.option("--store", help=_STORE_HELP)
+@click.option("--store", help=STORE_HELP)
 def store_import(directory, store):
     """Import a store of YAML files (DIRECTORY/HOST/UNIT/*.yaml, runs.log) into the database store.
 
     Give the same directory as --store to convert a store in place: the database is created in it
     and the YAML files are left where they are (delete them once you are satisfied). Running it
     again imports nothing twice."""
+    from ..run.history import changes_between
     from ..snapshots.store import DEFAULT_STORE
     from ..snapshots.store_sql import DatabaseStore
     from ..snapshots.store_transfer import import_files
-    target = DatabaseStore(store or DEFAULT_STORE, on_problem=_warn)
+    target = DatabaseStore(store or DEFAULT_STORE, on_problem=_warn, changes=changes_between)
     done = import_files(directory, target, on_problem=_warn)
     click.echo(f"driftwatch: imported {done.snapshots} snapshot{'s' if done.snapshots != 1 else ''} and "
                f"{done.runs} unchanged run{'s' if done.runs != 1 else ''} into {target.root}"
@@ -37,7 +38,7 @@ def store_import(directory, store):
 
 
 @store_group.command("export")
-@click.option("--store", help=_STORE_HELP)
+@click.option("--store", help=STORE_HELP)
 @click.option("--output", "-o", "output", required=True, type=str,
               help="Directory to write HOST/UNIT/STAMP-SS.yaml and runs.log into (no file is overwritten).")
 @click.option("--host", help="Only this host.")

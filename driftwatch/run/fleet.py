@@ -298,11 +298,12 @@ def _feed_store(snapshots: list[Snapshot], store: str | None, voice: Voice) -> b
     """Every live unit read saved to the snapshot store (after "since" was read from it), so history,
     "since" and "new since last run" work from the report's one cron job. True when one could not be
     saved (said; the report still goes out)."""
+    from .history import changes_between
     from ..snapshots.store import save_snapshot
     trouble = False
     for snap in snapshots:
         try:
-            save_snapshot(snap, store or None)
+            save_snapshot(snap, store or None, changes=changes_between)  # kept, so history never diffs
         except DriftwatchError as exc:
             voice.say(f"{snap.host}: {snap.unit}: not stored: {exc}")
             trouble = True

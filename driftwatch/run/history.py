@@ -39,13 +39,12 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import DriftwatchError, InputError
 from ..identity import finding_id
-from ..redact import UNKNOWN_FINGERPRINT, mask_fingerprints
-from ..snapshots.snapshot import Snapshot
 from ..snapshots.store import SnapshotStore, StoredSnapshot, safe_component
 from ..timestamps import UTC, format_utc, parse_utc, utc_now
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a history read from kept changes types no snapshot: the engines stay unimported
     from ..engines.files import EngineFiles
+    from ..snapshots.snapshot import Snapshot
     from ..findings.judging import Judging
     from .voice import Voice
 
@@ -93,6 +92,7 @@ def parse_when(text: str, now: _dt.datetime | None = None, option: str = "--sinc
 
 def _value(value: Any) -> Any:
     if isinstance(value, str):
+        from ..redact import mask_fingerprints
         return mask_fingerprints(value)
     if isinstance(value, dict):
         return {k: _value(v) for k, v in value.items()}
@@ -133,6 +133,7 @@ def _change_from_difference(d) -> dict:
     if (d.details or {}).get("fingerprints") == "unknown" and new is not None:
         # snapshots fingerprinted under different keys (or an older release): not known to have changed
         change["new"] = wording.UNKNOWN_REDACTED
+        from ..redact import UNKNOWN_FINGERPRINT
         change["note"] = UNKNOWN_FINGERPRINT
     if d.origin:
         change["origin"] = {"old": d.origin.get("baseline"), "new": d.origin.get("current")}
@@ -229,9 +230,50 @@ def _baseline_findings(loaded: list[StoredSnapshot], findings: _Findings) -> lis
 # --------------------------------------------------------------------------- the document
 
 
+def _record_ref(record) -> dict:
+    return {"snapshot": record.name, "collected_at": record.stamp}
+
+
+def _kept_unit_history(store, host: str | None, unit: str | None, since: _dt.datetime | None,
+                       engine_version: str | None) -> dict:
+    """`unit_history` from a database store's rows and kept changes (schema v2): no snapshot is
+    read or typed unless a pair's changes were never kept (then they are computed once and kept)."""
+    differ = changes_between if engine_version is None else (
+        lambda old, new: changes_between(old, new, engine_version))
+    rows, pairs = store.pair_changes(host, unit, since, differ, engine_version)
+    stats = store.run_stats(host, unit)  # row id -> (unchanged runs, the last one's time)
+    per_pair = []
+    for old, new, changes in pairs:
+        previous = _record_ref(old)
+        last = max(old.at, stats[old.id][1]) if old.id in stats else old.at
+        previous["last_seen"] = previous["collected_at"] if last == old.at else format_utc(
+            _dt.datetime.fromtimestamp(last, UTC))
+        at, name = new.stamp, new.name
+        per_pair.append([{"at": at, "snapshot": name, **change, "previous": previous} for change in changes])
+    newest = rows[-1] if rows else None
+    last_run = None
+    if newest is not None:
+        last_run = max([newest.at] + [s[1] for s in stats.values()])
+    return {
+        "host": safe_component(host, "local"), "unit": safe_component(unit, "unit"),
+        "snapshots": len(rows), "readable": len(rows),
+        "runs": len(rows) + sum(s[0] for s in stats.values()),
+        "first": _record_ref(rows[0]) if rows else None,
+        "latest": _record_ref(newest) if newest is not None else None,
+        "last_run": format_utc(_dt.datetime.fromtimestamp(last_run, UTC)) if last_run is not None else None,
+        "changes": [change for pair in reversed(per_pair) for change in pair],
+    }
+
+
 def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since: _dt.datetime | None = None,
                  findings: _Findings | None = None, engine_version: str | None = None) -> dict:
-    """One host/unit's history (one element of the document's `units`)."""
+    """One host/unit's history (one element of the document's `units`): from a database store's
+    kept changes when it has them (no baseline asked), else by reading and diffing the snapshots."""
+    if findings is None and hasattr(store, "pair_changes"):
+        try:
+            return _kept_unit_history(store, host, unit, since, engine_version)
+        except DriftwatchError:
+            pass  # a row that cannot be read: the reading path below skips it and names it
     records = store.records(safe_component(host, "local"), safe_component(unit, "unit"))
     if since is not None and findings is None:  # read from the snapshot before the cut, not the whole unit
         loaded = store.load(host, unit, since, engine_version=engine_version, previous=True)
@@ -270,18 +312,22 @@ def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since
 
 
 def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, str | None]] | None = None,
-                     since: _dt.datetime | None = None, baseline=None, judging: Judging | None = None) -> dict:
+                     since: _dt.datetime | None = None, baseline=None, judging: Judging | None = None, *,
+                     engine_version: str | None = None) -> dict:
     """``driftwatch.history/v1`` for `groups` ((host, unit) pairs; None: every unit in the store).
     A pair with no snapshots is listed with zero snapshots, so a typo shows as such. Snapshots are
-    read with `judging.engine_version`; with a `baseline`, each finding's history is judged by
-    `judging` (give it the rules)."""
+    read with `engine_version` (`judging.engine_version` when a judging is given); with a
+    `baseline`, each finding's history is judged by `judging` (give it the rules)."""
     if groups is None:
         groups = store.groups()
-    if judging is None:
-        from ..findings.judging import Judging
-        judging = Judging()
-    engine_version = judging.engine_version
-    findings = _Findings(baseline, judging) if baseline is not None else None
+    if judging is not None:
+        engine_version = judging.engine_version
+    findings = None
+    if baseline is not None:
+        if judging is None:
+            from ..findings.judging import Judging
+            judging = Judging(engine_version=engine_version)
+        findings = _Findings(baseline, judging)
     units, seen = [], set()
     for host, unit in groups:
         where = (safe_component(host, "local"), safe_component(unit, "unit"))
@@ -309,15 +355,13 @@ def groups_for(store: SnapshotStore, hosts: Iterable[str] = (), unit: str | None
                inventory_pairs: Iterable[tuple[str, str]] = ()) -> list[tuple[str, str]]:
     """The (host, unit) pairs a history is asked for: inventory pairs, named hosts (all their units
     in the store, or `unit`), or every unit in the store (filtered by `unit`)."""
+    hosts, inventory_pairs = list(hosts), list(inventory_pairs)
     pairs = [(h, u) for h, u in inventory_pairs if unit is None or u == unit]
-    known = store.groups()
-    for host in hosts:
-        units = [u for h, u in known if h == safe_component(host, "local")]
-        if unit is not None:
-            units = [unit]
+    for host in hosts:  # only that host's units are looked up: a one-host question reads one host
+        units = [unit] if unit is not None else [u for _, u in store.groups(safe_component(host, "local"))]
         pairs += [(host, u) for u in units] or [(host, unit or "unit")]
-    if not pairs and not list(hosts) and not list(inventory_pairs):
-        pairs = [(h, u) for h, u in known if unit is None or u == safe_component(unit, "unit")]
+    if not pairs and not hosts and not inventory_pairs:
+        pairs = [(h, u) for h, u in store.groups() if unit is None or u == safe_component(unit, "unit")]
     return pairs
 
 
@@ -381,10 +425,9 @@ def store_history(hosts: Iterable[str], inventory: str | None, unit: str | None,
     the document names."""
     since = parse_when(since_text) if since_text else None
     st = SnapshotStore(store or None, on_problem=voice.warn)
-    base = None
-    from ..findings.judging import Judging, load_judging
-    judging = Judging(engine_version=engine_version)
+    base = judging = None
     if baseline_spec:
+        from ..findings.judging import load_judging
         from ..snapshots.baseline import baselines_dir as resolve_dir
         from .targets import named_baseline
         base = named_baseline(baseline_spec, resolve_dir(baselines_dir), files)
@@ -393,7 +436,8 @@ def store_history(hosts: Iterable[str], inventory: str | None, unit: str | None,
     if inventory:
         from .targets import inventory_targets
         pairs = inventory_targets(inventory, unit, limit)
-    return history_document(st, groups_for(st, list(hosts), unit, pairs), since, base, judging)
+    return history_document(st, groups_for(st, list(hosts), unit, pairs), since, base, judging,
+                            engine_version=engine_version)
 
 
 __all__ = ["HISTORY_SCHEMA", "annotate_since", "changes_between", "groups_for", "history_document",

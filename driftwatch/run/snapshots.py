@@ -29,6 +29,7 @@ def snapshot_fleet(hosts: tuple[str, ...] | list[str], inventory: str | None, un
     or saved. `voice.aside` hears each host's timings (the CLI's --verbose). `files`: the engine
     configuration files the user gave. `limit`: an Ansible host pattern choosing the inventory's hosts;
     `shard`: only the hosts of that slice (`--shard I/N`)."""
+    from .history import changes_between
     from .targets import snapshot_from_unit_file
     from ..snapshots.store import save_snapshot
     if not hosts and not inventory and not unit_files:
@@ -38,7 +39,7 @@ def snapshot_fleet(hosts: tuple[str, ...] | list[str], inventory: str | None, un
         snap = snapshot_from_unit_file(path, host=host_name, engine_version=engine_version, files=files)
         if engine_version:
             snap.engine_version = engine_version  # the operator says which release runs it
-        saved = save_snapshot(snap, store)
+        saved = save_snapshot(snap, store, changes=changes_between)  # history reads them, never diffs
         voice.out(f"{snap.host or 'local'}\t{snap.unit}\tok\t{saved}")
     if hosts or inventory:
         trouble = _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, voice, progress, limit,
@@ -51,6 +52,7 @@ def snapshot_fleet(hosts: tuple[str, ...] | list[str], inventory: str | None, un
 def _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, voice: Voice, progress,
                    limit: str | None = None, shard: Shard | None = None) -> bool:
     from ..collect.unitname import validate_unit_name
+    from .history import changes_between
     from .targets import collect_live, inventory_targets, raw_to_snapshot
     from ..snapshots.store import save_snapshot
     if limit and (hosts or not inventory):
@@ -68,7 +70,7 @@ def _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, vo
 
     def save(raw) -> None:  # as each answer arrives, while the other hosts are still being read (its thread)
         try:
-            saved = save_snapshot(raw_to_snapshot(raw, engine_version, files), store)
+            saved = save_snapshot(raw_to_snapshot(raw, engine_version, files), store, changes=changes_between)
             outcomes[id(raw)] = (f"{raw.host}\t{raw.unit}\t{raw.status}\t{saved}", None)
         except DriftwatchError as exc:
             status = raw.status if raw.status not in ("ok", "fallback") else "error"

@@ -12,10 +12,13 @@ import re
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import BaselineError, InputError
-from .snapshot import SNAPSHOT_SCHEMA, Snapshot, _Fields, now_utc, snapshot_from_dict, snapshot_to_dict
 from ..fileio import dump_yaml_readable, read_yaml, write_new
+
+if TYPE_CHECKING:  # typing a snapshot imports the engines: only where one is read (prune needs none)
+    from .snapshot import Snapshot
 
 BASELINE_SCHEMA = "driftwatch.baseline/v1"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -53,6 +56,7 @@ def list_baselines(directory: Path) -> list[str]:
 
 
 def baseline_to_dict(baseline: Baseline) -> dict:
+    from .snapshot import snapshot_to_dict
     return {
         "schema": BASELINE_SCHEMA,
         "name": baseline.name,
@@ -68,6 +72,7 @@ def baseline_to_dict(baseline: Baseline) -> dict:
 
 def save_baseline(directory: Path, name: str, snapshot: Snapshot, metrics: dict[str, float],
                   note: str | None, force: bool) -> Path:
+    from .snapshot import now_utc
     if not NAME_RE.match(name):
         raise InputError(f"baseline name {name!r}: use letters, digits, '.', '_' and '-' only")
     user = getpass.getuser() if hasattr(os, "getuid") else "unknown"
@@ -81,6 +86,7 @@ def save_baseline(directory: Path, name: str, snapshot: Snapshot, metrics: dict[
 
 
 def baseline_from_dict(data, origin: str, engine_version: str | None = None) -> Baseline:
+    from .snapshot import SNAPSHOT_SCHEMA, _Fields, snapshot_from_dict
     if not isinstance(data, dict):
         raise BaselineError(f"{origin}: not a driftwatch baseline (expected a mapping with schema {BASELINE_SCHEMA})")
     schema = data.get("schema")

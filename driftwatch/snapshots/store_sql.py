@@ -12,6 +12,22 @@ Tables (schema v1)::
         host/unit/time index every question reads through.
     runs(snapshot_id, at)   one small row per run that found its unit unchanged (ON DELETE CASCADE)
 
+Schema v2 adds what history shows, kept when a snapshot is saved so that no question re-reads,
+re-types or re-diffs a document::
+
+    snapshots.changes_from  the id of the row the snapshot's changes were computed against (its
+                            predecessor at the time); NULL: never computed (a v1 row)
+    changes(snapshot_id, ord, key, body)
+        the snapshot's changes from that row, in the diff's order, each a history change record
+        (``run.history.changes_between``: typed old and new values, secrets already redacted) as
+        JSON; ON DELETE CASCADE. A pair is current when ``changes_from`` is the id of the row now
+        before it; otherwise (v1 rows, a row pruned between, a late save) `pair_changes` computes
+        it once from the two documents and keeps it.
+
+The store computes no diff itself (the diff lives above it): the caller gives one (`Differ`) to
+the store (``changes=``) or to `pair_changes`. Migrating v1 to v2 adds the column and the table;
+the pairs are filled on the first history that needs them.
+
 Every write is one transaction: a save takes the host/unit's lock (SQLite: the database's write
 lock, ``BEGIN IMMEDIATE``; PostgreSQL: an advisory transaction lock on the host/unit), reads the
 newest row's state hash and inserts either a run row or a snapshot row. A killed writer loses its
@@ -26,17 +42,19 @@ import threading
 import zlib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import DriftwatchError, InputError
 from ..timestamps import UTC, file_stamp, format_utc, parse_utc
-from .snapshot import Snapshot, snapshot_from_dict, snapshot_to_dict
-from .store import (MAX_PER_SECOND, BaselineSource, SaveResult, Seen, SnapshotKey, SnapshotRecord, SnapshotStore,
-                    StoredSnapshot, check_prune_request, safe_component, snapshot_hash, source_hash, state_hash)
+from .store_records import (MAX_PER_SECOND, BaselineSource, SaveResult, Seen, SnapshotKey, SnapshotRecord, StoreBase,
+                            StoredSnapshot, check_prune_request, safe_component, snapshot_hash, source_hash, state_hash)
+
+if TYPE_CHECKING:  # typing a snapshot imports the engines: only where a document is read
+    from .snapshot import Snapshot
 
 DB_NAME = "store.db"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # Each migration: the statements that bring a store from version N-1 to N. {id} and {blob} are the
 # dialect's auto-increment key and binary type; everything else is the SQL both engines speak.
 MIGRATIONS: dict[int, list[str]] = {
@@ -60,8 +78,22 @@ MIGRATIONS: dict[int, list[str]] = {
                at BIGINT NOT NULL)""",
         "CREATE INDEX runs_snapshot ON runs (snapshot_id, at)",
     ],
+    2: [
+        # the id of the row a snapshot's changes were computed against (its predecessor then);
+        # NULL: not computed (a v1 row, or saved without a differ)
+        "ALTER TABLE snapshots ADD COLUMN changes_from BIGINT",
+        """CREATE TABLE changes (
+               snapshot_id BIGINT NOT NULL REFERENCES snapshots (id) ON DELETE CASCADE,
+               ord INTEGER NOT NULL,
+               key TEXT NOT NULL,
+               body TEXT NOT NULL,
+               PRIMARY KEY (snapshot_id, ord))""",
+    ],
 }
 _CHUNK = 500  # ids per IN (...) list
+# What history shows between two consecutive snapshots of a unit: `run.history.changes_between`,
+# given to the store by the layer that owns it (the store computes no diff itself).
+Differ = Callable[["Snapshot", "Snapshot"], list]
 
 
 def redact_url(url: str) -> str:
@@ -89,6 +121,20 @@ def _pack(data: dict) -> bytes:
     return zlib.compress(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"), 6)
 
 
+def _from_dict(data, origin: str, engine_version: str | None = None) -> Snapshot:
+    from .snapshot import snapshot_from_dict  # typed (the engines imported) only when a document is read
+    return snapshot_from_dict(data, origin, engine_version)
+
+
+def _to_dict(snapshot: Snapshot) -> dict:
+    from .snapshot import snapshot_to_dict
+    return snapshot_to_dict(snapshot)
+
+
+def _json(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
 def _unpack(blob) -> dict:
     return json.loads(zlib.decompress(bytes(blob)).decode("utf-8"))
 
@@ -104,13 +150,27 @@ class DbRecord(SnapshotRecord):
         return self.store._document(self)
 
     def read(self, engine_version: str | None = None) -> Snapshot:
-        return snapshot_from_dict(self.document(), str(self.path), engine_version)
+        return _from_dict(self.document(), str(self.path), engine_version)
 
     def content_hash(self) -> str:
         return snapshot_hash(self.document())
 
     def state_hash(self) -> str:
         return state_hash(self.document())
+
+
+class KeptRow(NamedTuple):
+    """A snapshot row's index columns, for history read from kept changes (no path, no document)."""
+
+    id: int
+    name: str
+    at: int  # collected_at, epoch seconds
+    seq: int
+    changes_from: int | None
+
+    @property
+    def stamp(self) -> str:
+        return format_utc(_instant(self.at))
 
 
 class _Dialect:
@@ -221,7 +281,7 @@ def is_database_url(location: str) -> bool:
     return location.startswith(("postgresql://", "postgres://"))
 
 
-class DatabaseStore(SnapshotStore):
+class DatabaseStore(StoreBase):
     """The snapshots in a database, with the interface of the file store (`SnapshotStore`).
 
     `root` is what listings print: the store's directory (SQLite) or its URL without the password.
@@ -230,9 +290,11 @@ class DatabaseStore(SnapshotStore):
 
     indexed = True
 
-    def __init__(self, location: str | os.PathLike, on_problem: Callable[[str], None] | None = None):
+    def __init__(self, location: str | os.PathLike, on_problem: Callable[[str], None] | None = None,
+                 changes: Differ | None = None):
         if getattr(self, "dialect", None) is not None:
             return  # SnapshotStore(location) opened it: type() calls __init__ again with the same words
+        self.differ = changes  # with it, every new snapshot row gets its changes from the row before
         text = os.fspath(location)
         if is_database_url(text):
             self.dialect: _Dialect = _Postgres(text)
@@ -277,6 +339,13 @@ class DatabaseStore(SnapshotStore):
     def _migrate(self, conn) -> None:
         d = self.dialect
         cur = conn.cursor()
+        try:  # up to date (every open but the first): one read, no write lock taken
+            cur.execute(d.sql("SELECT value FROM driftwatch_meta WHERE key = ?"), ("schema_version",))
+            row = cur.fetchone()
+            if row is not None and int(row[0]) == SCHEMA_VERSION:
+                return
+        except d.errors():
+            pass  # no meta table yet: created below
         try:
             d.begin_write(cur)
             d.lock_group(cur, "driftwatch", "schema")
@@ -366,7 +435,11 @@ class DatabaseStore(SnapshotStore):
         except (zlib.error, ValueError, UnicodeDecodeError) as exc:
             raise InputError(f"{record.path}: not a readable snapshot ({exc})") from None
 
-    def groups(self) -> list[tuple[str, str]]:
+    def groups(self, host: str | None = None) -> list[tuple[str, str]]:
+        """(host, unit) names that hold snapshots (of `host`, as listed, when given: one index range)."""
+        if host is not None:
+            return [(h, u) for h, u in self._query("SELECT DISTINCT host, unit FROM snapshots WHERE host = ? "
+                                                   "ORDER BY unit", (host,))]
         return [(h, u) for h, u in self._query("SELECT DISTINCT host, unit FROM snapshots ORDER BY host, unit")]
 
     @staticmethod
@@ -404,13 +477,18 @@ class DatabaseStore(SnapshotStore):
     def read(self, record, engine_version: str | None = None) -> Snapshot:
         if isinstance(record, DbRecord):
             return record.read(engine_version)
+        path = Path(record.path if isinstance(record, SnapshotRecord) else os.fspath(record))
+        if not os.path.lexists(path) and len(path.parts) >= 3:  # a name this store listed
+            found = self.find(path.parent.parent.name, path.parent.name, path.name)
+            if found is not None:
+                return found.read(engine_version)
         return super().read(record, engine_version)
 
     def _stored(self, rows, engine_version) -> Iterable[StoredSnapshot]:
         for row in rows:
             record = self._record(row[:6])
             try:
-                snap = snapshot_from_dict(_unpack(row[6]), str(record.path), engine_version)
+                snap = _from_dict(_unpack(row[6]), str(record.path), engine_version)
             except (DriftwatchError, zlib.error, ValueError, UnicodeDecodeError) as exc:
                 self._problem(f"{record.path}: skipped: {exc}")
                 continue
@@ -491,7 +569,7 @@ class DatabaseStore(SnapshotStore):
             raise InputError(f"snapshot of {snapshot.host or 'local'}:{snapshot.unit}: {exc}") from None
         if snapshot.collected_at != format_utc(moment):
             snapshot = replace(snapshot, collected_at=format_utc(moment))
-        data = snapshot_to_dict(snapshot)
+        data = _to_dict(snapshot)
         return self.insert(data, snapshot.host, snapshot.unit, moment, dedupe=dedupe)
 
     def insert(self, data: dict, host: str | None, unit: str | None, moment: _dt.datetime, *,
@@ -527,9 +605,142 @@ class DatabaseStore(SnapshotStore):
             rid = cur.fetchone()[0]
             for when in runs:
                 run("INSERT INTO runs (snapshot_id, at) VALUES (?, ?)", (rid, _epoch(when)))
+            if self.differ is not None:
+                self._diff_neighbours(cur, run, h, u, rid, at, number, data)
             return SaveResult(self.label / h / u / label, True, moment)
 
         return self._write(body, h, u)
+
+    # ------------------------------------------------------------------ changes (schema v2)
+
+    def _diff_neighbours(self, cur, run, h: str, u: str, rid: int, at: int, seq: int, data: dict) -> None:
+        """In the saving transaction: the new row's changes from the row before it, and (saved out
+        of order) the next row's changes from the new one. A neighbour that cannot be read leaves
+        its pair uncomputed (`pair_changes` says so when asked)."""
+        where = "host = ? AND unit = ? AND "
+        run(f"SELECT id, document FROM snapshots WHERE {where}(collected_at < ? OR (collected_at = ? AND seq < ?)) "
+            "ORDER BY collected_at DESC, seq DESC LIMIT 1", (h, u, at, at, seq))
+        before = cur.fetchone()
+        run(f"SELECT id, document FROM snapshots WHERE {where}(collected_at > ? OR (collected_at = ? AND seq > ?)) "
+            "ORDER BY collected_at, seq LIMIT 1", (h, u, at, at, seq))
+        after = cur.fetchone()
+        if before is None and after is None:
+            return  # the unit's first snapshot: nothing changed yet
+        try:
+            mine = _from_dict(data, "new snapshot")
+            since_before = None if before is None else self.differ(self._typed(before), mine)
+            until_after = None if after is None else self.differ(mine, self._typed(after))
+        except Exception:  # noqa: BLE001 - the snapshot is saved whatever the diff does
+            return  # left uncomputed: history computes the pairs when it asks (and says why if it cannot)
+        if before is not None:  # a database error here fails the save, as any other
+            self._put_changes(run, rid, before[0], since_before)
+        if after is not None:
+            self._put_changes(run, after[0], rid, until_after)
+
+    @staticmethod
+    def _typed(row) -> Snapshot:
+        return _from_dict(_unpack(row[1]), f"row {row[0]}")
+
+    @staticmethod
+    def _put_changes(run, snapshot_id: int, from_id: int, changes: Sequence[dict]) -> None:
+        run("DELETE FROM changes WHERE snapshot_id = ?", (snapshot_id,))
+        for number, change in enumerate(changes):
+            run("INSERT INTO changes (snapshot_id, ord, key, body) VALUES (?, ?, ?, ?)",
+                (snapshot_id, number, str(change.get("key")), _json(change)))
+        run("UPDATE snapshots SET changes_from = ? WHERE id = ?", (from_id, snapshot_id))
+
+    def pair_changes(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
+                     differ: Differ | None = None, engine_version: str | None = None
+                     ) -> tuple[list[KeptRow], list[tuple[KeptRow, KeptRow, list[dict]]]]:
+        """One host/unit's rows (oldest first, as `KeptRow`s: nothing but their index columns) and,
+        for each consecutive pair whose newer row was collected at or after `since`, what changed:
+        read from the ``changes`` table where they were kept for exactly that pair (no document is
+        read), else computed by `differ` from the two documents and kept for the next question (a
+        pair is stale when a row between them was pruned, or the rows were saved without a differ
+        or by schema v1). With `engine_version` every pair is computed under that catalog and
+        nothing is kept. InputError when a pair must be computed and no differ is given or a
+        document cannot be read."""
+        h, u = safe_component(host, "local"), safe_component(unit, "unit")
+        rows = [KeptRow(int(r[0]), r[1], int(r[2]), int(r[3]), r[4]) for r in self._query(
+            "SELECT id, name, collected_at, seq, changes_from FROM snapshots WHERE host = ? AND unit = ? "
+            "ORDER BY collected_at, seq", (h, u))]
+        start = 1
+        if since is not None:
+            cut = since.timestamp()
+            while start < len(rows) and rows[start].at < cut:
+                start += 1
+        if start >= len(rows):
+            return rows, []
+        kept: dict[int, list[dict]] = {}
+        if engine_version is None:
+            first = rows[start]
+            for sid, body in self._query(
+                    "SELECT c.snapshot_id, c.body FROM changes c JOIN snapshots s ON s.id = c.snapshot_id "
+                    "WHERE s.host = ? AND s.unit = ? AND (s.collected_at > ? OR (s.collected_at = ? AND s.seq >= ?)) "
+                    "ORDER BY c.snapshot_id, c.ord", (h, u, first.at, first.at, first.seq)):
+                kept.setdefault(int(sid), []).append(json.loads(body))
+        todo = [i for i in range(start, len(rows))
+                if engine_version is not None or rows[i].changes_from is None
+                or int(rows[i].changes_from) != rows[i - 1].id]
+        computed: dict[int, list[dict]] = {}
+        if todo:
+            if differ is None:
+                raise InputError(f"{self.folder(host, unit)}: changes not kept for {len(todo)} snapshot pairs")
+            typed = self._snapshots({rows[i].id for i in todo} | {rows[i - 1].id for i in todo}, engine_version)
+            for i in todo:
+                old, new = rows[i - 1], rows[i]
+                computed[new.id] = json.loads(_json(differ(typed[old.id], typed[new.id])))
+            if engine_version is None:
+                self._keep_changes([(rows[i].id, rows[i - 1].id, computed[rows[i].id]) for i in todo])
+        pairs = [(rows[i - 1], rows[i], computed[rows[i].id] if rows[i].id in computed
+                  else kept.get(rows[i].id, [])) for i in range(start, len(rows))]
+        return rows, pairs
+
+    def run_stats(self, host: str | None, unit: str | None) -> dict[int, tuple[int, int]]:
+        """Per snapshot row of a host/unit that unchanged runs saw again: (how many, the last one's
+        time in epoch seconds); `seen` without building a record per row."""
+        rows = self._query("SELECT s.id, COUNT(r.at), MAX(r.at) FROM snapshots s JOIN runs r ON r.snapshot_id = s.id "
+                           "WHERE s.host = ? AND s.unit = ? GROUP BY s.id",
+                           (safe_component(host, "local"), safe_component(unit, "unit")))
+        return {int(i): (int(n), int(last)) for i, n, last in rows}
+
+    def _snapshots(self, ids: set[int], engine_version: str | None) -> dict[int, Snapshot]:
+        """The documents of rows `ids`, typed (InputError naming the first that cannot be read)."""
+        out: dict[int, Snapshot] = {}
+        wanted = sorted(ids)
+        for i in range(0, len(wanted), _CHUNK):
+            part = wanted[i:i + _CHUNK]
+            for row in self._query(f"SELECT {self._COLUMNS}, document FROM snapshots WHERE id IN "
+                                   f"({', '.join('?' * len(part))})", tuple(part)):
+                record = self._record(row[:6])
+                try:
+                    out[record.id] = _from_dict(_unpack(row[6]), str(record.path), engine_version)
+                except (zlib.error, ValueError, UnicodeDecodeError) as exc:
+                    raise InputError(f"{record.path}: not a readable snapshot ({exc})") from None
+        missing = set(wanted) - set(out)
+        if missing:
+            raise InputError(f"{self.label}: snapshot rows {sorted(missing)[:3]} no longer in the store (pruned)")
+        return out
+
+    def _keep_changes(self, computed: list[tuple[int, int, list[dict]]]) -> None:
+        """Keep computed changes (a row pruned meanwhile keeps nothing); a store this process cannot
+        write to (read-only file, a read-only database role) just keeps nothing."""
+        def body(cur, run):
+            for snapshot_id, from_id, changes in computed:
+                run("SELECT 1 FROM snapshots WHERE id = ?", (snapshot_id,))
+                if cur.fetchone() is not None:
+                    self._put_changes(run, snapshot_id, from_id, changes)
+        host_unit = self._group_of(computed[0][0])
+        if host_unit is None:
+            return
+        try:
+            self._write(body, *host_unit)
+        except InputError:
+            pass
+
+    def _group_of(self, snapshot_id: int) -> tuple[str, str] | None:
+        rows = self._query("SELECT host, unit FROM snapshots WHERE id = ?", (snapshot_id,))
+        return (rows[0][0], rows[0][1]) if rows else None
 
     def import_group(self, host: str, unit: str, batch: list) -> tuple[int, int]:
         """One host/unit's snapshots from the file store, in one transaction: `batch` is
@@ -559,7 +770,13 @@ class DatabaseStore(SnapshotStore):
                 runs += len(times)
             return wrote, runs
 
-        return self._write(body, h, u)
+        done = self._write(body, h, u)
+        if self.differ is not None and done[0]:
+            try:
+                self.pair_changes(h, u, differ=self.differ)  # kept now, so history never computes them
+            except Exception:  # noqa: BLE001 - the snapshots are imported whatever the diff does
+                pass  # left uncomputed: history computes the pairs when it asks (and names what it cannot)
+        return done
 
     # ------------------------------------------------------------------ retention
 
@@ -585,11 +802,18 @@ class DatabaseStore(SnapshotStore):
         where, params = self._filter(host, unit)
         last_seen = (f"{self.dialect.greatest}(s.collected_at, COALESCE((SELECT MAX(r.at) FROM runs r "
                      "WHERE r.snapshot_id = s.id), s.collected_at))")
-        sql = (f"SELECT id, host, unit, collected_at, seq, name, content_hash, source_hash FROM ("
-               f"SELECT s.*, ROW_NUMBER() OVER (PARTITION BY s.host, s.unit ORDER BY s.collected_at DESC, s.seq DESC)"
-               f" AS age, {last_seen} AS last_seen FROM snapshots s{where.replace('host', 's.host').replace('unit', 's.unit')}"
-               f") t WHERE age > ?")
-        params += (max(keep or 1, 1),)
+        oldest_kept = max(keep or 1, 1)
+        scoped = where.replace('host', 's.host').replace('unit', 's.unit')
+        # only the host/units with more rows than are kept are ranked (an index-only count): a prune
+        # that deletes nothing reads no row, and no document is carried through the ranking
+        crowded = (f"(s.host, s.unit) IN (SELECT host, unit FROM snapshots{where} GROUP BY host, unit "
+                   "HAVING COUNT(*) > ?)")
+        sql = ("SELECT id, host, unit, collected_at, seq, name, content_hash, source_hash FROM ("
+               "SELECT s.id, s.host, s.unit, s.collected_at, s.seq, s.name, s.content_hash, s.source_hash, "
+               "ROW_NUMBER() OVER (PARTITION BY s.host, s.unit ORDER BY s.collected_at DESC, s.seq DESC) AS age"
+               + (f", {last_seen} AS last_seen" if cutoff is not None else "")
+               + f" FROM snapshots s{scoped}{' AND ' if scoped else ' WHERE '}{crowded}) t WHERE age > ?")
+        params = params + params + (oldest_kept, oldest_kept)
         if cutoff is not None:
             sql += " AND last_seen < ?"
             params += (cutoff,)
@@ -642,4 +866,4 @@ class DatabaseStore(SnapshotStore):
                 "SELECT at FROM runs WHERE snapshot_id = ? ORDER BY at", (record.id,))]
 
 
-__all__ = ["DB_NAME", "MIGRATIONS", "SCHEMA_VERSION", "DatabaseStore", "DbRecord", "is_database_url", "redact_url"]
+__all__ = ["DB_NAME", "Differ", "KeptRow", "MIGRATIONS", "SCHEMA_VERSION", "DatabaseStore", "DbRecord", "is_database_url", "redact_url"]

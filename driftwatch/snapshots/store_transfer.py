@@ -19,7 +19,8 @@ from typing import Callable
 from ..errors import DriftwatchError, InputError
 from ..fileio import dump_yaml, read_yaml, write_atomic, write_new
 from ..timestamps import file_stamp
-from .store import RUNS, FileStore, SnapshotStore, is_file_store
+from .store_files import FileStore, is_file_store
+from .store_records import RUNS, StoreBase
 from .store_sql import DatabaseStore, _epoch
 
 
@@ -31,7 +32,7 @@ class Transfer:
     skipped: int = 0  # unreadable, named through on_problem
 
 
-def import_files(directory: str | os.PathLike, store: SnapshotStore,
+def import_files(directory: str | os.PathLike, store: StoreBase,
                  on_problem: Callable[[str], None] | None = None) -> Transfer:
     """Import the YAML-file store in `directory` into the database `store`."""
     folder = Path(os.path.expanduser(os.fspath(directory)))
@@ -66,7 +67,7 @@ def import_files(directory: str | os.PathLike, store: SnapshotStore,
     return done
 
 
-def export_files(store: SnapshotStore, directory: str | os.PathLike, host: str | None = None,
+def export_files(store: StoreBase, directory: str | os.PathLike, host: str | None = None,
                  unit: str | None = None) -> Transfer:
     """Write the database `store`'s snapshots as YAML files under `directory` (never overwriting one)."""
     if not isinstance(store, DatabaseStore):
