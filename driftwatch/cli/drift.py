@@ -74,7 +74,8 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
               help="How to print and write the report (json: driftwatch.report/v1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the report here (atomically).")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the report (still mailed / written).")
-@click.option("--config", "config_path", help="Config file [default: ~/.config/driftwatch/config.yaml, /etc/driftwatch/config.yaml].")
+@click.option("--config", "config_path", help="Config file [default: ~/.config/driftwatch/config.yaml, "
+              "/etc/driftwatch/config.yaml; also $DRIFTWATCH_CONFIG]; its keys are the options' names (docs/config.md).")
 @click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency the predictions are for.")
 @click.option("--parallel", type=click.IntRange(1, 1024), default=32, show_default=True, help="Hosts read at once.")
 @judging_options
@@ -107,7 +108,8 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
         shown = terminal_format(fmt).render_fleet(doc)
         click.echo(shown, nl=not shown.endswith("\n"))
 
-    result = report_fleet(settings, config_path=config_path, host=host, unit=unit, unit_files=unit_files,
+    from .config import config_file
+    result = report_fleet(settings, config_path=config_file(), host=host, unit=unit, unit_files=unit_files,
                           rules_dir=rules_dir, ignores=ignores, ignore_file=ignore_file, concurrency=concurrency,
                           engine_version=engine_version, baselines_dir=baselines_dir, store=store, fmt=fmt,
                           output=output, prometheus_file=prometheus_file, always=always, shard=shard,
