@@ -150,8 +150,9 @@ def _checked(key: str, value: Any, options: list[click.Option], path: str) -> An
         value = [value]
     if option.is_flag and not isinstance(value, bool):
         raise InputError(f"{path}: {key} must be true or false, not {value!r}")
-    if isinstance(value, (dict, list)) and not option.multiple:
-        raise InputError(f"{path}: {key} must be a single value, not a {type(value).__name__}")
+    if any(isinstance(item, (dict, list)) for item in (value if option.multiple else [value])):
+        what = "a value or a list of values" if option.multiple else "a single value"
+        raise InputError(f"{path}: {key} must be {what}, not {type(value).__name__} {value!r}")
     try:
         with click.Context(click.Command(key)) as ctx:
             for item in (value if option.multiple else [value]):
