@@ -1,4 +1,5 @@
 """Settings for `driftwatch report`: config file + environment, merged under the command line.
+The same file serves every command (cli/config.py feeds COMMAND_KEYS to their options; docs/config.md).
 
 Precedence: command line > environment > config file > defaults.
 
