@@ -191,3 +191,21 @@ def test_report_reads_its_own_keys_and_the_shared_ones(run, tmp_path):
     doc = r.json()
     assert doc["summary"]["drifted"] == 1
     assert doc["history"]["store"] == str(tmp_path / "st")  # "since" read from the store the config names
+
+
+def test_every_key_is_documented_and_names_an_option():
+    """docs/config.md shows every key; each command key is an option of some command (or the group's)."""
+    import click
+    from driftwatch.cli import cli
+    from driftwatch.cli.config import key_of
+    from driftwatch.notify.settings import COMMAND_KEYS, REPORT_KEYS
+    example = (REPO / "docs" / "config.md").read_text().split("```yaml", 1)[1].split("```", 1)[0]
+    documented = set(yaml.safe_load(example))
+    assert COMMAND_KEYS <= documented and documented <= COMMAND_KEYS | REPORT_KEYS
+
+    def options(group):
+        for command in group.commands.values():
+            yield from options(command) if isinstance(command, click.Group) else ()
+            yield from (key_of(p) for p in command.params if isinstance(p, click.Option))
+    known = set(options(cli)) | {key_of(p) for p in cli.params if isinstance(p, click.Option)}
+    assert COMMAND_KEYS - {"fingerprint_key_file"} <= known
