@@ -11,7 +11,10 @@ environment variable, so that is all this module does (docs/config.md is the ref
   are keys (notify/settings.COMMAND_KEYS and report's own), never what one run names or does
   (--host, --unit, --output, --apply, --yes …): an unknown key is an error naming the known ones;
 - relative paths are relative to the file's directory;
-- report's own keys (email, from, smtp, state, …) stay notify/settings.py's: report reads them there.
+- report's own keys (email, from, smtp, state, …) stay notify/settings.py's: report reads them there;
+- where an inventory means "every host" rather than naming --host (`history HOST…`, `restore
+  --host/--unit-file`), the file's inventory does not turn a run about one host into one about all
+  (`typed`: the command then uses it only when typed).
 """
 from __future__ import annotations
 
@@ -115,6 +118,13 @@ def chosen_file(ctx: click.Context, before: str | None) -> tuple[str | None, str
     return None, "none"
 
 
+def typed(name: str) -> bool:
+    """Whether the current command's option `name` was given on its command line (not taken from
+    the environment, the config file or a default)."""
+    from click.core import ParameterSource
+    return click.get_current_context().get_parameter_source(name) == ParameterSource.COMMANDLINE
+
+
 def config_file(ctx: click.Context | None = None) -> str | None:
     """The config file this run read (for report's settings), or None."""
     ctx = ctx or click.get_current_context()
@@ -170,8 +180,8 @@ def load(ctx: click.Context, group: click.Group, before: str | None) -> dict[str
     path, source = chosen_file(ctx, before)
     ctx.meta[_FILE] = None
     use_config_key_file(None)
-    if path is None:
-        return {}
+    if path is None or any(word in ("--help", "-h") for word in ctx.meta.get(_ARGS, [])):
+        return {}  # help is shown whatever the file holds
     path = os.path.expanduser(path)
     if source != "default" and not os.path.exists(path):
         raise InputError(f"{source} {path}: no such config file")

@@ -129,6 +129,9 @@ def history(hosts, inventory, unit, store, since_text, baseline_spec, fmt, outpu
     --baseline, since when each current finding is there and whether it ever went away."""
     from ..report import get_format
     from ..run.history import store_history
+    from .config import typed
+    if hosts and not typed("inventory"):
+        inventory = None  # the config file's inventory: for a bare `history`, not on top of the hosts named
     doc = store_history(hosts, inventory, unit, store, since_text, baseline_spec, baselines_dir, rules_dir, ignores,
                         ignore_file, concurrency, engine_version, files, voice(), limit=limit)
     emit((get_format(fmt) if output else terminal_format(fmt, color)).render_history(doc), output)

@@ -70,5 +70,7 @@ def test_bare_commands_read_everything_from_the_config_file(tmp_path, lab, serve
     clean = dw("compare", "--baseline", "good", "--host", "h1", "--unit", UNIT)
     assert clean.returncode == 0, clean.stdout + clean.stderr
 
-    history = dw("history", "h2")
-    assert history.returncode == 0 and "h2" in history.stdout, history.stderr
+    history = dw("history", "h2")  # the hosts named, not the config's whole inventory on top
+    assert history.returncode == 0 and "h2" in history.stdout and "h1" not in history.stdout, history.stderr
+    fleet = dw("history")  # bare: the config's inventory
+    assert fleet.returncode == 0 and "h1" in fleet.stdout and "h2" in fleet.stdout, fleet.stderr
