@@ -27,7 +27,7 @@ from .options import (baselines_dir_option, catalog_option, color_option, emit, 
 @click.option("--concurrency", "old_parallel", type=click.IntRange(1, 1024), hidden=True,
               help="Deprecated spelling of --parallel (everywhere else --concurrency is the client concurrency).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: one line per unit (host, unit, status, snapshot or why); json: driftwatch.snapshot-run/v1.")
+              help="text: one line per unit (host, unit, status, snapshot; why a unit failed on stderr); json: driftwatch.snapshot-run/v1.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
 @click.option("--verbose", "-v", is_flag=True,
               help="Say on stderr where each host's time went: connect, round trip, each remote step, probe.")

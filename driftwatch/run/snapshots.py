@@ -23,8 +23,8 @@ def snapshot_fleet(hosts: tuple[str, ...] | list[str], inventory: str | None, un
                    keep: int | None = None, keep_baselines_dir: str | None = None, progress=None,
                    limit: str | None = None, shard: Shard | None = None, results: list | None = None) -> bool:
     """Read `unit_files` (recorded as `host_name`) and the live hosts (`hosts` or the inventory's),
-    save one snapshot each and say one line each (`voice.out`: host, unit, status, where or why; a
-    failure is said there only, with one summary line through `voice.say` at the end); `results`,
+    save one snapshot each and say one line each (`voice.out`: host, unit, status, where it was saved
+    or `-`; why a unit failed is said once, through `voice.say`); `results`,
     when given, gets each unit's record ({host, unit, status, snapshot, error}: `snapshot --format json`);
     with `keep`, then prune the store as `prune --keep` would. True when a host could not be read
     or saved. `voice.aside` hears each host's timings (the CLI's --verbose). `files`: the engine
@@ -51,8 +51,9 @@ def snapshot_fleet(hosts: tuple[str, ...] | list[str], inventory: str | None, un
 
 
 def _said(voice: Voice, results: list | None, record: dict) -> None:
-    """One unit's outcome: a line `host, unit, status, snapshot or why` (and its record in `results`)."""
-    voice.out(f"{record['host']}\t{record['unit']}\t{record['status']}\t{record['snapshot'] or record['error']}")
+    """One unit's outcome: a line `host, unit, status, snapshot` (`-` for none: why is said once, on
+    stderr) and its record in `results`."""
+    voice.out(f"{record['host']}\t{record['unit']}\t{record['status']}\t{record['snapshot'] or '-'}")
     if results is not None:
         results.append(record)
 
@@ -91,15 +92,15 @@ def _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, vo
                                                             f"{type(exc).__name__}")
 
     raws = collect_live(targets, ssh, inventory, progress, on_result=save, warn=voice.warn, files=files)
-    failed = 0
+    failed = False
     for raw in raws:  # in the order the hosts were named, whatever order they answered in
         done = outcomes.get(id(raw)) or record(raw, raw.status, error=f"{raw.host}: {raw.unit}: {raw.error}")
-        _said(voice, results, done)  # a failure is said here once, with its reason
+        _said(voice, results, done)
         voice.aside(_step_costs(raw))
-        failed += done["error"] is not None
-    if failed:
-        voice.say(f"{failed} of {len(raws)} unit{'s' if len(raws) != 1 else ''} could not be snapshotted")
-    return failed > 0
+        if done["error"] is not None:
+            failed = True
+            voice.say(done["error"])  # why, once: on stderr (the unit's line says only its status)
+    return failed
 
 
 def _step_costs(raw) -> str:
