@@ -242,6 +242,13 @@ KEY_FILE_ENV = "DRIFTWATCH_FINGERPRINT_KEY_FILE"  # a file holding it
 _KEY_BYTES = 32
 _key_cache: dict[str, tuple[bytes, str]] = {}
 key_problem: list[str] = []  # why the installation key could not be kept (then a key for this run only)
+_config_key_file: list[str] = []  # the config file's fingerprint_key_file (cli/config.py); the environment beats it
+
+
+def use_config_key_file(path: str | None) -> None:
+    """The config file's ``fingerprint_key_file``: read like ``$DRIFTWATCH_FINGERPRINT_KEY_FILE``, below
+    both environment variables (command line > environment > config file)."""
+    _config_key_file[:] = [path] if path else []
 
 
 def default_key_path(env: dict | None = None) -> str:
@@ -304,10 +311,10 @@ def _create_key_file(path: str) -> bytes:
 
 
 def fingerprint_key() -> tuple[bytes, str]:
-    """(the key, its id): ``$DRIFTWATCH_FINGERPRINT_KEY``, else the file ``$DRIFTWATCH_FINGERPRINT_KEY_FILE``,
-    else the installation's key file (created on first use). The id (6 hex digits, itself a keyed
+    """(the key, its id): ``$DRIFTWATCH_FINGERPRINT_KEY``, else the file ``$DRIFTWATCH_FINGERPRINT_KEY_FILE``
+    (else the config file's ``fingerprint_key_file``), else the installation's key file (created on first use). The id (6 hex digits, itself a keyed
     hash) travels in every fingerprint, so fingerprints made with another key are told apart."""
-    given, given_file = os.environ.get(KEY_ENV), os.environ.get(KEY_FILE_ENV)
+    given, given_file = os.environ.get(KEY_ENV), os.environ.get(KEY_FILE_ENV) or next(iter(_config_key_file), None)
     cache_key = f"{given!r}|{given_file!r}|{default_key_path()}"
     hit = _key_cache.get(cache_key)
     if hit is not None:

@@ -3,7 +3,8 @@ the result and exits with its code. No use case lives here.
 
 Exit codes as diff(1): 0 no drift, 1 drift, 2 trouble. Every error is one line on stderr.
 
-__init__.py   the group (--engine-config, --version) and `main`: an error -> one line + its exit code
+__init__.py   the group (--config, --engine-config, --version) and `main`: an error -> one line + its exit code
+config.py     the config file for every command: its keys as the options' defaults (click's default_map)
 options.py    the shared option decorators (SSH, --catalog-dir, --baselines-dir, model/GPU facts)
               and the printing helpers (Voice, terminal width, --output)
 inspect.py    show, check              one unit, as read and as the engine would start it
@@ -24,6 +25,7 @@ import click
 from .. import __version__
 from ..engines.files import ENV_VAR, given_files
 from ..errors import EXIT_OK, EXIT_TROUBLE, DriftwatchError
+from . import config
 from .baselines import baseline_group
 from .cron import cron_example
 from .drift import compare, report
@@ -34,23 +36,40 @@ from .store import history, prune, snapshot
 from .store_commands import store_group
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _ConfiguredGroup(click.Group):
+    """The group that hands the words after the command to config.py (`--config` may be among them)."""
+
+    def resolve_command(self, ctx, args):
+        config.remember_args(ctx, args)
+        return super().resolve_command(ctx, args)
+
+
+@click.group(cls=_ConfiguredGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="driftwatch")
+@click.option("--config", "config_path", help="Config file for every command [default: "
+              "~/.config/driftwatch/config.yaml, /etc/driftwatch/config.yaml; also $DRIFTWATCH_CONFIG]; "
+              "also accepted after the command (docs/config.md).")
 @click.option("--engine-config", "engine_configs", multiple=True, metavar="[PATH=]FILE",
               help="The YAML a vLLM unit reads with `--config PATH`, for units read offline: FILE serves every "
                    "--config, PATH=FILE only `--config PATH` (repeatable; also $DRIFTWATCH_ENGINE_CONFIG).")
 @click.pass_context
-def cli(ctx, engine_configs=()):
+def cli(ctx, config_path=None, engine_configs=()):
     """Find configuration drift in SGLang and vLLM servers run as systemd units, and explain which
     difference cost the throughput.
 
-    Exit codes: 0 no drift, 1 drift found, 2 trouble (bad input, unreadable host)."""
-    ctx.obj = given_files(engine_configs, os.environ.get(ENV_VAR, ""))  # each command's `files` (options.py)
+    Exit codes: 0 no drift, 1 drift found, 2 trouble (bad input, unreadable host, unreadable config file)."""
+    settings = config.load(ctx, cli, config_path)
+    from_env = os.environ.get(ENV_VAR, "")
+    if not engine_configs and not from_env.strip() and settings.get("engine_config"):
+        engine_configs = settings["engine_config"]
+        engine_configs = [engine_configs] if isinstance(engine_configs, str) else engine_configs
+    ctx.obj = given_files(engine_configs, from_env)  # each command's `files` (options.py)
 
 
 for _command in (show, check, snapshot, prune, history, store_group, baseline_group, compare, report, cron_example,
                  rules_group, restore):
     cli.add_command(_command)
+config.prepare(cli)
 
 
 ERROR_SCHEMA = "driftwatch.error/v1"

@@ -8,7 +8,7 @@ import click
 
 from ..errors import EXIT_DRIFT, EXIT_OK
 from ..report import format_names
-from .options import (baselines_dir_option, catalog_option, emit, engine_files, facts_options, judging_options,
+from .options import (baselines_dir_option, catalog_option, color_option, emit, engine_files, facts_options, judging_options,
                       shard_option, ssh_options, terminal_format, voice)
 
 
@@ -39,6 +39,7 @@ def workload_metrics(prefix_share, prompt_tokens) -> dict:
 @click.option("--format", "fmt", type=click.Choice(format_names("comparison")), default="text", show_default=True,
               help="How to write the comparison (json: driftwatch.compare/v1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here (atomically).")
+@color_option
 @judging_options
 @click.option("--engine-version", help="Read both sides with this engine release's catalog (SGLang or vLLM).")
 @click.option("--inventory", type=str, help="Inventory naming --host.")
@@ -48,8 +49,8 @@ def workload_metrics(prefix_share, prompt_tokens) -> dict:
 @facts_options
 @engine_files
 def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric, current_metric, concurrency,
-            workload_prefix_share, workload_prompt_tokens, fmt, output, rules_dir, ignores, ignore_file, engine_version, inventory, baselines_dir, ssh, model_config,
-            baseline_model_config, gpu, files):
+            workload_prefix_share, workload_prompt_tokens, fmt, output, color, rules_dir, ignores, ignore_file,
+            engine_version, inventory, baselines_dir, ssh, model_config, baseline_model_config, gpu, files):
     """Compare a unit with a known-good baseline and rank what cost throughput."""
     from ..report import get_format
     from ..report.data import comparison_to_dict
@@ -62,7 +63,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
                           ignore_file=ignore_file, concurrency=concurrency, engine_version=engine_version,
                           model_config=model_config, baseline_model_config=baseline_model_config, gpu=gpu, ssh=ssh,
                           files=files, voice=voice())
-    emit((get_format(fmt) if output else terminal_format(fmt)).render_comparison(comparison_to_dict(result)), output)
+    emit((get_format(fmt) if output else terminal_format(fmt, color)).render_comparison(comparison_to_dict(result)), output)
     sys.exit(EXIT_DRIFT if result.drift else EXIT_OK)
 
 
@@ -91,7 +92,9 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
               help="How to print and write the report (json: driftwatch.report/v1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the report here (atomically).")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the report (still mailed / written).")
-@click.option("--config", "config_path", help="Config file [default: ~/.config/driftwatch/config.yaml, /etc/driftwatch/config.yaml].")
+@color_option
+@click.option("--config", "config_path", help="Config file [default: ~/.config/driftwatch/config.yaml, "
+              "/etc/driftwatch/config.yaml; also $DRIFTWATCH_CONFIG]; its keys are the options' names (docs/config.md).")
 @click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency the predictions are for.")
 @workload_options
 @click.option("--parallel", type=click.IntRange(1, 1024), default=32, show_default=True, help="Hosts read at once.")
@@ -117,9 +120,9 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @engine_files
 def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, smtp_port, smtp_user,
            smtp_password_file, smtp_security, smtp_ca_file, sender, subject_prefix, state, only_changes, always,
-           fmt, output, quiet, config_path, concurrency, workload_prefix_share, workload_prompt_tokens, parallel,
-           rules_dir, ignores, ignore_file, engine_version, baselines_dir, store, no_store, limit, prometheus_file,
-           shard, merge, shard_reports, ssh, files):
+           fmt, output, quiet, color, config_path, concurrency, workload_prefix_share, workload_prompt_tokens,
+           parallel, rules_dir, ignores, ignore_file, engine_version, baselines_dir, store, no_store, limit,
+           prometheus_file, shard, merge, shard_reports, ssh, files):
     """Check hosts against their baselines; print, write and mail one drift report (for cron).
 
     With --merge A.json B.json …: the fleet's report from its shards' JSON reports."""
@@ -130,17 +133,18 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
                     inventory=inventory, baseline=baseline_spec)
 
     def show(doc: dict) -> None:
-        shown = terminal_format(fmt).render_fleet(doc)
-        click.echo(shown, nl=not shown.endswith("\n"))
+        shown = terminal_format(fmt, color).render_fleet(doc)
+        click.echo(shown, nl=not shown.endswith("\n"), color=True)  # coloured only as --color says
 
+    from .config import config_file
     if merge or shard_reports:
         result = _merge(merge, shard_reports, settings, {"--inventory": inventory, "--host": host,
                                                             "--unit-file": unit_files, "--shard": shard,
                                                             "--limit": limit},
-                        config_path=config_path, fmt=fmt, output=output, prometheus_file=prometheus_file,
+                        config_path=config_file(), fmt=fmt, output=output, prometheus_file=prometheus_file,
                         always=always, voice=voice(aside=not quiet), show=None if quiet else show)
         sys.exit(result.exit_code)
-    result = report_fleet(settings, config_path=config_path, host=host, unit=unit, unit_files=unit_files,
+    result = report_fleet(settings, config_path=config_file(), host=host, unit=unit, unit_files=unit_files,
                           rules_dir=rules_dir, ignores=ignores, ignore_file=ignore_file, concurrency=concurrency,
                           engine_version=engine_version, baselines_dir=baselines_dir, store=store, fmt=fmt,
                           output=output, prometheus_file=prometheus_file, always=always, shard=shard,

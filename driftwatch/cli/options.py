@@ -136,15 +136,36 @@ def voice(out: bool = True, aside: bool = True) -> Voice:
     return Voice(out=_stdout_line if out else unheard, say=_stderr_line, aside=_stderr_line if aside else unheard)
 
 
-def terminal_format(fmt: str):
-    """The format for output to this terminal: text fits its width (COLUMNS, else the tty's)."""
+color_option = click.option(
+    "--color", "color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+    help="Colour the text printed to standard output: auto (only on a terminal, and not when NO_COLOR is set), "
+         "always, never. --output files and mail are never coloured.")
+
+
+def use_color(choice: str, stream=None) -> bool:
+    """--color: always / never; auto only when `stream` (stdout) is a terminal, NO_COLOR is unset or
+    empty (no-color.org) and TERM is not `dumb`."""
+    if choice in ("always", "never"):
+        return choice == "always"
+    if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
+        return False
+    stream = stream if stream is not None else click.get_text_stream("stdout")
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def terminal_format(fmt: str, color: str = "never"):
+    """The format for output to this terminal: text fits its width (COLUMNS, else the tty's) and is
+    coloured as --color says."""
     from ..report import get_format
     from ..report.text import TextFormat, terminal_width
     chosen = get_format(fmt)
     if isinstance(chosen, TextFormat):
-        width = terminal_width()
-        if width:
-            return TextFormat(width=width)
+        width, painted = terminal_width(), use_color(color)
+        if width or painted:
+            return TextFormat(width=width, color=painted)
     return chosen
 
 
@@ -154,4 +175,4 @@ def emit(text: str, output: str | None = None) -> None:
         from ..fileio import write_atomic
         write_atomic(output, text)
     else:
-        click.echo(text, nl=False)
+        click.echo(text, nl=False, color=True)  # coloured only where --color asked for it (terminal_format)

@@ -46,6 +46,9 @@ def restore(baseline_spec, unit_file, host, unit, inventory, limit, keep, write_
     Exit codes: 0 nothing to restore, 1 restorable (or restored), 2 trouble."""
     from ..report.restore import render_plans
     from ..run.restore import restore_units
+    from .config import typed
+    if (unit_file or host) and not typed("inventory"):
+        inventory = None  # the config file's inventory restores every host only when typed
     confirm = None
     if apply and not yes:
         if not sys.stdin or not sys.stdin.isatty():

@@ -1,6 +1,7 @@
 """`snapshot`, `prune` and `history`: the snapshot store filled, trimmed and read back."""
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import replace
 
@@ -8,7 +9,7 @@ import click
 
 from ..errors import EXIT_OK, EXIT_TROUBLE, InputError
 from ..report import format_names
-from .options import (baselines_dir_option, catalog_option, emit, engine_files, judging_options, shard_option,
+from .options import (baselines_dir_option, catalog_option, color_option, emit, engine_files, judging_options, shard_option,
                       ssh_options, terminal_format, voice)
 from .store_commands import STORE_HELP
 
@@ -26,6 +27,8 @@ from .store_commands import STORE_HELP
               help="Hosts read at once.  [default: 32]")
 @click.option("--concurrency", "old_parallel", type=click.IntRange(1, 1024), hidden=True,
               help="Deprecated spelling of --parallel (everywhere else --concurrency is the client concurrency).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="text: one line per unit (host, unit, status, snapshot; why a unit failed on stderr); json: driftwatch.snapshot-run/v1.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
 @click.option("--verbose", "-v", is_flag=True,
               help="Say on stderr where each host's time went: connect, round trip, each remote step, probe.")
@@ -39,8 +42,8 @@ from .store_commands import STORE_HELP
 @catalog_option
 @ssh_options
 @engine_files
-def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_version, parallel, old_parallel, quiet,
-             verbose, keep, keep_baselines_dir, shard, limit, ssh, files):
+def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_version, parallel, old_parallel, fmt,
+             quiet, verbose, keep, keep_baselines_dir, shard, limit, ssh, files):
     """Read units (local files or live hosts) and save one snapshot each in the store."""
     from ..run.snapshots import snapshot_fleet
     if old_parallel is not None:
@@ -52,11 +55,24 @@ def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_versio
     if host_name and not unit_files:
         hosts, host_name = tuple(hosts) + (host_name,), None
     progress = _progress_line() if not quiet and sys.stderr.isatty() else None
+    results: list[dict] | None = [] if fmt == "json" else None
     trouble = snapshot_fleet(hosts, inventory, unit, unit_files, host_name, store, engine_version,
-                             replace(ssh, parallel=parallel or 32), files, voice(aside=verbose), keep=keep,
-                             keep_baselines_dir=keep_baselines_dir, progress=progress, limit=limit,
-                             shard=shard)
+                             replace(ssh, parallel=parallel or 32), files, voice(out=fmt == "text", aside=verbose),
+                             keep=keep, keep_baselines_dir=keep_baselines_dir, progress=progress, limit=limit,
+                             shard=shard, results=results)
+    if results is not None:
+        click.echo(json.dumps(snapshot_run_doc(results), indent=2))
     sys.exit(EXIT_TROUBLE if trouble else EXIT_OK)
+
+
+SNAPSHOT_RUN_SCHEMA = "driftwatch.snapshot-run/v1"
+
+
+def snapshot_run_doc(results: list[dict]) -> dict:
+    """`snapshot --format json`: each unit read (host, unit, status, snapshot saved or error) and counts."""
+    failed = sum(r["error"] is not None for r in results)
+    return {"schema": SNAPSHOT_RUN_SCHEMA, "units": results,
+            "summary": {"units": len(results), "saved": len(results) - failed, "failed": failed}}
 
 
 def _progress_line():
@@ -99,6 +115,7 @@ def prune(keep, older_than, store, host, unit, dry_run, quiet, baselines_dir):
 @click.option("--format", "fmt", type=click.Choice(format_names("history")), default="text", show_default=True,
               help="How to write the history (json: driftwatch.history/v1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the history here (atomically).")
+@color_option
 @judging_options
 @click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency (with --baseline).")
 @click.option("--engine-version", help="Read every snapshot with this engine release's catalog.")
@@ -107,13 +124,16 @@ def prune(keep, older_than, store, host, unit, dry_run, quiet, baselines_dir):
 @baselines_dir_option
 @catalog_option
 @engine_files
-def history(hosts, inventory, unit, store, since_text, baseline_spec, fmt, output, rules_dir, ignores, ignore_file,
+def history(hosts, inventory, unit, store, since_text, baseline_spec, fmt, output, color, rules_dir, ignores, ignore_file,
             concurrency, engine_version, limit, baselines_dir, files):
     """What changed when, per host and unit, from the snapshot store (newest first); with
     --baseline, since when each current finding is there and whether it ever went away."""
     from ..report import get_format
     from ..run.history import store_history
+    from .config import typed
+    if hosts and not typed("inventory"):
+        inventory = None  # the config file's inventory: for a bare `history`, not on top of the hosts named
     doc = store_history(hosts, inventory, unit, store, since_text, baseline_spec, baselines_dir, rules_dir, ignores,
                         ignore_file, concurrency, engine_version, files, voice(), limit=limit)
-    emit((get_format(fmt) if output or fmt != "text" else terminal_format(fmt)).render_history(doc), output)
+    emit((get_format(fmt) if output or fmt != "text" else terminal_format(fmt, color)).render_history(doc), output)
     sys.exit(EXIT_OK)

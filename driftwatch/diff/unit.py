@@ -33,7 +33,32 @@ def _comparable_unit_keys(b: Snapshot, c: Snapshot) -> tuple[dict, dict]:
     return legacy(b.unit_keys), legacy(c.unit_keys)
 
 
+def _runtime_text(launcher) -> str:
+    """Where the server runs, in words: an image, or the host's Python environment and entry point."""
+    if launcher.image:
+        return f"image {launcher.image}"
+    where = launcher.venv or launcher.interpreter
+    entry = f" (`{launcher.entry}`)" if launcher.entry else ""
+    return f"the Python environment {where}{entry}" if where else f"the host{entry}"
+
+
+def _runtime_switch(b: Snapshot, c: Snapshot) -> Difference | None:
+    """One side runs in a container image, the other from a Python environment on the host: that is
+    one change ("the server now runs in image X"), not an entry point, an interpreter, an image and
+    a wrapper changed one by one (the wrappers, the old entry point and interpreter go in details)."""
+    if (b.launcher.image is None) == (c.launcher.image is None):
+        return None
+    details = {side: {"interpreter": snap.launcher.interpreter, "entry": snap.launcher.entry,
+                      "image": snap.launcher.image, "wrappers": list(snap.launcher.wrapper_args or snap.launcher.wrappers)}
+               for side, snap in (("baseline", b), ("current", c))}
+    return Difference(key="launcher.runtime", label="runs in", baseline=_runtime_text(b.launcher),
+                      current=_runtime_text(c.launcher), details=details)
+
+
 def _launcher_diff(b: Snapshot, c: Snapshot) -> list[Difference]:
+    switch = _runtime_switch(b, c)
+    if switch is not None:
+        return [switch]
     diffs = []
     same_venv = b.launcher.venv is not None and b.launcher.venv == c.launcher.venv
     other_engine = b.launcher.engine != c.launcher.engine  # said once, by the launcher.engine finding

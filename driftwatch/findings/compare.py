@@ -161,6 +161,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
             ignored.append(finding)
         else:
             findings.append(finding)
+    findings = _fold_environment_files(findings, baseline.snapshot, current)
     # A unit that will not start serves nothing: that outranks any speed estimate. Settings with no
     # throughput effect (secrets, logging, identity) come after every performance finding.
     findings.sort(key=lambda f: (f.key != "engine.startup", not f.performance, -f.weight(),
@@ -184,6 +185,47 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
                       warnings=_warnings(b_metrics, ctx.concurrency, concurrency),
                       measured_throughput_ratio=_measured_ratio(b_metrics, c_metrics),
                       predicted_throughput_interval=interval)
+
+
+def _fold_environment_files(findings: list[Finding], b: Snapshot, c: Snapshot) -> list[Finding]:
+    """An EnvironmentFile= change is one finding carrying the variables its files set (named in its
+    sentence, each in `details.variables`), not one finding more per variable. It ranks as the worst
+    of them (their severity, dimension and combined estimate), so nothing they change is hidden."""
+    carrier = next((f for f in findings if f.key == "unit.Service.EnvironmentFile"), None)
+    files = set(b.environment_files or ()) | set(c.environment_files or ())
+    if carrier is None or not files:
+        return findings
+    carried = [f for f in findings if f.key.startswith("env.")
+               and any(f.difference.origin.get(side) in files for side in ("baseline", "current"))]
+    if not carried:
+        return findings
+    diff = carrier.difference
+    diff.details["variables"] = [{"key": f.key, "name": f.difference.label, "baseline": f.difference.baseline,
+                                  "current": f.difference.current, "rule": f.rule.id, "severity": f.rule.severity,
+                                  "secret": f.difference.secret} for f in carried]
+    said = ", ".join(_change_text(f.difference) for f in carried)
+    diff.notes.append(f"The variables they set that differ: {said}.")
+    worst = min(carried + [carrier], key=lambda f: (not f.performance, _SEVERITY_ORDER.get(f.rule.severity, 9)))
+    if worst is not carrier:
+        from dataclasses import replace
+        carrier.rule = replace(carrier.rule, severity=worst.rule.severity, dimension=worst.rule.dimension)
+        carrier.dimension = worst.dimension
+    ratios = [(f.throughput_ratio, f.interval) for f in carried if f.throughput_ratio is not None]
+    if ratios:
+        carrier.throughput_ratio = combine([r for r, _ in ratios])
+        carrier.interval = combine_intervals(ratios)
+    carrier.detail = ""  # the environment model's "no model for this variable": the list says more
+    gone = {id(f) for f in carried}
+    return [f for f in findings if id(f) not in gone]
+
+
+def _change_text(diff: Difference) -> str:
+    """NAME a → b for a variable carried by an EnvironmentFile= finding; a secret's value never shown."""
+    if diff.secret:
+        what = "set (redacted)" if diff.baseline is None else "unset" if diff.current is None else "changed (redacted)"
+        return f"{diff.label} {what}"
+    shown = ["unset" if v is None else mask_fingerprints(str(v)) for v in (diff.baseline, diff.current)]
+    return f"{diff.label} {shown[0]} → {shown[1]}"
 
 
 def _model_rule(rules: list[Rule], rule: Rule, diff: Difference) -> Rule:

@@ -31,6 +31,9 @@ def model_change(name: str, baseline_value: Any, current_value: Any, ctx: Impact
 
 def interpreter_change(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
                        params: dict) -> Estimate:
+    if name == "launcher.runtime":  # between a container image and the host's Python environment
+        return Estimate(None, LOW, f"The server now runs in {show(current_value)} instead of {show(baseline_value)}, "
+                        f"hence possibly a different {_build(ctx)} and kernels; re-measure")
     return Estimate(None, LOW, f"{name} {show(baseline_value)} → {show(current_value)}: a different Python "
                     f"environment, hence possibly a different {_build(ctx)} and kernels; re-measure")
 

@@ -1,4 +1,5 @@
 """Settings for `driftwatch report`: config file + environment, merged under the command line.
+The same file serves every command (cli/config.py feeds COMMAND_KEYS to their options; docs/config.md).
 
 Precedence: command line > environment > config file > defaults.
 
@@ -70,8 +71,18 @@ DEFAULTS: dict[str, Any] = {
 
 _TOP_KEYS = {"email": "email", "from": "sender", "subject_prefix": "subject_prefix", "inventory": "inventory",
              "baseline": "baseline", "baselines_dir": "baselines_dir", "state": "state", "only_changes": "only_changes", "smtp": None}
+REPORT_KEYS = frozenset(_TOP_KEYS)  # report's own keys (smtp a mapping of its own)
 _SMTP_KEYS = {"host": "smtp_host", "port": "smtp_port", "user": "smtp_user", "security": "smtp_security",
               "password_file": "smtp_password_file", "ca_file": "smtp_ca_file", "timeout": "smtp_timeout"}
+# The keys of the other commands' options (cli/config.py feeds them to the options of the same name;
+# docs/config.md): known here so that one file serves every command, skipped by report's settings.
+COMMAND_KEYS = frozenset({
+    "store", "known_hosts", "accept_new", "identity", "ssh_config", "connect_timeout", "command_timeout", "probe",
+    "parallel", "concurrency", "rules", "ignore", "ignore_file", "engine_version", "catalog_dir", "engine_config",
+    "limit", "shard", "prometheus", "always", "no_store", "color", "fingerprint_key_file"})
+# Keys whose values are paths: a relative one is relative to the config file's directory.
+COMMAND_PATH_KEYS = frozenset({"store", "known_hosts", "identity", "ssh_config", "rules", "ignore_file", "catalog_dir",
+                               "engine_config", "prometheus", "fingerprint_key_file"})
 _PATH_KEYS = ("inventory", "state", "baselines_dir", "smtp_password_file", "smtp_ca_file")
 _ENV = {"DRIFTWATCH_SMTP_HOST": "smtp_host", "DRIFTWATCH_SMTP_PORT": "smtp_port",
         "DRIFTWATCH_SMTP_USER": "smtp_user", "DRIFTWATCH_SMTP_SECURITY": "smtp_security",
@@ -167,7 +178,8 @@ def _normalize(key: str, value: Any, where: str) -> Any:
 # --------------------------------------------------------------------------- config file
 
 
-def _read_config(path: str) -> dict:
+def read_config(path: str) -> dict:
+    """The config file's mapping (an empty file: {}); bad YAML or not a mapping is an InputError."""
     doc = read_yaml(path, "config file", limit=MAX_CONFIG_BYTES)
     if doc is None:
         return {}
@@ -178,11 +190,13 @@ def _read_config(path: str) -> dict:
 
 def _flatten_config(doc: dict, path: str) -> dict:
     out: dict[str, Any] = {}
-    unknown = [str(k) for k in doc if k not in _TOP_KEYS]
+    unknown = [str(k) for k in doc if k not in _TOP_KEYS and k not in COMMAND_KEYS]
     if unknown:
         raise InputError(f"{path}: unknown setting(s) {', '.join(sorted(unknown))} "
-                         f"(known: {', '.join(sorted(_TOP_KEYS))})")
+                         f"(known: {', '.join(sorted(set(_TOP_KEYS) | COMMAND_KEYS))}; docs/config.md)")
     for k, v in doc.items():
+        if k in COMMAND_KEYS:
+            continue  # another command's option (cli/config.py)
         if k == "smtp":
             if v is None:
                 continue
@@ -272,12 +286,12 @@ def load_report_settings(config_path: str | None, env: Mapping[str, str], *,
     settings["config_file"] = None
     if config_path:
         path = os.path.expanduser(str(config_path))
-        doc = _read_config(path)
+        doc = read_config(path)
     else:
         path, doc = None, None
         for candidate in (search_paths if search_paths is not None else default_config_paths(env)):
             if os.path.exists(candidate):
-                path, doc = candidate, _read_config(candidate)
+                path, doc = candidate, read_config(candidate)
                 break
     if doc is not None:
         settings.update(_flatten_config(doc, path))
@@ -317,4 +331,4 @@ def merge(cli: Mapping[str, Any], settings: Mapping[str, Any]) -> dict:
     return out
 
 
-__all__ = ["DEFAULTS", "baseline_search_dirs", "resolve_baselines_dir", "default_config_paths", "load_report_settings", "merge"]
+__all__ = ["COMMAND_KEYS", "COMMAND_PATH_KEYS", "REPORT_KEYS", "read_config", "DEFAULTS", "baseline_search_dirs", "resolve_baselines_dir", "default_config_paths", "load_report_settings", "merge"]

@@ -7,6 +7,7 @@ their cells wrapped. Without a width (files, mail, pipes) the layout is the fixe
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 import textwrap
@@ -27,6 +28,8 @@ _FINDING_SHRINK = [(5, 40), (4, 14), (3, 12), (2, 10), (1, 16), (5, 20), (1, 10)
 _FLEET_CAPS = [40, 30, None, 64, 22]
 _FLEET_SHRINK = [(3, 24), (0, 24), (1, 20), (4, 10), (3, 12), (0, 12), (1, 12), (3, 8), (0, 8), (1, 8), (4, 8)]
 _GAP = 2  # tabulate's "simple" format puts two spaces between columns
+# A terminal narrower than this gets the findings as blocks, never a squeezed table (README).
+TABLE_MIN_WIDTH = 80
 
 
 def terminal_width(stream=None) -> int | None:
@@ -74,13 +77,40 @@ def _fit_caps(rows: list[list[str]], headers: list[str], caps: list, steps: list
     return caps
 
 
+# Colour on a terminal (TextFormat(color=True); never in files or mail): ANSI SGR codes by severity
+# and by host status. tabulate measures cells without them.
+_TONES = {"critical": "1;31", "high": "31", "medium": "33", "low": "36", "info": "2",
+          "drift": "31", "clean": "32", "error": "35", "no_baseline": "2"}
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def visible_len(line: str) -> int:
+    return len(_ANSI.sub("", line))
+
+
+def _splits_words(rows: list[list[str]], caps: list) -> bool:
+    """Whether wrapping some cell to its column's cap would cut a word (other than after a hyphen)."""
+    for row in rows:
+        for cell, cap in zip(row, caps):
+            for line in str(cell).splitlines() if cap else ():
+                if any(len(piece) > cap for piece in textwrap.wrap(line, width=cap, break_long_words=False)):
+                    return True
+    return False
+
+
 class TextFormat(Format):
     name = "text"
     media_type = "text/plain"
     suffix = ".txt"
 
-    def __init__(self, width: int | None = None):
+    def __init__(self, width: int | None = None, color: bool = False):
         self.width = width if width and width > 0 else None
+        self.color = color
+
+    def _paint(self, text: str, tone: str | None) -> str:
+        """`text` in its tone's colour when this output is coloured (a terminal), else as it is."""
+        code = _TONES.get(str(tone)) if self.color else None
+        return f"\x1b[{code}m{text}\x1b[0m" if code else text
 
     def _fit(self, line: str, indent: str = "  ") -> list[str]:
         """One logical line, wrapped to the width when there is one (continuations indented)."""
@@ -94,7 +124,8 @@ class TextFormat(Format):
         lines: list[str] = []
         for f in findings:
             tag = w.rule_tag(f)
-            lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)}", "     ")
+            head = self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)}", "     ")
+            lines += [self._paint(head[0], f.get("severity"))] + head[1:]
             lines += self._fit(f"     impact: {w.impact_text(f)}" + (f"  [{tag}]" if tag else ""), "     ")
             lines += self._explanation(f)
         return lines
@@ -117,8 +148,10 @@ class TextFormat(Format):
             rows = [[w.rank_text(f), w.finding_name(f), *w.finding_pair(f), w.impact_text(f),
                      w.rule_explanation(f)] for f in findings]
             caps = _fit_caps(rows, w.FINDING_COLUMNS, _FINDING_CAPS, _FINDING_SHRINK, self.width)
-            table = tabulate(prewrap(rows, caps), headers=w.FINDING_COLUMNS, tablefmt="simple", maxcolwidths=caps)
-            if self.width is not None and max(len(x) for x in table.splitlines()) > self.width:
+            shown = [[self._paint(row[0], f.get("severity")), *row[1:]] for row, f in zip(prewrap(rows, caps), findings)]
+            table = tabulate(shown, headers=w.FINDING_COLUMNS, tablefmt="simple", maxcolwidths=caps)
+            if self.width is not None and (self.width < TABLE_MIN_WIDTH or _splits_words(rows, caps)
+                                           or max(visible_len(x) for x in table.splitlines()) > self.width):
                 lines += self._finding_list(findings)  # too narrow for a table: one block per finding
             else:
                 lines.append(table)
@@ -169,7 +202,9 @@ class TextFormat(Format):
         if rows:
             caps = _fit_caps(rows, w.FLEET_COLUMNS, _FLEET_CAPS if self.width else [None] * 5, _FLEET_SHRINK,
                              self.width)
-            lines.append(tabulate(prewrap(rows, caps), headers=w.FLEET_COLUMNS, tablefmt="simple", disable_numparse=True,
+            tones = [view.status(h).replace(" ", "_") for h in view.ordered_hosts(doc)]
+            shown = [[*row[:2], self._paint(row[2], tone), *row[3:]] for row, tone in zip(prewrap(rows, caps), tones)]
+            lines.append(tabulate(shown, headers=w.FLEET_COLUMNS, tablefmt="simple", disable_numparse=True,
                                   maxcolwidths=caps))
         else:
             lines.append("(no hosts in this report)")

@@ -436,8 +436,23 @@ def store_history(hosts: Iterable[str], inventory: str | None, unit: str | None,
     if inventory:
         from .targets import inventory_targets
         pairs = inventory_targets(inventory, unit, limit)
+    _refuse_unknown(st, list(hosts), unit)
     return history_document(st, groups_for(st, list(hosts), unit, pairs), since, base, judging,
                             engine_version=engine_version)
+
+
+def _refuse_unknown(store: SnapshotStore, hosts: list[str], unit: str | None) -> None:
+    """A host named on the command line of which the store holds no snapshot (of `unit`) is bad
+    input, most often a typo: one line naming the hosts the store does hold (exit 2)."""
+    known = store.groups()
+    missing = [h for h in hosts if not any(kh == safe_component(h, "local") and
+                                           (unit is None or ku == safe_component(unit, "unit")) for kh, ku in known)]
+    if missing:
+        held = sorted({h for h, _ in known})
+        shown = ", ".join(held[:20]) + (f" and {len(held) - 20} more" if len(held) > 20 else "")
+        what = f" {unit}" if unit else ""
+        raise InputError(f"no snapshots of {', '.join(missing)}{what} in the store {store.root} "
+                         f"(it holds {shown or 'no snapshots'})")
 
 
 __all__ = ["HISTORY_SCHEMA", "annotate_since", "changes_between", "groups_for", "history_document",

@@ -22,9 +22,11 @@ def snapshot_fleet(hosts: tuple[str, ...] | list[str], inventory: str | None, un
                    unit_files: tuple[str, ...] | list[str], host_name: str | None, store: str | None,
                    engine_version: str | None, ssh: SSHOptions, files: EngineFiles, voice: Voice, *,
                    keep: int | None = None, keep_baselines_dir: str | None = None, progress=None,
-                   limit: str | None = None, shard: Shard | None = None) -> bool:
+                   limit: str | None = None, shard: Shard | None = None, results: list | None = None) -> bool:
     """Read `unit_files` (recorded as `host_name`) and the live hosts (`hosts` or the inventory's),
-    save one snapshot each and say one line each (`voice.out`: host, unit, status, where or why);
+    save one snapshot each and say one line each (`voice.out`: host, unit, status, where it was saved
+    or `-`; why a unit failed is said once, through `voice.say`); `results`,
+    when given, gets each unit's record ({host, unit, status, snapshot, error}: `snapshot --format json`);
     with `keep`, then prune the store as `prune --keep` would. True when a host could not be read
     or saved. `voice.aside` hears each host's timings (the CLI's --verbose). `files`: the engine
     configuration files the user gave. `limit`: an Ansible host pattern choosing the inventory's hosts;
@@ -40,17 +42,26 @@ def snapshot_fleet(hosts: tuple[str, ...] | list[str], inventory: str | None, un
         if engine_version:
             snap.engine_version = engine_version  # the operator says which release runs it
         saved = save_snapshot(snap, store, changes=changes_between)  # history reads them, never diffs
-        voice.out(f"{snap.host or 'local'}\t{snap.unit}\tok\t{saved}")
+        _said(voice, results, {"host": snap.host or "local", "unit": snap.unit, "status": "ok",
+                               "snapshot": str(saved), "error": None})
     if hosts or inventory:
         trouble = _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, voice, progress, limit,
-                                 shard)
+                                 shard, results)
     if keep:
         prune_store(store, keep, None, keep_baselines_dir, replace(voice, out=unheard, aside=unheard))
     return trouble
 
 
+def _said(voice: Voice, results: list | None, record: dict) -> None:
+    """One unit's outcome: a line `host, unit, status, snapshot` (`-` for none: why is said once, on
+    stderr) and its record in `results`."""
+    voice.out(f"{record['host']}\t{record['unit']}\t{record['status']}\t{record['snapshot'] or '-'}")
+    if results is not None:
+        results.append(record)
+
+
 def _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, voice: Voice, progress,
-                   limit: str | None = None, shard: Shard | None = None) -> bool:
+                   limit: str | None = None, shard: Shard | None = None, results: list | None = None) -> bool:
     from ..collect.unitname import validate_unit_name
     from .history import changes_between
     from .targets import collect_live, inventory_targets, raw_to_snapshot
@@ -66,31 +77,34 @@ def _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, vo
     targets = pick(targets, shard)
     for _, u in targets:
         validate_unit_name(u)
-    outcomes: dict[int, tuple[str, str | None]] = {}  # id(raw) -> (result line, problem)
+    outcomes: dict[int, dict] = {}  # id(raw) -> its record
+
+    def record(raw, status: str, saved=None, error: str | None = None) -> dict:
+        return {"host": raw.host, "unit": raw.unit, "status": status, "snapshot": str(saved) if saved else None,
+                "error": error}
 
     def save(raw) -> None:  # as each answer arrives, while the other hosts are still being read (its thread)
         try:
             saved = save_snapshot(raw_to_snapshot(raw, engine_version, files), store, changes=changes_between)
-            outcomes[id(raw)] = (f"{raw.host}\t{raw.unit}\t{raw.status}\t{saved}", None)
+            outcomes[id(raw)] = record(raw, raw.status, saved)
         except DriftwatchError as exc:
             status = raw.status if raw.status not in ("ok", "fallback") else "error"
-            outcomes[id(raw)] = (f"{raw.host}\t{raw.unit}\t{status}\t{exc}", str(exc))
+            outcomes[id(raw)] = record(raw, status, error=str(exc))
         except Exception as exc:  # noqa: BLE001 - a bug on one host's input stays that host's error
-            problem = f"{raw.host}: {raw.unit}: internal error: {type(exc).__name__}"
-            outcomes[id(raw)] = (f"{raw.host}\t{raw.unit}\terror\t{problem}", problem)
+            outcomes[id(raw)] = record(raw, "error", error=f"{raw.host}: {raw.unit}: internal error: "
+                                                            f"{type(exc).__name__}")
 
     with AnswerWorker(save) as behind:  # parsed and saved off the collector's loop, in arrival order
         raws = collect_live(targets, ssh, inventory, progress, on_result=behind.put, warn=voice.warn, files=files)
-    trouble = False
+    failed = False
     for raw in raws:  # in the order the hosts were named, whatever order they answered in
-        line, problem = outcomes.get(id(raw)) or (f"{raw.host}\t{raw.unit}\t{raw.status}\t{raw.error}",
-                                                  f"{raw.host}: {raw.unit}: {raw.error}")
-        voice.out(line)
+        done = outcomes.get(id(raw)) or record(raw, raw.status, error=f"{raw.host}: {raw.unit}: {raw.error}")
+        _said(voice, results, done)
         voice.aside(_step_costs(raw))
-        if problem is not None:
-            trouble = True
-            voice.say(problem)
-    return trouble
+        if done["error"] is not None:
+            failed = True
+            voice.say(done["error"])  # why, once: on stderr (the unit's line says only its status)
+    return failed
 
 
 def _step_costs(raw) -> str:

@@ -123,8 +123,9 @@ def test_hosts_units_and_an_empty_selection(replay):
     assert [(u["host"], u["snapshots"]) for u in doc["units"]] == [("ct130", 1)]
     doc, _ = replay.history()
     assert sorted(u["host"] for u in doc["units"]) == ["ct129", "ct130"]
-    doc, _ = replay.history("nosuchhost")
-    assert [(u["host"], u["snapshots"]) for u in doc["units"]] == [("nosuchhost", 0)]
+    _, r = replay.history("nosuchhost", fmt="text", check=False)  # a typo: exit 2, one line (issue 22)
+    assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1
+    assert "nosuchhost" in r.stderr and "ct129, ct130" in r.stderr
     inv = replay.tmp / "inv.yaml"
     inv.write_text(f"hosts:\n  ct129:\n    units: [{UNIT}]\n")
     doc, _ = replay.history("--inventory", inv)
