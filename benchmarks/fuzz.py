@@ -152,7 +152,7 @@ class Tally:
         self.inputs = 0
         self.exceptions: collections.Counter = collections.Counter()
         self.examples: dict[str, str] = {}
-        self.slow_inputs: list[tuple[float, str]] = []
+        self.slow_inputs: list[tuple[float, str, str, int]] = []  # (CPU, payload head, label, bytes)
         self.max_cpu = 0.0
         self.slow_small = 0  # slow inputs under 100 KB (the target: none)
 
@@ -174,8 +174,9 @@ class Tally:
         cpu = time.process_time() - start
         self.max_cpu = max(self.max_cpu, cpu)
         if cpu > self.slow:
-            self.slow_inputs.append((cpu, payload[:300]))
-            if len(payload.encode("utf-8", "surrogateescape")) < 100_000:
+            size = len(payload.encode("utf-8", "surrogateescape"))
+            self.slow_inputs.append((cpu, payload[:300], label, size))
+            if size < 100_000:
                 self.slow_small += 1
 
 
@@ -475,8 +476,8 @@ def main(argv=None) -> int:
         print(f"  {count:6d}  {where}")
         if args.show:
             print("          e.g. " + json.dumps(tally.examples[where][:400]))
-    for cpu, payload in sorted(tally.slow_inputs, reverse=True)[:args.show]:
-        print(f"  slow {cpu:.2f} s: {json.dumps(payload[:200])}")
+    for cpu, payload, label, size in sorted(tally.slow_inputs, reverse=True)[:args.show]:
+        print(f"  slow {cpu:.2f} s ({label}, {size} bytes): {json.dumps(payload[:200])}")
     return 1 if total or tally.slow_inputs else 0
 
 
