@@ -372,12 +372,17 @@ def _host_name(rng: random.Random) -> str:
                        "".join(chr(rng.randrange(32, 127)) for _ in range(rng.randint(1, 20)))])
 
 
-def fuzz_grammar(n: int, rng: random.Random, tally: Tally, rules, base: Baseline) -> None:
+GRAMMAR_KINDS = ("config-file", "json-value", "huge-unit", "hooks", "container", "host", "loaders")
+
+
+def fuzz_grammar(n: int, rng: random.Random, tally: Tally, rules, base: Baseline,
+                 kinds: tuple[str, ...] | None = None) -> None:
+    """`n` grammar-aware inputs, each of a kind drawn from GRAMMAR_KINDS (or from `kinds` only)."""
     from driftwatch.collect.inventory import parse_target
     from driftwatch.engines.vllm import config_file
     from driftwatch.fileio import load_yaml_text as yaml_text, loads_json
     for _ in range(n):
-        kind = rng.randrange(7)
+        kind = rng.randrange(7) if kinds is None else GRAMMAR_KINDS.index(rng.choice(kinds))
         if kind == 0:  # a vLLM --config FILE fetched from a host
             text = _config_yaml(rng)
             unit = "[Service]\nExecStart=/usr/bin/vllm serve /m --config /etc/vllm/c.yaml --port 8000\n"
