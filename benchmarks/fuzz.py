@@ -152,7 +152,7 @@ class Tally:
         self.inputs = 0
         self.exceptions: collections.Counter = collections.Counter()
         self.examples: dict[str, str] = {}
-        self.slow_inputs: list[tuple[float, str]] = []
+        self.slow_inputs: list[tuple[float, str, str, int]] = []  # (CPU, payload head, label, bytes)
         self.max_cpu = 0.0
         self.slow_small = 0  # slow inputs under 100 KB (the issue's target: none)
 
@@ -174,8 +174,9 @@ class Tally:
         cpu = time.process_time() - start
         self.max_cpu = max(self.max_cpu, cpu)
         if cpu > self.slow:
-            self.slow_inputs.append((cpu, payload[:300]))
-            if len(payload.encode("utf-8", "surrogateescape")) < 100_000:
+            size = len(payload.encode("utf-8", "surrogateescape"))
+            self.slow_inputs.append((cpu, payload[:300], label, size))
+            if size < 100_000:
                 self.slow_small += 1
 
 
@@ -371,12 +372,17 @@ def _host_name(rng: random.Random) -> str:
                        "".join(chr(rng.randrange(32, 127)) for _ in range(rng.randint(1, 20)))])
 
 
-def fuzz_grammar(n: int, rng: random.Random, tally: Tally, rules, base: Baseline) -> None:
+GRAMMAR_KINDS = ("config-file", "json-value", "huge-unit", "hooks", "container", "host", "loaders")
+
+
+def fuzz_grammar(n: int, rng: random.Random, tally: Tally, rules, base: Baseline,
+                 kinds: tuple[str, ...] | None = None) -> None:
+    """`n` grammar-aware inputs, each of a kind drawn from GRAMMAR_KINDS (or from `kinds` only)."""
     from driftwatch.collect.inventory import parse_target
     from driftwatch.engines.vllm import config_file
     from driftwatch.fileio import load_yaml_text as yaml_text, loads_json
     for _ in range(n):
-        kind = rng.randrange(7)
+        kind = rng.randrange(7) if kinds is None else GRAMMAR_KINDS.index(rng.choice(kinds))
         if kind == 0:  # a vLLM --config FILE fetched from a host
             text = _config_yaml(rng)
             unit = "[Service]\nExecStart=/usr/bin/vllm serve /m --config /etc/vllm/c.yaml --port 8000\n"
@@ -475,8 +481,8 @@ def main(argv=None) -> int:
         print(f"  {count:6d}  {where}")
         if args.show:
             print("          e.g. " + json.dumps(tally.examples[where][:400]))
-    for cpu, payload in sorted(tally.slow_inputs, reverse=True)[:args.show]:
-        print(f"  slow {cpu:.2f} s: {json.dumps(payload[:200])}")
+    for cpu, payload, label, size in sorted(tally.slow_inputs, reverse=True)[:args.show]:
+        print(f"  slow {cpu:.2f} s ({label}, {size} bytes): {json.dumps(payload[:200])}")
     return 1 if total or tally.slow_inputs else 0
 
 

@@ -182,16 +182,20 @@ elif [ -z "$SHOW" ]; then  # no systemd to ask: look for the engine; with system
   done
 fi
 tick proc
-# one awk pass over the unit text: X = first word of the last ExecStart=, E = EnvironmentFile= paths
+# one awk pass over the unit text: X = first word of the last ExecStart=, E = EnvironmentFile= paths,
+# C = --config files, D = model directories
 EXTRACT=$(printf '%s\n' "$UNITTEXT" | awk '
+  # the last ExecStart= block word by word into w[1..nw], its continuation backslashes dropped
+  # (appended to an array: joining the lines into one string costs the square of their number)
+  function words(s,   part, n, j) { sub(/\\$/, "", s); gsub(/\\[ \t]/, " ", s); n = split(s, part, /[ \t]+/)
+                                    for (j = 1; j <= n; j++) if (part[j] != "") w[++nw] = part[j] }
   /^[ \t]*ExecStart[ \t]*=/ { v = $0; sub(/^[ \t]*ExecStart[ \t]*=[ \t]*/, "", v); sub(/^[-@:+!]+/, "", v)
                               split(v, a, /[ \t]+/); x = a[1] }
   /^[ \t]*EnvironmentFile[ \t]*=/ { v = $0; sub(/^[ \t]*EnvironmentFile[ \t]*=[ \t]*-?/, "", v)
                                     sub(/[ \t]+$/, "", v); gsub(/["\047]/, "", v); if (n++ < 32) print "E " v }
-  k { c = c " " $0; k = ($0 ~ /\\$/) }
-  /^[ \t]*ExecStart[ \t]*=/ { c = $0; k = ($0 ~ /\\$/) }
+  k { words($0); k = ($0 ~ /\\$/) }
+  /^[ \t]*ExecStart[ \t]*=/ { nw = 0; v = $0; sub(/^[ \t]*ExecStart[ \t]*=/, "", v); words(v); k = ($0 ~ /\\$/) }
   END { gsub(/["\047]/, "", x); if (x != "") print "X " x
-        gsub(/\\[ \t]/, " ", c); sub(/^[ \t]*ExecStart[ \t]*=/, "", c); nw = split(c, w, /[ \t]+/)
         for (i = 1; i <= nw; i++) { p = ""
           if (w[i] == "--config" && i < nw) p = w[i + 1]; else if (w[i] ~ /^--config=/) p = substr(w[i], 10)
           gsub(/["\047;]/, "", p); if (p != "" && m++ < @MAXCFGN@) print "C " p

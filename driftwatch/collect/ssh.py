@@ -25,6 +25,7 @@ from driftwatch.collect.probe import PROBE_TIMEOUT, probe_unit
 from driftwatch.collect.reader import UnitReader
 from driftwatch.collect.sshconfig import Endpoint
 from driftwatch.fileio import MAX_TEXT_BYTES
+from driftwatch.resolver import ResolveTimeout, resolve
 from driftwatch.collect.raw import RawUnit
 from driftwatch.timestamps import utc_now
 
@@ -75,12 +76,16 @@ class SSHConnection:
         return self
 
     def _tcp(self, hop: Endpoint) -> socket.socket:
+        """A TCP connection to ``hop``: resolving its name and connecting share the connect timeout."""
+        start = time.monotonic()
         try:
-            infos = socket.getaddrinfo(hop.hostname, hop.port, type=socket.SOCK_STREAM)
+            infos = resolve(hop.hostname, hop.port, self.connect_timeout)
+        except ResolveTimeout:
+            raise HostError(f"{hop.display}: name resolution timed out after {self.connect_timeout:g}s "
+                            f"(the DNS server did not answer for {hop.hostname})", TIMEOUT) from None
         except socket.gaierror as exc:
             raise HostError(f"{hop.display}: cannot resolve {hop.hostname}: {exc.strerror}", UNREACHABLE) from None
         last: Exception | None = None
-        start = time.monotonic()
         for family, stype, proto, _, addr in infos:
             remaining = self.connect_timeout - (time.monotonic() - start)
             if remaining <= 0:

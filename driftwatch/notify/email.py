@@ -26,6 +26,7 @@ from email.utils import formatdate, getaddresses, make_msgid, parseaddr
 
 from driftwatch import __version__
 from driftwatch.errors import InputError, NotifyError
+from driftwatch.resolver import ResolveTimeout, local_fqdn, resolve
 from driftwatch.report import get_format
 from driftwatch.report.wording import subject
 
@@ -295,27 +296,6 @@ class _DeliveryTimeout(TimeoutError):
     pass
 
 
-def _resolve(host: str, port: int, seconds: float) -> list:
-    """getaddrinfo within `seconds` (the resolver has no timeout of its own): run in a daemon thread."""
-    import threading
-    found: dict = {}
-
-    def work():
-        try:
-            found["addrs"] = socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
-        except OSError as exc:
-            found["error"] = exc
-
-    worker = threading.Thread(target=work, name="driftwatch-smtp-resolve", daemon=True)
-    worker.start()
-    worker.join(max(seconds, 0.0))
-    if worker.is_alive():
-        raise _DeliveryTimeout(f"resolving {host} took longer than {seconds:g} s")
-    if "error" in found:
-        raise found["error"]
-    return found["addrs"]
-
-
 class _Deadline:
     """One deadline for a delivery: the name resolved and the connection made within what is left;
     when it passes, a timer shuts the session's socket, so a read blocked on a trickling server ends."""
@@ -354,7 +334,7 @@ class _Deadline:
     def connect(self, host: str, port: int, timeout: float) -> socket.socket:
         """socket.create_connection, with the name resolved inside the deadline too."""
         error: OSError | None = None
-        for family, kind, proto, _, address in _resolve(host, port, min(timeout, self.left())):
+        for family, kind, proto, _, address in resolve(host, port, min(timeout, self.left())):
             sock = socket.socket(family, kind, proto)
             try:
                 sock.settimeout(min(timeout, self.left()))
@@ -390,7 +370,7 @@ def send_message(msg: EmailMessage, settings: SMTPSettings) -> None:
         raise InputError("an SMTP password is set but no SMTP user (--smtp-user / smtp.user / DRIFTWATCH_SMTP_USER)")
     ctx = _ssl_context(settings) if settings.security in ("ssl", "starttls") else None
     host, port, timeout = settings.host, settings.effective_port, settings.timeout
-    local_hostname = socket.getfqdn() or "localhost"
+    local_hostname = local_fqdn(min(timeout, 5.0))  # a reverse lookup: bounded like every other
     stage = "connecting"
     smtp = None
     deadline = _Deadline(DEADLINE_FACTOR * timeout)
@@ -434,6 +414,8 @@ def send_message(msg: EmailMessage, settings: SMTPSettings) -> None:
     except NotifyError:
         raise
     except (smtplib.SMTPException, OSError, ValueError) as e:
+        if isinstance(e, ResolveTimeout) and not deadline.expired:
+            raise _fail(settings, f"cannot resolve host name {host!r}: {e}") from None
         if deadline.expired or isinstance(e, _DeliveryTimeout):
             raise _fail(settings, f"no delivery within the overall deadline of {deadline.seconds:g} s "
                                   f"({DEADLINE_FACTOR} x the {timeout:g} s timeout; stopped while {stage}): "

@@ -197,3 +197,30 @@ def test_a_hung_systemctl_is_a_timeout_not_a_missing_unit(tmp_path):
     raw = parse_output("h", cmd.unit, cmd.nonce, out, reader=READER)
     assert raw.status == "timeout", (raw.status, raw.error)
     assert "did not answer" in raw.error and "not found" not in raw.error
+
+
+def test_a_config_file_after_100_000_continuation_lines_is_read_within_the_deadline(tmp_path):
+    """The remote script finds `--config FILE` and the model at the end of a 1 MB ExecStart= block of
+    continuation lines within its own deadline (20 s here; the script kills itself then). Its awk
+    pass joined the block into one string line by line: the square of the line count, 250 s for
+    110 000 lines on a loaded machine, so the config file was never fetched (benchmarks/fleet_limits.py)."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("max-num-seqs: 8\n")
+    unit = tmp_path / "v.service"
+    unit.write_text("[Service]\nExecStart=/opt/v/bin/vllm serve \\\n" + " --x 1 \\\n" * 100_000
+                    + f" --config {cfg} \\\n --model=/dw-no-such-model\n")
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "systemctl").write_text(f"#!/bin/sh\nfor a in \"$@\"; do case $a in cat) cat {unit}; exit 0 ;; "
+                                    f"show) exit 0 ;; esac; done\nexit 1\n")
+    (fake / "systemctl").chmod(0o755)
+    booted = tmp_path / "run-systemd-system"
+    booted.mkdir()
+    cmd = build_command("v.service", gpus=False, deadline=20)
+    script = cmd.script.replace("PATH=/usr/local/sbin:", f"PATH={fake}:/usr/local/sbin:")
+    script = script.replace("/run/systemd/system", str(booted))
+    out = subprocess.run(["/bin/sh", "-s"], input=script.encode(), capture_output=True, timeout=60).stdout
+    assert split_sections(out, cmd.nonce).complete
+    raw = parse_output("h", cmd.unit, cmd.nonce, out, reader=READER)
+    assert raw.status == "ok" and raw.text.count("--x 1") == 100_000
+    assert raw.engine_files == {str(cfg): "max-num-seqs: 8\n"}

@@ -1,0 +1,36 @@
+"""benchmarks/fuzz.py's grammar-aware inputs (issue 21, item 7) in the suite: a fixed sample of every
+generator but the huge units (tests/hardening/test_bounded_inputs.py has those, and the long runs
+are in benchmarks/README.md) goes through show, compare in every format and a YAML round trip, and
+raises nothing but driftwatch's own errors."""
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import fuzz  # noqa: E402
+
+from driftwatch.collect.raw import RawUnit  # noqa: E402
+from driftwatch.findings.rulebook import load_rules  # noqa: E402
+from driftwatch.snapshots.baseline import Baseline  # noqa: E402
+from driftwatch.snapshots.snapshot import build_snapshot  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def seed_baseline():
+    text = (ROOT / "examples/sglang-qwen-70toks.service").read_text()
+    snap = build_snapshot(RawUnit(host="b", unit="sglang-qwen.service", text=text, source="systemctl cat"))
+    return Baseline(name="seed", snapshot=snap, metrics={"throughput": 70.0})
+
+
+@pytest.mark.parametrize("kind", [k for k in fuzz.GRAMMAR_KINDS if k != "huge-unit"])
+def test_grammar_inputs_raise_only_driftwatch_errors(kind, seed_baseline):
+    tally = fuzz.Tally(slow=60.0)
+    fuzz.fuzz_grammar(12, random.Random(f"issue21-{kind}"), tally, load_rules(None), seed_baseline, kinds=(kind,))
+    assert tally.inputs == 12
+    assert not tally.exceptions, {where: tally.examples[where][:300] for where in tally.exceptions}
