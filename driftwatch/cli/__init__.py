@@ -23,9 +23,10 @@ import sys
 import click
 
 from .. import __version__
-from ..engines.files import ENV_VAR, given_files
+from ..engines.files import ENV_VAR
 from ..errors import EXIT_OK, EXIT_TROUBLE, DriftwatchError
 from . import config
+from .options import EngineFilesGiven
 from .baselines import baseline_group
 from .cron import cron_example
 from .drift import compare, report
@@ -63,7 +64,7 @@ def cli(ctx, config_path=None, engine_configs=()):
     if not engine_configs and not from_env.strip() and settings.get("engine_config"):
         engine_configs = settings["engine_config"]
         engine_configs = [engine_configs] if isinstance(engine_configs, str) else engine_configs
-    ctx.obj = given_files(engine_configs, from_env)  # each command's `files` (options.py)
+    ctx.obj = EngineFilesGiven(tuple(engine_configs), from_env)  # read by the commands that read units (options.py)
 
 
 for _command in (show, check, snapshot, prune, history, store_group, baseline_group, compare, report, cron_example,

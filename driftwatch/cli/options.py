@@ -8,6 +8,7 @@ it `files`, the engine configuration files given to the group (--engine-config).
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 import os
 
 import click
@@ -44,12 +45,26 @@ def ssh_options(func):
     return with_ssh
 
 
+@dataclass(frozen=True)
+class EngineFilesGiven:
+    """What --engine-config and $DRIFTWATCH_ENGINE_CONFIG name, read only by a command that reads
+    units (`engine_files`): a bad path there must not stop `rules list` or `history`."""
+
+    items: tuple[str, ...] = ()
+    from_env: str = ""
+
+    def read(self) -> EngineFiles:
+        from ..engines.files import given_files
+        return given_files(self.items, self.from_env)
+
+
 def engine_files(func):
-    """The command gets `files`: the EngineFiles the group read from --engine-config and
-    $DRIFTWATCH_ENGINE_CONFIG, for every unit the command reads."""
+    """The command gets `files`: the EngineFiles named by --engine-config and
+    $DRIFTWATCH_ENGINE_CONFIG (read now, when the command runs), for every unit the command reads."""
     @functools.wraps(func)
     def with_files(*args, **kw):
-        kw["files"] = click.get_current_context().find_object(EngineFiles) or NO_FILES
+        given = click.get_current_context().find_object(EngineFilesGiven)
+        kw["files"] = given.read() if given is not None else NO_FILES
         return func(*args, **kw)
     return with_files
 

@@ -117,6 +117,15 @@ def test_engine_config_file_that_does_not_exist_is_one_line(dw, tmp_path):
     one_line_error(run, "DRIFTWATCH_ENGINE_CONFIG", "absent.yaml")
 
 
+def test_a_bad_engine_config_stops_only_the_commands_that_read_units(dw, tmp_path):
+    """The files are read when a command reads a unit, not at start: `rules list` never needs them."""
+    env = {"DRIFTWATCH_ENGINE_CONFIG": str(tmp_path / "absent.yaml")}
+    listed = dw("rules", "list", env=env)
+    assert listed.code == 0 and "DW101" in listed.stdout and not listed.stderr, listed
+    one_line_error(dw("--engine-config", tmp_path / "absent.yaml", "show", "--unit-file",
+                      EXAMPLES / "vllm-qwen3-8b-config.service"), "absent.yaml")
+
+
 def test_config_file_settings_survive_a_saved_snapshot(dw, tmp_path):
     env = {"DRIFTWATCH_ENGINE_CONFIG": str(CONFIG_YAML)}
     store = tmp_path / "store"
