@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 import os
+import sys
 
 import click
 
@@ -164,7 +165,7 @@ def use_color(choice: str, stream=None) -> bool:
         return choice == "always"
     if os.environ.get("NO_COLOR") or os.environ.get("TERM") == "dumb":
         return False
-    stream = stream if stream is not None else click.get_text_stream("stdout")
+    stream = stream if stream is not None else sys.stdout
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
