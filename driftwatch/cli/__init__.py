@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         _main(argv)
     finally:
-        from ..redact import key_problem
+        redact = sys.modules.get("driftwatch.redact")  # a run that fingerprinted nothing never imported it
+        key_problem = redact.key_problem if redact is not None else []
         if key_problem:  # the fingerprint key could not be kept: say so once
             click.echo(f"driftwatch: warning: {key_problem[0]}", err=True)
             key_problem.clear()

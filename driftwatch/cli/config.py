@@ -172,14 +172,22 @@ def _checked(key: str, value: Any, options: list[click.Option], path: str) -> An
     return value
 
 
+def _use_key_file(path: str | None) -> None:
+    """The config file's fingerprint key file for redact.py; with none, redact.py (its patterns
+    cost ~0.04 s to compile) is not imported only to be told so: it starts with none."""
+    import sys
+    if path or "driftwatch.redact" in sys.modules:
+        from ..redact import use_config_key_file
+        use_config_key_file(path)
+
+
 def load(ctx: click.Context, group: click.Group, before: str | None) -> dict[str, Any]:
     """Read the chosen config file, check its keys and values, and set `ctx.default_map` so each
     command's options default to it. Returns the file's settings for the group itself (flat keys)."""
     from ..notify.settings import COMMAND_KEYS, REPORT_KEYS, read_config
-    from ..redact import use_config_key_file
     path, source = chosen_file(ctx, before)
     ctx.meta[_FILE] = None
-    use_config_key_file(None)
+    _use_key_file(None)
     if path is None or any(word in ("--help", "-h") for word in ctx.meta.get(_ARGS, [])):
         return {}  # help is shown whatever the file holds
     path = os.path.expanduser(path)
@@ -210,5 +218,5 @@ def load(ctx: click.Context, group: click.Group, before: str | None) -> dict[str
                 node = node.setdefault(name, {})
             node[command_path[-1]] = fed
     ctx.default_map = default_map
-    use_config_key_file(values.get("fingerprint_key_file"))
+    _use_key_file(values.get("fingerprint_key_file"))
     return values

@@ -382,22 +382,9 @@ def annotate_since(report: dict, store: SnapshotStore, baseline, judging: Judgin
             continue
         host = None if entry.get("file") else entry.get("host")
         wanted = {f.get("key") for f in comparison["findings"] if isinstance(f, dict)}
-        start: dict[str, StoredSnapshot] = {}
-        open_keys, newest = set(wanted), None
-        for stored in store.newest_first(host, entry.get("unit"), engine_version):
-            newest = newest or stored
-            try:
-                keys = findings.of(stored)
-            except DriftwatchError as exc:
-                store.problems.append(f"{stored.path}: skipped: {exc}")
-                continue
-            for key in list(open_keys):
-                if key in keys:
-                    start[key] = stored
-                else:
-                    open_keys.discard(key)
-            if not open_keys:
-                break
+        kept = _since_from_changes(store, host, entry.get("unit"), wanted, findings, engine_version)
+        start, newest = kept if kept is not None else _since_by_walk(store, host, entry.get("unit"), wanted,
+                                                                     findings, engine_version)
         if newest is None:
             continue
         for f in comparison["findings"]:
@@ -409,6 +396,116 @@ def annotate_since(report: dict, store: SnapshotStore, baseline, judging: Judgin
                           if found is not None else {"at": None, "snapshot": None, "after": newest.record.stamp})
     report["history"] = {"store": str(store.root), "problems": list(store.problems)}
     return report
+
+
+def _since_by_walk(store: SnapshotStore, host: str | None, unit: str | None, wanted: set,
+                   findings: _Findings, engine_version: str | None
+                   ) -> tuple[dict[str, StoredSnapshot], StoredSnapshot | None]:
+    """Each wanted key's run start, judging every snapshot newest first until each run ends."""
+    start: dict[str, StoredSnapshot] = {}
+    open_keys, newest = set(wanted), None
+    for stored in store.newest_first(host, unit, engine_version):
+        newest = newest or stored
+        try:
+            keys = findings.of(stored)
+        except DriftwatchError as exc:
+            store.problems.append(f"{stored.path}: skipped: {exc}")
+            continue
+        for key in list(open_keys):
+            if key in keys:
+                start[key] = stored
+            else:
+                open_keys.discard(key)
+        if not open_keys:
+            break
+    return start, newest
+
+
+# A finding's presence follows its key's value only when nothing else decides it: these are judged
+# snapshot by snapshot (start-up problems, measured figures, a unit's own pending state).
+_WALKED = ("engine.startup", "measured.", "process.", "systemd.")
+# A change of these can change how every key is typed or which engine reads it: a boundary for all.
+_RETYPING = ("engine.version", "launcher.engine")
+_ENV_FILES = "unit.Service.EnvironmentFile"  # env.* findings fold into it (findings/compare.py)
+
+
+def _value_id(change: dict | None, side: str) -> str | None:
+    """A change's value on one side as an identity for "judged already", or None where the record
+    hides the value (a secret, a fingerprint, a note)."""
+    if change is None or change.get("secret") or change.get("note"):
+        return None
+    import json
+    text = json.dumps(change.get(side), sort_keys=True, default=str)
+    return None if "redacted" in text else text
+
+
+def _since_from_changes(store, host: str | None, unit: str | None, wanted: set, findings: _Findings,
+                        engine_version: str | None
+                        ) -> tuple[dict[str, StoredSnapshot], StoredSnapshot | None] | None:
+    """`_since_by_walk`'s answer from a database store's kept changes (schema v2): a key's finding is
+    the same on every row between two changes of that key, so only the rows where the key changed
+    are judged (and a value judged once is not judged again: A -> B -> A judges A once). A row whose
+    changes were not kept for its pair (v1, a pruned gap) is judged as the walk would. None when the
+    store keeps no changes or a row cannot be read: the caller walks."""
+    if engine_version is not None or not hasattr(store, "key_changes"):
+        return None
+    try:
+        rows, changed = store.key_changes(host, unit, list(wanted) + list(_RETYPING) + [_ENV_FILES])
+        if not rows:
+            return {}, None
+        judged: dict[int, StoredSnapshot] = {}
+
+        def stored(i: int) -> StoredSnapshot:
+            if i not in judged:
+                judged[i] = store.stored_row(rows[i], host, unit, engine_version)
+            return judged[i]
+
+        last = len(rows) - 1
+        newest_keys = findings.of(stored(last))
+        kept = [i > 0 and rows[i].changes_from is not None and int(rows[i].changes_from) == rows[i - 1].id
+                for i in range(len(rows))]
+        retyped = {sid for k in _RETYPING for sid in changed.get(k, {})}
+        files = bool(findings.baseline.snapshot.environment_files or stored(last).snapshot.environment_files)
+        start: dict[str, StoredSnapshot] = {}
+        for key in wanted:
+            if key not in newest_keys:
+                continue
+            own = changed.get(key, {})
+            env = str(key).startswith("env.")
+            walked = str(key).startswith(_WALKED) or (env and files)
+
+            def boundary(j: int) -> bool:
+                rid = rows[j].id
+                return (walked or not kept[j] or rid in own or rid in retyped
+                        or (env and rid in changed.get(_ENV_FILES, {})))
+
+            present: dict[str, bool] = {}  # a value (as the kept change records it) -> judged finding
+            i = last
+            while True:
+                j = i
+                while j > 0 and not boundary(j):
+                    j -= 1  # rows j..i hold the same value of `key`: the same finding as row i
+                if j == 0:
+                    break
+                change = own.get(rows[j].id) if kept[j] and not walked else None
+                if rows[j].id in retyped:  # typed anew from here back: what was judged says nothing
+                    present.clear()
+                    change = None
+                if (now := _value_id(change, "new")) is not None:
+                    present[now] = True
+                before = _value_id(change, "old")
+                here = present.get(before) if before is not None else None
+                if here is None:
+                    here = key in findings.of(stored(j - 1))
+                    if before is not None:
+                        present[before] = here
+                if not here:
+                    break
+                i = j - 1
+            start[key] = stored(j)  # read like the walk reads it: an unreadable start row walks instead
+        return start, stored(last)
+    except DriftwatchError:
+        return None
 
 
 # --------------------------------------------------------------------------- the use case

@@ -696,6 +696,30 @@ class DatabaseStore(StoreBase):
                   else kept.get(rows[i].id, [])) for i in range(start, len(rows))]
         return rows, pairs
 
+    def key_changes(self, host: str | None, unit: str | None, keys: Iterable[str]
+                    ) -> tuple[list[KeptRow], dict[str, dict[int, dict]]]:
+        """For report's "since": one host/unit's rows (index columns, oldest first) and, per key, the
+        kept change of that key each row brought (row id -> change record), one indexed query per
+        key; no document is read. A row whose pair is not current (`changes_from` is not the row
+        before it) has no trustworthy record: the caller judges it."""
+        h, u = safe_component(host, "local"), safe_component(unit, "unit")
+        rows = [KeptRow(int(r[0]), r[1], int(r[2]), int(r[3]), r[4]) for r in self._query(
+            "SELECT id, name, collected_at, seq, changes_from FROM snapshots WHERE host = ? AND unit = ? "
+            "ORDER BY collected_at, seq", (h, u))]
+        changed: dict[str, dict[int, dict]] = {}
+        for key in dict.fromkeys(keys):
+            changed[key] = {int(sid): json.loads(body) for sid, body in self._query(
+                "SELECT c.snapshot_id, c.body FROM changes c JOIN snapshots s ON s.id = c.snapshot_id "
+                "WHERE s.host = ? AND s.unit = ? AND c.key = ?", (h, u, key))}
+        return rows, changed
+
+    def stored_row(self, row: KeptRow, host: str | None, unit: str | None,
+                   engine_version: str | None = None) -> StoredSnapshot:
+        """One row as `newest_first` yields it (same record and path); InputError when unreadable."""
+        h, u = safe_component(host, "local"), safe_component(unit, "unit")
+        record = DbRecord(self.label / h / u / row.name, h, u, _instant(row.at), int(row.seq), id=row.id, store=self)
+        return StoredSnapshot(record, self._snapshots({row.id}, engine_version)[row.id])
+
     def run_stats(self, host: str | None, unit: str | None) -> dict[int, tuple[int, int]]:
         """Per snapshot row of a host/unit that unchanged runs saw again: (how many, the last one's
         time in epoch seconds); `seen` without building a record per row."""

@@ -1,0 +1,58 @@
+"""`report.json_.indented` writes what ``json.dumps(doc, indent=2, ensure_ascii=False, default=str,
+allow_nan=False)`` writes, byte for byte (it only does it faster), on every kind of value a
+document holds, and a stored history document."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from driftwatch.report.json_ import dump, indented
+
+
+class Named:
+    def __str__(self):
+        return "named (str)"
+
+
+CASES = [
+    {}, [], (), "text", 0, -7, 10 ** 40, 1.5, -0.0, 1e300, 2.5e-308, True, False, None,
+    {"a": [], "b": {}, "c": [[]], "d": [{}]},
+    {"é": "ü\n\t\"\\ \u2028 \x00 \x7f 😀", "nested": {"list": [1, [2, [3, {"k": None}]]]}},
+    {"when": dt.datetime(2026, 12, 2, 3, 0), "path": Path("/etc/x"), "obj": Named(), "tuple": (1, (2,))},
+    [{"key": "speculative_num_steps", "old": 1, "new": 2, "secret": True, "at": "2026-12-02T03:00:00Z"}] * 3,
+    {1: "int key", None: "none key", 2.5: "float key", True: "bool key"},  # keys the json module converts
+]
+
+
+@pytest.mark.parametrize("doc", CASES, ids=range(len(CASES)))
+def test_same_bytes_as_the_json_module(doc):
+    assert indented(doc) == json.dumps(doc, indent=2, ensure_ascii=False, default=str, allow_nan=False)
+
+
+def test_a_non_finite_float_is_refused_like_json_and_dump_writes_it_as_text():
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(ValueError):
+            indented({"x": [bad]})
+    assert json.loads(dump({"x": [1.0, math.nan]})) == {"x": [1.0, "nan"]}
+
+
+def test_a_history_document_from_the_store(tmp_path):
+    from driftwatch.run.history import changes_between, history_document
+    from driftwatch.run.targets import snapshot_from_unit_file
+    from driftwatch.snapshots.store import SnapshotStore
+    from dataclasses import replace
+    root = Path(__file__).resolve().parents[2]
+    store = SnapshotStore(tmp_path / "store", changes=changes_between)
+    for day, (old, new) in enumerate([("3", "3"), ("3", "1"), ("3", "2"), ("3", "1")]):
+        unit = tmp_path / "sglang-qwen.service"
+        unit.write_text((root / "examples" / "sglang-qwen-70toks.service").read_text().replace(
+            f"--speculative-num-steps {old}", f"--speculative-num-steps {new}"))
+        store.save(replace(snapshot_from_unit_file(str(unit), host="ct129"),
+                           collected_at=f"2026-11-0{day + 1}T03:00:00Z"))
+    doc = history_document(store)
+    assert doc["units"][0]["changes"]
+    assert dump(doc) == json.dumps(doc, indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n"
