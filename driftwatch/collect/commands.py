@@ -633,7 +633,25 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, reader: UnitRe
     raw.engine_file_problems = {a: c.decode("utf-8", "replace").strip() for a, c in s.all("CFGX")}
     raw.model_configs = {a: c.decode("utf-8", "replace") for a, c in s.all("MODEL")}
     raw.step_seconds = step_seconds(s)
+    if not s.complete:  # the unit text arrived, the rest did not: say so, never look complete
+        raw.incomplete = _not_read(s, timed_out)
     return raw
+
+
+# The remote script's steps after the unit text, in its order: (its tick, what it reads).
+_LATER_STEPS = (("show", "systemd's state"), ("proc", "process"), ("version", "version"), ("gpu", "GPUs"),
+                ("topo", "GPU links"), ("journal", "journal"), ("startup", "start-up lines"),
+                ("files", "environment, engine config and model config files"))
+
+
+def _not_read(s: Sections, timed_out: bool) -> str:
+    """Why a read with its unit text is still partial, and which steps of the script never ended:
+    those after the last step whose tick arrived (a missing END marker: the output was cut)."""
+    ticked = {a.split(" ", 1)[0] for a, _ in s.all("TICK")}
+    last = max((i for i, (tick, _) in enumerate(_LATER_STEPS) if tick in ticked), default=-1)
+    missing = ", ".join(what for _, what in _LATER_STEPS[last + 1:]) or "the end marker"
+    cause = "cut by --command-timeout" if timed_out else "ended early"
+    return f"read {cause} after the unit text: {missing} not read"
 
 
 def _first_line(text: str) -> str | None:

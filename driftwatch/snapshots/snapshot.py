@@ -226,7 +226,8 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     unit_text = policy.unit_text(unit)
     warnings = [policy.text(public(w)) for w in list(unit.warnings) + [f"ExecStart: {p}" for p in launcher.problems]
                 + [f"--config {path}: {why}; its settings are not compared"
-                   for path, why in (getattr(raw, "engine_file_problems", None) or {}).items()]]
+                   for path, why in (getattr(raw, "engine_file_problems", None) or {}).items()]
+                + ([raw.incomplete] if getattr(raw, "incomplete", None) else [])]
     # The last pass: every secret learned above, wherever it appears.
     scrub = policy.scrub
     launcher.engine_argv = scrub(engine_argv)

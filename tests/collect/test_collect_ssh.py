@@ -189,3 +189,31 @@ def test_paramiko_not_imported_by_local_paths():
             "print('paramiko' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_a_read_cut_after_the_unit_text_says_what_was_not_read(lab, known_hosts, options):
+    """--command-timeout cuts the round trip after `systemctl cat` answered: `systemctl show` hangs
+    (and ignores TERM, so the step timeout cannot end it). The unit is still read, but the RawUnit
+    and its snapshot say which steps never arrived instead of looking complete."""
+    from driftwatch.snapshots.snapshot import build_snapshot
+    server = lab.start_sshd("cut-after-cat", run_dir=True)
+    unit_text = dw_sshlab.plain_unit(30000)
+    server.write(f"/etc/systemd/system/{UNIT}", unit_text)
+    server.write("/usr/local/bin/systemctl", "#!/bin/sh\nfor a in \"$@\"; do case $a in\n"
+                 f"  cat) printf '# /etc/systemd/system/{UNIT}\\n'; cat /etc/systemd/system/{UNIT}; exit 0 ;;\n"
+                 "  show) trap '' TERM; exec sleep 60 ;;\nesac; done\nexit 1\n", 0o755)
+    start = time.monotonic()
+    raw = one(server, options(known_hosts(server), command_timeout=3))
+    assert time.monotonic() - start < 30
+    assert raw.status == "ok", (raw.status, raw.error)
+    assert "--port 30000" in raw.text
+    assert raw.incomplete is not None
+    assert "--command-timeout" in raw.incomplete and "process" in raw.incomplete and "version" in raw.incomplete
+    assert raw.main_pid is None and raw.engine_version is None
+    snap = build_snapshot(raw, origin=f"{raw.host}:{raw.unit}")
+    assert raw.incomplete in snap.warnings
+
+
+def test_a_complete_read_says_nothing_is_missing(loopback, known_hosts, options):
+    raw = one(loopback, options(known_hosts(loopback)))
+    assert raw.incomplete is None, raw.incomplete
