@@ -247,6 +247,8 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
             runtime[name] = getattr(raw, name)
     if raw.measured:
         runtime["measured"] = dict(raw.measured)
+    if getattr(raw, "incomplete", None):  # a partial read: what the comparisons must say was not read
+        runtime["not_read"] = scrub(policy.text(public(raw.incomplete)))
     runtime.update(_reported(raw, engine_plugin, clear_engine, policy))  # compared in clear, stored redacted
     facts = _model_facts(raw, engine)
     if facts:
@@ -496,6 +498,8 @@ def _runtime_from(data: Any, f: _Fields) -> dict[str, Any]:
         out["main_pid"] = r.number(data["main_pid"], "main_pid", 0, 2 ** 31, integer=True)
     if data.get("active_state") is not None:
         out["active_state"] = r.text(data, "active_state")
+    if data.get("not_read") is not None:
+        out["not_read"] = r.text(data, "not_read")
     if data.get("gpus") is not None:
         gpus = data["gpus"]
         if not isinstance(gpus, list):

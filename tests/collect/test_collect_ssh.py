@@ -211,7 +211,25 @@ def test_a_read_cut_after_the_unit_text_says_what_was_not_read(lab, known_hosts,
     assert "--command-timeout" in raw.incomplete and "process" in raw.incomplete and "version" in raw.incomplete
     assert raw.main_pid is None and raw.engine_version is None
     snap = build_snapshot(raw, origin=f"{raw.host}:{raw.unit}")
-    assert raw.incomplete in snap.warnings
+    assert raw.incomplete in snap.warnings and snap.runtime["not_read"] == raw.incomplete
+    # saved and read back, it is still said by every comparison (report and compare notes)
+    from driftwatch.fileio import dump_yaml_readable, load_yaml_text
+    from driftwatch.findings.compare import compare
+    from driftwatch.findings.rulebook import load_rules
+    from driftwatch.snapshots.baseline import Baseline
+    from driftwatch.snapshots.snapshot import snapshot_from_dict, snapshot_to_dict
+    again = snapshot_from_dict(load_yaml_text(dump_yaml_readable(snapshot_to_dict(snap), "s"), "s", "snapshot"), "s")
+    assert again.runtime["not_read"] == raw.incomplete
+    full = build_snapshot(dw_sshlab_raw(raw), origin="b")
+    notes = compare(Baseline(name="b", snapshot=full), again, load_rules(None)).notes
+    assert any(n.startswith("current ") and raw.incomplete in n for n in notes), notes
+    assert not any(n.startswith("baseline ") for n in notes), notes
+
+
+def dw_sshlab_raw(raw):
+    """The same unit, read completely (nothing missing)."""
+    from driftwatch.collect.raw import RawUnit
+    return RawUnit(host=raw.host, unit=raw.unit, text=raw.text, source=raw.source, paths=list(raw.paths))
 
 
 def test_a_complete_read_says_nothing_is_missing(loopback, known_hosts, options):
