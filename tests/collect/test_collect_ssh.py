@@ -191,17 +191,23 @@ def test_paramiko_not_imported_by_local_paths():
     assert out.stdout.strip() == "False"
 
 
-def test_a_read_cut_after_the_unit_text_says_what_was_not_read(lab, known_hosts, options):
-    """--command-timeout cuts the round trip after `systemctl cat` answered: `systemctl show` hangs
-    (and ignores TERM, so the step timeout cannot end it). The unit is still read, but the RawUnit
-    and its snapshot say which steps never arrived instead of looking complete."""
-    from driftwatch.snapshots.snapshot import build_snapshot
+@pytest.fixture(scope="module")
+def cut_server(lab):
+    """`systemctl cat` answers, then `systemctl show` hangs (ignoring TERM, so the step timeout
+    cannot end it): --command-timeout cuts the round trip after the unit text arrived."""
     server = lab.start_sshd("cut-after-cat", run_dir=True)
-    unit_text = dw_sshlab.plain_unit(30000)
-    server.write(f"/etc/systemd/system/{UNIT}", unit_text)
+    server.write(f"/etc/systemd/system/{UNIT}", dw_sshlab.plain_unit(30000))
     server.write("/usr/local/bin/systemctl", "#!/bin/sh\nfor a in \"$@\"; do case $a in\n"
                  f"  cat) printf '# /etc/systemd/system/{UNIT}\\n'; cat /etc/systemd/system/{UNIT}; exit 0 ;;\n"
                  "  show) trap '' TERM; exec sleep 60 ;;\nesac; done\nexit 1\n", 0o755)
+    return server
+
+
+def test_a_read_cut_after_the_unit_text_says_what_was_not_read(cut_server, known_hosts, options):
+    """The unit is still read, but the RawUnit and its snapshot say which steps never arrived
+    instead of looking complete."""
+    from driftwatch.snapshots.snapshot import build_snapshot
+    server = cut_server
     start = time.monotonic()
     raw = one(server, options(known_hosts(server), command_timeout=3))
     assert time.monotonic() - start < 30
@@ -235,3 +241,22 @@ def dw_sshlab_raw(raw):
 def test_a_complete_read_says_nothing_is_missing(loopback, known_hosts, options):
     raw = one(loopback, options(known_hosts(loopback)))
     assert raw.incomplete is None, raw.incomplete
+
+
+def test_a_snapshot_run_warns_of_a_cut_read(cut_server, known_hosts, lab, tmp_path):
+    """The real CLI: the unit is saved, and the run says on stderr what was not read."""
+    import subprocess
+    import sys
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host cut\n    HostName {cut_server.address}\n    Port {cut_server.port}\n    User root\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "DRIFTWATCH_BASELINES")}
+    env["HOME"] = str(tmp_path)
+    dw = os.path.join(os.path.dirname(sys.executable), "driftwatch")
+    run = subprocess.run([dw, "snapshot", "cut", "--unit", UNIT, "--store", str(tmp_path / "store"),
+                          "--ssh-config", str(cfg), "-i", lab.client_key, "--known-hosts", known_hosts(cut_server),
+                          "--connect-timeout", "3", "--command-timeout", "3"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=90, stdin=subprocess.DEVNULL)
+    assert "Traceback" not in run.stderr, run.stderr
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    assert f"warning: cut: {UNIT}: read cut by --command-timeout after the unit text:" in run.stderr, run.stderr
+    assert "process" in run.stderr and "not read" in run.stderr
