@@ -183,7 +183,8 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     if running_launcher is not None and running_typed is not None:
         policy.words(list(running_launcher.engine_argv), running_typed)
     argv = policy.words(list(command.argv))
-    expanded = policy.words(clear_expanded)
+    # no $VAR to expand (the usual case): the same words, redacted once (8 000 words cost 0.1 s a pass)
+    expanded = list(argv) if clear_expanded == list(command.argv) else policy.words(clear_expanded)
     wrapper_args = [policy.text(w) for w in launcher.wrapper_args]
     launcher_env = {k: policy.env_value(k, v) for k, v in launcher.env.items()}
     # The server's environment: in a container (`docker|podman run IMAGE`), what -e/--env give it (the
