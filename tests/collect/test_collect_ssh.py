@@ -230,6 +230,9 @@ def test_a_read_cut_after_the_unit_text_says_what_was_not_read(cut_server, known
     notes = compare(Baseline(name="b", snapshot=full), again, load_rules(None)).notes
     assert any(n.startswith("current ") and raw.incomplete in n for n in notes), notes
     assert not any(n.startswith("baseline ") for n in notes), notes
+    from driftwatch.report.check import check_doc, render_check
+    assert f"warning: {raw.incomplete}" in render_check(again)
+    assert check_doc(again)["not_read"] == raw.incomplete and "not_read" not in check_doc(full)
 
 
 def dw_sshlab_raw(raw):
