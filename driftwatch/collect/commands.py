@@ -152,6 +152,7 @@ if [ "$rc" != 0 ] || [ -z "$CAT" ]; then
     [ -d "$d" ] || continue
     for f in "$d"/*.conf; do emit "$f"; done
   done
+  tick disk  # the unit files were all read: a cut before this tick leaves the read partial
 fi
 SHOW=
 if [ "$rc" != 127 ] && [ -d /run/systemd/system ]; then  # no systemd running: nothing loaded to show
@@ -634,7 +635,7 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, reader: UnitRe
     raw.model_configs = {a: c.decode("utf-8", "replace") for a, c in s.all("MODEL")}
     raw.step_seconds = step_seconds(s)
     if not s.complete:  # the unit text arrived, the rest did not: say so, never look complete
-        raw.incomplete = _not_read(s, timed_out)
+        raw.incomplete = _not_read(s, timed_out, from_disk=raw.status == FALLBACK)
     return raw
 
 
@@ -644,10 +645,13 @@ _LATER_STEPS = (("show", "systemd's state"), ("proc", "process"), ("version", "v
                 ("files", "environment, engine config and model config files"))
 
 
-def _not_read(s: Sections, timed_out: bool) -> str:
+def _not_read(s: Sections, timed_out: bool, from_disk: bool = False) -> str:
     """Why a read with its unit text is still partial, and which steps of the script never ended:
     those after the last step whose tick arrived (a missing END marker: the output was cut)."""
     ticked = {a.split(" ", 1)[0] for a, _ in s.all("TICK")}
+    if from_disk and "disk" not in ticked:  # cut while the unit files were read: drop-ins may be missing
+        cause = "cut by --command-timeout" if timed_out else "ended early"
+        return f"read {cause} while the unit files were read from disk: the unit may lack drop-ins; nothing else read"
     last = max((i for i, (tick, _) in enumerate(_LATER_STEPS) if tick in ticked), default=-1)
     missing = ", ".join(what for _, what in _LATER_STEPS[last + 1:]) or "the end marker"
     cause = "cut by --command-timeout" if timed_out else "ended early"
