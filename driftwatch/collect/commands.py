@@ -331,6 +331,7 @@ class RemoteCommand:
     nonce: str
     script: str
     command: str = "/bin/sh -s"  # the exec request; the script goes on stdin
+    skipped: tuple[str, ...] = ()  # steps this script leaves out (no GPUs asked, no start-up markers)
 
 
 def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = None,
@@ -363,7 +364,8 @@ def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = Non
     }
     # One pass: text already substituted (a unit name like `x@FRAGMENTS@.service`) is never rescanned.
     script = re.sub(r"@[A-Z]+@", lambda m: values.get(m.group(0), m.group(0)), _SCRIPT)
-    return RemoteCommand(unit=unit, nonce=nonce, script=script.lstrip("\n"))
+    skipped = (("gpu", "topo") if not gpus else ()) + (("startup",) if not markers else ())
+    return RemoteCommand(unit=unit, nonce=nonce, script=script.lstrip("\n"), skipped=skipped)
 
 
 @dataclass
@@ -549,7 +551,7 @@ def _int(value: str | None) -> int | None:
 
 
 def parse_output(host: str, unit: str, nonce: str, output: bytes, reader: UnitReader,
-                 timed_out: bool = False) -> RawUnit:
+                 timed_out: bool = False, skipped: tuple[str, ...] = ()) -> RawUnit:
     """Turn the script's output into a RawUnit. Missing optional sections stay None. ``reader`` reads
     the command lines that tell which process is the unit's where systemd cannot say."""
     s = split_sections(output, nonce)
@@ -635,7 +637,7 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, reader: UnitRe
     raw.model_configs = {a: c.decode("utf-8", "replace") for a, c in s.all("MODEL")}
     raw.step_seconds = step_seconds(s)
     if not s.complete:  # the unit text arrived, the rest did not: say so, never look complete
-        raw.incomplete = _not_read(s, timed_out, from_disk=raw.status == FALLBACK)
+        raw.incomplete = _not_read(s, timed_out, from_disk=raw.status == FALLBACK, skipped=skipped)
     return raw
 
 
@@ -645,7 +647,7 @@ _LATER_STEPS = (("show", "systemd's state"), ("proc", "process"), ("version", "v
                 ("files", "environment, engine config and model config files"))
 
 
-def _not_read(s: Sections, timed_out: bool, from_disk: bool = False) -> str:
+def _not_read(s: Sections, timed_out: bool, from_disk: bool = False, skipped: tuple[str, ...] = ()) -> str:
     """Why a read with its unit text is still partial, and which steps of the script never ended:
     those after the last step whose tick arrived (a missing END marker: the output was cut)."""
     ticked = {a.split(" ", 1)[0] for a, _ in s.all("TICK")}
@@ -653,7 +655,7 @@ def _not_read(s: Sections, timed_out: bool, from_disk: bool = False) -> str:
         cause = "cut by --command-timeout" if timed_out else "ended early"
         return f"read {cause} while the unit files were read from disk: the unit may lack drop-ins; nothing else read"
     last = max((i for i, (tick, _) in enumerate(_LATER_STEPS) if tick in ticked), default=-1)
-    missing = ", ".join(what for _, what in _LATER_STEPS[last + 1:]) or "the end marker"
+    missing = ", ".join(what for tick, what in _LATER_STEPS[last + 1:] if tick not in skipped) or "the end marker"
     cause = "cut by --command-timeout" if timed_out else "ended early"
     return f"read {cause} after the unit text: {missing} not read"
 

@@ -246,3 +246,18 @@ def test_a_complete_local_run_is_not_partial():
     cmd, out = run_locally("dw-surely-missing-unit.service", gpus=False)
     assert split_sections(out, cmd.nonce).complete
     assert parse_output("h", cmd.unit, cmd.nonce, out, reader=READER).incomplete is None
+
+
+def test_a_cut_read_names_only_the_steps_its_script_had():
+    """A second unit on a host asks no GPUs; without start-up markers there is no start-up step."""
+    n = "0123456789abcdef"
+    out = (f"\n@@DW:{n}:CAT\n[Service]\nExecStart=/bin/true\n\n@@DW:{n}:CATRC\n0\n"
+           f"\n@@DW:{n}:TICK cat 1.00\n\n@@DW:{n}:SHOW\n\n@@DW:{n}:TICK show 1.01\n").encode()
+    full = parse_output("h", "x.service", n, out, timed_out=True, reader=READER).incomplete
+    assert full == ("read cut by --command-timeout after the unit text: process, version, GPUs, GPU links, journal, "
+                    "start-up lines, environment, engine config and model config files not read")
+    cmd = build_command("x.service", gpus=False)
+    assert cmd.skipped == ("gpu", "topo", "startup")
+    less = parse_output("h", "x.service", n, out, timed_out=True, reader=READER, skipped=cmd.skipped).incomplete
+    assert less == ("read cut by --command-timeout after the unit text: process, version, journal, "
+                    "environment, engine config and model config files not read")
