@@ -218,7 +218,7 @@ def test_a_read_cut_after_the_unit_text_says_what_was_not_read(cut_server, known
     assert raw.main_pid is None and raw.engine_version is None
     snap = build_snapshot(raw, origin=f"{raw.host}:{raw.unit}")
     assert raw.incomplete in snap.warnings and snap.runtime["not_read"] == raw.incomplete
-    # saved and read back, it is still said by every comparison (report and compare notes)
+    # saved and read back, it is still said by every comparison (compare's and the report's warnings)
     from driftwatch.fileio import dump_yaml_readable, load_yaml_text
     from driftwatch.findings.compare import compare
     from driftwatch.findings.rulebook import load_rules
@@ -227,9 +227,13 @@ def test_a_read_cut_after_the_unit_text_says_what_was_not_read(cut_server, known
     again = snapshot_from_dict(load_yaml_text(dump_yaml_readable(snapshot_to_dict(snap), "s"), "s", "snapshot"), "s")
     assert again.runtime["not_read"] == raw.incomplete
     full = build_snapshot(dw_sshlab_raw(raw), origin="b")
-    notes = compare(Baseline(name="b", snapshot=full), again, load_rules(None)).notes
-    assert any(n.startswith("current ") and raw.incomplete in n for n in notes), notes
-    assert not any(n.startswith("baseline ") for n in notes), notes
+    said = compare(Baseline(name="b", snapshot=full), again, load_rules(None)).warnings
+    assert any(n.startswith("current ") and raw.incomplete in n for n in said), said
+    assert not any(n.startswith("baseline ") for n in said), said
+    from driftwatch.report import get_format
+    from driftwatch.report.data import comparison_to_dict
+    doc = comparison_to_dict(compare(Baseline(name="b", snapshot=again), full, load_rules(None)))
+    assert raw.incomplete in get_format("text").render_comparison(doc)  # the baseline's side, said too
     from driftwatch.report.check import check_doc, render_check
     assert f"warning: {raw.incomplete}" in render_check(again)
     assert check_doc(again)["not_read"] == raw.incomplete and "not_read" not in check_doc(full)
