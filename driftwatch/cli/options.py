@@ -35,7 +35,7 @@ def ssh_options(func):
         click.option("--accept-new", is_flag=True, help="Trust and record unknown host keys (changed keys are still refused)."),
         click.option("-i", "--identity", type=click.Path(dir_okay=False), help="SSH private key file."),
         click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh_config file (default ~/.ssh/config)."),
-        click.option("--connect-timeout", type=float, default=10.0, show_default=True, help="Seconds to connect."),
+        click.option("--connect-timeout", type=float, default=10.0, show_default=True, help="Seconds to connect, name resolution included."),
         click.option("--command-timeout", type=float, default=30.0, show_default=True, help="Seconds for the remote read."),
         click.option("--probe", is_flag=True,
                      help="Also ask each engine's HTTP endpoint (/server_info, /metrics) on the host's loopback, "

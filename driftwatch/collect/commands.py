@@ -152,6 +152,7 @@ if [ "$rc" != 0 ] || [ -z "$CAT" ]; then
     [ -d "$d" ] || continue
     for f in "$d"/*.conf; do emit "$f"; done
   done
+  tick disk  # the unit files were all read: a cut before this tick leaves the read partial
 fi
 SHOW=
 if [ "$rc" != 127 ] && [ -d /run/systemd/system ]; then  # no systemd running: nothing loaded to show
@@ -330,6 +331,7 @@ class RemoteCommand:
     nonce: str
     script: str
     command: str = "/bin/sh -s"  # the exec request; the script goes on stdin
+    skipped: tuple[str, ...] = ()  # steps this script leaves out (no GPUs asked, no start-up markers)
 
 
 def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = None,
@@ -362,7 +364,8 @@ def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = Non
     }
     # One pass: text already substituted (a unit name like `x@FRAGMENTS@.service`) is never rescanned.
     script = re.sub(r"@[A-Z]+@", lambda m: values.get(m.group(0), m.group(0)), _SCRIPT)
-    return RemoteCommand(unit=unit, nonce=nonce, script=script.lstrip("\n"))
+    skipped = (("gpu", "topo") if not gpus else ()) + (("startup",) if not markers else ())
+    return RemoteCommand(unit=unit, nonce=nonce, script=script.lstrip("\n"), skipped=skipped)
 
 
 @dataclass
@@ -548,7 +551,7 @@ def _int(value: str | None) -> int | None:
 
 
 def parse_output(host: str, unit: str, nonce: str, output: bytes, reader: UnitReader,
-                 timed_out: bool = False) -> RawUnit:
+                 timed_out: bool = False, skipped: tuple[str, ...] = ()) -> RawUnit:
     """Turn the script's output into a RawUnit. Missing optional sections stay None. ``reader`` reads
     the command lines that tell which process is the unit's where systemd cannot say."""
     s = split_sections(output, nonce)
@@ -633,7 +636,28 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, reader: UnitRe
     raw.engine_file_problems = {a: c.decode("utf-8", "replace").strip() for a, c in s.all("CFGX")}
     raw.model_configs = {a: c.decode("utf-8", "replace") for a, c in s.all("MODEL")}
     raw.step_seconds = step_seconds(s)
+    if not s.complete:  # the unit text arrived, the rest did not: say so, never look complete
+        raw.incomplete = _not_read(s, timed_out, from_disk=raw.status == FALLBACK, skipped=skipped)
     return raw
+
+
+# The remote script's steps after the unit text, in its order: (its tick, what it reads).
+_LATER_STEPS = (("show", "systemd's state"), ("proc", "process"), ("version", "version"), ("gpu", "GPUs"),
+                ("topo", "GPU links"), ("journal", "journal"), ("startup", "start-up lines"),
+                ("files", "environment, engine config and model config files"))
+
+
+def _not_read(s: Sections, timed_out: bool, from_disk: bool = False, skipped: tuple[str, ...] = ()) -> str:
+    """Why a read with its unit text is still partial, and which steps of the script never ended:
+    those after the last step whose tick arrived (a missing END marker: the output was cut)."""
+    ticked = {a.split(" ", 1)[0] for a, _ in s.all("TICK")}
+    if from_disk and "disk" not in ticked:  # cut while the unit files were read: drop-ins may be missing
+        cause = "cut by --command-timeout" if timed_out else "ended early"
+        return f"read {cause} while the unit files were read from disk: the unit may lack drop-ins; nothing else read"
+    last = max((i for i, (tick, _) in enumerate(_LATER_STEPS) if tick in ticked), default=-1)
+    missing = ", ".join(what for tick, what in _LATER_STEPS[last + 1:] if tick not in skipped) or "the end marker"
+    cause = "cut by --command-timeout" if timed_out else "ended early"
+    return f"read {cause} after the unit text: {missing} not read"
 
 
 def _first_line(text: str) -> str | None:

@@ -31,5 +31,6 @@ class RawUnit:
     environment_files: dict[str, str] = field(default_factory=dict)  # EnvironmentFile= path -> content
     engine_files: dict[str, str] = field(default_factory=dict)  # vLLM `--config FILE` path (as in ExecStart=) -> content
     engine_file_problems: dict[str, str] = field(default_factory=dict)  # such a path -> why it was not read
+    incomplete: str | None = None  # the unit text arrived but the script did not end: what was not read
     step_seconds: dict[str, float] = field(default_factory=dict)  # remote step -> seconds (for --verbose)
     collected_at: str | None = None

@@ -354,7 +354,8 @@ class SSHCollector(Collector):
             return RawUnit(host=self.host, unit=cmd.unit, source="", status=ERROR, collected_at=utc_now(),
                            error=f"{self.endpoint.display}: {cmd.unit}: the remote output exceeded "
                                  f"{MAX_OUTPUT_BYTES} bytes (a unit is at most {MAX_TEXT_BYTES} bytes): not read")
-        raw = parse_output(self.host, cmd.unit, cmd.nonce, output, self.reader, timed_out=timed_out)
+        raw = parse_output(self.host, cmd.unit, cmd.nonce, output, self.reader, timed_out=timed_out,
+                           skipped=cmd.skipped)
         raw.step_seconds = {**({"connect": round(connected - started, 3)} if first else {}),
                             "round trip": round(answered - connected, 3), **raw.step_seconds}
         if raw.text is not None and len(raw.text.encode("utf-8", "surrogateescape")) > MAX_TEXT_BYTES:

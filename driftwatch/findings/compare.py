@@ -176,13 +176,16 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
     throughput = b_metrics.get("throughput")
     predicted = round(throughput * ratio, 1) if ratio is not None and throughput is not None else None
     notes = list(dict.fromkeys(pair.baseline.notes + pair.current.notes))
+    partial = [f"{side} {snap.host or 'local'}:{snap.unit}: {snap.runtime['not_read']}"
+               for side, snap in (("baseline", baseline.snapshot), ("current", current))
+               if snap.runtime.get("not_read")]  # a partial read never looks complete (a report shows warnings)
     if pair.same_engine and not pair.shared_version:
         notes.append(f"baseline read as {pair.baseline.title}, current as {pair.current.version}")
     return Comparison(baseline=baseline, current=current, pair=pair, findings=findings, ignored=ignored,
                       concurrency=ctx.concurrency, baseline_metrics=b_metrics, current_metrics=c_metrics,
                       predicted_throughput_ratio=None if ratio is None else float(ratio),
                       predicted_throughput=predicted, notes=notes, prediction_withheld=withheld,
-                      warnings=_warnings(b_metrics, ctx.concurrency, concurrency),
+                      warnings=partial + _warnings(b_metrics, ctx.concurrency, concurrency),
                       measured_throughput_ratio=_measured_ratio(b_metrics, c_metrics),
                       predicted_throughput_interval=interval)
 

@@ -34,7 +34,8 @@ def check_doc(snap: Snapshot, given: str | None = None) -> dict:
             "engine": e.engine if e.label else None, "engine_label": e.label or None,
             "engine_version": e.version or None, "engine_version_reason": e.version_reason or None,
             "starts": not errors, "errors": [i.to_dict() for i in errors],
-            "warnings": [i.to_dict() for i in warnings]}
+            "warnings": [i.to_dict() for i in warnings],
+            **({"not_read": snap.runtime["not_read"]} if snap.runtime.get("not_read") else {})}
 
 
 def render_check(snap: Snapshot, fmt: str = "text", given: str | None = None) -> str:
@@ -45,6 +46,8 @@ def render_check(snap: Snapshot, fmt: str = "text", given: str | None = None) ->
     name = where(snap, given)
     lines = [f"{name}: error: {i.message}" for i in errors]
     lines += [f"{name}: warning: {i.message}" for i in warnings]
+    if snap.runtime.get("not_read"):  # a partial read: the verdict is about the unit text only
+        lines.append(f"{name}: warning: {snap.runtime['not_read']}")
     e = snap.engine
     if not e.label:
         lines.append(f"{name}: ok: no known engine in ExecStart (nothing to check)")

@@ -101,6 +101,8 @@ def _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, vo
         done = outcomes.get(id(raw)) or record(raw, raw.status, error=f"{raw.host}: {raw.unit}: {raw.error}")
         _said(voice, results, done)
         voice.aside(_step_costs(raw))
+        if getattr(raw, "incomplete", None) and done["error"] is None:  # saved, but partial: said, never silent
+            voice.warn(f"{raw.host}: {raw.unit}: {raw.incomplete}")
         if done["error"] is not None:
             failed = True
             voice.say(done["error"])  # why, once: on stderr (the unit's line says only its status)

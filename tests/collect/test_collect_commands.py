@@ -224,3 +224,40 @@ def test_a_config_file_after_100_000_continuation_lines_is_read_within_the_deadl
     raw = parse_output("h", cmd.unit, cmd.nonce, out, reader=READER)
     assert raw.status == "ok" and raw.text.count("--x 1") == 100_000
     assert raw.engine_files == {str(cfg): "max-num-seqs: 8\n"}
+
+
+def test_a_read_cut_while_the_unit_files_were_read_from_disk_says_drop_ins_may_be_missing():
+    """The fallback read's unit files end with `TICK disk`; output cut before it is partial."""
+    n = "0123456789abcdef"
+    head = f"\n@@DW:{n}:CAT\n\n@@DW:{n}:CATRC\n1\n\n@@DW:{n}:TICK cat 1.00\n\n@@DW:{n}:F /etc/systemd/system/x.service\n"
+    out = (head + "[Service]\nExecStart=/bin/true\n").encode()
+    raw = parse_output("h", "x.service", n, out, timed_out=True, reader=READER)
+    assert raw.status == "fallback" and "ExecStart=/bin/true" in raw.text
+    assert "while the unit files were read from disk" in raw.incomplete and "--command-timeout" in raw.incomplete
+    raw = parse_output("h", "x.service", n, out + f"\n@@DW:{n}:TICK disk 1.01\n".encode(), timed_out=True,
+                       reader=READER)
+    assert raw.status == "fallback" and raw.incomplete.startswith("read cut by --command-timeout after the unit text")
+    raw = parse_output("h", "x.service", n, out + f"\n@@DW:{n}:TICK disk 1.01\n\n@@DW:{n}:END\n".encode(),
+                       reader=READER)
+    assert raw.incomplete is None
+
+
+def test_a_complete_local_run_is_not_partial():
+    cmd, out = run_locally("dw-surely-missing-unit.service", gpus=False)
+    assert split_sections(out, cmd.nonce).complete
+    assert parse_output("h", cmd.unit, cmd.nonce, out, reader=READER).incomplete is None
+
+
+def test_a_cut_read_names_only_the_steps_its_script_had():
+    """A second unit on a host asks no GPUs; without start-up markers there is no start-up step."""
+    n = "0123456789abcdef"
+    out = (f"\n@@DW:{n}:CAT\n[Service]\nExecStart=/bin/true\n\n@@DW:{n}:CATRC\n0\n"
+           f"\n@@DW:{n}:TICK cat 1.00\n\n@@DW:{n}:SHOW\n\n@@DW:{n}:TICK show 1.01\n").encode()
+    full = parse_output("h", "x.service", n, out, timed_out=True, reader=READER).incomplete
+    assert full == ("read cut by --command-timeout after the unit text: process, version, GPUs, GPU links, journal, "
+                    "start-up lines, environment, engine config and model config files not read")
+    cmd = build_command("x.service", gpus=False)
+    assert cmd.skipped == ("gpu", "topo", "startup")
+    less = parse_output("h", "x.service", n, out, timed_out=True, reader=READER, skipped=cmd.skipped).incomplete
+    assert less == ("read cut by --command-timeout after the unit text: process, version, journal, "
+                    "environment, engine config and model config files not read")

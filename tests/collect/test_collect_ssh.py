@@ -189,3 +189,81 @@ def test_paramiko_not_imported_by_local_paths():
             "print('paramiko' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+@pytest.fixture(scope="module")
+def cut_server(lab):
+    """`systemctl cat` answers, then `systemctl show` hangs (ignoring TERM, so the step timeout
+    cannot end it): --command-timeout cuts the round trip after the unit text arrived."""
+    server = lab.start_sshd("cut-after-cat", run_dir=True)
+    server.write(f"/etc/systemd/system/{UNIT}", dw_sshlab.plain_unit(30000))
+    server.write("/usr/local/bin/systemctl", "#!/bin/sh\nfor a in \"$@\"; do case $a in\n"
+                 f"  cat) printf '# /etc/systemd/system/{UNIT}\\n'; cat /etc/systemd/system/{UNIT}; exit 0 ;;\n"
+                 "  show) trap '' TERM; exec sleep 60 ;;\nesac; done\nexit 1\n", 0o755)
+    return server
+
+
+def test_a_read_cut_after_the_unit_text_says_what_was_not_read(cut_server, known_hosts, options):
+    """The unit is still read, but the RawUnit and its snapshot say which steps never arrived
+    instead of looking complete."""
+    from driftwatch.snapshots.snapshot import build_snapshot
+    server = cut_server
+    start = time.monotonic()
+    raw = one(server, options(known_hosts(server), command_timeout=3))
+    assert time.monotonic() - start < 30
+    assert raw.status == "ok", (raw.status, raw.error)
+    assert "--port 30000" in raw.text
+    assert raw.incomplete is not None
+    assert "--command-timeout" in raw.incomplete and "process" in raw.incomplete and "version" in raw.incomplete
+    assert raw.main_pid is None and raw.engine_version is None
+    snap = build_snapshot(raw, origin=f"{raw.host}:{raw.unit}")
+    assert raw.incomplete in snap.warnings and snap.runtime["not_read"] == raw.incomplete
+    # saved and read back, it is still said by every comparison (compare's and the report's warnings)
+    from driftwatch.fileio import dump_yaml_readable, load_yaml_text
+    from driftwatch.findings.compare import compare
+    from driftwatch.findings.rulebook import load_rules
+    from driftwatch.snapshots.baseline import Baseline
+    from driftwatch.snapshots.snapshot import snapshot_from_dict, snapshot_to_dict
+    again = snapshot_from_dict(load_yaml_text(dump_yaml_readable(snapshot_to_dict(snap), "s"), "s", "snapshot"), "s")
+    assert again.runtime["not_read"] == raw.incomplete
+    full = build_snapshot(dw_sshlab_raw(raw), origin="b")
+    said = compare(Baseline(name="b", snapshot=full), again, load_rules(None)).warnings
+    assert any(n.startswith("current ") and raw.incomplete in n for n in said), said
+    assert not any(n.startswith("baseline ") for n in said), said
+    from driftwatch.report import get_format
+    from driftwatch.report.data import comparison_to_dict
+    doc = comparison_to_dict(compare(Baseline(name="b", snapshot=again), full, load_rules(None)))
+    assert raw.incomplete in get_format("text").render_comparison(doc)  # the baseline's side, said too
+    from driftwatch.report.check import check_doc, render_check
+    assert f"warning: {raw.incomplete}" in render_check(again)
+    assert check_doc(again)["not_read"] == raw.incomplete and "not_read" not in check_doc(full)
+
+
+def dw_sshlab_raw(raw):
+    """The same unit, read completely (nothing missing)."""
+    from driftwatch.collect.raw import RawUnit
+    return RawUnit(host=raw.host, unit=raw.unit, text=raw.text, source=raw.source, paths=list(raw.paths))
+
+
+def test_a_complete_read_says_nothing_is_missing(loopback, known_hosts, options):
+    raw = one(loopback, options(known_hosts(loopback)))
+    assert raw.incomplete is None, raw.incomplete
+
+
+def test_a_snapshot_run_warns_of_a_cut_read(cut_server, known_hosts, lab, tmp_path):
+    """The real CLI: the unit is saved, and the run says on stderr what was not read."""
+    import subprocess
+    import sys
+    cfg = tmp_path / "ssh_config"
+    cfg.write_text(f"Host cut\n    HostName {cut_server.address}\n    Port {cut_server.port}\n    User root\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "DRIFTWATCH_BASELINES")}
+    env["HOME"] = str(tmp_path)
+    dw = os.path.join(os.path.dirname(sys.executable), "driftwatch")
+    run = subprocess.run([dw, "snapshot", "cut", "--unit", UNIT, "--store", str(tmp_path / "store"),
+                          "--ssh-config", str(cfg), "-i", lab.client_key, "--known-hosts", known_hosts(cut_server),
+                          "--connect-timeout", "3", "--command-timeout", "3"],
+                         capture_output=True, text=True, env=env, cwd=tmp_path, timeout=90, stdin=subprocess.DEVNULL)
+    assert "Traceback" not in run.stderr, run.stderr
+    assert run.returncode == 0, (run.stdout, run.stderr)
+    assert f"warning: cut: {UNIT}: read cut by --command-timeout after the unit text:" in run.stderr, run.stderr
+    assert "process" in run.stderr and "not read" in run.stderr

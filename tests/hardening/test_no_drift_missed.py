@@ -180,3 +180,37 @@ def test_thousands_of_unknown_flags_are_told_but_none_is_dropped(tmp_path):
     told = set(single) | set(folded[0]["details"])
     assert told == {f"--zz-{i}" for i in range(n)}  # every changed flag, once
     assert all(str(v["current"]) == str(int(k[5:]) + 1) for k, v in folded[0]["details"].items())
+
+
+def test_a_saved_snapshot_of_4000_unknown_flags_lists_them_in_few_entries_and_misses_no_drift(tmp_path):
+    """The saved snapshot keeps the first SAVED_UNTYPED_ISSUES issues of untyped flags one entry each
+    and the rest one entry naming them all (it held one ~200-byte entry per flag: 1.4 MB of YAML for a
+    98 KB unit). Read back, every flag is still compared by its spelled value."""
+    from driftwatch.collect.raw import RawUnit
+    from driftwatch.diff.flags import untyped_flags
+    from driftwatch.fileio import dump_yaml_readable, load_yaml_text
+    from driftwatch.snapshots.snapshot import (
+        SAVED_UNTYPED_ISSUES, build_snapshot, snapshot_from_dict, snapshot_to_dict)
+    n = 4000
+
+    def snap(offset):
+        text = f"[Service]\nExecStart={PY} " + " ".join(f"--zz-{i} {i + offset}" for i in range(n)) + "\n"
+        return build_snapshot(RawUnit(host="h", unit="u.service", text=text, source="file", paths=[]), origin="t")
+
+    base, cur = snap(0), snap(1)
+    assert sum(i.kind == "unknown-flag" for i in base.issues) == n  # in memory: one issue per flag, as before
+    saved = snapshot_to_dict(base)
+    untyped = [i for i in saved["issues"] if i["kind"] == "unknown-flag"]
+    assert len(saved["issues"]) <= SAVED_UNTYPED_ISSUES + 5 and len(untyped) == SAVED_UNTYPED_ISSUES + 1
+    assert f"{n - SAVED_UNTYPED_ISSUES} more" in untyped[-1]["message"]
+    named = set(untyped[-1]["message"].split(": ", 1)[1].split()) | {i["flag"] for i in untyped[:-1]}
+    assert named == {f"--zz-{i}" for i in range(n)}  # every flag named once
+    again = snapshot_from_dict(load_yaml_text(dump_yaml_readable(saved, "t"), "t", "snapshot"), "t")
+    before, after = untyped_flags(again.engine), untyped_flags(cur.engine)
+    assert len(before) == len(after) == n
+    assert all(before[f"--zz-{i}"] == str(i) and after[f"--zz-{i}"] == str(i + 1) for i in range(n))
+    from driftwatch.diff.flags import diff_untyped
+    diffs = diff_untyped(again.engine, cur.engine)
+    told = {d.label for d in diffs if d.key != "untyped.*"} | set(
+        next(d for d in diffs if d.key == "untyped.*").details)
+    assert told == {f"--zz-{i}" for i in range(n)}
