@@ -26,12 +26,10 @@ from email.utils import formatdate, getaddresses, make_msgid, parseaddr
 
 from driftwatch import __version__
 from driftwatch.errors import InputError, NotifyError
+from driftwatch.notify.smtp_words import PASSWORD_ENV, SECURITY_MODES  # re-exported: callers import them here
 from driftwatch.resolver import ResolveTimeout, local_fqdn, resolve
 from driftwatch.report import get_format
 from driftwatch.report.wording import subject
-
-SECURITY_MODES = ("starttls", "ssl", "plain")
-PASSWORD_ENV = "DRIFTWATCH_SMTP_PASSWORD"
 
 
 @dataclass

@@ -49,7 +49,7 @@ from typing import Any, Mapping, Sequence
 
 from driftwatch.errors import InputError
 from driftwatch.fileio import read_yaml
-from driftwatch.notify.email import PASSWORD_ENV, SECURITY_MODES
+from driftwatch.notify.smtp_words import PASSWORD_ENV, SECURITY_MODES
 
 DEFAULTS: dict[str, Any] = {
     "email": [],

@@ -50,7 +50,8 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_graph_sees_lazy_imports():
     graph = import_graph()
-    assert "driftwatch.notify.email" in graph["driftwatch.notify.settings"]
+    assert "driftwatch.notify.smtp_words" in graph["driftwatch.notify.settings"]
+    assert "driftwatch.notify.smtp_words" in graph["driftwatch.notify.email"]
     assert "driftwatch.notify.state" in graph["driftwatch.notify.deliver"]  # `from .state import …`
     assert "driftwatch.notify.deliver" in graph["driftwatch.run.fleet"]  # imported inside a function there
 
@@ -71,8 +72,9 @@ def test_fresh_interpreter_import_order():
     run = _python("import driftwatch.notify.settings", "-X", "importtime")
     assert run.returncode == 0, run.stderr
     loaded = [line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")]
-    assert "driftwatch.notify.settings" in loaded and "driftwatch.notify.email" in loaded
-    assert loaded.index("driftwatch.notify.email") < loaded.index("driftwatch.notify.settings")  # settings needs email
+    assert "driftwatch.notify.settings" in loaded and "driftwatch.notify.smtp_words" in loaded
+    assert loaded.index("driftwatch.notify.smtp_words") < loaded.index("driftwatch.notify.settings")
+    assert "driftwatch.notify.email" not in loaded and "smtplib" not in loaded  # every command reads settings
     assert "driftwatch.notify.deliver" not in loaded
     run = _python("import sys, driftwatch.notify.deliver, driftwatch.notify.settings; "
                   "print(sorted(m for m in sys.modules if m.startswith('driftwatch.')))")
