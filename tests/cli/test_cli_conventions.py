@@ -261,3 +261,20 @@ def test_16_baseline_save_reads_a_snapshot_with_snapshot(dw, tmp_path):
         run = dw("baseline", "save", f"b{option[2:]}", option, path, "--baselines-dir", tmp_path / "b")
         assert run.code == 0, run
     assert (tmp_path / "b" / "bsnapshot.yaml").exists() and (tmp_path / "b" / "bfrom.yaml").exists()
+
+
+def test_python_dash_m_runs_the_same_command_as_the_console_script():
+    """`python -m driftwatch.cli` (benchmarks time it; hosts without the script on PATH use it) is
+    the console script: same output, same exit status."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[2]
+    args = ["compare", "--baseline", "70toks", "--unit-file", "examples/sglang-qwen-40toks.service", "--format", "json"]
+    via_m = subprocess.run([sys.executable, "-m", "driftwatch.cli", *args], cwd=repo, capture_output=True, text=True,
+                           timeout=120)
+    script = Path(sys.executable).parent / "driftwatch"
+    via_script = subprocess.run([str(script), *args], cwd=repo, capture_output=True, text=True, timeout=120)
+    assert via_m.returncode == via_script.returncode == 1, (via_m.stderr, via_script.stderr)
+    strip = lambda text: [line for line in text.splitlines() if '"generated_at"' not in line]  # noqa: E731
+    assert strip(via_m.stdout) == strip(via_script.stdout) and '"schema"' in via_m.stdout
