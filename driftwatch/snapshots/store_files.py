@@ -42,7 +42,7 @@ import contextlib
 import datetime as _dt
 import os
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -50,7 +50,7 @@ from ..errors import DriftwatchError, InputError
 from ..fileio import dump_yaml_readable, link_atomic, read_yaml, write_atomic, write_new
 from .store_records import (DEFAULT_STORE, LATEST, MAX_PER_SECOND, RUNS, BaselineSource, SaveResult, Seen,
                             SnapshotKey, SnapshotRecord, StoreBase, StoredSnapshot, check_prune_request,
-                            safe_component, source_hash, state_hash)
+                            safe_component, snapshot_dict, source_hash, stamped, state_hash)
 from ..timestamps import UTC, file_stamp, format_utc, parse_file_stamp, parse_utc
 
 if TYPE_CHECKING:
@@ -131,15 +131,9 @@ class FileStore(StoreBase):
         ``runs.log`` and the newest snapshot's path is returned (``written`` False).
         `collected_at` is stored in the one timestamp format; it names the file.
         """
-        try:
-            moment = parse_utc(snapshot.collected_at)
-        except ValueError as exc:
-            raise InputError(f"snapshot of {snapshot.host or 'local'}:{snapshot.unit}: {exc}") from None
-        if snapshot.collected_at != format_utc(moment):
-            snapshot = replace(snapshot, collected_at=format_utc(moment))
+        snapshot, moment = stamped(snapshot)
         folder = self.folder(snapshot.host, snapshot.unit)
-        from .snapshot import snapshot_to_dict
-        data = snapshot_to_dict(snapshot)
+        data = snapshot_dict(snapshot)
         with self._lock():
             if dedupe:
                 newest = self._newest(folder)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, NamedTuple
 
 from ..errors import DriftwatchError, InputError
 from ..fileio import read_yaml
-from ..timestamps import UTC, format_utc, parse_utc
+from ..timestamps import format_utc, parse_utc
 
 if TYPE_CHECKING:  # the snapshot module (and the engines under it) only when a snapshot is typed
     from .snapshot import Snapshot
@@ -46,7 +46,7 @@ def snapshot_hash(snapshot: Snapshot | dict) -> str:
     A snapshot and a baseline made from it (``baseline save --from``) have the same hash, so a
     baseline's `snapshot_hash(baseline.snapshot)` protects its source file from `prune`.
     """
-    data = dict(snapshot) if isinstance(snapshot, dict) else _to_dict(snapshot)
+    data = dict(snapshot) if isinstance(snapshot, dict) else snapshot_dict(snapshot)
     for name in _DERIVED_FIELDS:
         data.pop(name, None)
     canon = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
@@ -58,7 +58,7 @@ def state_hash(snapshot: Snapshot | dict) -> str:
     without the figures measured in the journal or by the probe (``runtime.measured``,
     ``runtime.effective.figures``, which move on every run).
     Two consecutive snapshots with the same state hash are one snapshot and two runs in the store."""
-    data = dict(snapshot) if isinstance(snapshot, dict) else _to_dict(snapshot)
+    data = dict(snapshot) if isinstance(snapshot, dict) else snapshot_dict(snapshot)
     for name in _DERIVED_FIELDS + ("collected_at",):
         data.pop(name, None)
     if isinstance(data.get("runtime"), dict):
@@ -75,7 +75,7 @@ def source_hash(snapshot: Snapshot | dict) -> str:
     (`snapshot_hash` without ``host`` and ``unit``: ``baseline save --from FILE --host-name ct129``
     renames the host of the copy it keeps). A baseline made from a stored snapshot has its file's
     source hash; two snapshots collected at different times never share one."""
-    data = dict(snapshot) if isinstance(snapshot, dict) else _to_dict(snapshot)
+    data = dict(snapshot) if isinstance(snapshot, dict) else snapshot_dict(snapshot)
     for name in ("host", "unit"):
         data.pop(name, None)
     return snapshot_hash(data)
@@ -118,9 +118,23 @@ class Seen:
     runs: int
 
 
-def _to_dict(snapshot: Snapshot) -> dict:
+def snapshot_dict(snapshot: Snapshot) -> dict:
+    """The snapshot as the document every backend stores (typing it imports the engines: lazily)."""
     from .snapshot import snapshot_to_dict
     return snapshot_to_dict(snapshot)
+
+
+def stamped(snapshot: Snapshot) -> tuple[Snapshot, _dt.datetime]:
+    """(the snapshot with `collected_at` in the one timestamp format, that moment), as every backend
+    saves it; an unreadable time is one InputError line naming the unit."""
+    try:
+        moment = parse_utc(snapshot.collected_at)
+    except ValueError as exc:
+        raise InputError(f"snapshot of {snapshot.host or 'local'}:{snapshot.unit}: {exc}") from None
+    if snapshot.collected_at != format_utc(moment):
+        from dataclasses import replace
+        snapshot = replace(snapshot, collected_at=format_utc(moment))
+    return snapshot, moment
 
 
 def read_yaml_snapshot(path: str | os.PathLike, engine_version: str | None = None) -> Snapshot:

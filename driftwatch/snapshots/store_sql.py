@@ -40,15 +40,16 @@ import json
 import os
 import threading
 import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, NamedTuple, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import DriftwatchError, InputError
-from ..timestamps import UTC, file_stamp, format_utc, parse_utc
+from ..timestamps import UTC, file_stamp, format_utc
 from .store_records import (MAX_PER_SECOND, BaselineSource, SaveResult, Seen, SnapshotKey, SnapshotRecord, StoreBase,
-                            StoredSnapshot, check_prune_request, safe_component, snapshot_hash, source_hash, state_hash)
+                            StoredSnapshot, check_prune_request, safe_component, snapshot_dict, snapshot_hash, source_hash,
+                            stamped, state_hash)
 
 if TYPE_CHECKING:  # typing a snapshot imports the engines: only where a document is read
     from .snapshot import Snapshot
@@ -124,11 +125,6 @@ def _pack(data: dict) -> bytes:
 def _from_dict(data, origin: str, engine_version: str | None = None) -> Snapshot:
     from .snapshot import snapshot_from_dict  # typed (the engines imported) only when a document is read
     return snapshot_from_dict(data, origin, engine_version)
-
-
-def _to_dict(snapshot: Snapshot) -> dict:
-    from .snapshot import snapshot_to_dict
-    return snapshot_to_dict(snapshot)
 
 
 def _json(value) -> str:
@@ -544,7 +540,7 @@ class DatabaseStore(StoreBase):
         return [_instant(r[0]) for r in rows]
 
     def seen(self, host: str | None, unit: str | None) -> dict[Path, Seen]:
-        rows = self._query(f"SELECT s.id, s.host, s.unit, s.collected_at, s.seq, s.name, COUNT(r.at), MAX(r.at) "
+        rows = self._query("SELECT s.id, s.host, s.unit, s.collected_at, s.seq, s.name, COUNT(r.at), MAX(r.at) "
                            "FROM snapshots s LEFT JOIN runs r ON r.snapshot_id = s.id "
                            "WHERE s.host = ? AND s.unit = ? GROUP BY s.id, s.host, s.unit, s.collected_at, s.seq, s.name",
                            (safe_component(host, "local"), safe_component(unit, "unit")))
@@ -563,13 +559,8 @@ class DatabaseStore(StoreBase):
     def save_run(self, snapshot: Snapshot, *, dedupe: bool = True) -> SaveResult:
         """Save `snapshot` in one transaction: a run row when its state is the newest row's (and it
         was not collected before it), else a snapshot row."""
-        try:
-            moment = parse_utc(snapshot.collected_at)
-        except ValueError as exc:
-            raise InputError(f"snapshot of {snapshot.host or 'local'}:{snapshot.unit}: {exc}") from None
-        if snapshot.collected_at != format_utc(moment):
-            snapshot = replace(snapshot, collected_at=format_utc(moment))
-        data = _to_dict(snapshot)
+        snapshot, moment = stamped(snapshot)
+        data = snapshot_dict(snapshot)
         return self.insert(data, snapshot.host, snapshot.unit, moment, dedupe=dedupe)
 
     def insert(self, data: dict, host: str | None, unit: str | None, moment: _dt.datetime, *,

@@ -14,12 +14,12 @@ import json
 import os
 import subprocess
 import sys
-from email import message_from_bytes, policy
 
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dw_sshlab import free_port, plain_unit  # noqa: E402
+from dw_sshlab import plain_unit  # noqa: E402
+from mail_lab import smtp  # noqa: E402,F401 - the fixture
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "report"))
 from node_exporter_lab import NODE_EXPORTER, node_exporter  # noqa: E402
@@ -36,28 +36,6 @@ def vllm_unit(extra: str = "") -> str:
 
 def _dropin(server, unit: str, execstart: str) -> None:
     server.write(f"/etc/systemd/system/{unit}.d/override.conf", f"[Service]\nExecStart=\nExecStart={execstart}\n")
-
-
-class _Mailbox:
-    def __init__(self):
-        self.messages = []
-
-    async def handle_DATA(self, server, session, envelope):
-        self.messages.append(message_from_bytes(envelope.content, policy=policy.default))
-        return "250 OK"
-
-
-@pytest.fixture
-def smtp():
-    from aiosmtpd.controller import Controller
-    box = _Mailbox()
-    port = free_port()
-    controller = Controller(box, hostname="127.0.0.1", port=port, ready_timeout=5)
-    controller.start()
-    try:
-        yield port, box
-    finally:
-        controller.stop()
 
 
 @pytest.fixture

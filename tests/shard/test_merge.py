@@ -11,40 +11,19 @@ import json
 import os
 import subprocess
 import sys
-from email import message_from_bytes, policy
 
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "collect"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "report"))
-from dw_sshlab import free_port, plain_unit  # noqa: E402
+from dw_sshlab import plain_unit  # noqa: E402
+from mail_lab import smtp  # noqa: E402,F401 - the fixture
 from node_exporter_lab import NODE_EXPORTER, node_exporter  # noqa: E402
 
 from driftwatch.run.shard import shard_of  # noqa: E402
 
 SG = "sglang-qwen.service"
 DW = os.path.join(os.path.dirname(sys.executable), "driftwatch")
-
-
-class _Mailbox:
-    def __init__(self):
-        self.messages = []
-
-    async def handle_DATA(self, server, session, envelope):
-        self.messages.append(message_from_bytes(envelope.content, policy=policy.default))
-        return "250 OK"
-
-
-@pytest.fixture
-def smtp():
-    from aiosmtpd.controller import Controller
-    box = _Mailbox()
-    controller = Controller(box, hostname="127.0.0.1", port=free_port(), ready_timeout=5)
-    controller.start()
-    try:
-        yield controller.port, box
-    finally:
-        controller.stop()
 
 
 def _names() -> dict[str, str]:
