@@ -21,31 +21,48 @@ def strict(value):
     return value
 
 
-def dump(doc: dict) -> str:
+def dump(doc: dict, flat: frozenset[str] = frozenset()) -> str:
+    """`doc` as indented JSON; the records in a list under a key named in `flat` one per line (see
+    `indented`)."""
     try:
-        return indented(doc) + "\n"
+        return indented(doc, flat) + "\n"
     except ValueError:  # a non-finite float somewhere: written as text, never as NaN/Infinity
-        return json.dumps(strict(doc), indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n"
+        safe = strict(doc)
+    try:
+        return indented(safe, flat) + "\n"
+    except ValueError:  # a key that is not a string under a flat list: the json module, indented throughout
+        return json.dumps(safe, indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n"
+
+
+# history's records: a change (or a finding's history) per line. A whole-fleet `--since` answer holds
+# thousands; one line each is as readable to a person scanning it, greppable, and written by the json
+# module's C encoder instead of its pure-Python indenting one (0.08 of 0.37 s CPU on 151 units).
+HISTORY_RECORDS = frozenset({"changes", "findings"})
+_LINE = json.JSONEncoder(ensure_ascii=False, default=str, allow_nan=False)  # no indent: the C encoder
 
 
 class _Unusual(Exception):
     """A value `indented` leaves to the json module (a key that is not a string, a cycle)."""
 
 
-def indented(doc) -> str:
+def indented(doc, flat: frozenset[str] = frozenset()) -> str:
     """``json.dumps(doc, indent=2, ensure_ascii=False, default=str, allow_nan=False)``, byte for
     byte, in half its time: the json module indents with its pure-Python encoder (0.05 s of a
     whole-fleet ``history --since``); here strings go through its C encoder and containers are
-    joined in one pass. ValueError on a non-finite float, as json.dumps."""
+    joined in one pass. With `flat`, each element of a non-empty list under one of those keys is
+    written on one line instead (``json.dumps(item, ensure_ascii=False)``: ``", "`` and ``": "``
+    separators), the list still one element per line. ValueError on a non-finite float, as json.dumps."""
     out: list[str] = []
     try:
-        _put(doc, "\n", out)
+        _put(doc, "\n", out, flat)
     except (_Unusual, RecursionError):
+        if flat:
+            raise ValueError("not a plain document") from None  # dump: written again from strict(doc)
         return json.dumps(doc, indent=2, ensure_ascii=False, default=str, allow_nan=False)
     return "".join(out)
 
 
-def _put(value, pad: str, out: list[str]) -> None:
+def _put(value, pad: str, out: list[str], flat: frozenset[str] = frozenset()) -> None:
     if isinstance(value, str):
         out.append(_string(value))
     elif value is None:
@@ -70,7 +87,11 @@ def _put(value, pad: str, out: list[str]) -> None:
             if not isinstance(key, str):
                 raise _Unusual
             out.append(sep + _string(key) + ": ")
-            _put(item, inner, out)
+            if key in flat and isinstance(item, list) and item:
+                rows = inner + "  "
+                out.append("[" + rows + ("," + rows).join(map(_LINE.encode, item)) + inner + "]")
+            else:
+                _put(item, inner, out, flat)
             sep = "," + inner
         out.append(pad + "}")
     elif isinstance(value, (list, tuple)):
@@ -81,7 +102,7 @@ def _put(value, pad: str, out: list[str]) -> None:
         sep = "[" + inner
         for item in value:
             out.append(sep)
-            _put(item, inner, out)
+            _put(item, inner, out, flat)
             sep = "," + inner
         out.append(pad + "]")
     else:
@@ -100,4 +121,4 @@ class JsonFormat(Format):
         return dump(doc)
 
     def render_history(self, doc: dict) -> str:
-        return dump(doc)
+        return dump(doc, HISTORY_RECORDS)

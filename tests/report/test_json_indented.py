@@ -56,3 +56,22 @@ def test_a_history_document_from_the_store(tmp_path):
     doc = history_document(store)
     assert doc["units"][0]["changes"]
     assert dump(doc) == json.dumps(doc, indent=2, ensure_ascii=False, default=str, allow_nan=False) + "\n"
+
+
+def test_history_records_one_per_line_read_back_the_same(tmp_path):
+    """`--format json` history: each change/finding on one line, the rest indented; json.loads gives
+    back the document, and a non-finite float or a key that is not a string still writes valid JSON."""
+    from driftwatch.report.json_ import HISTORY_RECORDS, JsonFormat
+    change = {"at": "2026-12-02T03:00:00Z", "key": "k", "old": 1, "new": "é\n", "origin": {"old": "a", "new": "b"}}
+    doc = {"schema": "driftwatch.history/v1", "units": [{"host": "h", "changes": [change, dict(change, old=2)],
+                                                         "findings": [], "first": {"snapshot": "s"}}]}
+    text = JsonFormat().render_history(doc)
+    assert json.loads(text) == doc
+    lines = text.splitlines()
+    records = [line for line in lines if line.lstrip().startswith('{"at"')]
+    assert len(records) == 2 and all(json.loads(r.strip().rstrip(",")) in (change, dict(change, old=2))
+                                     for r in records)
+    assert '      "first": {' in lines and '        "snapshot": "s"' in lines  # outside the records: indented
+    assert json.loads(dump(dict(doc, x=math.nan), HISTORY_RECORDS))["x"] == "nan"
+    odd = {"units": [{"changes": [{1: math.inf}]}]}
+    assert json.loads(dump(odd, HISTORY_RECORDS)) == {"units": [{"changes": [{"1": "inf"}]}]}
