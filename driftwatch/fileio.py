@@ -21,7 +21,6 @@ import contextlib
 import os
 import re
 import stat
-import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -173,6 +172,7 @@ def _temp_copy(target: Path, text: str, mode: int) -> str:
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         _remove_stale_temps(target)
+        import tempfile  # only when saving: questions that only read skip its import (random, shutil)
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     except OSError as exc:
         raise InputError(f"{target}: cannot write here: {exc.strerror or exc}") from None

@@ -22,6 +22,20 @@ def format_utc(moment: _dt.datetime) -> str:
     return moment.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_EPOCH_STAMPS: dict[int, str] = {}
+
+
+def epoch_stamp(seconds: int) -> str:
+    """`format_utc` of whole epoch seconds (as a store keeps them), remembered: a history names each
+    row two or three times ("at", "previous", "first"/"latest")."""
+    text = _EPOCH_STAMPS.get(seconds)
+    if text is None:
+        if len(_EPOCH_STAMPS) > 100_000:
+            _EPOCH_STAMPS.clear()
+        text = _EPOCH_STAMPS[seconds] = format_utc(_dt.datetime.fromtimestamp(seconds, UTC))
+    return text
+
+
 def utc_now() -> str:
     """Now, in the one format every collector writes."""
     return format_utc(_dt.datetime.now(UTC))

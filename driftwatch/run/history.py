@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from ..errors import DriftwatchError, InputError
 from ..identity import finding_id
 from ..snapshots.store import SnapshotStore, StoredSnapshot, safe_component
-from ..timestamps import UTC, format_utc, parse_utc, utc_now
+from ..timestamps import UTC, epoch_stamp, format_utc, parse_utc, utc_now
 
 if TYPE_CHECKING:  # a history read from kept changes types no snapshot: the engines stay unimported
     from ..engines.files import EngineFiles
@@ -242,27 +242,61 @@ def _kept_unit_history(store, host: str | None, unit: str | None, since: _dt.dat
         lambda old, new: changes_between(old, new, engine_version))
     rows, pairs = store.pair_changes(host, unit, since, differ, engine_version)
     stats = store.run_stats(host, unit)  # row id -> (unchanged runs, the last one's time)
-    per_pair = []
-    for old, new, changes in pairs:
-        previous = _record_ref(old)
-        last = max(old.at, stats[old.id][1]) if old.id in stats else old.at
-        previous["last_seen"] = previous["collected_at"] if last == old.at else format_utc(
-            _dt.datetime.fromtimestamp(last, UTC))
-        at, name = new.stamp, new.name
-        per_pair.append([{"at": at, "snapshot": name, **change, "previous": previous} for change in changes])
     newest = rows[-1] if rows else None
     last_run = None
     if newest is not None:
         last_run = max([newest.at] + [s[1] for s in stats.values()])
+    return _kept_entry(host, unit, pairs, stats, len(rows), rows[0] if rows else None, newest,
+                       len(rows) + sum(s[0] for s in stats.values()), last_run)
+
+
+def _kept_entry(host, unit, pairs, stats: dict[int, tuple[int, int]], count: int, first, newest, runs: int,
+                last_run: int | None) -> dict:
+    """One element of `units` from kept rows: `pairs` (older, newer, changes) the answer shows,
+    `stats` row id -> (unchanged runs, the last one's time) for their older rows."""
+    per_pair = []
+    for old, new, changes in pairs:
+        previous = _record_ref(old)
+        last = max(old.at, stats[old.id][1]) if old.id in stats else old.at
+        previous["last_seen"] = previous["collected_at"] if last == old.at else epoch_stamp(last)
+        at, name = new.stamp, new.name
+        per_pair.append([{"at": at, "snapshot": name, **change, "previous": previous} for change in changes])
     return {
         "host": safe_component(host, "local"), "unit": safe_component(unit, "unit"),
-        "snapshots": len(rows), "readable": len(rows),
-        "runs": len(rows) + sum(s[0] for s in stats.values()),
-        "first": _record_ref(rows[0]) if rows else None,
+        "snapshots": count, "readable": count,
+        "runs": runs,
+        "first": _record_ref(first) if first is not None else None,
         "latest": _record_ref(newest) if newest is not None else None,
-        "last_run": format_utc(_dt.datetime.fromtimestamp(last_run, UTC)) if last_run is not None else None,
+        "last_run": epoch_stamp(last_run) if last_run is not None else None,
         "changes": [change for pair in reversed(per_pair) for change in pair],
     }
+
+
+def _kept_batch(store, groups: list, since: _dt.datetime | None) -> dict:
+    """Every unit's kept rows in a few statements (a database store of schema v2), or {}."""
+    if not hasattr(store, "kept_histories") or not groups:
+        return {}
+    try:
+        return {"units": store.kept_histories(groups, since)}
+    except DriftwatchError:
+        return {}  # each unit is asked again on its own, and named if it cannot be read
+
+
+def _batched_entry(batch: dict, where: tuple[str, str]) -> dict | None:
+    """A unit's history from the batch, when all the pairs it shows were kept; else None (the unit
+    is asked on its own: a pair never kept is computed there and kept)."""
+    if not batch:
+        return None
+    got = batch["units"].get(where)
+    if got is None:  # no snapshot of it: listed with zero snapshots
+        return _kept_entry(where[0], where[1], [], {}, 0, None, None, 0, None)
+    pairs = got.pairs()
+    if pairs is None:
+        return None
+    newest = got.rows[-1]
+    last_run = newest.at if got.last_run is None else max(newest.at, got.last_run)
+    return _kept_entry(where[0], where[1], pairs, got.stats, got.count, got.first, newest, got.count + got.runs,
+                       last_run)
 
 
 def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since: _dt.datetime | None = None,
@@ -329,13 +363,17 @@ def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, st
             judging = Judging(engine_version=engine_version)
         findings = _Findings(baseline, judging)
     units, seen = [], set()
+    groups = list(groups)
+    batch = _kept_batch(store, groups, since) if findings is None and engine_version is None else {}
     for host, unit in groups:
         where = (safe_component(host, "local"), safe_component(unit, "unit"))
         if where in seen:
             continue
         seen.add(where)
         try:
-            units.append(unit_history(store, host, unit, since, findings, engine_version))
+            entry = _batched_entry(batch, where)
+            units.append(entry if entry is not None else unit_history(store, host, unit, since, findings,
+                                                                       engine_version))
         except DriftwatchError as exc:  # one unit's trouble is named, never fatal to the others
             store.problems.append(f"{where[0]}/{where[1]}: skipped: {exc}")
     doc = {
@@ -541,11 +579,11 @@ def store_history(hosts: Iterable[str], inventory: str | None, unit: str | None,
 def _refuse_unknown(store: SnapshotStore, hosts: list[str], unit: str | None) -> None:
     """A host named on the command line of which the store holds no snapshot (of `unit`) is bad
     input, most often a typo: one line naming the hosts the store does hold (exit 2)."""
-    known = store.groups()
-    missing = [h for h in hosts if not any(kh == safe_component(h, "local") and
-                                           (unit is None or ku == safe_component(unit, "unit")) for kh, ku in known)]
+    wanted = unit is None or safe_component(unit, "unit")  # each named host's own rows: one index range
+    missing = [h for h in hosts if not any(wanted is True or ku == wanted
+                                           for _, ku in store.groups(safe_component(h, "local")))]
     if missing:
-        held = sorted({h for h, _ in known})
+        held = sorted({h for h, _ in store.groups()})
         shown = ", ".join(held[:20]) + (f" and {len(held) - 20} more" if len(held) > 20 else "")
         what = f" {unit}" if unit else ""
         raise InputError(f"no snapshots of {', '.join(missing)}{what} in the store {store.root} "

@@ -5,7 +5,6 @@ Kept apart from the facade (`store.SnapshotStore`) so the backends import it and
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import json
 import os
 import re
@@ -36,6 +35,7 @@ def safe_component(text: str | None, default: str = "local") -> str:
     cleaned = re.sub(r"[^A-Za-z0-9@._:-]", "_", text or default) or default
     cleaned = "_" * len(cleaned) if set(cleaned) == {"."} else cleaned
     if len(cleaned) > 128:
+        import hashlib  # only for such names and for hashing: a question that reads rows needs neither
         cleaned = cleaned[:100] + "-" + hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return cleaned
 
@@ -50,6 +50,7 @@ def snapshot_hash(snapshot: Snapshot | dict) -> str:
     for name in _DERIVED_FIELDS:
         data.pop(name, None)
     canon = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    import hashlib
     return "sha256:" + hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 
@@ -67,6 +68,7 @@ def state_hash(snapshot: Snapshot | dict) -> str:
             runtime["effective"] = {k: v for k, v in runtime["effective"].items() if k != "figures"}
         data["runtime"] = runtime
     canon = json.dumps(data, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
+    import hashlib
     return "sha256:" + hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 

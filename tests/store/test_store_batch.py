@@ -1,0 +1,96 @@
+"""History of many units from a database store in a few statements (`DatabaseStore.kept_histories`),
+not three per unit: on SQLite and a real PostgreSQL server it gives the YAML-file store's history
+and the one-unit path's, for cuts before, between, on and after the rows (two snapshots in one
+second included), with unchanged runs and a unit the store does not hold; the number of statements
+does not grow with the units; a pair never kept is still computed (and kept)."""
+from __future__ import annotations
+
+import datetime as dt
+
+from driftwatch.run import history
+from driftwatch.run.history import changes_between, history_document
+from driftwatch.snapshots.store import FileStore, SnapshotStore
+from test_store_db import UNIT, at, comparable, snap, story
+
+HOSTS = ("ct129", "ct130", "ct131")
+CUTS = [None, at(-1), at(0), at(0.5), at(3), at(3) + dt.timedelta(seconds=1), at(6), at(7), at(9)]
+
+
+def _stores(db_location, tmp_path):
+    files = FileStore(tmp_path / "files")
+    db = SnapshotStore(db_location, changes=changes_between)
+    for store in (files, db):
+        for host in HOSTS:
+            story(store, host=host)
+        # two snapshots in one second (sequence numbers 00 and 01), then a third state an hour on
+        store.save(snap(1, host="ct132", at=at(2)))
+        store.save(snap(4, host="ct132", at=at(2)))
+        store.save(snap(2, host="ct132", at=at(3)))
+    return files, db
+
+
+def _counted(db):
+    calls = []
+    real = db._query
+
+    def query(sql, params=()):
+        calls.append(sql)
+        return real(sql, params)
+    db._query = query
+    return calls
+
+
+def test_the_batch_gives_the_file_stores_history_and_the_one_unit_paths(db_location, tmp_path, monkeypatch):
+    files, db = _stores(db_location, tmp_path)
+    groups = files.groups() + [("nohost", UNIT)]
+    assert len(db.records("ct132", UNIT)) == 3
+    for since in CUTS:
+        batched = comparable(history_document(db, groups, since=since))
+        # the file store miscounts "readable" when the row before the cut shares its second with
+        # another (its window starts at that second): ct132 is held to the one-unit path only
+        same = [u for u in batched if u["host"] != "ct132"]
+        assert same == [u for u in comparable(history_document(files, groups, since=since)) if u["host"] != "ct132"]
+        with monkeypatch.context() as m:  # the one-unit path, three statements per unit
+            m.setattr(history, "_kept_batch", lambda *a: {})
+            assert comparable(history_document(db, groups, since=since)) == batched, since
+    last = [u for u in history_document(db, since=at(3))["units"] if u["host"] == "ct132"][0]
+    assert [c["previous"]["snapshot"] for c in last["changes"]] == ["20261101T050000Z-01.yaml"]
+    assert last["first"]["snapshot"] == "20261101T050000Z-00.yaml" and last["snapshots"] == 3
+    assert db.problems == []
+
+
+def test_statements_do_not_grow_with_the_units(db_location, tmp_path):
+    _, db = _stores(db_location, tmp_path)
+    calls = _counted(db)
+    one = history_document(db, [("ct129", UNIT)], since=at(3))
+    per_one = len(calls)
+    groups = db.groups()
+    calls.clear()
+    fleet = history_document(db, groups, since=at(3))
+    assert len(fleet["units"]) == 2 * len(HOSTS) + 1 and one["units"][0]["changes"]
+    assert len(calls) == per_one <= 4, calls
+
+
+def test_a_pair_never_kept_is_computed_and_kept(db_location, tmp_path):
+    files, db = _stores(db_location, tmp_path)
+    db._write(lambda cur, run: run("UPDATE snapshots SET changes_from = NULL WHERE host = ?", ("ct130",)))
+    db._write(lambda cur, run: run("DELETE FROM changes WHERE snapshot_id IN (SELECT id FROM snapshots "
+                                   "WHERE host = ?)", ("ct130",)))
+    assert comparable(history_document(db)) == comparable(history_document(files))
+    kept = db.kept_histories([("ct130", UNIT)])[("ct130", UNIT)]
+    assert kept.pairs() is not None and len(kept.pairs()) == len(kept.rows) - 1
+
+
+def test_runs_are_counted_per_unit(db_location, tmp_path):
+    files = FileStore(tmp_path / "files")
+    db = SnapshotStore(db_location, changes=changes_between)
+    for store in (files, db):
+        for hour in range(4):
+            store.save_run(snap(3, at=at(hour)))
+        store.save_run(snap(1, at=at(5)))
+        store.save_run(snap(1, at=at(6)))
+    got = comparable(history_document(db, since=at(5)))
+    assert got == comparable(history_document(files, since=at(5)))
+    assert got[0]["runs"] == 6 and got[0]["last_run"] == "2026-11-01T09:00:00Z"
+    assert got[0]["changes"][0]["previous"]["last_seen"] == "2026-11-01T06:00:00Z"
+
