@@ -12,9 +12,13 @@ records it (`bench_store.live_snapshot`): with the defaults 100 hosts × 1.33 un
 `--postgres`: a throw-away server, tests/store/pg_server.py).
 
 Each question is a fresh `driftwatch` process; the figure is its CPU time (user + system, from
-`wait4`), the median of `--repeat` runs; "today" runs the code of `--before` (default: the commit
-before the database store, unpacked with `git archive`) against the file store. The floor is
-`python -c "import click, yaml"`, measured in the same run.
+`wait4`), the median of `--repeat` runs (one for the whole-fleet history); "today" runs the code of
+`--before` (default: the commit before the database store, unpacked with `git archive`) against the
+file store. `--against REV` also runs REV's code on the same database stores, its runs interleaved
+with this tree's (both launched the same way), so a change is measured side by side. The floor is
+`python -c "import click, yaml"`, measured in the same run; with PostgreSQL also a PostgreSQL
+client's floor: that plus `import psycopg`, a connection and one trivial query (what any psycopg
+client pays before it asks anything).
 
 PostgreSQL gets the SQLite store's rows copied over (`copy_to_postgres`: the same snapshots, runs and
 kept changes, ids included), not a second import: importing means reading and diffing 15 000 YAML
@@ -77,19 +81,44 @@ def generate(folder: Path, hosts: int, days: int) -> int:
     return count
 
 
+def cpu_once(argv: list[str], env: dict) -> float:
+    """CPU seconds (user + sys) of one run of the child process `argv`."""
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    err = proc.stderr.read().decode(errors="replace")
+    proc.stderr.close()
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}: {err[-400:]}")
+    return usage.ru_utime + usage.ru_stime
+
+
 def cpu(argv: list[str], env: dict, repeat: int) -> float:
     """Median CPU seconds (user + sys) of the child process `argv`."""
-    times = []
+    return statistics.median(cpu_once(argv, env) for _ in range(repeat))
+
+
+def cpu_interleaved(argvs: list[list[str]], env: dict, repeat: int) -> list[float]:
+    """Median CPU seconds of each of `argvs`, run in turns (a, b, a, b, …): a change in the
+    machine's load falls on both."""
+    times: list[list[float]] = [[] for _ in argvs]
     for _ in range(repeat):
-        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        err = proc.stderr.read().decode(errors="replace")
-        proc.stderr.close()
-        if proc.returncode not in (0, 1):
-            raise SystemExit(f"{' '.join(argv)}: exit {proc.returncode}: {err[-400:]}")
-        times.append(usage.ru_utime + usage.ru_stime)
-    return statistics.median(times)
+        for argv, got in zip(argvs, times):
+            got.append(cpu_once(argv, env))
+    return [statistics.median(got) for got in times]
+
+
+def pg_floor_argv(py: str, url: str) -> list[str]:
+    """A PostgreSQL client's floor: python, click and yaml, `import psycopg`, a connection (as the
+    store opens it) and one trivial query."""
+    return [py, "-c", "import sys, click, yaml, psycopg; c = psycopg.connect(sys.argv[1], autocommit=True, "
+            "connect_timeout=10); c.execute('SELECT 1').fetchall(); c.close()", url]
+
+
+def tree_argv(py: str, tree: Path) -> list[str]:
+    """`driftwatch` from the package in `tree` (first on the path; site kept, as the console script has it)."""
+    return [py, "-c", f"import sys; sys.path.insert(0, {str(tree)!r}); sys.argv[0] = 'driftwatch'; "
+            "from driftwatch.cli import main; main()"]
 
 
 def copy_to_postgres(sqlite_db: Path, url: str) -> None:
@@ -148,6 +177,8 @@ def main() -> None:
     ap.add_argument("--skip-today-fleet", action="store_true",
                     help="do not time today's whole-fleet history (minutes of CPU)")
     ap.add_argument("--scale", type=int, default=0, help="also a SQLite store this many times as big (by hosts)")
+    ap.add_argument("--skip-today", action="store_true", help="do not time today's code at all")
+    ap.add_argument("--against", help="also run this revision's code on the database stores, side by side")
     args = ap.parse_args()
     work = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="dw-bench-history-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -206,30 +237,51 @@ def main() -> None:
         cut = format_utc(START + dt.timedelta(days=args.days - 7))
         empty = work / "no-baselines"
         empty.mkdir(exist_ok=True)
+        # (label, arguments, whole fleet: timed once, the today column skipped by --skip-today-fleet)
         questions = [
-            ("`history` of one host", ["history", "gpu000", "--format", "json"]),
-            ("`history --since` the last 7 days, whole fleet", ["history", "--since", cut, "--format", "json"]),
-            ("`prune --keep 1000` (deletes nothing)", ["prune", "--keep", "1000", "--baselines-dir", str(empty)]),
-            ("`history`, whole fleet", ["history", "--format", "json"]),
+            ("`history` of one host", ["history", "gpu000", "--format", "json"], False),
+            ("`history --since` the last 7 days, whole fleet", ["history", "--since", cut, "--format", "json"], False),
+            ("`prune --keep 1000` (deletes nothing)", ["prune", "--keep", "1000", "--baselines-dir", str(empty)], False),
+            ("`history`, whole fleet", ["history", "--format", "json"], True),
         ]
-        for warm in (dw + ["--help"], today + ["--help"]):
+        runners = {"after": dw}
+        if args.against:
+            rev = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", args.against], capture_output=True,
+                                 text=True, check=True).stdout.strip()
+            tree = work / f"rev-{rev}"
+            if not tree.exists():
+                tree.mkdir()
+                archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "driftwatch"],
+                                         capture_output=True, check=True).stdout
+                subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+            runners = {f"{args.against} ({rev})": tree_argv(py, tree), "after": tree_argv(py, ROOT)}
+        for warm in [today + ["--help"]] + [r + ["--help"] for r in runners.values()]:
             subprocess.run(warm, env=env, stdout=subprocess.DEVNULL, check=True)
+        trees = [ROOT / "driftwatch", before / "driftwatch"] + ([tree / "driftwatch"] if args.against else [])
+        subprocess.run([py, "-m", "compileall", "-q"] + [str(t) for t in trees], env=env, check=True,
+                       stdout=subprocess.DEVNULL)  # every module compiled before any is timed
         floor = cpu([py, "-c", "import click, yaml"], env, args.repeat)
-        head = ["question", "today (YAML files)"] + [f"after: {name}" for name in stores]
+        pg_floor = cpu(pg_floor_argv(py, stores["PostgreSQL"]), env, args.repeat) if "PostgreSQL" in stores else None
+        head = ["question", "today (YAML files)"] + [f"{who}: {name}" for name in stores for who in runners]
         print(f"{n} snapshots ({args.hosts} hosts, {args.days} days), {size / n / 1024:.2f} KB each as YAML; "
-              f"floor `python -c 'import click, yaml'`: {floor:.2f} s CPU\n")
+              f"floor `python -c 'import click, yaml'`: {floor:.2f} s CPU"
+              + (f"; PostgreSQL client floor (+ import psycopg, connect, SELECT 1): {pg_floor:.2f} s CPU"
+                 if pg_floor is not None else "") + "\n")
         print("| " + " | ".join(head) + " |")
         print("|" + "---|" * len(head))
-        for label, argv in questions:
+        for label, argv, fleet in questions:
             row = [label]
-            if label == "`history`, whole fleet" and args.skip_today_fleet:
+            if args.skip_today or (fleet and args.skip_today_fleet):
                 row.append("(not run)")
             else:
                 t = cpu(today + argv + ["--store", str(files)], today_env, 1)
                 row.append(f"{t:.2f} s ({t / floor:.1f}×)")
-            for location in stores.values():
-                t = cpu(dw + argv + ["--store", location], env, 1 if label.endswith("whole fleet") else args.repeat)
-                row.append(f"{t:.2f} s ({t / floor:.1f}×)")
+            for name, location in stores.items():
+                times = cpu_interleaved([r + argv + ["--store", location] for r in runners.values()], env,
+                                        1 if fleet else args.repeat)
+                for t in times:
+                    ratio = f"{t / floor:.1f}×" + (f"; {t / pg_floor:.1f}× PG floor" if name == "PostgreSQL" else "")
+                    row.append(f"{t:.2f} s ({ratio})")
             print("| " + " | ".join(row) + " |", flush=True)
     finally:
         if server is not None:
