@@ -99,7 +99,7 @@ def _progress_line():
 def prune(keep, older_than, store, host, unit, dry_run, quiet, baselines_dir):
     """Delete old snapshots; never the newest of a host/unit, nor one a baseline was made from.
     With both --keep and --older-than, a snapshot goes only when both say so."""
-    from ..run.snapshots import prune_store
+    from ..run.prune import prune_store
     prune_store(store, keep, older_than, baselines_dir, voice(out=not quiet, aside=not quiet), dry_run=dry_run,
                 host=host, unit=unit)
     sys.exit(EXIT_OK)

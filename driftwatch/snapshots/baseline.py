@@ -5,11 +5,9 @@ typed flags, and metrics such as `throughput: 70`. It is never overwritten witho
 """
 from __future__ import annotations
 
-import getpass
 import math
 import os
 import re
-import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -75,6 +73,8 @@ def save_baseline(directory: Path, name: str, snapshot: Snapshot, metrics: dict[
     from .snapshot import now_utc
     if not NAME_RE.match(name):
         raise InputError(f"baseline name {name!r}: use letters, digits, '.', '_' and '-' only")
+    import getpass  # only when a baseline is saved: reading baselines (prune, report) skips termios and socket
+    import socket
     user = getpass.getuser() if hasattr(os, "getuid") else "unknown"
     baseline = Baseline(name=name, snapshot=snapshot, metrics=metrics, note=note,
                         saved_by=f"{user}@{socket.gethostname()}", saved_at=now_utc())

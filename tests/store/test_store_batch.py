@@ -94,3 +94,24 @@ def test_runs_are_counted_per_unit(db_location, tmp_path):
     assert got[0]["runs"] == 6 and got[0]["last_run"] == "2026-11-01T09:00:00Z"
     assert got[0]["changes"][0]["previous"]["last_seen"] == "2026-11-01T06:00:00Z"
 
+
+
+def test_reading_questions_import_no_saving_or_running_machinery(tmp_path):
+    """History and a no-op prune on SQLite: no tempfile (saves), hashlib (hashes, shards), socket or
+    getpass (a baseline's author), queue (the snapshot run's answer thread): start-up is most of
+    what those questions cost."""
+    import subprocess
+    import sys
+    store = tmp_path / "store"
+    story(SnapshotStore(store, changes=changes_between))
+    empty = tmp_path / "no-baselines"
+    empty.mkdir()
+    for argv in (["history", "ct129", "--format", "json"], ["history", "--since", "2026-11-01T05:00:00Z", "--format", "json"],
+                 ["prune", "--keep", "1000", "--baselines-dir", str(empty)]):
+        code = ("import sys; from driftwatch.cli import main\n"
+                "try:\n    main(%r)\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+                "bad = [m for m in ('tempfile', 'hashlib', 'socket', 'getpass', 'queue') if m in sys.modules]\n"
+                "sys.stderr.write('LOADED ' + ','.join(bad) + '\\n')") % (argv + ["--store", str(store)],)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert "LOADED " in r.stderr, r.stderr
+        assert r.stderr.rsplit("LOADED ", 1)[1].strip() == "", (argv, r.stderr)
