@@ -49,8 +49,8 @@ from urllib.parse import urlsplit, urlunsplit
 from ..errors import DriftwatchError, InputError
 from ..timestamps import UTC, epoch_stamp, file_stamp, format_utc
 from .store_records import (MAX_PER_SECOND, BaselineSource, SaveResult, Seen, SnapshotKey, SnapshotRecord, StoreBase,
-                            StoredSnapshot, check_prune_request, safe_component, snapshot_dict, snapshot_hash, source_hash,
-                            stamped, state_hash)
+                            StoredSnapshot, check_prune_request, row_hashes, safe_component, snapshot_dict,
+                            snapshot_hash, stamped, state_hash)
 
 if TYPE_CHECKING:  # typing a snapshot imports the engines: only where a document is read
     from .snapshot import Snapshot
@@ -119,8 +119,11 @@ def _instant(seconds: int) -> _dt.datetime:
     return _dt.datetime.fromtimestamp(int(seconds), UTC)
 
 
+_ROW_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)  # built once, not per call
+
+
 def _pack(data: dict) -> bytes:
-    return zlib.compress(json.dumps(data, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8"), 6)
+    return zlib.compress(_ROW_JSON.encode(data).encode("utf-8"), 6)
 
 
 def _from_dict(data, origin: str, engine_version: str | None = None) -> Snapshot:
@@ -129,7 +132,7 @@ def _from_dict(data, origin: str, engine_version: str | None = None) -> Snapshot
 
 
 def _json(value) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _ROW_JSON.encode(value)
 
 
 def _unpack(blob) -> dict:
@@ -599,7 +602,8 @@ class DatabaseStore(StoreBase):
         """One snapshot document (and, from an import, the unchanged runs that saw it again)."""
         h, u = safe_component(host, "local"), safe_component(unit, "unit")
         at = _epoch(moment)
-        digest = state_hash(data)
+        hashes = row_hashes(data)  # one serialisation for the three hashes; _pack is the other
+        digest = hashes.state
 
         def body(cur, run):
             if dedupe:
@@ -620,7 +624,7 @@ class DatabaseStore(StoreBase):
             label = name or f"{file_stamp(moment)}-{number:02d}.yaml"
             run("INSERT INTO snapshots (host, unit, collected_at, seq, name, state_hash, content_hash, source_hash,"
                 " document) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (h, u, at, number, label, digest, snapshot_hash(data), source_hash(data), _pack(data)))
+                (h, u, at, number, label, digest, hashes.content, hashes.source, _pack(data)))
             run("SELECT id FROM snapshots WHERE host = ? AND unit = ? AND collected_at = ? AND seq = ?",
                 (h, u, at, number))
             rid = cur.fetchone()[0]
@@ -870,10 +874,10 @@ class DatabaseStore(StoreBase):
                 if (at, record.seq) in present:
                     continue
                 present.add((at, record.seq))
+                hashes = row_hashes(data)
                 run("INSERT INTO snapshots (host, unit, collected_at, seq, name, state_hash, content_hash, "
                     "source_hash, document) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (h, u, at, record.seq, record.name, state_hash(data), snapshot_hash(data), source_hash(data),
-                     _pack(data)))
+                    (h, u, at, record.seq, record.name, hashes.state, hashes.content, hashes.source, _pack(data)))
                 run("SELECT id FROM snapshots WHERE host = ? AND unit = ? AND collected_at = ? AND seq = ?",
                     (h, u, at, record.seq))
                 rid = cur.fetchone()[0]

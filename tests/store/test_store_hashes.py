@@ -1,0 +1,59 @@
+"""A save serialises its document for the hashes once (`store_records.row_hashes`), not three
+times, and gets the very hashes `state_hash`, `snapshot_hash` and `source_hash` give (a store's
+existing rows and baselines keep matching); the row's own JSON is the one other pass."""
+from __future__ import annotations
+
+import copy
+import json
+
+from driftwatch.snapshots import store_records, store_sql
+from driftwatch.snapshots.snapshot import snapshot_to_dict
+from driftwatch.snapshots.store import SnapshotStore
+from driftwatch.snapshots.store_records import row_hashes, snapshot_hash, source_hash, state_hash
+from test_store_db import at, snap
+
+
+def _documents():
+    base = snapshot_to_dict(snap(3))
+    live = copy.deepcopy(base)
+    live["engine"] = {"derived": "dropped from every hash"}
+    live["issues"] = ["also derived"]
+    live["runtime"] = dict(live.get("runtime") or {}, main_pid=4242, measured={"tokens_per_s": 70.5},
+                           effective={"figures": {"kv": 1.5}, "context_len": 131072})
+    odd = copy.deepcopy(base)
+    odd["runtime"] = {"effective": "not a mapping", "measured": None}
+    odd["environment"] = {"É": "ü 😀", "b": [1, 2.5, None, True]}
+    return [base, live, odd, {}, {"host": "h"}]
+
+
+def test_row_hashes_are_the_three_hashes_byte_for_byte():
+    for doc in _documents():
+        before = copy.deepcopy(doc)
+        assert row_hashes(doc) == (state_hash(doc), snapshot_hash(doc), source_hash(doc)), doc.keys()
+        assert doc == before  # nothing changed in place
+    moved = _documents()[1]
+    moved["runtime"]["measured"] = {"tokens_per_s": 12.0}
+    moved["runtime"]["effective"]["figures"] = {"kv": 9}
+    assert row_hashes(moved).state == row_hashes(_documents()[1]).state  # live figures: the same state
+    assert row_hashes(moved).content != row_hashes(_documents()[1]).content
+
+
+def test_a_save_serialises_the_whole_document_once_for_its_hashes(tmp_path, monkeypatch):
+    whole = []
+    real = json.dumps
+
+    def counting(value, *args, **kwargs):
+        if isinstance(value, dict) and "collected_at" in value and "host" in value:
+            whole.append(kwargs.get("sort_keys", False))
+        return real(value, *args, **kwargs)
+    store = SnapshotStore(tmp_path / "store")
+    store.save(snap(3))
+    for module in (store_records, store_sql):
+        monkeypatch.setattr(module.json, "dumps", counting)
+    changed = store.save_run(snap(1, at=at(1)))
+    assert changed.written
+    # the row's document (natural key order) once; the hashes' canonical text never of the whole
+    assert whole == [False], whole
+    row = store._query("SELECT state_hash, content_hash, source_hash FROM snapshots ORDER BY id DESC LIMIT 1")[0]
+    data = snapshot_to_dict(store.records()[-1].read())
+    assert tuple(row) == (state_hash(data), snapshot_hash(data), source_hash(data))
