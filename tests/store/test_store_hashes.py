@@ -40,20 +40,36 @@ def test_row_hashes_are_the_three_hashes_byte_for_byte():
 
 def test_a_save_serialises_the_whole_document_once_for_its_hashes(tmp_path, monkeypatch):
     whole = []
+
+    def is_whole(value):
+        return isinstance(value, dict) and "collected_at" in value and "host" in value
+
     real = json.dumps
 
     def counting(value, *args, **kwargs):
-        if isinstance(value, dict) and "collected_at" in value and "host" in value:
-            whole.append(kwargs.get("sort_keys", False))
+        if is_whole(value):
+            whole.append("sorted" if kwargs.get("sort_keys") else "row")
         return real(value, *args, **kwargs)
+
+    class Counting:
+        def __init__(self, encoder, label):
+            self.encoder, self.label = encoder, label
+
+        def encode(self, value):
+            if is_whole(value):
+                whole.append(self.label)
+            return self.encoder.encode(value)
     store = SnapshotStore(tmp_path / "store")
     store.save(snap(3))
     for module in (store_records, store_sql):
         monkeypatch.setattr(module.json, "dumps", counting)
+    monkeypatch.setattr(store_records, "_CANON", Counting(store_records._CANON, "sorted"))
+    monkeypatch.setattr(store_sql, "_ROW_JSON", Counting(store_sql._ROW_JSON, "row"))
     changed = store.save_run(snap(1, at=at(1)))
     assert changed.written
     # the row's document (natural key order) once; the hashes' canonical text never of the whole
-    assert whole == [False], whole
+    # document (each top-level field once instead)
+    assert whole == ["row"], whole
     row = store._query("SELECT state_hash, content_hash, source_hash FROM snapshots ORDER BY id DESC LIMIT 1")[0]
     data = snapshot_to_dict(store.records()[-1].read())
     assert tuple(row) == (state_hash(data), snapshot_hash(data), source_hash(data))
