@@ -127,6 +127,13 @@ def _sync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+def sync_directories(directories) -> None:
+    """Sync each directory once (after writing many entries with ``sync_directory=False``): the new
+    names survive a crash; deepest first, so a new folder's own entry is synced after its content."""
+    for directory in sorted({Path(d) for d in directories}, key=lambda d: len(d.parts), reverse=True):
+        _sync_directory(directory)
+
+
 def _unlink(path: str) -> None:
     try:
         os.unlink(path)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import DriftwatchError, InputError
-from ..fileio import dump_yaml, read_yaml, write_atomic, write_new
+from ..fileio import dump_yaml, read_yaml, sync_directories, write_atomic, write_new
 from ..timestamps import file_stamp
 from .store_files import FileStore, is_file_store
 from .store_records import RUNS, StoreBase
@@ -69,7 +69,8 @@ def import_files(directory: str | os.PathLike, store: StoreBase,
 
 def export_files(store: StoreBase, directory: str | os.PathLike, host: str | None = None,
                  unit: str | None = None) -> Transfer:
-    """Write the database `store`'s snapshots as YAML files under `directory` (never overwriting one)."""
+    """Write the database `store`'s snapshots as YAML files under `directory` (never overwriting one);
+    each file's data is synced as it is written, each folder once at the end."""
     if not isinstance(store, DatabaseStore):
         raise InputError("store export: the store is already YAML files")
     folder = Path(os.path.expanduser(os.fspath(directory)))
@@ -84,9 +85,15 @@ def export_files(store: StoreBase, directory: str | os.PathLike, host: str | Non
             lines.append(f"= {record.name}")
             lines += [file_stamp(t) for t in runs]
             done.runs += len(runs)
+    unsynced = set()
     for parent, lines in logs.items():
         if lines:
-            write_atomic(parent / RUNS, "".join(line + "\n" for line in lines))
+            write_atomic(parent / RUNS, "".join(line + "\n" for line in lines))  # syncs its folder
+        else:
+            unsynced.add(parent)
+    # every folder written in, once (each snapshot file was written without a directory sync): the
+    # unit folders without a runs.log, each host folder and the output folder
+    sync_directories(unsynced | {p.parent for p in logs} | ({folder} if logs else set()))
     return done
 
 

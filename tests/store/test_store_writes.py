@@ -1,6 +1,7 @@
-"""A save serialises its document for the hashes once (`store_records.row_hashes`), not three
-times, and gets the very hashes `state_hash`, `snapshot_hash` and `source_hash` give (a store's
-existing rows and baselines keep matching); the row's own JSON is the one other pass."""
+"""What writing costs: a save serialises its document for the hashes once (`store_records.row_hashes`),
+not three times, and gets the very hashes `state_hash`, `snapshot_hash` and `source_hash` give (a
+store's existing rows and baselines keep matching); the row's own JSON is the one other pass.
+`store export` syncs each folder once, not per file, and never leaves one unsynced."""
 from __future__ import annotations
 
 import copy
@@ -73,3 +74,23 @@ def test_a_save_serialises_the_whole_document_once_for_its_hashes(tmp_path, monk
     row = store._query("SELECT state_hash, content_hash, source_hash FROM snapshots ORDER BY id DESC LIMIT 1")[0]
     data = snapshot_to_dict(store.records()[-1].read())
     assert tuple(row) == (state_hash(data), snapshot_hash(data), source_hash(data))
+
+
+def test_export_syncs_every_folder_it_wrote_in_once(tmp_path, monkeypatch):
+    """`store export` writes each file without a directory sync, then syncs every folder once: the
+    unit folders (with or without a runs.log), the host folders and the output folder."""
+    from driftwatch import fileio
+    from driftwatch.snapshots.store_transfer import export_files
+    from test_store_db import story
+    db = SnapshotStore(tmp_path / "db")
+    story(db)  # ct129: two units with unchanged runs (a runs.log each)
+    db.save(snap(2, unit="third.service"))  # and one without
+    db.save(snap(2, host="ct130"))
+    synced = []
+    real = fileio._sync_directory
+    monkeypatch.setattr(fileio, "_sync_directory", lambda d: (synced.append(str(d)), real(d)))
+    out = tmp_path / "out"
+    assert export_files(db, out).snapshots == 7
+    units = {str(p.parent) for p in out.glob("*/*/*.yaml")}
+    assert len(units) == 4
+    assert sorted(synced) == sorted(units | {str(out / "ct129"), str(out / "ct130"), str(out)}), synced
