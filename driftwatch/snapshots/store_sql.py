@@ -974,6 +974,31 @@ class DatabaseStore(StoreBase):
 
         return self._write(body)
 
+    # ------------------------------------------------------------------ check
+
+    def check(self, host: str | None = None, unit: str | None = None,
+              engine_version: str | None = None) -> tuple[int, list[tuple[DbRecord, str]]]:
+        """Read every snapshot document (of `host`/`unit`) as a question would: (rows read, [(record,
+        why it cannot be read)]). History reads kept changes and report's "since" only the rows where
+        a key changed, so neither reads every document; this does, _CHUNK rows at a time."""
+        where, params = self._filter(host, unit)
+        bad: list[tuple[DbRecord, str]] = []
+        last, count = -1, 0
+        while True:
+            rows = self._query(f"SELECT {self._COLUMNS}, document FROM snapshots"
+                               f"{where + ' AND' if where else ' WHERE'} id > ? ORDER BY id LIMIT {_CHUNK}",
+                               params + (last,))
+            for row in rows:
+                record = self._record(row[:6])
+                count += 1
+                try:
+                    _from_dict(_unpack(row[6]), str(record.path), engine_version)
+                except (DriftwatchError, zlib.error, ValueError, UnicodeDecodeError, TypeError) as exc:
+                    bad.append((record, str(exc)))
+            if len(rows) < _CHUNK:
+                return count, bad
+            last = int(rows[-1][0])
+
     # ------------------------------------------------------------------ export
 
     def documents(self, host: str | None = None, unit: str | None = None) -> Iterable[tuple[DbRecord, dict, list]]:

@@ -115,3 +115,30 @@ def test_reading_questions_import_no_saving_or_running_machinery(tmp_path):
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert "LOADED " in r.stderr, r.stderr
         assert r.stderr.rsplit("LOADED ", 1)[1].strip() == "", (argv, r.stderr)
+
+
+def test_store_check_names_the_rows_no_question_reached(db_location, tmp_path):
+    """A damaged row that history (kept changes) and report's "since" never read is named by
+    `driftwatch store check`: one stdout line per unreadable row, a summary on stderr, exit 1; a
+    whole store exits 0."""
+    import os
+    import subprocess
+    import sys
+    db = SnapshotStore(db_location, changes=changes_between)
+    story(db)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")}
+
+    def check(*more):
+        return subprocess.run([sys.executable, "-m", "driftwatch.cli", "store", "check", "--store", db_location,
+                               *more], capture_output=True, text=True, timeout=120, env=env)
+    r = check()
+    assert r.returncode == 0 and r.stdout == "" and "checked 5 snapshots" in r.stderr and "all readable" in r.stderr
+    oldest = db.records("ct129", UNIT)[0]
+    db._write(lambda cur, run: run("UPDATE snapshots SET document = ? WHERE id = ?", (b"not zlib", oldest.id)))
+    assert comparable(history_document(db)) and db.problems == []  # history never reads it
+    r = check()
+    assert r.returncode == 1, r
+    lines = r.stdout.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"{oldest.path}: unreadable: "), r.stdout
+    assert "1 unreadable" in r.stderr and "Traceback" not in r.stderr
+    assert check("--host", "ct129", "--unit", "other.service").returncode == 0
