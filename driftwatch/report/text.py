@@ -223,7 +223,7 @@ class TextFormat(Format):
         share one section that names them all, so 20 identical hosts are one section, not 20."""
         sections: dict[tuple, list[dict]] = {}
         for h in view.detailed_hosts(doc):
-            head = f"{view.status(h)}, predicted {w.predicted(h)}"
+            head = f"{self._paint(view.status(h), view.status(h).replace(' ', '_'))}, predicted {w.predicted(h)}"
             sections.setdefault((head, tuple(self._host_body(h))), []).append(h)
         out = []
         for (head, body), hs in sections.items():
