@@ -48,7 +48,7 @@ def test_every_format_leads_with_the_groups_and_points_to_them(baseline, rules):
     shared_section = text.split("== 20 units with the same findings", 1)[1]
     assert "gpu07" in shared_section and shared_section.count("(group 1, told once above)") == 1
     md = get_format("markdown").render_fleet(doc)
-    assert md.index("## Drift shared by several units") < md.index("## gpu00")
+    assert md.index("## Drift shared by several units") < md.index("## 20 units with the same findings")
     html = get_format("html").render_fleet(doc)
     assert html.index("Drift shared by several units") < html.index('id="host-gpu00--') < html.index('id="host-gpu19--')
     assert html.count('href="#host-gpu07--sglang-qwen.service"') == len(doc["drift_groups"]) + 1  # each group, its row
@@ -121,6 +121,9 @@ def test_hosts_whose_sections_read_the_same_share_one_and_a_different_host_keeps
     assert all(f"gpu{i:02d}" in shared for i in range(20)) and "gpu99" not in shared
     own = text.split("== gpu99 ", 1)[1]
     assert "--chunked-prefill-size" in own and "told once above" in own
+    md = get_format("markdown").render_fleet(doc)
+    assert md.count("\n## ") == 3 and "## 20 units with the same findings" in md and "## gpu99 " in md, md
+    assert "gpu07" in md.split("## 20 units with the same findings", 1)[1].split("\n## ", 1)[0]
     # every drifted host is still named in a section (grep for a host finds its findings)
     sections = text.split("\n== ")[2:]
     assert sum(" ".join(sec.split()).count("gpu") for sec in sections) == 21
