@@ -66,6 +66,9 @@ class MarkdownFormat(Format):
             for g in groups:
                 lines += [f"{g['group']}. **{md(w.group_title(g))}**  ", f"   {md(w.impact_text(g))}; hosts: "
                           f"{md(w.group_hosts_text(g))}  ", f"   {md(w.explanation_lead(g))}"]
+                if w.explanation_details(g):  # the terms behind the number, once with the group
+                    lines[-1] += "  "
+                    lines.append(f"   details: {md(w.explanation_details(g))}")
                 if w.restore_command(g, doc):
                     lines[-1] += "  "
                     lines.append(f"   to restore: `{w.restore_command(g, doc)}`")
@@ -109,7 +112,7 @@ class MarkdownFormat(Format):
                  md(w.explanation_lead(f) + (f" ({w.finding_history(f)})" if w.finding_history(f) else ""))]
                 for f in view.findings(h) if not w.group_ref(f)]
         lines += table(w.FINDING_COLUMNS, rows) if rows else ([] if told else ["*(no findings listed)*"])
-        details = w.details_lines(view.findings(h))
+        details = w.details_lines([f for f in view.findings(h) if not w.group_ref(f)])  # a group's: above
         if details:
             lines += [""] + [f"- {md(d)}" for d in details]
         return lines

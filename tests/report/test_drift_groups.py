@@ -49,6 +49,7 @@ def test_every_format_leads_with_the_groups_and_points_to_them(baseline, rules):
     assert "gpu07" in shared_section and shared_section.count("(group 1, told once above)") == 1
     md = get_format("markdown").render_fleet(doc)
     assert md.index("## Drift shared by several units") < md.index("## 20 units with the same findings")
+    assert md.count("no accept length measured") == 1  # a group's details: once, with the group
     html = get_format("html").render_fleet(doc)
     assert html.index("Drift shared by several units") < html.index('id="host-gpu00--') < html.index('id="host-gpu19--')
     assert html.count('href="#host-gpu07--sglang-qwen.service"') == len(doc["drift_groups"]) + 1  # each group, its row
