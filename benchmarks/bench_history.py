@@ -24,7 +24,9 @@ PostgreSQL gets the SQLite store's rows copied over (`copy_to_postgres`: the sam
 kept changes, ids included), not a second import: importing means reading and diffing 15 000 YAML
 files, minutes the questions do not measure. `--scale K` also measures a SQLite store K times as big
 (`scale_store`: the hosts copied K-1 times under new names, with their runs and kept changes), so a
-one-host question can be seen not to grow with the store.
+one-host question can be seen not to grow with the store; `--scale-days K` a store K times as long
+(`scale_store_in_time`: the same units with K times the past), so `--since` can be seen not to grow
+with it.
 """
 from __future__ import annotations
 
@@ -166,6 +168,34 @@ def scale_store(sqlite_db: Path, target: Path, factor: int) -> int:
     return count
 
 
+def scale_store_in_time(sqlite_db: Path, target: Path, factor: int, days: int) -> int:
+    """A copy of the SQLite store `factor` times as long: every unit's `days` of history copied
+    `factor - 1` more times, each copy `days` earlier (names and run times moved with it), so the
+    same units have 10x the past and "the last 7 days" the same answer. The copies' first rows
+    start fresh chains (no kept pair across copies, as after a pruned gap). The number of snapshot rows."""
+    import sqlite3
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(sqlite_db, target)
+    db = sqlite3.connect(str(target))
+    top = db.execute("SELECT MAX(id) FROM snapshots").fetchone()[0]
+    for k in range(1, factor):
+        shift, back = k * top, k * days * 86400
+        db.execute("INSERT INTO snapshots (id, host, unit, collected_at, seq, name, state_hash, content_hash, "
+                   "source_hash, document, changes_from) SELECT id + ?, host, unit, collected_at - ?, seq, "
+                   "strftime('%Y%m%dT%H%M%SZ', collected_at - ?, 'unixepoch') || printf('-%02d.yaml', seq), "
+                   "state_hash, content_hash, source_hash, document, changes_from + ? FROM snapshots WHERE id <= ?",
+                   (shift, back, back, shift, top))
+        db.execute("INSERT INTO runs (snapshot_id, at) SELECT snapshot_id + ?, at - ? FROM runs WHERE snapshot_id <= ?",
+                   (shift, back, top))
+        db.execute("INSERT INTO changes (snapshot_id, ord, key, body) SELECT snapshot_id + ?, ord, key, body "
+                   "FROM changes WHERE snapshot_id <= ?", (shift, top))
+    db.commit()
+    db.execute("ANALYZE")
+    count = db.execute("SELECT COUNT(*) FROM snapshots").fetchone()[0]
+    db.close()
+    return count
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--hosts", type=int, default=113)
@@ -177,6 +207,8 @@ def main() -> None:
     ap.add_argument("--skip-today-fleet", action="store_true",
                     help="do not time today's whole-fleet history (minutes of CPU)")
     ap.add_argument("--scale", type=int, default=0, help="also a SQLite store this many times as big (by hosts)")
+    ap.add_argument("--scale-days", type=int, default=0,
+                    help="also a SQLite store this many times as long (the same units, more past)")
     ap.add_argument("--skip-today", action="store_true", help="do not time today's code at all")
     ap.add_argument("--against", help="also run this revision's code on the database stores, side by side")
     args = ap.parse_args()
@@ -222,6 +254,12 @@ def main() -> None:
                 rows = scale_store(sqlite_dir / "store.db", big / "store.db", args.scale)
                 print(f"scaled SQLite store: {rows} snapshots", file=sys.stderr)
             stores[f"SQLite ×{args.scale}"] = str(big)
+        if args.scale_days > 1:
+            long = work / f"sqlite-x{args.scale_days}-days"
+            if not (long / "store.db").exists():
+                rows = scale_store_in_time(sqlite_dir / "store.db", long / "store.db", args.scale_days, args.days)
+                print(f"SQLite store {args.scale_days}x as long: {rows} snapshots", file=sys.stderr)
+            stores[f"SQLite ×{args.scale_days} days"] = str(long)
         before = work / "before"
         if not before.exists():
             before.mkdir()

@@ -52,6 +52,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -140,9 +141,12 @@ def worker(method: str, spec: dict) -> dict:
                           allow_agent=False, look_for_keys=False, parallel=spec.get("parallel") or 32)
         lines = []
         t0 = time.perf_counter()
-        snapshot_fleet((), inventory, None, (), None, os.path.join(tmp, "store"), None, opts, NO_FILES,
-                       Voice(out=lines.append))
-        wall = time.perf_counter() - t0
+        try:
+            snapshot_fleet((), inventory, None, (), None, os.path.join(tmp, "store"), None, opts, NO_FILES,
+                           Voice(out=lines.append))
+            wall = time.perf_counter() - t0
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)  # the store is only there to be written
         ok = sum(line.split("\t")[2] in ("ok", "fallback") for line in lines)
         method = "done"
     if method == "driftwatch":

@@ -83,7 +83,11 @@ def _add_catalog_dirs(ctx, param, values):
         for engine in ENGINES.values():
             catalogs = getattr(engine, "catalogs", None)
             if catalogs is not None and hasattr(catalogs, "add_dir"):
-                found += catalogs.add_dir(directory)
+                added = catalogs.add_dir(directory)
+                if added:
+                    # The directory belongs to this command only, not to the process's engines.
+                    ctx.call_on_close(functools.partial(catalogs.remove_dir, directory))
+                found += added
         if not found:
             names = ", ".join(f"{n}-RELEASE.json" for n in ENGINES)
             raise InputError(f"--catalog-dir {directory}: no catalogs in it (expected {names}, "

@@ -369,11 +369,24 @@ class CatalogSet:
         found = sorted(p.name[len(prefix):-len(".json")] for p in path.glob(f"{prefix}*.json"))
         if found and path not in self.extra_dirs:
             self.extra_dirs.insert(0, path)  # the last directory given wins
-            self.__dict__.pop("versions", None)
-            self.__dict__.pop("credential_options", None)
-            for cached in (CatalogSet.load, CatalogSet.parser, CatalogSet._count_problems):
-                cached.cache_clear()
+            self._forget_catalogs()
         return found
+
+    def remove_dir(self, directory) -> None:
+        """Stop reading `directory` (given to `add_dir`): a command's `--catalog-dir` ends with the
+        command, so a later command in the same process (a test, an embedding tool) sees the shipped set."""
+        from pathlib import Path
+        path = Path(directory)
+        if path in self.extra_dirs:
+            self.extra_dirs.remove(path)
+            self._forget_catalogs()
+
+    def _forget_catalogs(self) -> None:
+        """Drop everything cached from the catalog set (the set of directories changed)."""
+        self.__dict__.pop("versions", None)
+        self.__dict__.pop("credential_options", None)
+        for cached in (CatalogSet.load, CatalogSet.parser, CatalogSet._count_problems):
+            cached.cache_clear()
 
     def _extra_file(self, version: str):
         for directory in self.extra_dirs:

@@ -213,3 +213,24 @@ def show_side(ctx: ImpactContext, side: str, name: str, value: Any) -> str:
 
 def unknown_estimate(detail: str, dimension: str | None = None) -> Estimate:
     return Estimate(None, LOW, detail, dimension)
+
+
+PROMPT_KEYS = ("prompt_tokens", "input_tokens")
+
+
+def stated_metric(ctx: ImpactContext, keys, lo: float, hi: float) -> tuple[float, str] | None:
+    """The first of `keys` within [lo, hi] on the current side, else the baseline side: (value, where)."""
+    for side in ("current", "baseline"):
+        metrics = side_metrics(ctx, side)
+        for k in keys:
+            v = as_float(metrics.get(k))
+            if v is not None and lo <= v <= hi:
+                return v, k
+    return None
+
+
+def prompt_tokens(ctx: ImpactContext) -> int | None:
+    """The typical prompt length the comparison was asked about (--workload-prompt-tokens, or a
+    `prompt_tokens`/`input_tokens` metric), else None: shared by the roofline and the workload models."""
+    v = stated_metric(ctx, PROMPT_KEYS, 1.0, 1e8)
+    return None if v is None else int(v[0])

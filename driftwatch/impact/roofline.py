@@ -289,7 +289,7 @@ def graph_effect(ctx, batch: int, params: dict | None = None):
 def with_workload(ctx, params: dict | None) -> dict:
     """`params` plus the stated prompt length as the context each request's KV reads hold
     (compare --workload-prompt-tokens; else CONTEXT_TOKENS)."""
-    from .workload import prompt_tokens
+    from .base import prompt_tokens
     p = prompt_tokens(ctx)
     return {**(params or {}), **({"context_tokens": float(p)} if p and "context_tokens" not in (params or {}) else {})}
 

@@ -13,32 +13,20 @@ import math
 
 from . import calibration as cal
 from . import roofline
-from .base import AGGREGATE, LOW, Estimate, ImpactContext, as_float, side_metrics, single_stream_known
+from .base import AGGREGATE, LOW, Estimate, ImpactContext, prompt_tokens, single_stream_known, stated_metric
 
 PREFIX_SHARE_KEYS = ("prefix_share",)
 HIT_RATE_KEYS = ("prefix_cache_hit_rate", "cache_hit_rate")
-PROMPT_KEYS = ("prompt_tokens", "input_tokens")
-
-
-def _metric(ctx: ImpactContext, keys, lo: float, hi: float) -> tuple[float, str] | None:
-    """The first of `keys` within [lo, hi] on the current side, else the baseline side: (value, where)."""
-    for side in ("current", "baseline"):
-        metrics = side_metrics(ctx, side)
-        for k in keys:
-            v = as_float(metrics.get(k))
-            if v is not None and lo <= v <= hi:
-                return v, k
-    return None
 
 
 def reusable_share(ctx: ImpactContext) -> tuple[float, str] | None:
     """The share of prompt tokens a prefix cache can skip: a measured hit rate (0-1, or a percentage)
     first, else the stated shared-prefix share."""
-    hit = _metric(ctx, HIT_RATE_KEYS, 0.0, 100.0)
+    hit = stated_metric(ctx, HIT_RATE_KEYS, 0.0, 100.0)
     if hit is not None:
         v = hit[0] / 100.0 if hit[0] > 1.0 else hit[0]
         return v, f"measured prefix-cache hit rate {v:.0%}"
-    share = _metric(ctx, PREFIX_SHARE_KEYS, 0.0, 1.0)
+    share = stated_metric(ctx, PREFIX_SHARE_KEYS, 0.0, 1.0)
     if share is not None:
         return share[0], f"stated shared-prefix share {share[0]:.0%}"
     return None
@@ -67,11 +55,6 @@ def prefix_cache_estimate(change: str, now_on: bool, ctx: ImpactContext) -> Esti
         what = f"{how}: nothing to reuse, only the cache's bookkeeping {'added' if now_on else 'saved'}"
     return Estimate(point, LOW, f"{change}: {what} ⇒ ×{lo:.2f}–{hi:.2f}, most likely ×{point:.2f} (measure the "
                     f"prefix-cache hit rate and the prefill share of server time to narrow it)", AGGREGATE, (lo, hi))
-
-
-def prompt_tokens(ctx: ImpactContext) -> int | None:
-    v = _metric(ctx, PROMPT_KEYS, 1.0, 1e8)
-    return None if v is None else int(v[0])
 
 
 def prefill_chunk_estimate(change: str, before: int, after: int, ctx: ImpactContext, params: dict) -> Estimate | None:

@@ -66,38 +66,56 @@ class MarkdownFormat(Format):
             for g in groups:
                 lines += [f"{g['group']}. **{md(w.group_title(g))}**  ", f"   {md(w.impact_text(g))}; hosts: "
                           f"{md(w.group_hosts_text(g))}  ", f"   {md(w.explanation_lead(g))}"]
+                if w.explanation_details(g):  # the terms behind the number, once with the group
+                    lines[-1] += "  "
+                    lines.append(f"   details: {md(w.explanation_details(g))}")
                 if w.restore_command(g, doc):
                     lines[-1] += "  "
                     lines.append(f"   to restore: `{w.restore_command(g, doc)}`")
             lines.append("")
         rows = [[md(c) for c in row] for row in w.fleet_rows(doc)]
         lines += table(w.FLEET_COLUMNS, rows) if rows else ["*(no hosts in this report)*"]
+        sections: dict[tuple, list[dict]] = {}  # units whose sections read the same share one
         for h in view.detailed_hosts(doc):
-            lines += ["", f"## {md(w.host_title(h))}: {md(view.status(h))}, predicted {md(w.predicted(h))}", ""]
-            summary = w.comparison_summary(view.comparison(h))
-            if summary:
-                lines += [md(summary), ""]
-            warnings = view.comparison_warnings(view.comparison(h))
-            if warnings:
-                lines += [f"- **warning:** {md(x)}" for x in warnings] + [""]
-            told = [f for f in view.findings(h) if w.group_ref(f)]
-            lines += [f"- {md(w.finding_name(f))}: {md(w.finding_change(f))} {md(w.group_ref(f))}"
-                      + (f" ({md(w.finding_history(f))})" if w.finding_history(f) else "") for f in told]
-            if told:
-                lines.append("")
-            rows = [[md(w.rank_text(f)), md(w.finding_name(f)), *(md(v) for v in w.finding_pair(f)),
-                     md(w.impact_text(f) + (f" [{w.rule_tag(f)}]" if w.rule_tag(f) else "")),
-                     md(w.explanation_lead(f) + (f" ({w.finding_history(f)})" if w.finding_history(f) else ""))]
-                    for f in view.findings(h) if not w.group_ref(f)]
-            lines += table(w.FINDING_COLUMNS, rows) if rows else ([] if told else ["*(no findings listed)*"])
-            details = w.details_lines(view.findings(h))
-            if details:
-                lines += [""] + [f"- {md(d)}" for d in details]
+            head = f"{md(view.status(h))}, predicted {md(w.predicted(h))}"
+            sections.setdefault((head, tuple(self._host_body(h))), []).append(h)
+        for (head, body), hs in sections.items():
+            if len(hs) == 1:
+                lines += ["", f"## {md(w.host_title(hs[0]))}: {head}", ""]
+            else:
+                lines += ["", f"## {len(hs)} units with the same findings: {head}", "",
+                          f"Units: {md(w.hosts_text(hs))}", ""]
+            lines += list(body)
         errors = view.unreadable_hosts(doc)
         if errors:
             lines += ["", f"## Unreadable hosts ({len(errors)})", ""]
             lines += [f"- {md(w.host_title(h))}: {md(w.host_error(h))}" for h in errors]
         return "\n".join(lines).rstrip() + "\n"
+
+    def _host_body(self, h: dict) -> list[str]:
+        """A drifted host's section below its heading: summary, warnings, the findings told once
+        above (one line each), a table of the others, their details."""
+        lines: list[str] = []
+        summary = w.comparison_summary(view.comparison(h))
+        if summary:
+            lines += [md(summary), ""]
+        warnings = view.comparison_warnings(view.comparison(h))
+        if warnings:
+            lines += [f"- **warning:** {md(x)}" for x in warnings] + [""]
+        told = [f for f in view.findings(h) if w.group_ref(f)]
+        lines += [f"- {md(w.finding_name(f))}: {md(w.finding_change(f))} {md(w.group_ref(f))}"
+                  + (f" ({md(w.finding_history(f))})" if w.finding_history(f) else "") for f in told]
+        if told:
+            lines.append("")
+        rows = [[md(w.rank_text(f)), md(w.finding_name(f)), *(md(v) for v in w.finding_pair(f)),
+                 md(w.impact_text(f) + (f" [{w.rule_tag(f)}]" if w.rule_tag(f) else "")),
+                 md(w.explanation_lead(f) + (f" ({w.finding_history(f)})" if w.finding_history(f) else ""))]
+                for f in view.findings(h) if not w.group_ref(f)]
+        lines += table(w.FINDING_COLUMNS, rows) if rows else ([] if told else ["*(no findings listed)*"])
+        details = w.details_lines([f for f in view.findings(h) if not w.group_ref(f)])  # a group's: above
+        if details:
+            lines += [""] + [f"- {md(d)}" for d in details]
+        return lines
 
     def render_history(self, doc: dict) -> str:
         lines = ["# driftwatch history", ""] + [f"- {md(line)}" for line in w.history_header(doc)]

@@ -208,35 +208,58 @@ class TextFormat(Format):
                                   maxcolwidths=caps))
         else:
             lines.append("(no hosts in this report)")
-        for h in [] if brief else view.detailed_hosts(doc):
-            lines += [""] + self._fit(f"== {w.host_title(h)}: {view.status(h)}, predicted {w.predicted(h)}", "   ")
-            summary = w.comparison_summary(view.comparison(h))
-            if summary:
-                lines += self._para(summary, "   ")
-            for warning in view.comparison_warnings(view.comparison(h)):
-                lines += self._para(f"warning: {w.clean(warning)}", "   ")
-            fs = view.findings(h)
-            if not fs:
-                lines.append("   (no findings listed)")
-            for f in fs:
-                tag = w.rule_tag(f)
-                if w.group_ref(f):  # told once above: one line here
-                    lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)} "
-                                       f"{w.group_ref(f)}", "     ")
-                    if w.finding_history(f):
-                        lines += self._fit(f"     {w.finding_history(f)}", "       ")
-                    continue
-                lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)}", "     ")
-                lines += self._fit(f"     impact: {w.impact_text(f)}" + (f"  [{tag}]" if tag else ""), "     ")
-                if w.finding_history(f):
-                    lines += self._fit(f"     {w.finding_history(f)}", "       ")
-                lines += self._explanation(f)
+        for title, body in [] if brief else self._host_sections(doc):
+            lines += [""] + self._fit(f"== {title}", "   ") + body
         errors = view.unreadable_hosts(doc)
         if errors:
             lines += ["", f"== Unreadable hosts ({len(errors)})"]
             for h in errors:
                 lines += self._fit(f"   {w.host_title(h)}: {w.host_error(h)}", "     ")
         return "\n".join(lines).rstrip() + "\n"
+
+    def _host_sections(self, doc: dict) -> list[tuple[str, list[str]]]:
+        """(title, body) per drifted host; units whose sections would read the same word for word
+        (same status, prediction, summary and findings: typically every finding told once above)
+        share one section that names them all, so 20 identical hosts are one section, not 20."""
+        sections: dict[tuple, list[dict]] = {}
+        for h in view.detailed_hosts(doc):
+            head = f"{self._paint(view.status(h), view.status(h).replace(' ', '_'))}, predicted {w.predicted(h)}"
+            sections.setdefault((head, tuple(self._host_body(h))), []).append(h)
+        out = []
+        for (head, body), hs in sections.items():
+            if len(hs) == 1:
+                out.append((f"{w.host_title(hs[0])}: {head}", list(body)))
+            else:
+                names = self._para(f"units: {w.hosts_text(hs)}", "   ")
+                out.append((f"{len(hs)} units with the same findings: {head}", names + list(body)))
+        return out
+
+    def _host_body(self, h: dict) -> list[str]:
+        """A drifted host's section below its title: summary, warnings, findings (one line each for
+        those told once above)."""
+        lines: list[str] = []
+        summary = w.comparison_summary(view.comparison(h))
+        if summary:
+            lines += self._para(summary, "   ")
+        for warning in view.comparison_warnings(view.comparison(h)):
+            lines += self._para(f"warning: {w.clean(warning)}", "   ")
+        fs = view.findings(h)
+        if not fs:
+            lines.append("   (no findings listed)")
+        for f in fs:
+            tag = w.rule_tag(f)
+            if w.group_ref(f):  # told once above: one line here
+                lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)} "
+                                   f"{w.group_ref(f)}", "     ")
+                if w.finding_history(f):
+                    lines += self._fit(f"     {w.finding_history(f)}", "       ")
+                continue
+            lines += self._fit(f"{w.rank_text(f):>3}. {w.finding_name(f)}: {w.finding_change(f)}", "     ")
+            lines += self._fit(f"     impact: {w.impact_text(f)}" + (f"  [{tag}]" if tag else ""), "     ")
+            if w.finding_history(f):
+                lines += self._fit(f"     {w.finding_history(f)}", "       ")
+            lines += self._explanation(f)
+        return lines
 
     def render_history(self, doc: dict) -> str:
         """Per unit: a title, its changes newest first (a table), then the baseline's findings

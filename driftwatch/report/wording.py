@@ -452,10 +452,7 @@ def group_count_text(g: dict) -> str:
 
 def group_hosts_text(g: dict) -> str:
     """'sglang.service on ct129, ct200; vllm.service on ct140' (hosts by unit, in the group's order)."""
-    by_unit: dict[str, list[str]] = {}
-    for h in view.group_hosts(g):
-        by_unit.setdefault(clean(h.get("unit") or "?"), []).append(clean(h.get("host") or "?"))
-    return "; ".join(f"{unit} on {', '.join(hosts)}" for unit, hosts in by_unit.items())
+    return hosts_text(view.group_hosts(g))
 
 
 def restore_command(g: dict, report: dict) -> str | None:
@@ -485,6 +482,14 @@ def restore_line(g: dict, report: dict) -> str | None:
 
 def host_title(h: dict) -> str:
     return f"{clean(h.get('host') or '?')} {clean(h.get('unit') or '?')}"
+
+
+def hosts_text(hs: list[dict]) -> str:
+    """'sglang.service on gpu00, gpu01; vllm.service on ct140' (units' hosts by unit, in order)."""
+    by_unit: dict[str, list[str]] = {}
+    for h in hs:
+        by_unit.setdefault(clean(h.get("unit") or "?"), []).append(clean(h.get("host") or "?"))
+    return "; ".join(f"{unit} on {', '.join(hosts)}" for unit, hosts in by_unit.items())
 
 
 def host_error(h: dict) -> str:

@@ -118,3 +118,14 @@ def test_catalog_dir_without_catalogs_is_trouble(dw, tmp_path):
     assert_one_line_error(dw("check", "--unit-file", UNIT_40, "--catalog-dir", tmp_path), "no catalogs",
                           "sglang-RELEASE.json")
     assert_one_line_error(dw("check", "--unit-file", UNIT_40, "--catalog-dir", tmp_path / "nope"), "nope")
+
+
+def test_catalog_dir_ends_with_its_command(invoke, tmp_path):
+    """A `--catalog-dir` teaches the command it was given to, not the process: a second command in
+    the same process (a test, a tool embedding driftwatch) reads with the shipped catalogs again."""
+    patched_catalog(tmp_path / "catalogs")
+    taught = invoke("check", "--unit-file", SHADOW, "--catalog-dir", tmp_path / "catalogs")
+    assert taught.code == 0 and "0.5.12.post1 accepts every flag" in taught.stdout, taught
+    after = invoke("check", "--unit-file", SHADOW)
+    assert after.code == 1, after
+    assert "--speculative-ddtree-budget" in after.stdout and "0.5.12.post1" not in after.stdout, after

@@ -130,6 +130,8 @@ def test_colour_only_on_a_terminal_as_asked(dw, tmp_path, command):
     env.update(TERM="xterm", HOME=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / ".config"))
     shown = _on_a_terminal(command, env)
     assert "\x1b[31m" in shown and "speculative" in shown                 # high severity in red
+    if command[0] == "report":  # the host's section heading: its status in the table's colour
+        assert "sglang-qwen.service: \x1b[31mdrift\x1b[0m, predicted" in " ".join(shown.split()), shown
     assert ANSI not in _on_a_terminal(command, {**env, "NO_COLOR": "1"})
     assert ANSI not in _on_a_terminal([*command, "--color", "never"], env)
     assert ANSI not in _on_a_terminal(command, {**env, "DRIFTWATCH_COLOR": "never"})

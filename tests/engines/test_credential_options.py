@@ -33,8 +33,5 @@ def test_a_user_catalog_directory_adds_its_credential_flags(tmp_path):
         catalogs.add_dir(tmp_path)
         assert "--site-api-key" in credential_options() and "--site-api-key" not in before
     finally:
-        catalogs.extra_dirs.remove(tmp_path)
-        catalogs.__dict__.pop("versions", None)
-        catalogs.__dict__.pop("credential_options", None)
-        for cached in (type(catalogs).load, type(catalogs).parser, type(catalogs)._count_problems):
-            cached.cache_clear()
+        catalogs.remove_dir(tmp_path)
+    assert "--site-api-key" not in credential_options()

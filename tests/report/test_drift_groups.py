@@ -43,11 +43,13 @@ def test_identical_findings_are_one_group_each(baseline, rules):
 def test_every_format_leads_with_the_groups_and_points_to_them(baseline, rules):
     doc = twenty(baseline, rules)
     text = get_format("text").render_fleet(doc)
-    assert text.index("Drift shared by several units") < text.index("== gpu00")
+    assert text.index("Drift shared by several units") < text.index("== 20 units with the same findings")
     assert text.count("20 hosts: ") == len(doc["drift_groups"])
-    assert "(group 1, told once above)" in text.split("== gpu07", 1)[1]
+    shared_section = text.split("== 20 units with the same findings", 1)[1]
+    assert "gpu07" in shared_section and shared_section.count("(group 1, told once above)") == 1
     md = get_format("markdown").render_fleet(doc)
-    assert md.index("## Drift shared by several units") < md.index("## gpu00")
+    assert md.index("## Drift shared by several units") < md.index("## 20 units with the same findings")
+    assert md.count("no accept length measured") == 1  # a group's details: once, with the group
     html = get_format("html").render_fleet(doc)
     assert html.index("Drift shared by several units") < html.index('id="host-gpu00--') < html.index('id="host-gpu19--')
     assert html.count('href="#host-gpu07--sglang-qwen.service"') == len(doc["drift_groups"]) + 1  # each group, its row
@@ -99,3 +101,30 @@ def test_each_group_names_the_restore_command_for_its_hosts(baseline, rules, tmp
         assert command.split(" --limit")[0] in " ".join(get_format(fmt).render_fleet(doc).split()), fmt
     bad = CliRunner().invoke(cli, ["restore", "--baseline", "70toks", "--limit", "gpu00"])
     assert bad.exit_code != 0 and "--inventory" in str(bad.exception or bad.output)
+
+
+def test_hosts_whose_sections_read_the_same_share_one_and_a_different_host_keeps_its_own(baseline, rules):
+    """20 identical sections are one section naming all 20 units; a host with one more finding is
+    told apart, under its own heading, with the finding that makes it different."""
+    judge = Judge(baseline, Judging(rules))
+    drifted = snapshot_from_unit_file(str(UNIT_40))
+    entries = [judge.snapshot(replace(drifted, host=f"gpu{i:02d}")) for i in range(20)]
+    odd_text = UNIT_40.read_text(encoding="utf-8").replace("--mem-fraction-static", "--chunked-prefill-size 4096 --mem-fraction-static")
+    assert odd_text != UNIT_40.read_text(encoding="utf-8")
+    from driftwatch.snapshots.snapshot import build_snapshot
+    from driftwatch.collect.raw import RawUnit
+    odd = build_snapshot(RawUnit(host="gpu99", unit=drifted.unit, text=odd_text, source="file"))
+    entries.append(judge.snapshot(odd))
+    doc = build_report(baseline, entries)
+    text = get_format("text").render_fleet(doc)
+    assert text.count("\n== ") == 3, text  # the groups, the 20 alike, gpu99
+    shared = text.split("== 20 units with the same findings", 1)[1].split("\n== ", 1)[0]
+    assert all(f"gpu{i:02d}" in shared for i in range(20)) and "gpu99" not in shared
+    own = text.split("== gpu99 ", 1)[1]
+    assert "--chunked-prefill-size" in own and "told once above" in own
+    md = get_format("markdown").render_fleet(doc)
+    assert md.count("\n## ") == 3 and "## 20 units with the same findings" in md and "## gpu99 " in md, md
+    assert "gpu07" in md.split("## 20 units with the same findings", 1)[1].split("\n## ", 1)[0]
+    # every drifted host is still named in a section (grep for a host finds its findings)
+    sections = text.split("\n== ")[2:]
+    assert sum(" ".join(sec.split()).count("gpu") for sec in sections) == 21
