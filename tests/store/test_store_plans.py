@@ -37,8 +37,21 @@ FLEET_STATS = [
     ("snapshots", "sqlite_autoindex_snapshots_1", "151000 1337 1000 1 1"),
 ]
 # A scan of a table reads every row, documents included; a scan of a covering index reads only the
-# index's small entries (listing the units of a whole-fleet question, or a prune's window over them).
-FULL_SCAN = re.compile(r"^SCAN (snapshots|runs|changes|s|r|c)\b(?! USING COVERING INDEX)")
+# index's small entries (listing the units of a whole-fleet question, or a prune's window over them),
+# and a scan of a subquery's or CTE's rows reads what that subquery found.
+TABLES = ("snapshots", "runs", "changes")
+SCAN = re.compile(r"^SCAN (\w+)(?! USING COVERING INDEX)")
+ALIAS = re.compile(r"\b(snapshots|runs|changes)\s+(?:AS\s+)?(?!WHERE|ON|JOIN|LEFT|GROUP|ORDER|USING|LIMIT)([A-Za-z_]\w*)",
+                   re.IGNORECASE)
+
+
+def _table_scanned(detail: str, sql: str) -> bool:
+    """True when a plan step scans one of the store's tables in full (by its name or its alias in `sql`)."""
+    m = SCAN.match(detail)
+    if m is None:
+        return False
+    names = set(TABLES) | {alias for table, alias in ALIAS.findall(sql)}
+    return m.group(1) in names
 
 
 def _fill(folder: Path) -> None:
@@ -94,7 +107,7 @@ def _scans(db_file: Path, statements: list[str]) -> list[tuple[str, str]]:
         if not sql.lstrip().upper().startswith(("SELECT", "WITH", "DELETE", "UPDATE")):
             continue
         for row in db.execute("EXPLAIN QUERY PLAN " + sql):
-            if FULL_SCAN.match(row[3]):
+            if _table_scanned(row[3], sql):
                 out.append((row[3], sql[:160]))
     db.close()
     return out
