@@ -177,6 +177,9 @@ class VLLMCatalogSet(CatalogSet):
                                 severity="warning"))
         return values, spellings, list(pre.issues) + issues
 
+    def _problems_at_least(self, argv, version) -> int:
+        return 0  # the argv is rewritten first (`serve`, dotted keys): no bound from the words as given
+
     def _count_problems(self, argv, version):  # release choice: only what this release's flags cause
         problems = self.parse(list(argv), version)[2]
         return sum(1 for p in problems if p.kind not in ("engine-config", "ignored-argument"))
