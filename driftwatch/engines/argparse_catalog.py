@@ -388,7 +388,8 @@ class CatalogSet:
             self.extra_dirs.insert(0, path)  # the last directory given wins
             self.__dict__.pop("versions", None)
             self.__dict__.pop("credential_options", None)
-            for cached in (CatalogSet.load, CatalogSet.parser, CatalogSet._count_problems):
+            for cached in (CatalogSet.load, CatalogSet.parser, CatalogSet._count_problems,
+                           CatalogSet._problems_at_least):
                 cached.cache_clear()
         return found
 
@@ -630,7 +631,11 @@ class CatalogSet:
             j = _option_words(extras, j) if extras[j].startswith("-") and not _is_number(extras[j]) else j + 1
         return count
 
-    def _problems_at_least(self, argv: list[str], version: str) -> int:
+    def problems_at_least(self, argv: list[str], version: str) -> int:
+        return self._problems_at_least(tuple(argv), version)
+
+    @functools.lru_cache(maxsize=256)
+    def _problems_at_least(self, argv: tuple[str, ...], version: str) -> int:
         """A lower bound of count_problems, without parsing: each long option `version` has no spelling of
         (not even a prefix) is at least one problem, taken out with its values before argparse. 0 (no
         bound) where that need not hold: a catalog with a positional argument (an unknown option may stay
@@ -658,7 +663,7 @@ class CatalogSet:
         scores: dict[str, int] = {}
         best: str | None = None
         for v in reversed(versions):  # newest first: most units parse under it, so one parser is built
-            if best is not None and sum(self._problems_at_least(a, v) for a in argvs) >= scores[best]:
+            if best is not None and sum(self.problems_at_least(a, v) for a in argvs) >= scores[best]:
                 continue  # cannot beat the newer best (ties go to the newer): not parsed at all
             scores[v] = sum(self.count_problems(a, v) for a in argvs)
             if scores[v] == 0:

@@ -36,5 +36,6 @@ def test_a_user_catalog_directory_adds_its_credential_flags(tmp_path):
         catalogs.extra_dirs.remove(tmp_path)
         catalogs.__dict__.pop("versions", None)
         catalogs.__dict__.pop("credential_options", None)
-        for cached in (type(catalogs).load, type(catalogs).parser, type(catalogs)._count_problems):
+        for cached in (type(catalogs).load, type(catalogs).parser, type(catalogs)._count_problems,
+                       type(catalogs)._problems_at_least):
             cached.cache_clear()

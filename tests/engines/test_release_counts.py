@@ -63,10 +63,11 @@ def test_releases_skipped_by_the_lower_bound_would_not_have_been_chosen(engine, 
     argvs = ARGVS[:9] + [ARGVS[11], ARGVS[2] + only_old[:3], ["--model-path", "/m"] + only_old[:2] + ["--bogus"]]
     for argv in argvs:
         catalogs._count_problems.cache_clear()
+        type(catalogs)._problems_at_least.cache_clear()
         chosen = catalogs.choose([argv])
         pair = catalogs.choose([argv, ARGVS[2]])
         with monkeypatch.context() as mp:
-            mp.setattr(type(catalogs), "_problems_at_least", lambda self, a, v: 0)
+            mp.setattr(type(catalogs), "problems_at_least", lambda self, a, v: 0)
             catalogs._count_problems.cache_clear()
             assert catalogs.choose([argv]) == chosen, argv
             assert catalogs.choose([argv, ARGVS[2]]) == pair, argv
@@ -77,6 +78,6 @@ def test_the_lower_bound_is_a_lower_bound():
     for argv in ARGVS:
         for version in catalogs.versions:
             catalogs._count_problems.cache_clear()
-            assert catalogs._problems_at_least(list(argv), version) <= catalogs.count_problems(list(argv), version)
+            assert catalogs.problems_at_least(list(argv), version) <= catalogs.count_problems(list(argv), version)
     argv = ARGVS[11]
-    assert catalogs._problems_at_least(argv, catalogs.versions[-1]) == 300  # and it really bounds something
+    assert catalogs.problems_at_least(argv, catalogs.versions[-1]) == 300  # and it really bounds something

@@ -177,7 +177,7 @@ class VLLMCatalogSet(CatalogSet):
                                 severity="warning"))
         return values, spellings, list(pre.issues) + issues
 
-    def _problems_at_least(self, argv, version) -> int:
+    def problems_at_least(self, argv, version) -> int:
         return 0  # the argv is rewritten first (`serve`, dotted keys): no bound from the words as given
 
     def _count_problems(self, argv, version):  # release choice: only what this release's flags cause
