@@ -254,6 +254,7 @@ class _Dumper(yaml.SafeDumper):
 
 
 _INT_TAG, _FLOAT_TAG, _STR_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:str"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
 
 
 class _Limits:
@@ -410,8 +411,14 @@ if getattr(yaml, "__with_libyaml__", False):
             return _resolve_remembered(self, super().resolve, kind, value, implicit)
 
         def represent_data(self, data):
-            if type(data) is str and "\n" not in data:  # most of a saved snapshot: _str_representer's node
+            kind = type(data)
+            if kind is str and "\n" not in data:  # most of a saved snapshot: _str_representer's node
                 return yaml.ScalarNode(_STR_TAG, data)
+            if kind is list and data and all(type(item) is str and "\n" not in item for item in data):
+                # an argv: represent_sequence's node (block style: every item a plain-style scalar)
+                flow = True if self.default_flow_style is None else self.default_flow_style
+                return yaml.SequenceNode(_SEQ_TAG, [yaml.ScalarNode(_STR_TAG, item) for item in data],
+                                         flow_style=flow)
             return super().represent_data(data)
 
     _add_representers(_CDumper)

@@ -190,3 +190,18 @@ def test_saved_snapshots_are_read_by_libyamls_composer_and_read_the_same():
 @pytest.mark.parametrize("text", ["a: &x 1\nb: *x\n", "d: {<<: {a: 1}, b: 2}\n", "p: *nope\n"])
 def test_anchors_aliases_and_merges_stay_on_the_bounded_path(text):
     assert fileio._load_unbounded_if_safe(text, fileio.MAX_YAML_NODES) == (False, None)
+
+
+@needs_libyaml
+def test_an_argv_of_words_that_need_quoting_dumps_as_the_pure_dumper():
+    """Lists of single-line strings take a shortcut in the C dumper's representer: same text, and read back
+    the same through the fast loader."""
+    argv = ["--tp", "1", "", "yes", "null", "~", "1e3", "0x10", "- x", "a: b", "#c", "'q'", '"d"', "*alias", "&a",
+            "<<", "x\ty", "%h", " lead", "trail ", "[1]", "{a}", "é", "--api-key=" + "a" * 200]
+    plain = [w for w in argv if w.isascii() and w.isprintable()]
+    docs = ({"argv": plain, "nested": [plain, {"more": plain}]}, [plain] * 3, {"argv": plain[:4] * 2000},
+            {"argv": argv})
+    assert all(fileio._c_dumpable(d) for d in docs[:3])  # the C dumper's shortcut really runs
+    for data in docs:
+        assert fileio.dump_yaml(data) == pure_dump(data)
+        assert fileio.load_yaml_text(fileio.dump_yaml(data), "f.yaml", "x") == data
