@@ -538,7 +538,12 @@ def _within_bounds(data: Any, max_nodes: int) -> bool:
         if kind is dict:
             stack.extend((child, depth + 1) for pair in item.items() for child in pair)
         elif kind is list or kind is tuple:  # a tuple: one pair of an !!omap or !!pairs, a mapping of one entry
-            stack.extend((child, depth + 1) for child in item)
+            if item and all(type(child) is str for child in item):  # an argv: counted at once
+                count += len(item)
+                if depth + 1 > MAX_YAML_DEPTH or count > max_nodes:
+                    return False
+            else:
+                stack.extend((child, depth + 1) for child in item)
         elif kind is set:
             return False
     return True

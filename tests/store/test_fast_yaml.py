@@ -168,6 +168,10 @@ def test_the_node_bound_holds_without_aliases():
     assert not fileio._load_unbounded_if_safe(text, 50)[0]  # 51 nodes: left to the bounded loader, which refuses
     with pytest.raises(yaml.composer.ComposerError, match="expands to more than 50 values"):
         fileio._load_bounded(text, 50)
+    words = "[" + ", ".join(["x"] * 49) + ", [a, b]]\n"  # 1 + 49 + (1 + 2) = 53 nodes
+    assert fileio._load_unbounded_if_safe(words, 53)[0] and not fileio._load_unbounded_if_safe(words, 52)[0]
+    assert fileio._load_unbounded_if_safe("- " * 62 + "[x]\n", 100)[0]  # the word at depth 64
+    assert not fileio._load_unbounded_if_safe("- " * 63 + "[x]\n", 100)[0]
     mapping = "{" + ", ".join(f"k{i}: v" for i in range(25)) + "}\n"  # keys count: 1 + 2 x 25
     assert fileio._load_unbounded_if_safe(mapping, 51)[0] and not fileio._load_unbounded_if_safe(mapping, 50)[0]
 
