@@ -84,18 +84,21 @@ class Catalog:
     def _long_options(self) -> list[str]:
         return sorted(o for o in self.by_option if o.startswith("--"))
 
-    def resolve(self, option: str) -> tuple[str, list[str]]:
+    def resolve(self, option: str) -> tuple[str, tuple[str, ...]]:
         """How argparse would read `option` here: ("exact"|"prefix"|"ambiguous"|"unknown", matches).
         A prefix is found by bisection in the sorted option strings: a repeated or unknown flag costs
         O(log options), not a scan of them all. Remembered per word (a parse asks two or three times
-        for each option word, and choosing a release parses the same argv under every catalog)."""
-        memo = self.__dict__.get("_dw_resolved")
-        if memo is None or len(memo) > 65_536:
-            memo = self.__dict__["_dw_resolved"] = {}
-        hit = memo.get(option)
-        if hit is None:
-            hit = memo[option] = self._resolve(option)
-        return hit[0], list(hit[1])
+        for each option word, and choosing a release parses the same argv under every catalog): the
+        matches are a tuple, shared by every caller."""
+        try:
+            return self.__dict__["_dw_resolved"][option]
+        except KeyError:
+            memo = self.__dict__.get("_dw_resolved")
+            if memo is None or len(memo) > 65_536:
+                memo = self.__dict__["_dw_resolved"] = {}
+            kind, matches = self._resolve(option)
+            hit = memo[option] = (kind, tuple(matches))
+            return hit
 
     def _resolve(self, option: str) -> tuple[str, list[str]]:
         name = option.split("=", 1)[0]
