@@ -4,6 +4,12 @@
     python benchmarks/fuzz.py --units 2000 --snapshots 500 --seed 7     # a quick look
     python benchmarks/fuzz.py --cli 200                                 # also through the CLI
     python benchmarks/fuzz.py --units 0 --snapshots 0 --grammar 2000    # grammar-aware inputs (issue 21)
+    python benchmarks/fuzz.py --units 0 --snapshots 0 --grammar 20000 --jobs 2   # in 2 worker processes
+
+--jobs N splits every count between N worker processes (forked once the rules and the baseline are
+loaded); worker k draws from its own seed "SEED/k" (with one job, SEED itself, as before --jobs), measures
+CPU per input in its own process, and the tallies are summed. The seeds' snapshots are built only when
+--snapshots asks for mutated documents.
 
 Seeds are the shipped examples and the test units (plain files and `systemctl cat` output).
 Mutations: byte flips, truncation, duplicated and dropped lines and sections, escapes (`\\x2d`,
@@ -442,6 +448,46 @@ def documents(corpus: list[str]) -> list[dict]:
     return docs
 
 
+def _share(n: int, jobs: int, k: int) -> int:
+    """Worker k's part of n inputs (the first n % jobs workers take one more)."""
+    return n // jobs + (1 if k < n % jobs else 0)
+
+
+_SETUP: dict = {}  # what every worker reads (set before the workers fork): args, rules, base, corpus, docs
+
+
+def _work(k: int) -> Tally:
+    """Worker k of --jobs: its share of each kind of input, from its own seed (`SEED/k`; with one job the
+    seed itself, as before --jobs). CPU per input is measured in the worker (time.process_time)."""
+    args = _SETUP["args"]
+    jobs = max(1, args.jobs)
+    rng = random.Random(args.seed if jobs == 1 else f"{args.seed}/{k}")
+    ROUNDTRIP["every"], ROUNDTRIP["n"] = max(1, args.roundtrip_every), 0
+    rules, base, corpus, docs = _SETUP["rules"], _SETUP["base"], _SETUP["corpus"], _SETUP["docs"]
+    tally = Tally(args.slow)
+    fuzz_units(_share(args.units, jobs, k), rng, tally, rules, base, corpus)
+    fuzz_docs(_share(args.snapshots, jobs, k), rng, tally, rules, base, docs)
+    if args.grammar:
+        fuzz_grammar(_share(args.grammar, jobs, k), rng, tally, rules, base)
+    if args.cli:
+        fuzz_cli(_share(args.cli, jobs, k), rng, tally, corpus)
+    return tally
+
+
+def merged(tallies: list[Tally], slow: float) -> Tally:
+    """One tally of the workers' tallies: counts summed, examples and slow inputs pooled."""
+    total = Tally(slow)
+    for t in tallies:
+        total.inputs += t.inputs
+        total.exceptions.update(t.exceptions)
+        for where, example in t.examples.items():
+            total.examples.setdefault(where, example)
+        total.slow_inputs.extend(t.slow_inputs)
+        total.max_cpu = max(total.max_cpu, t.max_cpu)
+        total.slow_small += t.slow_small
+    return total
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--units", type=int, default=2000)
@@ -450,31 +496,32 @@ def main(argv=None) -> int:
     parser.add_argument("--grammar", type=int, default=0,
                         help="grammar-aware inputs: engine config files, JSON values, huge units, hooks, hosts")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="worker processes, each with its share of the inputs and its own seed (SEED/k)")
     parser.add_argument("--slow", type=float, default=1.0, help="CPU seconds above which an input is slow")
     parser.add_argument("--show", type=int, default=3, help="examples printed per exception site")
     parser.add_argument("--roundtrip-every", type=int, default=5, help="YAML round trip every N inputs")
     args = parser.parse_args(argv)
-    rng = random.Random(args.seed)
-    ROUNDTRIP["every"] = max(1, args.roundtrip_every)
-    rules = load_rules(None)
-    corpus = seeds()
+    start = time.monotonic()
+    corpus = seeds() if args.units or args.snapshots or args.cli else []
     base_snap = build_snapshot(RawUnit(host="b", unit="sglang-qwen.service",
                                        text=(ROOT / "examples/sglang-qwen-70toks.service").read_text(),
                                        source="systemctl cat"))
-    base = Baseline(name="seed", snapshot=base_snap, metrics={"throughput": 70.0})
-    docs = documents(corpus)
-    tally = Tally(args.slow)
-    start = time.monotonic()
-    fuzz_units(args.units, rng, tally, rules, base, corpus)
-    fuzz_docs(args.snapshots, rng, tally, rules, base, docs)
-    if args.grammar:
-        fuzz_grammar(args.grammar, rng, tally, rules, base)
-    if args.cli:
-        fuzz_cli(args.cli, rng, tally, corpus)
+    _SETUP.update(args=args, rules=load_rules(None), corpus=corpus,
+                  base=Baseline(name="seed", snapshot=base_snap, metrics={"throughput": 70.0}),
+                  docs=documents(corpus) if args.snapshots else [])  # not built when no input reads it
+    jobs = max(1, args.jobs)
+    if jobs == 1:
+        tally = _work(0)
+    else:
+        import multiprocessing
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            tally = merged(pool.map(_work, range(jobs)), args.slow)
     wall = time.monotonic() - start
     total = sum(tally.exceptions.values())
     print(f"{tally.inputs} inputs ({args.units} units, {args.snapshots} snapshots/baselines, {args.cli} CLI units "
-          f"x3 runs) in {wall:.0f} s: {total} exceptions other than driftwatch's own at "
+          f"x3 runs) in {wall:.0f} s ({tally.inputs / max(wall, 1e-9):.2f} inputs/s, {jobs} job"
+          f"{'s' if jobs > 1 else ''}): {total} exceptions other than driftwatch's own at "
           f"{len(tally.exceptions)} sites, {len(tally.slow_inputs)} inputs over {args.slow:g} s CPU "
           f"({tally.slow_small} of them under 100 KB; slowest {tally.max_cpu:.2f} s); {args.grammar} grammar inputs")
     for where, count in tally.exceptions.most_common():

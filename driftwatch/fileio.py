@@ -260,7 +260,8 @@ class _Dumper(yaml.SafeDumper):
         return True
 
 
-_INT_TAG, _FLOAT_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float"
+_INT_TAG, _FLOAT_TAG, _STR_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:str"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
 
 
 class _Limits:
@@ -317,6 +318,19 @@ class PureLimitedLoader(_Limits, yaml.SafeLoader):
         self._dw_reset()
 
 
+def _resolve_remembered(loader, resolve, kind, value, implicit):
+    """A scalar's implicit tag, worked out once per spelling in a document (an argv of `--tp 1` x 8 000
+    repeats three words; the regular expressions ran for each): the tag depends on nothing else."""
+    if kind is not yaml.ScalarNode:
+        return resolve(kind, value, implicit)
+    tags = loader.__dict__.setdefault("_dw_tags", {})
+    key = (value, implicit)
+    tag = tags.get(key)
+    if tag is None:
+        tag = tags[key] = resolve(kind, value, implicit)
+    return tag
+
+
 if getattr(yaml, "__with_libyaml__", False):
     from yaml._yaml import CParser as _CParser
 
@@ -345,8 +359,20 @@ if getattr(yaml, "__with_libyaml__", False):
                                                       exc.problem_mark) from None
                 raise
 
+    class _CSafeLoader(yaml.CSafeLoader):
+        """libyaml's composer as well: only for texts that cannot expand (no alias). A plain string node is
+        its own value (what SafeConstructor's str constructor returns, without its per-node bookkeeping,
+        which only matters for aliases)."""
+
+        def construct_object(self, node, deep=False):
+            if node.tag == _STR_TAG and type(node) is yaml.ScalarNode:
+                return node.value
+            return super().construct_object(node, deep)
+
+        def resolve(self, kind, value, implicit):
+            return _resolve_remembered(self, super().resolve, kind, value, implicit)
 else:  # pragma: no cover - PyYAML built without libyaml
-    CLimitedLoader = None
+    CLimitedLoader = _CSafeLoader = None
 
 LimitedLoader = PureLimitedLoader  # the reference; subclassed elsewhere (inventory) for its exact errors
 
@@ -387,6 +413,20 @@ if getattr(yaml, "__with_libyaml__", False):
 
         def ignore_aliases(self, data):
             return True
+
+        def resolve(self, kind, value, implicit):
+            return _resolve_remembered(self, super().resolve, kind, value, implicit)
+
+        def represent_data(self, data):
+            kind = type(data)
+            if kind is str and "\n" not in data:  # most of a saved snapshot: _str_representer's node
+                return yaml.ScalarNode(_STR_TAG, data)
+            if kind is list and data and all(type(item) is str and "\n" not in item for item in data):
+                # an argv: represent_sequence's node (block style: every item a plain-style scalar)
+                flow = True if self.default_flow_style is None else self.default_flow_style
+                return yaml.SequenceNode(_SEQ_TAG, [yaml.ScalarNode(_STR_TAG, item) for item in data],
+                                         flow_style=flow)
+            return super().represent_data(data)
 
     _add_representers(_CDumper)
 else:  # pragma: no cover - PyYAML built without libyaml
@@ -483,10 +523,61 @@ def _load_one(loader_class, text: str, max_nodes: int = MAX_YAML_NODES) -> Any:
         loader.dispose()
 
 
+# A text without '&' and '*' has no anchor and no alias, so libyaml's own composer cannot expand anything; and
+# an int or float scalar longer than MAX_NUMBER_CHARS is a run of these characters (sexagesimal, hex, '_'):
+# a text without one cannot hold a number over the bound.
+_MAY_ALIAS = re.compile(r"[&*]|<<")  # a merge key folds nodes away: counted otherwise
+_MAY_BE_LONG_NUMBER = re.compile(r"[-+0-9_:.xXoObBa-fA-F]{%d,}" % (MAX_NUMBER_CHARS + 1))
+
+
+def _within_bounds(data: Any, max_nodes: int) -> bool:
+    """True when `data` (alias-free: no object reached twice) is at most MAX_YAML_DEPTH deep and holds at most
+    `max_nodes` values, both counted as the bounded composer counts nodes (a scalar too, a mapping's keys too).
+    A set (a `!!set` mapping's nodes are not its members) is not judged here."""
+    stack = [(data, 1)]
+    count = 0
+    while stack:
+        item, depth = stack.pop()
+        count += 1
+        if depth > MAX_YAML_DEPTH or count > max_nodes:
+            return False
+        kind = type(item)
+        if kind is dict:
+            stack.extend((child, depth + 1) for pair in item.items() for child in pair)
+        elif kind is list or kind is tuple:  # a tuple: one pair of an !!omap or !!pairs, a mapping of one entry
+            if item and all(type(child) is str for child in item):  # an argv: counted at once
+                count += len(item)
+                if depth + 1 > MAX_YAML_DEPTH or count > max_nodes:
+                    return False
+            else:
+                stack.extend((child, depth + 1) for child in item)
+        elif kind is set:
+            return False
+    return True
+
+
+def _load_unbounded_if_safe(text: str, max_nodes: int) -> tuple[bool, Any]:
+    """(True, data) when libyaml's composer and parser (all C: several times faster than ours on the large
+    documents driftwatch saves) read `text` to what the bounded loader would give: libyaml-safe text with no
+    anchor or alias and no long number, read without error, within depth and size once read. Otherwise (False,
+    None), and the caller asks the bounded loader for the value or the verdict and its message."""
+    if _CSafeLoader is None or _C_UNSAFE.search(text) or _MAY_ALIAS.search(text) or _MAY_BE_LONG_NUMBER.search(text):
+        return False, None
+    try:
+        data = _load_one(_CSafeLoader, text, max_nodes)
+    except Exception:  # noqa: BLE001 - the bounded loaders give the verdict and the message
+        return False, None
+    return (True, data) if _within_bounds(data, max_nodes) else (False, None)
+
+
 def _load_bounded(text: str, max_nodes: int = MAX_YAML_NODES) -> Any:
     """What yaml.safe_load does, bounded, with libyaml's parser when it gives the pure loader's answer:
     a text it refuses (or one of the few it reads differently) is read again by the pure loader, so
-    values and error messages are the pure loader's, only about five times faster on valid files."""
+    values and error messages are the pure loader's, only about five times faster on valid files. A text
+    that cannot expand (no alias) is read by libyaml's composer too, and checked once read."""
+    fast, data = _load_unbounded_if_safe(text, max_nodes)
+    if fast:
+        return data
     if CLimitedLoader is not None and not _C_UNSAFE.search(text):
         try:
             return _load_one(CLimitedLoader, text, max_nodes)

@@ -129,37 +129,49 @@ def diff_untyped(b: EngineConfig, c: EngineConfig) -> list[Difference]:
     """A flag the catalog cannot type is still compared by its spelled value (added, removed,
     changed): a patched build's `--speculative-ddtree-budget 16 → 916` is drift like any other."""
     bu, cu = untyped_flags(b), untyped_flags(c)
-    diffs = []
-    for name in sorted(set(bu) | set(cu)):
-        bv, cv = bu.get(name), cu.get(name)
-        if bv == cv:
-            continue
-        kind = "added" if bv is None else "removed" if cv is None else "changed"
-        diffs.append(Difference(
-            key=UNTYPED_PREFIX + name, label=name, baseline=_bare(bv), current=_bare(cv),
-            baseline_source=EXPLICIT if bv is not None else "absent",
-            current_source=EXPLICIT if cv is not None else "absent", kind=kind,
-            notes=[f"{name} is not a flag of {(c if cv is not None else b).title}: compared as written"],
-            secret=is_secret_field(name.lstrip("-").replace("-", "_")) or is_redacted(bv) or is_redacted(cv)))
-    return diffs if len(diffs) <= MAX_UNTYPED_FINDINGS else _fold(diffs)
+    rows = [(name, bu.get(name), cu.get(name)) for name in sorted(set(bu) | set(cu)) if bu.get(name) != cu.get(name)]
+    if len(rows) <= MAX_UNTYPED_FINDINGS:
+        return [_untyped_difference(row, b, c) for row in rows]
+    return _fold(rows, b, c)
+
+
+def _untyped_difference(row: tuple[str, str | None, str | None], b: EngineConfig, c: EngineConfig) -> Difference:
+    name, bv, cv = row
+    return Difference(
+        key=UNTYPED_PREFIX + name, label=name, baseline=_bare(bv), current=_bare(cv),
+        baseline_source=EXPLICIT if bv is not None else "absent",
+        current_source=EXPLICIT if cv is not None else "absent", kind=_untyped_kind(bv, cv),
+        notes=[f"{name} is not a flag of {(c if cv is not None else b).title}: compared as written"],
+        secret=_untyped_secret(row))
+
+
+def _untyped_kind(bv: str | None, cv: str | None) -> str:
+    return "added" if bv is None else "removed" if cv is None else "changed"
+
+
+def _untyped_secret(row: tuple[str, str | None, str | None]) -> bool:
+    name, bv, cv = row
+    return is_secret_field(name.lstrip("-").replace("-", "_")) or is_redacted(bv) or is_redacted(cv)
 
 
 MAX_UNTYPED_FINDINGS = 32  # each its own finding; the rest told as one (thousands made a report take 20 s)
 
 
-def _fold(diffs: list[Difference]) -> list[Difference]:
+def _fold(rows: list[tuple[str, str | None, str | None]], b: EngineConfig, c: EngineConfig) -> list[Difference]:
     """The first untyped flags one finding each, the rest one finding that names how many and carries
     every one of them in its details: nothing is dropped, and a unit of 8 000 unknown flags still
-    reads (and renders) in well under a second."""
-    kept, rest = diffs[:MAX_UNTYPED_FINDINGS - 1], diffs[MAX_UNTYPED_FINDINGS - 1:]
-    names = [d.label for d in rest]
+    reads (and renders) in well under a second. The folded ones never become findings of their own
+    (no Difference, no note each: thousands of them)."""
+    kept, rest = rows[:MAX_UNTYPED_FINDINGS - 1], rows[MAX_UNTYPED_FINDINGS - 1:]
+    names = [name for name, _, _ in rest]
     shown = ", ".join(names[:8]) + (f", … ({len(names) - 8} more)" if len(names) > 8 else "")
-    return kept + [Difference(
+    return [_untyped_difference(row, b, c) for row in kept] + [Difference(
         key=UNTYPED_PREFIX + "*", label=f"{len(rest)} more flags no catalog knows",
-        baseline=f"{sum(d.kind != 'added' for d in rest)} set", current=f"{sum(d.kind != 'removed' for d in rest)} set",
+        baseline=f"{sum(bv is not None for _, bv, _ in rest)} set",  # changed or removed
+        current=f"{sum(cv is not None for _, _, cv in rest)} set",  # changed or added
         kind="changed", notes=[f"added, removed or changed, compared as written: {shown}"],
-        details={d.label: {"baseline": d.baseline, "current": d.current} for d in rest},
-        secret=any(d.secret for d in rest))]
+        details={name: {"baseline": _bare(bv), "current": _bare(cv)} for name, bv, cv in rest},
+        secret=any(_untyped_secret(row) for row in rest))]
 
 
 def _bare(value: str | None):

@@ -84,10 +84,23 @@ class Catalog:
     def _long_options(self) -> list[str]:
         return sorted(o for o in self.by_option if o.startswith("--"))
 
-    def resolve(self, option: str) -> tuple[str, list[str]]:
+    def resolve(self, option: str) -> tuple[str, tuple[str, ...]]:
         """How argparse would read `option` here: ("exact"|"prefix"|"ambiguous"|"unknown", matches).
         A prefix is found by bisection in the sorted option strings: a repeated or unknown flag costs
-        O(log options), not a scan of them all."""
+        O(log options), not a scan of them all. Remembered per word (a parse asks two or three times
+        for each option word, and choosing a release parses the same argv under every catalog): the
+        matches are a tuple, shared by every caller."""
+        try:
+            return self.__dict__["_dw_resolved"][option]
+        except KeyError:
+            memo = self.__dict__.get("_dw_resolved")
+            if memo is None or len(memo) > 65_536:
+                memo = self.__dict__["_dw_resolved"] = {}
+            kind, matches = self._resolve(option)
+            hit = memo[option] = (kind, tuple(matches))
+            return hit
+
+    def _resolve(self, option: str) -> tuple[str, list[str]]:
         name = option.split("=", 1)[0]
         if name in self.by_option:
             return "exact", [name]
@@ -235,6 +248,8 @@ _RECORDING = {name: _recording(cls) for name, cls in _ACTIONS.items()}
 
 
 def _is_number(text: str) -> bool:
+    if text.startswith("--"):  # no float() spelling starts so (cheap: asked of every option word)
+        return False
     try:
         float(text)
         return True
@@ -252,14 +267,19 @@ def _option_words(argv: list[str], start: int) -> int:
     return i
 
 
+def _has_positional(catalog) -> bool:
+    positional = catalog.__dict__.get("_dw_positional")
+    if positional is None:
+        positional = catalog.__dict__["_dw_positional"] = any(not spec.option_strings for spec in catalog.options)
+    return positional
+
+
 def _take_untyped(words: list[str], spelled: list[str], catalog) -> tuple[list[str], list[str], list[str]]:
     """Long options the catalog does not know, with their value words, taken out before argparse
     (whose parse is quadratic in the option words: 8 000 unknown flags took 37 s); they are what
     argparse would have left over, reported the same way. With a positional argument (vLLM's model),
     a word after an unknown option may be that positional: such an option stays for argparse."""
-    positional = catalog.__dict__.get("_dw_positional")
-    if positional is None:
-        positional = catalog.__dict__["_dw_positional"] = any(not spec.option_strings for spec in catalog.options)
+    positional = _has_positional(catalog)
     kept_w: list[str] = []
     kept_s: list[str] = []
     untyped: list[str] = []
@@ -385,7 +405,8 @@ class CatalogSet:
         """Drop everything cached from the catalog set (the set of directories changed)."""
         self.__dict__.pop("versions", None)
         self.__dict__.pop("credential_options", None)
-        for cached in (CatalogSet.load, CatalogSet.parser, CatalogSet._count_problems):
+        for cached in (CatalogSet.load, CatalogSet.parser, CatalogSet._count_problems,
+                       CatalogSet._problems_at_least):
             cached.cache_clear()
 
     def _extra_file(self, version: str):
@@ -525,13 +546,34 @@ class CatalogSet:
 
     def parse(self, argv: list[str], version: str) -> tuple[dict[str, Any], dict[str, str], list[Issue]]:
         """Explicit values by dest, the spelling typed for each dest, and problems, for one release."""
+        values, spellings, issues, extras = self._read(argv, version)
+        catalog = self.load(version)
+        j = 0
+        while j < len(extras):
+            word = extras[j]
+            if word.startswith("-") and not _is_number(word):
+                issue = self._unknown_issue(word, catalog)
+                end = _option_words(extras, j)
+                issue.value = _spelled_value(extras, j, end)
+                issues.append(issue)
+                j = end
+            else:
+                issues.append(Issue("unknown-flag", f"stray argument {word!r} ({self.label} "
+                                    f"{self.positional_note})", flag=word, severity="error", value=word))
+                j += 1
+        return values, spellings, issues
+
+    def _read(self, argv: list[str], version: str) -> tuple[dict[str, Any], dict[str, str], list[Issue], list[str]]:
+        """`parse` up to the words no option of `version` reads (unknown options with their values, stray
+        words): returned as they are, one issue each to come (worded by `parse`, counted by
+        `_count_problems`)."""
         catalog = self.load(version)
         issues: list[Issue] = []
         raw_options = sum(1 for w in argv if w.startswith("-"))
         if raw_options > MAX_RAW_OPTIONS:  # said before any work: the limit is one line, not a stall
             issues.append(Issue("bad-value", f"the command line has {raw_options} option words (the limit is "
                                 f"{MAX_RAW_OPTIONS}): not read as {self.label} flags", severity="error"))
-            return {}, {}, issues
+            return {}, {}, issues, []
         words: list[str] = []
         spelled: list[str] = []  # the words as typed (abbreviations are expanded in `words`)
         i = 0
@@ -565,7 +607,7 @@ class CatalogSet:
         if options > MAX_OPTIONS:
             issues.append(Issue("bad-value", f"the command line has {options} options (the limit is {MAX_OPTIONS}): "
                                 f"not read as {self.label} flags", severity="error"))
-            return {}, {}, issues
+            return {}, {}, issues, []
         parser = self.parser(version)
         namespace = argparse.Namespace()
         extras: list[str] = []
@@ -580,7 +622,7 @@ class CatalogSet:
                 issues.append(Issue("bad-value", f"{self.label} {version} rejects the command line: {message}",
                                     flag=words[bad] if bad is not None else None, severity="error"))
                 if bad is None:
-                    return {}, {}, issues
+                    return {}, {}, issues, []
                 del words[bad]
                 del spelled[bad]
         values = {k: v for k, v in vars(namespace).items() if not k.startswith("_dw_")}
@@ -592,25 +634,32 @@ class CatalogSet:
                 spec = catalog.by_option.get(matches[0]) if kind in ("exact", "prefix") else None
                 if spec is not None and spec.dest in spellings:
                     spellings[spec.dest] = word.split("=", 1)[0]
-        extras = untyped + list(extras)
-        j = 0
-        while j < len(extras):
-            word = extras[j]
-            if word.startswith("-") and not _is_number(word):
-                issue = self._unknown_issue(word, catalog)
-                end = _option_words(extras, j)
-                issue.value = _spelled_value(extras, j, end)
-                issues.append(issue)
-                j = end
-            else:
-                issues.append(Issue("unknown-flag", f"stray argument {word!r} ({self.label} "
-                                    f"{self.positional_note})", flag=word, severity="error", value=word))
-                j += 1
-        return values, spellings, issues
+        return values, spellings, issues, untyped + list(extras)
 
     @functools.lru_cache(maxsize=256)
     def _count_problems(self, argv: tuple[str, ...], version: str) -> int:
-        return len(self.parse(list(argv), version)[2])
+        """len(parse(argv, version)[2]) without wording the issue of each unknown option (thousands of
+        them in a hostile unit, once per shipped release)."""
+        _, _, issues, extras = self._read(list(argv), version)
+        count, j = len(issues), 0
+        while j < len(extras):
+            count += 1
+            j = _option_words(extras, j) if extras[j].startswith("-") and not _is_number(extras[j]) else j + 1
+        return count
+
+    def problems_at_least(self, argv: list[str], version: str) -> int:
+        return self._problems_at_least(tuple(argv), version)
+
+    @functools.lru_cache(maxsize=256)
+    def _problems_at_least(self, argv: tuple[str, ...], version: str) -> int:
+        """A lower bound of count_problems, without parsing: each long option `version` has no spelling of
+        (not even a prefix) is at least one problem, taken out with its values before argparse. 0 (no
+        bound) where that need not hold: a catalog with a positional argument (an unknown option may stay
+        for argparse), or a command line over the options limit (one problem for all)."""
+        catalog = self.load(version)
+        if _has_positional(catalog) or sum(1 for w in argv if w.startswith("-")) > min(MAX_OPTIONS, MAX_RAW_OPTIONS):
+            return 0
+        return sum(1 for w in argv if w.startswith("--") and len(w) > 2 and catalog.resolve(w)[0] == "unknown")
 
     def count_problems(self, argv: list[str], version: str) -> int:
         """How many flags `version` cannot read (unknown, removed, ambiguous, rejected)."""
@@ -628,11 +677,16 @@ class CatalogSet:
             raise CatalogError(f"no {self.label} catalogs are installed")
         which = "every flag" if len(argvs) == 1 else "both units' flags"
         scores: dict[str, int] = {}
+        best: str | None = None
         for v in reversed(versions):  # newest first: most units parse under it, so one parser is built
+            if best is not None and sum(self.problems_at_least(a, v) for a in argvs) >= scores[best]:
+                continue  # cannot beat the newer best (ties go to the newer): not parsed at all
             scores[v] = sum(self.count_problems(a, v) for a in argvs)
             if scores[v] == 0:
                 return v, f"newest shipped catalog under which {which} parse{'s' if len(argvs) == 1 else ''}"
-        best = min(reversed(versions), key=lambda v: scores[v])  # min keeps the first: newest wins ties
+            if best is None or scores[v] < scores[best]:
+                best = v
+        assert best is not None
         return best, (f"no shipped release accepts {which}; {best} accepts the most "
                       f"({scores[best]} flag problem{'s' if scores[best] != 1 else ''})")
 

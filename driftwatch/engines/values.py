@@ -1,7 +1,6 @@
 """When two values are the same setting: spelling (0.8 vs 0.80, JSON key order, /x/ vs /x) is not drift."""
 from __future__ import annotations
 
-import json
 import posixpath
 import re
 from typing import Any

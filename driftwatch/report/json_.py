@@ -82,6 +82,12 @@ def _put(value, pad: str, out: list[str], flat: frozenset[str] = frozenset()) ->
             out.append("{}")
             return
         inner = pad + "  "
+        if all(type(key) is str for key in value):  # {"baseline": 1, "current": null} x thousands: one join each
+            leaves = _leaves(value.values())
+            if leaves is not None:
+                out.append("{" + inner + ("," + inner).join(
+                    f"{_string(key)}: {leaf}" for key, leaf in zip(value, leaves)) + pad + "}")
+                return
         sep = "{" + inner
         for key, item in value.items():
             if not isinstance(key, str):
@@ -99,6 +105,13 @@ def _put(value, pad: str, out: list[str], flat: frozenset[str] = frozenset()) ->
             out.append("[]")
             return
         inner = pad + "  "
+        if all(type(item) is str for item in value):  # an argv of thousands of words: one join, no call per word
+            out.append("[" + inner + ("," + inner).join(map(_string, value)) + pad + "]")
+            return
+        leaves = _leaves(value)
+        if leaves is not None:
+            out.append("[" + inner + ("," + inner).join(leaves) + pad + "]")
+            return
         sep = "[" + inner
         for item in value:
             out.append(sep)
@@ -107,6 +120,29 @@ def _put(value, pad: str, out: list[str], flat: frozenset[str] = frozenset()) ->
         out.append(pad + "]")
     else:
         _put(str(value), pad, out)  # default=str
+
+
+def _leaves(values) -> list[str] | None:
+    """Each value written as `_put` writes it, when all are plain scalars (str, int, finite float, bool,
+    None); else None, and the caller writes them one by one (a subclass, a container, nan: as before)."""
+    out = []
+    for value in values:
+        kind = type(value)
+        if kind is str:
+            out.append(_string(value))
+        elif value is None:
+            out.append("null")
+        elif value is True:
+            out.append("true")
+        elif value is False:
+            out.append("false")
+        elif kind is int:
+            out.append(int.__repr__(value))
+        elif kind is float and math.isfinite(value):
+            out.append(float.__repr__(value))
+        else:
+            return None
+    return out
 
 
 class JsonFormat(Format):

@@ -34,3 +34,22 @@ def test_grammar_inputs_raise_only_driftwatch_errors(kind, seed_baseline):
     fuzz.fuzz_grammar(12, random.Random(f"issue21-{kind}"), tally, load_rules(None), seed_baseline, kinds=(kind,))
     assert tally.inputs == 12
     assert not tally.exceptions, {where: tally.examples[where][:300] for where in tally.exceptions}
+
+
+def test_jobs_share_the_inputs_and_sum_the_tallies(capsys):
+    """--jobs N: every count split between the workers (none lost, none twice), each worker's tally summed."""
+    assert [fuzz._share(10, 3, k) for k in range(3)] == [4, 3, 3]
+    assert sum(fuzz._share(7, 4, k) for k in range(4)) == 7
+    a, b = fuzz.Tally(1.0), fuzz.Tally(1.0)
+    a.inputs, b.inputs = 3, 4
+    a.exceptions["E at x.py:1 (unit)"] = 2
+    b.exceptions["E at x.py:1 (unit)"] = 1
+    a.examples["E at x.py:1 (unit)"] = "payload"
+    b.slow_inputs.append((2.0, "slow", "unit", 10))
+    b.slow_small, b.max_cpu, a.max_cpu = 1, 2.0, 0.5
+    total = fuzz.merged([a, b], 1.0)
+    assert (total.inputs, total.exceptions["E at x.py:1 (unit)"], total.slow_small, total.max_cpu) == (7, 3, 1, 2.0)
+    assert total.examples == {"E at x.py:1 (unit)": "payload"} and len(total.slow_inputs) == 1
+    assert fuzz.main(["--units", "3", "--snapshots", "0", "--grammar", "3", "--jobs", "2", "--slow", "60",
+                      "--seed", "5"]) == 0
+    assert capsys.readouterr().out.startswith("6 inputs (3 units, 0 snapshots/baselines")

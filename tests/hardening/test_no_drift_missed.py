@@ -214,3 +214,23 @@ def test_a_saved_snapshot_of_4000_unknown_flags_lists_them_in_few_entries_and_mi
     told = {d.label for d in diffs if d.key != "untyped.*"} | set(
         next(d for d in diffs if d.key == "untyped.*").details)
     assert told == {f"--zz-{i}" for i in range(n)}
+
+
+def test_folded_unknown_flags_count_what_each_side_sets(tmp_path):
+    """Added, removed and changed untyped flags past MAX_UNTYPED_FINDINGS: the folded finding's two sides
+    say how many of them each unit sets, and its details hold each with both values (None where unset)."""
+    import json
+    base = write(tmp_path, "a.service", f"[Service]\nExecStart={PY} " + " ".join(f"--zz-{i} {i}" for i in range(100)) + "\n")
+    cur = write(tmp_path, "b.service", f"[Service]\nExecStart={PY} " + " ".join(
+        f"--zz-{i} {i + 1}" for i in range(50, 150)) + "\n")
+    code, out = run("compare", "--baseline", base, "--unit-file", cur, "--format", "json")
+    assert code == 1, out[-500:]
+    findings = json.loads(out)["findings"]
+    folded = next(f for f in findings if f["key"] == "untyped.*")
+    single = [f for f in findings if (f["key"] or "").startswith("untyped.--")]
+    details = folded["details"]
+    assert len(details) + len(single) == 150
+    assert folded["baseline"] == f"{sum(v['baseline'] is not None for v in details.values())} set"
+    assert folded["current"] == f"{sum(v['current'] is not None for v in details.values())} set"
+    assert {v["baseline"] is None for v in details.values()} == {True, False}  # added ones and others folded
+    assert {v["current"] is None for v in details.values()} == {True, False}  # removed ones too

@@ -25,6 +25,14 @@ CASES = [
     {"when": dt.datetime(2026, 12, 2, 3, 0), "path": Path("/etc/x"), "obj": Named(), "tuple": (1, (2,))},
     [{"key": "speculative_num_steps", "old": 1, "new": 2, "secret": True, "at": "2026-12-02T03:00:00Z"}] * 3,
     {1: "int key", None: "none key", 2.5: "float key", True: "bool key"},  # keys the json module converts
+    # lists of strings only are written in one join (an argv of thousands of words): escapes, empty words
+    ["--tp", "1", "", "é\n\"\\", "\x00\u2028😀", " "],
+    {"argv": [f"--unknown-flag-{i}" for i in range(5000)], "mixed": ["a", 1, None, ["b", "c"], [], ("d",)]},
+    [["x"], [["y", "z"]], [Named()], ["s", Named()]],
+    # flat mappings and lists of scalars are written in one join too
+    {f"flag_{i}": {"baseline": None, "current": i, "ratio": i / 7, "on": i % 2 == 0, "s": f"é{i}"} for i in range(300)},
+    [1, 2.5, None, True, False, "x", -0.0, 10 ** 30], [True, 1], {"a": 1, "b": {"c": 2}}, {"a": Named()},
+    {"a": 1, 2: "b"}, {"f": 1e300, "g": 5e-324},
 ]
 
 
@@ -37,6 +45,8 @@ def test_a_non_finite_float_is_refused_like_json_and_dump_writes_it_as_text():
     for bad in (math.nan, math.inf, -math.inf):
         with pytest.raises(ValueError):
             indented({"x": [bad]})
+        with pytest.raises(ValueError):
+            indented({"x": {"baseline": 1, "current": bad}})
     assert json.loads(dump({"x": [1.0, math.nan]})) == {"x": [1.0, "nan"]}
 
 

@@ -126,3 +126,86 @@ def test_dumped_text_still_has_no_aliases_and_literal_blocks():
     shared = {"user": "root"}
     text = fileio.dump_yaml({"x": shared, "y": shared, "unit": "[Service]\nExecStart=/bin/true\n"})
     assert "&" not in text and "unit: |\n  [Service]\n" in text
+
+
+# A text that cannot expand (no anchor, alias or merge key) is read by libyaml's composer too and checked once
+# read: the same value, or (over a bound, or anything unusual) the bounded loader's verdict and message.
+NO_ALIAS_TEXTS = [
+    "a: 1\nb: [x, 'y', \"z\", 1.5, -3, 0x1f, 1_000, 1:30, .inf, ~, true, 2026-12-02, 2026-12-02 03:00:00]\n",
+    "- " * 63 + "x\n",                     # 64 nodes deep: the bound itself
+    "- " * 64 + "x\n",                     # one deeper: refused
+    "a: " + "[" * 64 + "]" * 64 + "\n",
+    "n: " + "9" * 100 + "\n",              # a number at the bound, and one past it
+    "n: " + "9" * 101 + "\n",
+    "n: " + "1_" * 60 + "1\n",             # a long number spelled with '_' (no run of digits)
+    "h: " + "ab" * 60 + "\n",              # a long run that is text, not a number
+    "s: !!set {a, b, c}\n",
+    "o: !!omap [{a: 1}, {b: 2}]\n",
+    "p: !!pairs [{a: 1}, {a: 2}]\n",
+    "b: !!binary aGVsbG8=\n",
+    "k: {[1, 2]: x}\n",                    # an unhashable key
+    "x: !!python/name:os.system\n",
+    "a: 1\na: 2\n",
+    "",
+    "# only a comment\n",
+    "unit: |\n  [Service]\n  ExecStart=/bin/true\n",
+]
+
+
+@needs_libyaml
+@pytest.mark.parametrize("text", NO_ALIAS_TEXTS, ids=range(len(NO_ALIAS_TEXTS)))
+def test_texts_without_aliases_get_the_bounded_loaders_answer(text):
+    fast = outcome(lambda t: fileio.load_yaml_text(t, "f.yaml", "x"), text)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(fileio, "_load_bounded", pure_load)
+        assert outcome(lambda t: fileio.load_yaml_text(t, "f.yaml", "x"), text) == fast
+
+
+@needs_libyaml
+def test_the_node_bound_holds_without_aliases():
+    text = "[" + ", ".join(["x"] * 50) + "]\n"
+    assert fileio._load_unbounded_if_safe(text, 51)[0]
+    assert not fileio._load_unbounded_if_safe(text, 50)[0]  # 51 nodes: left to the bounded loader, which refuses
+    with pytest.raises(yaml.composer.ComposerError, match="expands to more than 50 values"):
+        fileio._load_bounded(text, 50)
+    words = "[" + ", ".join(["x"] * 49) + ", [a, b]]\n"  # 1 + 49 + (1 + 2) = 53 nodes
+    assert fileio._load_unbounded_if_safe(words, 53)[0] and not fileio._load_unbounded_if_safe(words, 52)[0]
+    assert fileio._load_unbounded_if_safe("- " * 62 + "[x]\n", 100)[0]  # the word at depth 64
+    assert not fileio._load_unbounded_if_safe("- " * 63 + "[x]\n", 100)[0]
+    mapping = "{" + ", ".join(f"k{i}: v" for i in range(25)) + "}\n"  # keys count: 1 + 2 x 25
+    assert fileio._load_unbounded_if_safe(mapping, 51)[0] and not fileio._load_unbounded_if_safe(mapping, 50)[0]
+
+
+@needs_libyaml
+def test_saved_snapshots_are_read_by_libyamls_composer_and_read_the_same():
+    docs = snapshots()
+    fast = 0
+    for d in docs:
+        text = fileio.dump_yaml(d)
+        used, data = fileio._load_unbounded_if_safe(text, fileio.MAX_YAML_NODES)
+        fast += used
+        assert repr(fileio._load_bounded(text)) == repr(pure_load(text))
+        if used:
+            assert repr(data) == repr(pure_load(text))
+    assert fast >= 5  # the fast path really is taken for saved snapshots
+
+
+@needs_libyaml
+@pytest.mark.parametrize("text", ["a: &x 1\nb: *x\n", "d: {<<: {a: 1}, b: 2}\n", "p: *nope\n"])
+def test_anchors_aliases_and_merges_stay_on_the_bounded_path(text):
+    assert fileio._load_unbounded_if_safe(text, fileio.MAX_YAML_NODES) == (False, None)
+
+
+@needs_libyaml
+def test_an_argv_of_words_that_need_quoting_dumps_as_the_pure_dumper():
+    """Lists of single-line strings take a shortcut in the C dumper's representer: same text, and read back
+    the same through the fast loader."""
+    argv = ["--tp", "1", "", "yes", "null", "~", "1e3", "0x10", "- x", "a: b", "#c", "'q'", '"d"', "*alias", "&a",
+            "<<", "x\ty", "%h", " lead", "trail ", "[1]", "{a}", "é", "--api-key=" + "a" * 200]
+    plain = [w for w in argv if w.isascii() and w.isprintable()]
+    docs = ({"argv": plain, "nested": [plain, {"more": plain}]}, [plain] * 3, {"argv": plain[:4] * 2000},
+            {"argv": argv})
+    assert all(fileio._c_dumpable(d) for d in docs[:3])  # the C dumper's shortcut really runs
+    for data in docs:
+        assert fileio.dump_yaml(data) == pure_dump(data)
+        assert fileio.load_yaml_text(fileio.dump_yaml(data), "f.yaml", "x") == data

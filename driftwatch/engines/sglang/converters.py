@@ -1,7 +1,6 @@
 """SGLang's own argparse type converters, named by the catalog's `type_name`."""
 from __future__ import annotations
 
-import json
 import re
 from decimal import Decimal
 from ...fileio import loads_json

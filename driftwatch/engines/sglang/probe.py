@@ -9,7 +9,6 @@ only with --enable-metrics. Values are returned as reported, secrets included: t
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any

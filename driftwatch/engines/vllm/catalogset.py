@@ -72,12 +72,12 @@ class VLLMCatalogSet(CatalogSet):
                 extra={"synthesized": "absent from the dump (`serve --help` hides it)"}))
         return catalog
 
-    def add_dir(self, directory) -> list[str]:
-        found = super().add_dir(directory)
+    def _forget_catalogs(self) -> None:
+        """The base's caches and this engine's own (a --catalog-dir came or went)."""
+        super()._forget_catalogs()
         for cached in (VLLMCatalogSet.load, VLLMCatalogSet.parser, VLLMCatalogSet.option_strings,
                        VLLMCatalogSet._count_problems, _preprocess_cached):
             cached.cache_clear()
-        return found
 
     @functools.lru_cache(maxsize=None)
     def option_strings(self, version: str) -> frozenset[str]:
@@ -176,6 +176,9 @@ class VLLMCatalogSet(CatalogSet):
                                 "of older vllm-openai images) ignores it and serves --model", key="model",
                                 severity="warning"))
         return values, spellings, list(pre.issues) + issues
+
+    def problems_at_least(self, argv, version) -> int:
+        return 0  # the argv is rewritten first (`serve`, dotted keys): no bound from the words as given
 
     def _count_problems(self, argv, version):  # release choice: only what this release's flags cause
         problems = self.parse(list(argv), version)[2]

@@ -12,7 +12,6 @@ file:line in tests/engines/vllm/test_probe.py and ../shared/research/vllm.md, Q3
 """
 from __future__ import annotations
 
-import json
 import math
 import re
 from typing import Any

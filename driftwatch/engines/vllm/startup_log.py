@@ -17,7 +17,6 @@ Values the engine computed (the config line and the lines after it) win over the
 from __future__ import annotations
 
 import ast
-import json
 import math
 import re
 from typing import Any, Iterable
