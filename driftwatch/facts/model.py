@@ -17,7 +17,6 @@ Counted per layer:
 """
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any

@@ -53,7 +53,7 @@ def dropin_text(plan: RestorePlan) -> str:
     """The drop-in file: a comment naming the baseline and each finding it undoes (and what it
     leaves), then the [Service] lines. Holds clear values the unit itself holds (see `shown`)."""
     lines = [f"# Written by `driftwatch restore`: brings {plan.unit} back to baseline {plan.baseline}.",
-             f"# Remove this file and run `systemctl daemon-reload` to undo it."]
+             "# Remove this file and run `systemctl daemon-reload` to undo it."]
     for f in plan.undoes:
         lines.append(f"# undoes {_finding_phrase(f)}")
     for left in plan.left:

@@ -5,7 +5,6 @@ typed flags, and metrics such as `throughput: 70`. It is never overwritten witho
 """
 from __future__ import annotations
 
-import math
 import os
 import re
 from dataclasses import dataclass, field

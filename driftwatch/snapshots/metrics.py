@@ -10,7 +10,6 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from typing import Any
 
 from ..errors import InputError
 

@@ -24,7 +24,7 @@ from ..parse.unitfile import LIST_KEYS, parse_unit_text
 from ..parse.environment import parse_environment_file
 from ..parse.said import public
 from ..parse.wrappers import NO_ENGINE
-from ..redact import Redactor, credential_kind, is_secret_field, load_public_env, visible
+from ..redact import Redactor, credential_kind, load_public_env, visible
 from .reported import EFFECTIVE, KINDS as REPORTED_KINDS, STARTUP, keep_reported
 from ..timestamps import utc_now as now_utc
 
@@ -285,8 +285,6 @@ def _visible_devices_issue(environment: dict[str, str], engine: EngineConfig, co
 def _model_facts(raw: RawUnit, engine: EngineConfig) -> dict[str, Any] | None:
     """Facts of the model the unit serves, from the config.json the collector read on the host
     (the one named by the unit's model path when several were read); None when none parses."""
-    import json
-
     from ..facts import model_facts
     configs = dict(getattr(raw, "model_configs", None) or {})
     if not configs:

@@ -9,7 +9,6 @@ shared catalog code turns into a `bad-value` finding.
 """
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Callable
 
