@@ -146,26 +146,7 @@ def copy_to_postgres(sqlite_db: Path, url: str) -> None:
 def scale_store(sqlite_db: Path, target: Path, factor: int) -> int:
     """A copy of the SQLite store with every host copied `factor - 1` more times (HOST-k1, …), with
     their runs and kept changes; the number of snapshot rows."""
-    import sqlite3
-    target.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(sqlite_db, target)
-    db = sqlite3.connect(str(target))
-    top = db.execute("SELECT MAX(id) FROM snapshots").fetchone()[0]
-    for k in range(1, factor):
-        shift = k * top
-        db.execute("INSERT INTO snapshots (id, host, unit, collected_at, seq, name, state_hash, content_hash, "
-                   "source_hash, document, changes_from) SELECT id + ?, host || ?, unit, collected_at, seq, name, "
-                   "state_hash, content_hash, source_hash, document, changes_from + ? FROM snapshots WHERE id <= ?",
-                   (shift, f"-k{k}", shift, top))
-        db.execute("INSERT INTO runs (snapshot_id, at) SELECT snapshot_id + ?, at FROM runs WHERE snapshot_id <= ?",
-                   (shift, top))
-        db.execute("INSERT INTO changes (snapshot_id, ord, key, body) SELECT snapshot_id + ?, ord, key, body "
-                   "FROM changes WHERE snapshot_id <= ?", (shift, top))
-    db.commit()
-    db.execute("ANALYZE")
-    count = db.execute("SELECT COUNT(*) FROM snapshots").fetchone()[0]
-    db.close()
-    return count
+    return _copied(sqlite_db, target, factor, lambda k: (f"-k{k}", 0))
 
 
 def scale_store_in_time(sqlite_db: Path, target: Path, factor: int, days: int) -> int:
@@ -173,18 +154,24 @@ def scale_store_in_time(sqlite_db: Path, target: Path, factor: int, days: int) -
     `factor - 1` more times, each copy `days` earlier (names and run times moved with it), so the
     same units have 10x the past and "the last 7 days" the same answer. The copies' first rows
     start fresh chains (no kept pair across copies, as after a pruned gap). The number of snapshot rows."""
+    return _copied(sqlite_db, target, factor, lambda k: ("", k * days * 86400))
+
+
+def _copied(sqlite_db: Path, target: Path, factor: int, copy_k) -> int:
+    """The store copied to `target` with `factor - 1` more copies of its rows, copy k's hosts
+    suffixed and its times moved back as `copy_k(k)` = (host suffix, seconds back) says."""
     import sqlite3
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(sqlite_db, target)
     db = sqlite3.connect(str(target))
     top = db.execute("SELECT MAX(id) FROM snapshots").fetchone()[0]
     for k in range(1, factor):
-        shift, back = k * top, k * days * 86400
+        shift, (suffix, back) = k * top, copy_k(k)
         db.execute("INSERT INTO snapshots (id, host, unit, collected_at, seq, name, state_hash, content_hash, "
-                   "source_hash, document, changes_from) SELECT id + ?, host, unit, collected_at - ?, seq, "
-                   "strftime('%Y%m%dT%H%M%SZ', collected_at - ?, 'unixepoch') || printf('-%02d.yaml', seq), "
-                   "state_hash, content_hash, source_hash, document, changes_from + ? FROM snapshots WHERE id <= ?",
-                   (shift, back, back, shift, top))
+                   "source_hash, document, changes_from) SELECT id + ?, host || ?, unit, collected_at - ?, seq, "
+                   "CASE WHEN ? = 0 THEN name ELSE strftime('%Y%m%dT%H%M%SZ', collected_at - ?, 'unixepoch') || "
+                   "printf('-%02d.yaml', seq) END, state_hash, content_hash, source_hash, document, "
+                   "changes_from + ? FROM snapshots WHERE id <= ?", (shift, suffix, back, back, back, shift, top))
         db.execute("INSERT INTO runs (snapshot_id, at) SELECT snapshot_id + ?, at - ? FROM runs WHERE snapshot_id <= ?",
                    (shift, back, top))
         db.execute("INSERT INTO changes (snapshot_id, ord, key, body) SELECT snapshot_id + ?, ord, key, body "
