@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from driftwatch.cli import cli
 
+from driftwatch.run.history import changes_between
 from driftwatch.run.targets import snapshot_from_unit_file
 from driftwatch.snapshots.store import SnapshotStore
 from driftwatch.snapshots.store_sql import DB_NAME
@@ -54,17 +55,19 @@ def _table_scanned(detail: str, sql: str) -> bool:
     return m.group(1) in names
 
 
-def _fill(folder: Path) -> None:
+def _fill(folder: Path, keep_changes: bool) -> None:
     base = snapshot_from_unit_file(str(U70), host="gpu000")
     text = U70.read_text()
-    store = SnapshotStore(folder)
+    # as `snapshot` saves (each row's changes kept), or as a v1 store or a pruned gap leaves it (not kept:
+    # history computes the pairs the one-unit way, then keeps them)
+    store = SnapshotStore(folder, changes=changes_between if keep_changes else None)
     for host in ("gpu000", "gpu001", "gpu002"):
         for unit in ("sglang-qwen.service", "sglang-llama.service"):
             for day in range(6):
                 steps = 1 + day % 3
                 changed = replace(base, host=host, unit=unit,
                                   collected_at=(T0 + dt.timedelta(days=day)).strftime("%Y-%m-%dT%H:%M:%SZ"))
-                if steps != 3:  # a new state on two days of three, an unchanged run on the third
+                if steps != 3:  # steps 1, 2, 3, 1, 2, 3: a new state every day
                     path = folder.parent / f"u{steps}.service"
                     path.write_text(text.replace("--speculative-num-steps 3", f"--speculative-num-steps {steps}"))
                     changed = replace(snapshot_from_unit_file(str(path), host=host), unit=unit,
@@ -82,11 +85,11 @@ def _with_fleet_statistics(db_file: Path) -> None:
     db.close()
 
 
-@pytest.fixture
-def fleet_sized(tmp_path, monkeypatch):
+@pytest.fixture(params=["changes kept", "changes not kept"])
+def fleet_sized(request, tmp_path, monkeypatch):
     """A real SQLite store with fleet-sized statistics, and every statement run against it."""
     folder = tmp_path / "store"
-    _fill(folder)
+    _fill(folder, keep_changes=request.param == "changes kept")
     _with_fleet_statistics(folder / DB_NAME)
     statements: list[str] = []
     real_connect = sqlite3.connect
@@ -97,7 +100,7 @@ def fleet_sized(tmp_path, monkeypatch):
         return conn
 
     monkeypatch.setattr(sqlite3, "connect", traced)
-    return folder, statements
+    return folder, statements, request.param == "changes kept"
 
 
 def _scans(db_file: Path, statements: list[str]) -> list[tuple[str, str]]:
@@ -123,7 +126,7 @@ QUESTIONS = {
 
 @pytest.mark.parametrize("question", list(QUESTIONS))
 def test_bounded_questions_search_indexes_on_a_store_with_fleet_statistics(fleet_sized, tmp_path, question):
-    folder, statements = fleet_sized
+    folder, statements, _ = fleet_sized
     (tmp_path / "no-baselines").mkdir()
     result = CliRunner().invoke(cli, [*QUESTIONS[question], "--store", str(folder), "--format", "json"]
                                 if question != "no-op prune" else
@@ -139,3 +142,12 @@ def test_bounded_questions_search_indexes_on_a_store_with_fleet_statistics(fleet
         assert "pruned 0 snapshots" in result.output
     assert statements, "no statement was traced"
     assert _scans(folder / DB_NAME, statements) == []
+
+
+def test_report_since_reads_one_units_kept_changes_by_index(fleet_sized):
+    """Report's "since" (one indexed query per finding key, `key_changes`) on the same store."""
+    folder, statements, kept = fleet_sized
+    rows, changed = SnapshotStore(folder).key_changes("gpu001", "sglang-qwen.service", ["speculative_num_steps"])
+    # a new state each day; where nothing was kept, nothing is claimed (the caller walks those rows)
+    assert len(rows) == 6 and len(changed["speculative_num_steps"]) == (5 if kept else 0)
+    assert statements and _scans(folder / DB_NAME, statements) == []
