@@ -2,7 +2,11 @@
 store; read every stored snapshot to find those that cannot be read."""
 from __future__ import annotations
 
+import sys
+
 import click
+
+from ..errors import EXIT_DRIFT, EXIT_OK
 
 STORE_HELP = ("Snapshot store: a directory (SQLite, its store.db) or postgresql://USER@HOST/DB "
               "[default: ~/.local/state/driftwatch].")
@@ -72,4 +76,4 @@ def store_check(store, host, unit):
         click.echo(f"{record.path}: unreadable: {why}")
     click.echo(f"driftwatch: checked {count} snapshot{'s' if count != 1 else ''} in {source.root}: "
                + (f"{len(bad)} unreadable" if bad else "all readable"), err=True)
-    return 1 if bad else 0
+    sys.exit(EXIT_DRIFT if bad else EXIT_OK)  # as every command: the same status in-process and from main

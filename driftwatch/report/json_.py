@@ -63,14 +63,11 @@ def indented(doc, flat: frozenset[str] = frozenset()) -> str:
 
 
 def _put(value, pad: str, out: list[str], flat: frozenset[str] = frozenset()) -> None:
-    if isinstance(value, str):
+    leaf = _scalar(value)
+    if leaf is not None:
+        out.append(leaf)
+    elif isinstance(value, str):  # a subclass of str, int or float: as the json module writes it
         out.append(_string(value))
-    elif value is None:
-        out.append("null")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
     elif isinstance(value, int):
         out.append(int.__repr__(value))
     elif isinstance(value, float):
@@ -122,26 +119,33 @@ def _put(value, pad: str, out: list[str], flat: frozenset[str] = frozenset()) ->
         _put(str(value), pad, out)  # default=str
 
 
+def _scalar(value) -> str | None:
+    """A plain scalar (exactly str, int, finite float, bool or None) as JSON; None for anything else."""
+    kind = type(value)
+    if kind is str:
+        return _string(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
+    return None
+
+
 def _leaves(values) -> list[str] | None:
-    """Each value written as `_put` writes it, when all are plain scalars (str, int, finite float, bool,
-    None); else None, and the caller writes them one by one (a subclass, a container, nan: as before)."""
+    """Each value as `_put` writes it, when all are plain scalars (`_scalar`); else None, and the
+    caller writes them one by one (a subclass, a container, nan: as before)."""
     out = []
     for value in values:
-        kind = type(value)
-        if kind is str:
-            out.append(_string(value))
-        elif value is None:
-            out.append("null")
-        elif value is True:
-            out.append("true")
-        elif value is False:
-            out.append("false")
-        elif kind is int:
-            out.append(int.__repr__(value))
-        elif kind is float and math.isfinite(value):
-            out.append(float.__repr__(value))
-        else:
+        leaf = _scalar(value)
+        if leaf is None:
             return None
+        out.append(leaf)
     return out
 
 
