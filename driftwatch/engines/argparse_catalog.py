@@ -267,6 +267,20 @@ def _option_words(argv: list[str], start: int) -> int:
     return i
 
 
+def _leftover_spans(extras: list[str]):
+    """(start, end, is_option) per problem in the words no option read: an unknown option with its
+    value words, or one stray word. `parse` words an issue for each, `_count_problems` counts them."""
+    j = 0
+    while j < len(extras):
+        if extras[j].startswith("-") and not _is_number(extras[j]):
+            end = _option_words(extras, j)
+            yield j, end, True
+        else:
+            end = j + 1
+            yield j, end, False
+        j = end
+
+
 def _has_positional(catalog) -> bool:
     positional = catalog.__dict__.get("_dw_positional")
     if positional is None:
@@ -548,19 +562,15 @@ class CatalogSet:
         """Explicit values by dest, the spelling typed for each dest, and problems, for one release."""
         values, spellings, issues, extras = self._read(argv, version)
         catalog = self.load(version)
-        j = 0
-        while j < len(extras):
-            word = extras[j]
-            if word.startswith("-") and not _is_number(word):
+        for start, end, is_option in _leftover_spans(extras):
+            word = extras[start]
+            if is_option:
                 issue = self._unknown_issue(word, catalog)
-                end = _option_words(extras, j)
-                issue.value = _spelled_value(extras, j, end)
+                issue.value = _spelled_value(extras, start, end)
                 issues.append(issue)
-                j = end
             else:
                 issues.append(Issue("unknown-flag", f"stray argument {word!r} ({self.label} "
                                     f"{self.positional_note})", flag=word, severity="error", value=word))
-                j += 1
         return values, spellings, issues
 
     def _read(self, argv: list[str], version: str) -> tuple[dict[str, Any], dict[str, str], list[Issue], list[str]]:
@@ -641,11 +651,7 @@ class CatalogSet:
         """len(parse(argv, version)[2]) without wording the issue of each unknown option (thousands of
         them in a hostile unit, once per shipped release)."""
         _, _, issues, extras = self._read(list(argv), version)
-        count, j = len(issues), 0
-        while j < len(extras):
-            count += 1
-            j = _option_words(extras, j) if extras[j].startswith("-") and not _is_number(extras[j]) else j + 1
-        return count
+        return len(issues) + sum(1 for _ in _leftover_spans(extras))
 
     def problems_at_least(self, argv: list[str], version: str) -> int:
         return self._problems_at_least(tuple(argv), version)
