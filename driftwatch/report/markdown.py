@@ -75,11 +75,10 @@ class MarkdownFormat(Format):
             lines.append("")
         rows = [[md(c) for c in row] for row in w.fleet_rows(doc)]
         lines += table(w.FLEET_COLUMNS, rows) if rows else ["*(no hosts in this report)*"]
-        sections: dict[tuple, list[dict]] = {}  # units whose sections read the same share one
-        for h in view.detailed_hosts(doc):
-            head = f"{md(view.status(h))}, predicted {md(w.predicted(h))}"
-            sections.setdefault((head, tuple(self._host_body(h))), []).append(h)
-        for (head, body), hs in sections.items():
+        def section(h: dict) -> tuple:  # units whose sections read the same share one
+            return f"{md(view.status(h))}, predicted {md(w.predicted(h))}", tuple(self._host_body(h))
+
+        for (head, body), hs in view.alike_sections(doc, section):
             if len(hs) == 1:
                 lines += ["", f"## {md(w.host_title(hs[0]))}: {head}", ""]
             else:

@@ -221,12 +221,12 @@ class TextFormat(Format):
         """(title, body) per drifted host; units whose sections would read the same word for word
         (same status, prediction, summary and findings: typically every finding told once above)
         share one section that names them all, so 20 identical hosts are one section, not 20."""
-        sections: dict[tuple, list[dict]] = {}
-        for h in view.detailed_hosts(doc):
-            head = f"{self._paint(view.status(h), view.status(h).replace(' ', '_'))}, predicted {w.predicted(h)}"
-            sections.setdefault((head, tuple(self._host_body(h))), []).append(h)
+        def section(h: dict) -> tuple:
+            tone = view.status(h).replace(" ", "_")
+            return f"{self._paint(view.status(h), tone)}, predicted {w.predicted(h)}", tuple(self._host_body(h))
+
         out = []
-        for (head, body), hs in sections.items():
+        for (head, body), hs in view.alike_sections(doc, section):
             if len(hs) == 1:
                 out.append((f"{w.host_title(hs[0])}: {head}", list(body)))
             else:

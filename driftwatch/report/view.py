@@ -9,6 +9,8 @@ most high-severity findings), then unreadable hosts, then clean hosts; ties by h
 """
 from __future__ import annotations
 
+from typing import Any
+
 
 def _dict(value) -> dict:
     return value if isinstance(value, dict) else {}
@@ -128,6 +130,16 @@ def ordered_hosts(report: dict) -> list[dict]:
 def detailed_hosts(report: dict) -> list[dict]:
     """Hosts that get a section of their own: drifted ones, and any host with findings listed."""
     return [h for h in ordered_hosts(report) if status(h) == "drift" or findings(h)]
+
+
+def alike_sections(report: dict, section) -> list[tuple[Any, list[dict]]]:
+    """The detailed hosts grouped by `section(host)` (what a renderer would write for it, hashable):
+    [(section, hosts)] in first-seen order, so units whose sections read the same word for word are
+    told once (20 identical hosts: one section naming them all)."""
+    groups: dict[Any, list[dict]] = {}
+    for h in detailed_hosts(report):
+        groups.setdefault(section(h), []).append(h)
+    return list(groups.items())
 
 
 def unreadable_hosts(report: dict) -> list[dict]:
