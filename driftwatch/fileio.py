@@ -252,12 +252,23 @@ def link_atomic(source: str | os.PathLike, path: str | os.PathLike) -> None:
 # --------------------------------------------------------------------------- YAML
 
 
+# A list this long that a document holds twice (a huge unit's argv, saved as `argv` and as the same
+# `expanded_argv`) is written once, with an anchor, and the second time as its alias: each copy of
+# 16 000 words cost about 0.15 s to write and read back. Shorter lists (every real unit's argv) and
+# everything else are written out in full, so ordinary files have no anchors.
+ALIAS_MIN_ITEMS = 256
+
+
+def _written_once(data) -> bool:
+    return type(data) is list and len(data) >= ALIAS_MIN_ITEMS
+
+
 class _Dumper(yaml.SafeDumper):
-    """Block style, multi-line strings as literal blocks (unit text stays reviewable in git); never
-    anchors and aliases (a file driftwatch writes reads the same without them)."""
+    """Block style, multi-line strings as literal blocks (unit text stays reviewable in git); no
+    anchors and aliases but for a long list held twice (see ALIAS_MIN_ITEMS)."""
 
     def ignore_aliases(self, data):
-        return True
+        return not _written_once(data)
 
 
 _INT_TAG, _FLOAT_TAG, _STR_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:str"
@@ -318,17 +329,30 @@ class PureLimitedLoader(_Limits, yaml.SafeLoader):
         self._dw_reset()
 
 
-def _resolve_remembered(loader, resolve, kind, value, implicit):
+class _RememberedTags:
     """A scalar's implicit tag, worked out once per spelling in a document (an argv of `--tp 1` x 8 000
-    repeats three words; the regular expressions ran for each): the tag depends on nothing else."""
-    if kind is not yaml.ScalarNode:
-        return resolve(kind, value, implicit)
-    tags = loader.__dict__.setdefault("_dw_tags", {})
-    key = (value, implicit)
-    tag = tags.get(key)
-    if tag is None:
-        tag = tags[key] = resolve(kind, value, implicit)
-    return tag
+    repeats three words; the regular expressions ran for each), for libyaml's loader and dumper, which
+    ask for every scalar (the dumper twice). With no path resolvers (none are added to the safe classes),
+    a scalar's tag depends only on its text, and is the plain str tag when implicit resolution is off."""
+
+    def resolve(self, kind, value, implicit):
+        if kind is not yaml.ScalarNode:
+            return super().resolve(kind, value, implicit)
+        if not implicit[0]:
+            return _STR_TAG
+        tags = self.__dict__.get("_dw_tags")
+        if tags is None:
+            tags = self._dw_tags = {}
+        tag = tags.get(value)
+        if tag is None:
+            tag = tags[value] = super().resolve(kind, value, implicit)
+        return tag
+
+    def descend_resolver(self, current_node, current_index):
+        """Nothing to follow without path resolvers (asked for every node)."""
+
+    def ascend_resolver(self):
+        """Nothing to follow without path resolvers (asked for every node)."""
 
 
 if getattr(yaml, "__with_libyaml__", False):
@@ -359,7 +383,7 @@ if getattr(yaml, "__with_libyaml__", False):
                                                       exc.problem_mark) from None
                 raise
 
-    class _CSafeLoader(yaml.CSafeLoader):
+    class _CSafeLoader(_RememberedTags, yaml.CSafeLoader):
         """libyaml's composer as well: only for texts that cannot expand (no alias). A plain string node is
         its own value (what SafeConstructor's str constructor returns, without its per-node bookkeeping,
         which only matters for aliases)."""
@@ -368,9 +392,6 @@ if getattr(yaml, "__with_libyaml__", False):
             if node.tag == _STR_TAG and type(node) is yaml.ScalarNode:
                 return node.value
             return super().construct_object(node, deep)
-
-        def resolve(self, kind, value, implicit):
-            return _resolve_remembered(self, super().resolve, kind, value, implicit)
 else:  # pragma: no cover - PyYAML built without libyaml
     CLimitedLoader = _CSafeLoader = None
 
@@ -381,10 +402,16 @@ LimitedLoader = PureLimitedLoader  # the reference; subclassed elsewhere (invent
 _C_UNSAFE = re.compile(r"[\t\ufeff]|(?:^|[\s,\[\]{}])!(?:[\s,\[\]{}]|\Z)")
 
 
+def _c_unsafe(text: str) -> bool:
+    """`_C_UNSAFE` found in `text`; asked only of a text holding one of its characters (the search tries
+    every position: 28 ms on a 400 KB snapshot, where three `in` tests take well under one)."""
+    return ("!" in text or "\t" in text or "\ufeff" in text) and _C_UNSAFE.search(text) is not None
+
+
 def libyaml_reads_alike(text: str) -> bool:
     """True when CLimitedLoader gives the pure loader's answer on `text` (libyaml there, no texts of the
     few it reads otherwise): a caller with its own loader subclass (the inventory's) may try it first."""
-    return CLimitedLoader is not None and not _C_UNSAFE.search(text)
+    return CLimitedLoader is not None and not _c_unsafe(text)
 
 
 def _literal(data: str) -> bool:
@@ -407,25 +434,29 @@ def _add_representers(dumper: type) -> None:
 _add_representers(_Dumper)
 
 if getattr(yaml, "__with_libyaml__", False):
-    class _CDumper(yaml.CSafeDumper):
+    class _CDumper(_RememberedTags, yaml.CSafeDumper):
         """_Dumper with libyaml's emitter (about six times faster), for data it writes byte for byte as
         _Dumper does (see _c_dumpable)."""
 
         def ignore_aliases(self, data):
-            return True
-
-        def resolve(self, kind, value, implicit):
-            return _resolve_remembered(self, super().resolve, kind, value, implicit)
+            return not _written_once(data)
 
         def represent_data(self, data):
             kind = type(data)
             if kind is str and "\n" not in data:  # most of a saved snapshot: _str_representer's node
                 return yaml.ScalarNode(_STR_TAG, data)
+            once = _written_once(data)
+            if once and id(data) in self.represented_objects:  # a long list again: the same node, an alias
+                return self.represented_objects[id(data)]
             if kind is list and data and all(type(item) is str and "\n" not in item for item in data):
                 # an argv: represent_sequence's node (block style: every item a plain-style scalar)
                 flow = True if self.default_flow_style is None else self.default_flow_style
-                return yaml.SequenceNode(_SEQ_TAG, [yaml.ScalarNode(_STR_TAG, item) for item in data],
+                node = yaml.SequenceNode(_SEQ_TAG, [yaml.ScalarNode(_STR_TAG, item) for item in data],
                                          flow_style=flow)
+                if once:
+                    self.represented_objects[id(data)] = node
+                    self.object_keeper.append(data)
+                return node
             return super().represent_data(data)
 
     _add_representers(_CDumper)
@@ -457,6 +488,10 @@ def _c_dumpable(data: Any) -> bool:
         elif kind is list or kind is tuple:
             if depth > 100:
                 return False
+            if item and all(type(value) is str for value in item):
+                words = "".join(item)  # an argv: all its words at once, when none is multi-line
+                if words.isascii() and words.isprintable():
+                    continue
             stack.extend((value, depth + 1) for value in item)
         elif isinstance(item, str):
             if not item.isascii():
@@ -523,10 +558,12 @@ def _load_one(loader_class, text: str, max_nodes: int = MAX_YAML_NODES) -> Any:
         loader.dispose()
 
 
-# A text without '&' and '*' has no anchor and no alias, so libyaml's own composer cannot expand anything; and
-# an int or float scalar longer than MAX_NUMBER_CHARS is a run of these characters (sexagesimal, hex, '_'):
-# a text without one cannot hold a number over the bound.
-_MAY_ALIAS = re.compile(r"[&*]|<<")  # a merge key folds nodes away: counted otherwise
+# A text without '&' and '*' has no anchor and no alias, so libyaml's own composer cannot expand anything
+# (one with them is checked on its nodes, as the bounded composer counts them); a merge key folds nodes away
+# and is counted otherwise. An int or float scalar longer than MAX_NUMBER_CHARS is a run of these characters
+# (sexagesimal, hex, '_'): a text without one cannot hold a number over the bound.
+_MAY_ALIAS = re.compile(r"[&*]")
+_MERGE_KEY = re.compile(r"<<")
 _MAY_BE_LONG_NUMBER = re.compile(r"[-+0-9_:.xXoObBa-fA-F]{%d,}" % (MAX_NUMBER_CHARS + 1))
 
 
@@ -556,14 +593,87 @@ def _within_bounds(data: Any, max_nodes: int) -> bool:
     return True
 
 
+def _children(node) -> list:
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
+def _graph_within_bounds(root, max_nodes: int) -> bool:
+    """The bounded composer's verdict (`_Limits`) on a document libyaml composed, aliases and all: True when
+    no alias names a structure that contains it, nothing is nested deeper than MAX_YAML_DEPTH (an alias
+    counts where it stands, as one node), and the document's nodes plus, for each alias, the nodes of what it
+    names, are at most `max_nodes`. Each node is visited once (an alias bomb is sized, never expanded):
+    nodes first met in document order are the anchors, met again they are aliases."""
+    sizes: dict[int, int] = {}  # id -> nodes it holds, once complete
+    open_nodes: set[int] = set()
+    aliased = 0
+    stack = [(root, 1, False)]
+    scalar = yaml.ScalarNode
+    while stack:
+        node, depth, complete = stack.pop()
+        key = id(node)
+        if complete:
+            open_nodes.discard(key)
+            sizes[key] = size = 1 + sum(sizes[id(c)] for c in _children(node))
+            if size > max_nodes:
+                return False
+            continue
+        if depth > MAX_YAML_DEPTH:
+            return False
+        if key in sizes:  # an alias of a structure read before
+            aliased += sizes[key]
+            if aliased > max_nodes:
+                return False
+            continue
+        if key in open_nodes:  # an alias inside what it names
+            return False
+        children = _children(node)
+        if not children:
+            sizes[key] = 1
+            continue
+        if type(node) is yaml.SequenceNode and all(type(c) is scalar for c in children):
+            # an argv: its words at once (a word met before is an alias of one node)
+            if depth + 1 > MAX_YAML_DEPTH:
+                return False
+            ids = [id(c) for c in children]
+            fresh = set(ids)
+            aliased += len(ids) - len(fresh) + sum(1 for i in fresh if i in sizes)
+            sizes.update(dict.fromkeys(fresh, 1))
+            sizes[key] = 1 + len(ids)
+            continue
+        open_nodes.add(key)
+        stack.append((node, depth, True))
+        stack.extend((child, depth + 1, False) for child in reversed(children))
+    return sizes[id(root)] + aliased <= max_nodes
+
+
+def _load_aliased(text: str, max_nodes: int) -> tuple[bool, Any]:
+    """libyaml's composer on a text with anchors or aliases; the nodes checked before anything is built."""
+    loader = _CSafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return True, None
+        if not _graph_within_bounds(node, max_nodes):
+            return False, None
+        return True, loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def _load_unbounded_if_safe(text: str, max_nodes: int) -> tuple[bool, Any]:
     """(True, data) when libyaml's composer and parser (all C: several times faster than ours on the large
     documents driftwatch saves) read `text` to what the bounded loader would give: libyaml-safe text with no
     anchor or alias and no long number, read without error, within depth and size once read. Otherwise (False,
     None), and the caller asks the bounded loader for the value or the verdict and its message."""
-    if _CSafeLoader is None or _C_UNSAFE.search(text) or _MAY_ALIAS.search(text) or _MAY_BE_LONG_NUMBER.search(text):
+    if _CSafeLoader is None or _c_unsafe(text) or _MERGE_KEY.search(text) or _MAY_BE_LONG_NUMBER.search(text):
         return False, None
     try:
+        if _MAY_ALIAS.search(text):
+            return _load_aliased(text, max_nodes)
         data = _load_one(_CSafeLoader, text, max_nodes)
     except Exception:  # noqa: BLE001 - the bounded loaders give the verdict and the message
         return False, None
@@ -578,7 +688,7 @@ def _load_bounded(text: str, max_nodes: int = MAX_YAML_NODES) -> Any:
     fast, data = _load_unbounded_if_safe(text, max_nodes)
     if fast:
         return data
-    if CLimitedLoader is not None and not _C_UNSAFE.search(text):
+    if CLimitedLoader is not None and not _c_unsafe(text):
         try:
             return _load_one(CLimitedLoader, text, max_nodes)
         except Exception:  # noqa: BLE001 - the pure loader gives the verdict and the message

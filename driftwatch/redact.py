@@ -203,6 +203,15 @@ def is_secret_option(option: str, credential_options: Iterable[str] = ()) -> boo
     return _secret_option_cached(option, options)
 
 
+# Every secret word of the lists above: a name whose letters and digits (lowercase, run together) hold none
+# of them is secret by none of the word tests, whatever its separators (4 000 unknown options in a hostile
+# unit are then one search each instead of every test).
+_ANY_SECRET_WORD = re.compile("|".join(sorted(
+    {*SECRET_WORDS, *SECRET_SHORT_WORDS, *_SECRET_FIELD_PARTS, *_SECRET_OPTION_WORDS, "token", "pass", "pwd"},
+    key=len, reverse=True)))
+_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
+
+
 def _is_secret_option(option: str, credential_options: tuple[str, ...] = ()) -> bool:
     """Whether the value of `option` (``--api-key``, ``--api-k``, ``--requirepass``, ``-p``…) is a secret
     in a command line no engine types. `credential_options` are the engines' credential flags: any
@@ -211,6 +220,12 @@ def _is_secret_option(option: str, credential_options: tuple[str, ...] = ()) -> 
     bare = name.lstrip("-")
     if not bare or not name.startswith("-"):
         return False
+    if not _ANY_SECRET_WORD.search(_NOT_ALNUM.sub("", bare.lower())):
+        return name.startswith("--") and len(name) >= 5 and any(c.startswith(name) for c in credential_options)
+    return _is_secret_option_by_words(name, bare, credential_options)
+
+
+def _is_secret_option_by_words(name: str, bare: str, credential_options: tuple[str, ...]) -> bool:
     if is_secret_field(bare):
         return True
     squashed = bare.lower().replace("-", "").replace("_", "")
@@ -993,7 +1008,24 @@ class Redactor:
         anywhere: --masterauth, --authkey), the secret options of well-known programs (redis-cli -a,
         mysql -pPW, curl -u user:PW) and `NAME=VALUE` words follow the name; other words are scanned
         by the secret detector. The word after a secret option is its value, even when it starts
-        with "-"."""
+        with "-".
+
+        Without `typed`, the answer depends only on the words and on the values typed public so far,
+        so it is remembered: the unit's ExecStart= line, stored in its text, is the argv read again
+        (16 000 words of a hostile unit cost 0.1 s a pass); the secrets it learned stay learned."""
+        if typed is None:
+            memo = self.__dict__.setdefault("_untyped_words", {})
+            key = (tuple(argv), len(self.typed_public))
+            try:
+                hit = memo.get(key)
+            except TypeError:  # a word that is not text (a hand-edited snapshot): read, not remembered
+                return self._words(argv, None)
+            if hit is None:
+                hit = memo[key] = self._words(argv, None)
+            return list(hit)
+        return self._words(argv, typed)
+
+    def _words(self, argv: list[str], typed: dict[str, bool] | None) -> list[str]:
         out: list[str] = []
         pending: str | None = None  # what the next value word is: "secret" | "typed" | "other" | "userinfo"
         shell_next = False

@@ -45,6 +45,34 @@ class Issue:
         return {k: v for k, v in self.__dict__.items() if v not in (None, []) and k != "value"}
 
 
+ISSUES_IN_FULL = 32  # issues that name a flag or key, one entry each; the rest one entry per kind names them
+_UNTYPED = ("unknown-flag", "removed-flag", "ambiguous-flag")
+
+
+def folded_issues(issues: list[Issue], in_full: int = ISSUES_IN_FULL) -> list[dict]:
+    """The public form of a list of issues (saved snapshots, `show`, a finding's details): the first
+    `in_full` that name a flag or key one entry each, every later one named in one entry per kind.
+    A hostile unit has thousands (4 000 unknown flags, a 1 000-key `--speculative-config`): one entry
+    each made a 66 KB unit a 1.5 MB JSON report and most of its cost, while saying nothing more.
+    Nothing is hidden: every flag (or key) is still named, and untyped flags are still compared by
+    their spelled values (diff/flags.py reads them from the argv, not from here)."""
+    out: list[dict] = []
+    rest: dict[tuple[str, str], list[str]] = {}
+    named = 0
+    for issue in issues:
+        name = issue.key or issue.flag
+        if name:
+            named += 1
+            if named > in_full:
+                rest.setdefault((issue.kind, issue.severity), []).append(name)
+                continue
+        out.append(issue.to_dict())
+    for (kind, severity), names in rest.items():
+        how = f"{kind}; each compared as written" if kind in _UNTYPED else kind
+        out.append({"kind": kind, "message": f"{len(names)} more ({how}): " + " ".join(names), "severity": severity})
+    return out
+
+
 @dataclass
 class EngineConfig:
     """Engine argv read against one release's flag catalog, with the engine's concept map."""

@@ -12,6 +12,7 @@ from typing import Any
 from ..snapshots.baseline import Baseline
 from ..diff import Difference, EnginePair, diff_snapshots, read_pair
 from ..diff.reported import reported_concepts, reported_figures
+from ..engines.config import folded_issues
 from ..facts import facts_context
 from .ignore import IgnoreEntry
 from ..impact import ImpactContext, combine, combine_intervals, direction, get_model
@@ -103,10 +104,10 @@ def _startup_differences(pair: EnginePair) -> list[Difference]:
     named = list(dict.fromkeys(i.flag for i in problems if i.flag))
     flags = ", ".join(named[:_NAMED]) + (f", … ({len(named) - _NAMED} more)" if len(named) > _NAMED else "")
     notes = [f"{i.message}." for i in problems[:_NAMED]]
-    if len(problems) > _NAMED:  # every one stays in the details; the sentence names the first few
+    if len(problems) > _NAMED:  # every one is named in the details; the sentence names the first few
         notes.append(f"… and {len(problems) - _NAMED} more problems of the same kind (all in the details).")
     return [Difference(key="engine.startup", label=f"start-up ({flags or 'the command line'})", baseline="starts",
-                       current="refuses to start", notes=notes, details={"problems": [i.to_dict() for i in problems]})]
+                       current="refuses to start", notes=notes, details={"problems": folded_issues(problems)})]
 
 
 _NAMED = 8  # start-up problems named in the finding's label and sentence (a unit may have thousands)

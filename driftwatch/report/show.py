@@ -6,6 +6,7 @@ import shlex
 
 from tabulate import tabulate
 
+from ..engines.config import folded_issues
 from ..redact import mask_for_show, visible
 from .cells import prewrap
 
@@ -29,7 +30,7 @@ def show_dict(snap: Snapshot, include_defaults: bool) -> dict:
         "environment": dict(snap.environment),
         "environment_files": list(snap.environment_files),
         "unit_keys": dict(snap.unit_keys),
-        "findings": [issue.to_dict() for issue in snap.issues],
+        "findings": folded_issues(snap.issues),
         "warnings": list(snap.warnings),
         "runtime": dict(snap.runtime),
     }
@@ -135,7 +136,7 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
         lines.append(f"warning: {visible(warning)}")
     if snap.issues:
         lines += ["", "findings:"]
-        lines += [f"  [{i.severity}] {i.kind}: {visible(i.message)}" for i in snap.issues]
+        lines += [f"  [{i['severity']}] {i['kind']}: {visible(i['message'])}" for i in folded_issues(snap.issues)]
     # Anything interpolated above that still holds a control character (a terminal escape from a
     # remote unit) is made visible; the only raw control character left is the line break.
     # secrets read "<redacted>": no fingerprint on screen (it is for comparing, not for reading)

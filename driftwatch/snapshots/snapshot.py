@@ -16,7 +16,7 @@ from ..engines.registry import find_launcher, get_engine
 from ..errors import DriftwatchError, InputError
 from ..facts.gpu import INTERCONNECTS
 from ..fileio import MAX_TEXT_BYTES
-from ..engines.config import EngineConfig, Issue
+from ..engines.config import ISSUES_IN_FULL, EngineConfig, Issue, folded_issues
 from ..parse.launcher import Launcher
 from ..collect.raw import RawUnit
 from ..parse.execstart import ExecStartError, resolve_exec_start
@@ -339,6 +339,9 @@ def engine_to_dict(engine: EngineConfig, include_defaults: bool = False) -> dict
 
 def snapshot_to_dict(snap: Snapshot) -> dict:
     """The YAML/JSON form of a snapshot (schema driftwatch.snapshot/v1). Secrets are already redacted."""
+    argv = list(snap.argv)
+    # no $VAR expanded (the usual case): one list for both, which YAML writes once when it is long
+    expanded = argv if snap.expanded_argv == snap.argv else list(snap.expanded_argv)
     return {
         "schema": SNAPSHOT_SCHEMA,
         "host": snap.host,
@@ -347,14 +350,14 @@ def snapshot_to_dict(snap: Snapshot) -> dict:
         "source": snap.source,
         "paths": list(snap.paths),
         "engine_version": snap.engine_version,
-        "exec_start": {"prefixes": snap.prefixes, "argv": list(snap.argv), "expanded_argv": list(snap.expanded_argv)},
+        "exec_start": {"prefixes": snap.prefixes, "argv": argv, "expanded_argv": expanded},
         "environment": dict(snap.environment),
         "environment_files": list(snap.environment_files),
         "unit_keys": dict(snap.unit_keys),
         "all_unit_keys": snap.all_unit_keys,
         "launcher": snap.launcher.to_dict(),
         "engine": engine_to_dict(snap.engine),
-        "issues": saved_issues(snap.issues),
+        "issues": folded_issues(snap.issues),
         "warnings": list(snap.warnings),
         "runtime": dict(snap.runtime),
         "origins": dict(snap.origins),
@@ -362,29 +365,7 @@ def snapshot_to_dict(snap: Snapshot) -> dict:
     }
 
 
-SAVED_UNTYPED_ISSUES = 32  # one saved entry each; the rest one entry per kind that lists them
-_UNTYPED = ("unknown-flag", "removed-flag", "ambiguous-flag")
-
-
-def saved_issues(issues: list[Issue]) -> list[dict]:
-    """The issues as saved. They are derived (read again from the argv on every read, so every
-    untyped flag is still compared by its spelled value); past SAVED_UNTYPED_ISSUES flags no catalog
-    types, one entry per kind names them all: a unit of 4 000 unknown flags saved 4 000 entries of
-    ~200 bytes, 1.4 MB of YAML for a 98 KB unit, and the round trip was most of its cost."""
-    out: list[dict] = []
-    rest: dict[tuple[str, str], list[str]] = {}
-    untyped = 0
-    for issue in issues:
-        if issue.kind in _UNTYPED and issue.flag:
-            untyped += 1
-            if untyped > SAVED_UNTYPED_ISSUES:
-                rest.setdefault((issue.kind, issue.severity), []).append(issue.flag)
-                continue
-        out.append(issue.to_dict())
-    for (kind, severity), flags in rest.items():
-        out.append({"kind": kind, "message": f"{len(flags)} more ({kind}; each compared as written): "
-                                             + " ".join(flags), "severity": severity})
-    return out
+SAVED_UNTYPED_ISSUES = ISSUES_IN_FULL  # the name the tests know
 
 
 class _Fields:

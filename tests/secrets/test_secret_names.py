@@ -89,3 +89,30 @@ def test_the_detector_patterns_are_current():
             "print(bool(found), any(m.startswith('detect_secrets') for m in sys.modules))")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.stdout.split() == ["True", "False"], run.stdout + run.stderr
+
+
+def test_the_secret_word_search_before_the_word_tests_never_changes_an_answer():
+    """`_is_secret_option` asks one regular expression before the word tests (4 000 unknown options of a
+    hostile unit); on options made of every secret and harmless word, glued, cased and separated every way,
+    and of the credential flags' prefixes, it answers as the word tests alone do."""
+    import random
+
+    from driftwatch import redact
+    rng = random.Random(21)
+    words = sorted({*redact.SECRET_WORDS, *redact.SECRET_SHORT_WORDS, *redact._HARMLESS_WORDS,
+                    *redact._SECRET_OPTION_WORDS, *redact._SECRET_FIELD_PARTS, "model", "tp", "max", "len", "x",
+                    "api", "k", "ey", "pa", "ss", "to", "ken", "p", "w", "hf", "se", "cret", "é", "İ"})
+    credential = ("--api-key", "--hf-token", "--ssl-keyfile-password", "--admin-api-key")
+    options = [c[:n] for c in credential for n in range(2, len(c) + 1)]
+    for _ in range(6000):
+        parts = [rng.choice(words) for _ in range(rng.randint(1, 4))]
+        parts = [p.upper() if rng.random() < 0.2 else p.capitalize() if rng.random() < 0.2 else p for p in parts]
+        glue = rng.choice(["", "-", "_", ".", "--"])
+        options.append(rng.choice(["--", "-", "---"]) + glue.join(parts) + rng.choice(["", "=v"]))
+    slow_answers = 0
+    for option in options:
+        name = option.split("=", 1)[0]
+        expected = redact._is_secret_option_by_words(name, name.lstrip("-"), credential)
+        assert redact._is_secret_option(option, credential) == expected, option
+        slow_answers += expected
+    assert 1000 < slow_answers < len(options) - 1000  # both answers are well represented

@@ -191,9 +191,95 @@ def test_saved_snapshots_are_read_by_libyamls_composer_and_read_the_same():
 
 
 @needs_libyaml
-@pytest.mark.parametrize("text", ["a: &x 1\nb: *x\n", "d: {<<: {a: 1}, b: 2}\n", "p: *nope\n"])
-def test_anchors_aliases_and_merges_stay_on_the_bounded_path(text):
+@pytest.mark.parametrize("text", ["d: {<<: {a: 1}, b: 2}\n", "p: *nope\n", "a: &a [*a]\n", "&a [1, *a]\n"])
+def test_merges_undefined_and_recursive_aliases_stay_on_the_bounded_path(text):
     assert fileio._load_unbounded_if_safe(text, fileio.MAX_YAML_NODES) == (False, None)
+
+
+def _bomb(width: int, levels: int) -> str:
+    text = "a: &a [" + ",".join(['"xxxxxxxx"'] * width) + "]\n"
+    for i in range(levels - 1):
+        a, b = chr(97 + i), chr(98 + i)
+        text += f"{b}: &{b} [" + ",".join([f"*{a}"] * width) + "]\n"
+    return text
+
+
+ALIAS_TEXTS = [
+    "a: &a [1, 2]\nb: *a\n", "a: &a 1\nb: &a 2\nc: *a\n", "a: &a x\nb: [*a, *a, *a]\n",
+    "b: [&a x, *a, *a]\nc: [*a, y]\n", "? &k [1]\n: *k\n", "a: &a {b: 1}\nc: *a\n", "s: !!set {&a x, *a}\n",
+    _bomb(9, 9), _bomb(4, 4), "k: 'a*b'\nl: \"&x\"\n",
+    "x: " + "[" * 63 + "&a 1" + "]" * 63 + "\ny: *a\n",      # an alias counts where it stands
+    "x: &d " + "[" * 62 + "1" + "]" * 62 + "\ny: [*d]\n",
+    "x: &d " + "[" * 63 + "1" + "]" * 63 + "\ny: [*d]\n",    # the definition itself is too deep
+]
+
+
+def _random_aliased(rng) -> str:
+    anchors: list[str] = []
+
+    def value(depth: int) -> str:
+        r = rng.random()
+        if anchors and r < 0.3:
+            return "*" + rng.choice(anchors)
+        if depth > 3 or r < 0.5:
+            text = rng.choice(["1", "x", "'q'", "[]", "{}", "null"])
+        elif r < 0.75:
+            text = "[" + ", ".join(value(depth + 1) for _ in range(rng.randint(0, 4))) + "]"
+        else:
+            text = "{" + ", ".join(f"k{i}: {value(depth + 1)}" for i in range(rng.randint(0, 3))) + "}"
+        if rng.random() < 0.3:
+            anchors.append(f"a{len(anchors)}")
+            text = f"&{anchors[-1]} {text}"
+        return text
+    return "\n".join(f"t{i}: {value(0)}" for i in range(rng.randint(1, 4))) + "\n"
+
+
+@needs_libyaml
+@pytest.mark.parametrize("max_nodes", [fileio.MAX_YAML_NODES, 5, 10, 20, 40, 100])
+def test_texts_with_aliases_read_by_libyamls_composer_get_the_bounded_loaders_answer(max_nodes):
+    """Anchors and aliases are sized on libyaml's nodes (each node once: a bomb is never expanded): the
+    fast path answers only where the bounded loader gives that value, and leaves every refusal to it."""
+    import random
+    rng = random.Random(max_nodes)
+    texts = ALIAS_TEXTS + [_random_aliased(rng) for _ in range(400)]
+    fast = 0
+    for text in texts:
+        used, data = fileio._load_unbounded_if_safe(text, max_nodes)
+        try:
+            expected = ("value", repr(fileio._load_one(fileio.PureLimitedLoader, text, max_nodes)))
+        except (yaml.YAMLError, ValueError) as exc:
+            expected = ("error", type(exc).__name__)
+        if used:
+            fast += 1
+            assert expected == ("value", repr(data)), text
+    if max_nodes >= 100:
+        assert fast > len(texts) // 2  # the fast path really answers
+    if max_nodes == fileio.MAX_YAML_NODES:
+        assert not fileio._load_unbounded_if_safe(_bomb(9, 9), max_nodes)[0]  # 9^9 words: refused, not built
+
+
+@needs_libyaml
+def test_a_long_list_held_twice_is_written_once_and_read_back_twice():
+    """A huge unit's argv is saved as `argv` and (no $VAR expanded) the same `expanded_argv`: the second is an
+    alias (ALIAS_MIN_ITEMS), in both dumpers alike; shorter lists and everything else are written in full."""
+    long = [f"--x{i}" for i in range(fileio.ALIAS_MIN_ITEMS)]
+    short = long[:-1]
+    data = {"exec_start": {"argv": long, "expanded_argv": long}, "short": [short, short]}
+    assert fileio._c_dumpable(data)
+    text = fileio.dump_yaml(data)
+    assert text == pure_dump(data)
+    assert text.count("&id") == 1 and text.count("*id") == 1 and "expanded_argv: *id001" in text
+    used, again = fileio._load_unbounded_if_safe(text, fileio.MAX_YAML_NODES)
+    assert used and again == data == fileio.load_yaml_text(text, "f.yaml", "x")
+    # the bound counts as the bounded composer does: the document's nodes, where the alias stands for what it
+    # names, and once more for the alias itself
+    argv_nodes = 1 + len(long)
+    document = 1 + 2 + (1 + 2 + 2 * argv_nodes) + (1 + 2 * (1 + len(short)))  # root, its keys, exec_start, short
+    nodes = document + argv_nodes
+    with pytest.raises(yaml.composer.ComposerError):
+        fileio._load_one(fileio.PureLimitedLoader, text, nodes - 1)
+    assert fileio._load_one(fileio.PureLimitedLoader, text, nodes) == data
+    assert fileio._load_unbounded_if_safe(text, nodes)[0] and not fileio._load_unbounded_if_safe(text, nodes - 1)[0]
 
 
 @needs_libyaml
@@ -209,3 +295,17 @@ def test_an_argv_of_words_that_need_quoting_dumps_as_the_pure_dumper():
     for data in docs:
         assert fileio.dump_yaml(data) == pure_dump(data)
         assert fileio.load_yaml_text(fileio.dump_yaml(data), "f.yaml", "x") == data
+
+
+@needs_libyaml
+def test_tags_remembered_per_spelling_are_the_resolvers_own():
+    """libyaml's loader and dumper remember a scalar's tag by its text alone: right only while no path
+    resolver is registered, and the tags are the resolver's for every kind of scalar."""
+    assert not fileio._CSafeLoader.yaml_path_resolvers and not fileio._CDumper.yaml_path_resolvers
+    words = ["1", "1.5", "0x1f", "1_000", "1:30", ".inf", "~", "null", "yes", "off", "2026-12-02", "=", "<<", "x", ""]
+    loader = fileio._CSafeLoader("")
+    for word in words + words:
+        for implicit in ((True, False), (False, True), (True, True)):
+            assert loader.resolve(yaml.ScalarNode, word, implicit) == \
+                yaml.resolver.Resolver().resolve(yaml.ScalarNode, word, implicit), (word, implicit)
+    loader.dispose()
