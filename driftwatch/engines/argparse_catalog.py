@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import bisect
+import copy
 import functools
 import json
 import math
@@ -420,7 +421,7 @@ class CatalogSet:
         self.__dict__.pop("versions", None)
         self.__dict__.pop("credential_options", None)
         for cached in (CatalogSet.load, CatalogSet.parser, CatalogSet._count_problems,
-                       CatalogSet._problems_at_least):
+                       CatalogSet._problems_at_least, CatalogSet._read_once):
             cached.cache_clear()
 
     def _extra_file(self, version: str):
@@ -576,7 +577,17 @@ class CatalogSet:
     def _read(self, argv: list[str], version: str) -> tuple[dict[str, Any], dict[str, str], list[Issue], list[str]]:
         """`parse` up to the words no option of `version` reads (unknown options with their values, stray
         words): returned as they are, one issue each to come (worded by `parse`, counted by
-        `_count_problems`)."""
+        `_count_problems`). Remembered for the last few command lines: choosing the release counts the
+        problems of the one it then parses (a unit of 4 000 unknown flags was read twice)."""
+        values, spellings, issues, extras = self._read_once(tuple(argv), version)
+        return dict(values), dict(spellings), [copy.copy(i) for i in issues], list(extras)
+
+    @functools.lru_cache(maxsize=8)
+    def _read_once(self, argv: tuple[str, ...], version: str):
+        values, spellings, issues, extras = self._read_words(list(argv), version)
+        return values, spellings, tuple(issues), tuple(extras)
+
+    def _read_words(self, argv: list[str], version: str):
         catalog = self.load(version)
         issues: list[Issue] = []
         raw_options = sum(1 for w in argv if w.startswith("-"))
