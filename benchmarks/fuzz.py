@@ -530,6 +530,9 @@ def main(argv=None) -> int:
             print("          e.g. " + json.dumps(tally.examples[where][:400]))
     for cpu, payload, label, size in sorted(tally.slow_inputs, reverse=True)[:args.show]:
         print(f"  slow {cpu:.2f} s ({label}, {size} bytes): {json.dumps(payload[:200])}")
+    small = sorted((s for s in tally.slow_inputs if s[3] < 100_000), reverse=True)
+    for cpu, payload, label, size in small:  # the target is none: every one is listed
+        print(f"  slow, under 100 KB: {cpu:.2f} s ({label}, {size} bytes): {json.dumps(payload[:200])}")
     return 1 if total or tally.slow_inputs else 0
 
 

@@ -94,6 +94,10 @@ def join_bytes(word: str) -> str:
 
 
 _RUN_PLAIN = re.compile("[^\\\\'\"" + re.escape(WHITESPACE) + "]+")
+# A word without a quote or backslash, then whitespace or the end (nearly every word of a command line):
+# what the loop below returns for it, in one match.
+_PLAIN_WORD = re.compile("[" + re.escape(WHITESPACE) + "]*([^\\\\'\"" + re.escape(WHITESPACE) + "]+)(?:["
+                         + re.escape(WHITESPACE) + "]+|\\Z)")
 _RUN_IN_DOUBLE = re.compile('[^\\\\"]+')
 _RUN_IN_SINGLE = re.compile("[^\\\\']+")
 
@@ -105,6 +109,14 @@ def extract_word(s: str, i: int, *, cunescape: bool = True, relax_escape: bool =
     Returns (word or None when no word is left, new index past the word and its trailing separators).
     Raises LexInvalid for -EINVAL.
     """
+    plain = _PLAIN_WORD.match(s, i)
+    if plain is not None:
+        return join_bytes(plain.group(1)), plain.end()
+    return _extract_word(s, i, cunescape, relax_escape, relax)
+
+
+def _extract_word(s: str, i: int, cunescape: bool, relax_escape: bool, relax: bool) -> tuple[str | None, int]:
+    """`extract_word`, character class by character class (quotes, escapes, whitespace)."""
     n = len(s)
     while i < n and s[i] in WHITESPACE:
         i += 1

@@ -109,6 +109,8 @@ def _exec_vars(snap: Snapshot) -> set[str]:
     """Environment variables the ExecStart line expands ($VAR, ${VAR})."""
     names = set()
     for word in snap.argv:
+        if "$" not in word:  # nearly every word (16 000 of them in a hostile unit): nothing to look for
+            continue
         for m in _VAR_REF.finditer(word.replace("$$", "")):
             names.add(m.group(1) or m.group(2))
     return names
