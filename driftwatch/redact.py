@@ -424,7 +424,7 @@ _FINGERPRINT_PARTS = re.compile(r"<redacted:(?:([0-9a-f]{6})\.)?[0-9a-f]*>")
 
 def mask_fingerprints(text: str) -> str:
     """Reports say "(redacted)", never the fingerprint (short hashes of weak secrets can be guessed)."""
-    return _FINGERPRINT.sub("(redacted)", text)
+    return _FINGERPRINT.sub("(redacted)", text) if REDACTED_PREFIX in text else text
 
 
 CHANGED_FINGERPRINT = "changed (redacted)"
