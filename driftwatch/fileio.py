@@ -384,9 +384,10 @@ if getattr(yaml, "__with_libyaml__", False):
                 raise
 
     class _CSafeLoader(_RememberedTags, yaml.CSafeLoader):
-        """libyaml's composer as well: only for texts that cannot expand (no alias). A plain string node is
-        its own value (what SafeConstructor's str constructor returns, without its per-node bookkeeping,
-        which only matters for aliases)."""
+        """libyaml's composer as well: for texts without a merge key, sized before use (`_within_bounds` on
+        the value of a text without anchors, `_graph_within_bounds` on the nodes of one with them). A plain
+        string node is its own value (what SafeConstructor's str constructor returns, without its per-node
+        bookkeeping: a string is never mutated, so an alias of one needs none)."""
 
         def construct_object(self, node, deep=False):
             if node.tag == _STR_TAG and type(node) is yaml.ScalarNode:
@@ -667,8 +668,9 @@ def _load_aliased(text: str, max_nodes: int) -> tuple[bool, Any]:
 def _load_unbounded_if_safe(text: str, max_nodes: int) -> tuple[bool, Any]:
     """(True, data) when libyaml's composer and parser (all C: several times faster than ours on the large
     documents driftwatch saves) read `text` to what the bounded loader would give: libyaml-safe text with no
-    anchor or alias and no long number, read without error, within depth and size once read. Otherwise (False,
-    None), and the caller asks the bounded loader for the value or the verdict and its message."""
+    merge key and no long number, read without error, within depth and size (aliases counted as the bounded
+    composer counts them). Otherwise (False, None), and the caller asks the bounded loader for the value or
+    the verdict and its message."""
     if _CSafeLoader is None or _c_unsafe(text) or _MERGE_KEY.search(text) or _MAY_BE_LONG_NUMBER.search(text):
         return False, None
     try:

@@ -16,7 +16,7 @@ from ..engines.registry import find_launcher, get_engine
 from ..errors import DriftwatchError, InputError
 from ..facts.gpu import INTERCONNECTS
 from ..fileio import MAX_TEXT_BYTES
-from ..engines.config import ISSUES_IN_FULL, EngineConfig, Issue, folded_issues
+from ..engines.config import EngineConfig, Issue, folded_issues
 from ..parse.launcher import Launcher
 from ..collect.raw import RawUnit
 from ..parse.execstart import ExecStartError, resolve_exec_start
@@ -363,9 +363,6 @@ def snapshot_to_dict(snap: Snapshot) -> dict:
         "origins": dict(snap.origins),
         "unit_text": snap.unit_text,
     }
-
-
-SAVED_UNTYPED_ISSUES = ISSUES_IN_FULL  # the name the tests know
 
 
 class _Fields:

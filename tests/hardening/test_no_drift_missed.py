@@ -183,14 +183,14 @@ def test_thousands_of_unknown_flags_are_told_but_none_is_dropped(tmp_path):
 
 
 def test_a_saved_snapshot_of_4000_unknown_flags_lists_them_in_few_entries_and_misses_no_drift(tmp_path):
-    """The saved snapshot keeps the first SAVED_UNTYPED_ISSUES issues of untyped flags one entry each
+    """The saved snapshot keeps the first ISSUES_IN_FULL issues of untyped flags one entry each
     and the rest one entry naming them all (it held one ~200-byte entry per flag: 1.4 MB of YAML for a
     98 KB unit). Read back, every flag is still compared by its spelled value."""
     from driftwatch.collect.raw import RawUnit
     from driftwatch.diff.flags import untyped_flags
     from driftwatch.fileio import dump_yaml_readable, load_yaml_text
-    from driftwatch.snapshots.snapshot import (
-        SAVED_UNTYPED_ISSUES, build_snapshot, snapshot_from_dict, snapshot_to_dict)
+    from driftwatch.engines.config import ISSUES_IN_FULL
+    from driftwatch.snapshots.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
     n = 4000
 
     def snap(offset):
@@ -201,8 +201,8 @@ def test_a_saved_snapshot_of_4000_unknown_flags_lists_them_in_few_entries_and_mi
     assert sum(i.kind == "unknown-flag" for i in base.issues) == n  # in memory: one issue per flag, as before
     saved = snapshot_to_dict(base)
     untyped = [i for i in saved["issues"] if i["kind"] == "unknown-flag"]
-    assert len(saved["issues"]) <= SAVED_UNTYPED_ISSUES + 5 and len(untyped) == SAVED_UNTYPED_ISSUES + 1
-    assert f"{n - SAVED_UNTYPED_ISSUES} more" in untyped[-1]["message"]
+    assert len(saved["issues"]) <= ISSUES_IN_FULL + 5 and len(untyped) == ISSUES_IN_FULL + 1
+    assert f"{n - ISSUES_IN_FULL} more" in untyped[-1]["message"]
     named = set(untyped[-1]["message"].split(": ", 1)[1].split()) | {i["flag"] for i in untyped[:-1]}
     assert named == {f"--zz-{i}" for i in range(n)}  # every flag named once
     again = snapshot_from_dict(load_yaml_text(dump_yaml_readable(saved, "t"), "t", "snapshot"), "t")
@@ -234,3 +234,39 @@ def test_folded_unknown_flags_count_what_each_side_sets(tmp_path):
     assert folded["current"] == f"{sum(v['current'] is not None for v in details.values())} set"
     assert {v["baseline"] is None for v in details.values()} == {True, False}  # added ones and others folded
     assert {v["current"] is None for v in details.values()} == {True, False}  # removed ones too
+
+
+def test_a_1000_key_json_value_is_named_key_by_key_in_few_entries_everywhere():
+    """1 000 keys vLLM refuses in `--speculative-config` are 1 000 start-up problems: `show` (text and
+    JSON), the `engine.startup` finding's details and the saved snapshot list the first ISSUES_IN_FULL one
+    by one and the rest in one entry that names every key (one entry each made the reports 1.5 MB)."""
+    import json as json_
+
+    from driftwatch.collect.raw import RawUnit
+    from driftwatch.engines.config import ISSUES_IN_FULL
+    from driftwatch.findings.compare import compare
+    from driftwatch.findings.rulebook import load_rules
+    from driftwatch.report.data import comparison_to_dict
+    from driftwatch.report.show import render_show
+    from driftwatch.snapshots.baseline import Baseline
+    from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
+    n = 1000
+    value = json_.dumps({f"k{i}": i for i in range(n)})
+    text = f"[Service]\nExecStart=/usr/bin/vllm serve /m --speculative-config '{value}'\n"
+    snap = build_snapshot(RawUnit(host="h", unit="v.service", text=text, source="file", paths=[]), origin="t")
+    clean = build_snapshot(RawUnit(host="h", unit="v.service", text="[Service]\nExecStart=/usr/bin/vllm serve /m\n",
+                                   source="file", paths=[]), origin="t")
+    assert sum(i.kind == "startup-crash" for i in snap.issues) == n  # in memory: one issue per key
+    keys = {f"speculative_config.k{i}" for i in range(n)}
+
+    def named(entries):
+        crashes = [e for e in entries if e["kind"] == "startup-crash"]
+        assert len(crashes) <= ISSUES_IN_FULL + 1 and f"{n - ISSUES_IN_FULL} more (startup-crash)" in crashes[-1]["message"]
+        return {e["key"] for e in crashes[:-1]} | set(crashes[-1]["message"].split(": ", 1)[1].split())
+
+    doc = comparison_to_dict(compare(Baseline(name="b", snapshot=clean), snap, load_rules(None)))
+    details = next(f for f in doc["findings"] if f["key"] == "engine.startup")["details"]["problems"]
+    for entries in (json_.loads(render_show(snap, "json", False))["findings"], snapshot_to_dict(snap)["issues"], details):
+        assert named(entries) == keys
+    shown = render_show(snap, "text", False)
+    assert shown.count("[error] startup-crash") == ISSUES_IN_FULL + 1 and "speculative_config.k999" in shown
