@@ -12,8 +12,8 @@ through the CLI in-process (click's CliRunner: stdout and stderr) and the Python
 - `compare` with the planted unit as the current side (text, JSON, Markdown, HTML) and as the
   baseline (text, JSON);
 - `report --unit-file` (text, JSON, HTML) and the mail built from that report (all parts);
-- `snapshot --unit-file` (every file written under --store, every row of its database), `baseline save` (the YAML) and
-  `baseline show` (text, JSON);
+- `snapshot --unit-file` (every file written under --store, every row of its database, `store export`),
+  `history` (text, JSON), `baseline save` (the YAML) and `baseline show` (text, JSON);
 - error paths: a unit systemd would refuse, whose message must not echo the secret.
 
 A leak is one (case, output) pair where the secret, or any 8-character piece of it, appears.
@@ -23,17 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from click.testing import CliRunner
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from driftwatch.cli import cli  # noqa: E402
+from tools.secret_outputs import api_outputs, cli_outputs, leaked, refused_outputs  # noqa: E402
 
 PY = "/root/ml-env/bin/python3 -m sglang.launch_server --model-path /root/models/Qwen3.6-27B --tp-size 2"
 CLEAN = f"[Unit]\nDescription=clean\n\n[Service]\nExecStart={PY}\n"
@@ -121,56 +118,9 @@ def secret_for(i: int) -> str:
     return f"Zq{i:02d}xPLANTEDv8kW3"
 
 
-def leaked(text: str, secret: str) -> bool:
-    return any(secret[j:j + 8] in text for j in range(len(secret) - 7))
-
-
-def _invoke(args: list, cwd: Path) -> str:
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=True)
-    finally:
-        os.chdir(old)
-    out = result.stdout + result.stderr
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        out += f"\n{type(result.exception).__name__}: {result.exception}"
-    return out
-
-
-def _api_outputs(case: Case, text: str, secret: str, work: Path) -> dict[str, str]:
-    """What only a live host supplies: build the snapshot through the API, then render it."""
-    from driftwatch.snapshots.baseline import Baseline, baseline_to_dict
-    from driftwatch.findings.compare import compare
-    from driftwatch.fileio import dump_yaml
-    from driftwatch.collect.raw import RawUnit
-    from driftwatch.report import get_format
-    from driftwatch.report.data import comparison_to_dict
-    from driftwatch.findings.rulebook import load_rules
-    from driftwatch.report.show import render_show
-    from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
-
-    extra = json.loads(json.dumps(case.raw).replace("{S}", secret))
-    raw = RawUnit(host="h1", unit="planted.service", text=text, source="systemctl cat", **extra)
-    out: dict[str, str] = {}
-    try:
-        snap = build_snapshot(raw)
-    except Exception as exc:  # noqa: BLE001 - an error message is an output too
-        return {"api build_snapshot error": f"{type(exc).__name__}: {exc}"}
-    out["api snapshot YAML"] = dump_yaml(snapshot_to_dict(snap))
-    out["api show text"] = render_show(snap, "text", True)
-    out["api show json"] = render_show(snap, "json", True)
-    clean = build_snapshot(RawUnit(host="h0", unit="planted.service", text=CLEAN, source="file"))
-    rules = load_rules(None)
-    for label, base, cur in (("current", clean, snap), ("baseline", snap, clean)):
-        doc = comparison_to_dict(compare(Baseline(name="b", snapshot=base), cur, rules))
-        for fmt in ("text", "json", "markdown", "html"):
-            out[f"api compare ({label}) {fmt}"] = get_format(fmt).render_comparison(doc)
-    out["api baseline YAML"] = dump_yaml(baseline_to_dict(Baseline(name="b", snapshot=snap)))
-    return out
-
-
 def run_case(i: int, case: Case, work: Path) -> dict[str, str]:
+    """Every output for case i (tools/secret_outputs.py): the error of each command for a unit systemd
+    refuses (and its API outputs), the API outputs for what only a live host supplies, else every CLI output."""
     secret = secret_for(i)
     text = case.unit.replace("{S}", secret)
     d = work / f"case{i:02d}"
@@ -179,64 +129,11 @@ def run_case(i: int, case: Case, work: Path) -> dict[str, str]:
     unit.write_text(text)
     clean = d / "clean.service"
     clean.write_text(CLEAN)
-    out: dict[str, str] = {}
     if case.raw:
-        return _api_outputs(case, text, secret, d)
+        return api_outputs(case.raw, text, CLEAN, secret)
     if case.refused:
-        out["show error"] = _invoke(["show", "--unit-file", unit], d)
-        out["check error"] = _invoke(["check", "--unit-file", unit], d)
-        out["compare error"] = _invoke(["compare", "--baseline", clean, "--unit-file", unit], d)
-        out["report error"] = _invoke(["report", "--baseline", clean, "--unit-file", unit, "--format", "json"], d)
-        out["snapshot error"] = _invoke(["snapshot", "--unit-file", unit, "--store", d / "store"], d)
-        out.update(_api_outputs(case, text, secret, d))
-        return out
-    out["show text"] = _invoke(["show", "--unit-file", unit, "--all"], d)
-    out["show json"] = _invoke(["show", "--unit-file", unit, "--all", "--format", "json"], d)
-    out["check text"] = _invoke(["check", "--unit-file", unit], d)
-    out["check json"] = _invoke(["check", "--unit-file", unit, "--format", "json"], d)
-    for fmt in ("text", "json", "markdown", "html"):
-        out[f"compare (current) {fmt}"] = _invoke(["compare", "--baseline", clean, "--unit-file", unit,
-                                                   "--format", fmt], d)
-    for fmt in ("text", "json"):
-        out[f"compare (baseline) {fmt}"] = _invoke(["compare", "--baseline", unit, "--unit-file", clean,
-                                                    "--format", fmt], d)
-    for fmt in ("text", "json", "html"):
-        out[f"report {fmt}"] = _invoke(["report", "--baseline", clean, "--unit-file", unit, "--format", fmt], d)
-    try:
-        from driftwatch.snapshots.baseline import Baseline
-        from driftwatch.notify.email import build_message
-        from driftwatch.findings.judging import Judging
-        from driftwatch.report.data import build_report
-        from driftwatch.findings.rulebook import load_rules
-        from driftwatch.run.fleet import Judge
-        from driftwatch.run.targets import snapshot_from_unit_file
-        base = Baseline(name="clean", snapshot=snapshot_from_unit_file(str(clean)))
-        doc = build_report(base, [Judge(base, Judging(load_rules(None))).unit_file(str(unit))])
-        msg = build_message(doc, "dw@example.com", ["oncall@example.com"])
-        out["mail"] = "\n".join(part.get_content() for part in msg.walk() if not part.is_multipart()) \
-            + str(msg["Subject"])
-    except Exception as exc:  # noqa: BLE001
-        out["mail"] = f"{type(exc).__name__}: {exc}"
-    store = d / "store"
-    out["snapshot stdout"] = _invoke(["snapshot", "--unit-file", unit, "--store", store], d)
-    for path in sorted(store.rglob("*")) if store.exists() else []:
-        if path.is_file():
-            out["store file latest" if path.name == "latest.yaml" else "store file snapshot"] = path.read_text(errors="replace")
-    if (store / "store.db").exists():  # the database store: every document, decompressed, and every column
-        import json
-        import sqlite3
-        with sqlite3.connect(store / "store.db") as db:
-            rows = db.execute("SELECT * FROM snapshots").fetchall()
-        db.close()
-        from driftwatch.snapshots.store_sql import _unpack
-        out["store rows"] = "\n".join(json.dumps(_unpack(r[-1])) + " " + " ".join(map(str, r[:-1])) for r in rows)
-    bl = d / "bl"
-    out["baseline save"] = _invoke(["baseline", "save", "p", "--unit-file", unit, "--baselines-dir", bl], d)
-    if (bl / "p.yaml").exists():
-        out["baseline file"] = (bl / "p.yaml").read_text()
-    out["baseline show text"] = _invoke(["baseline", "show", "p", "--baselines-dir", bl], d)
-    out["baseline show json"] = _invoke(["baseline", "show", "p", "--baselines-dir", bl, "--format", "json"], d)
-    return out
+        return {**refused_outputs(unit, clean, d), **api_outputs({}, text, CLEAN, secret)}
+    return cli_outputs(unit, clean, d)
 
 
 def main(argv=None) -> int:

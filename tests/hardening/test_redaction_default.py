@@ -187,12 +187,13 @@ def test_words_that_are_not_plainly_public(value):
 
 def test_planting_benchmark_finds_no_leak_through_the_api():
     import plant_secrets
+
+    from tools.secret_outputs import api_outputs, leaked
     leaks = []
     for i, case in enumerate(plant_secrets.CASES):
-        text = case.unit.replace("{S}", plant_secrets.secret_for(i))
-        for name, out in plant_secrets._api_outputs(case, text, plant_secrets.secret_for(i), Path(".")).items():
-            if plant_secrets.leaked(out, plant_secrets.secret_for(i)):
-                leaks.append((case.name, name))
+        secret = plant_secrets.secret_for(i)
+        outputs = api_outputs(case.raw, case.unit.replace("{S}", secret), plant_secrets.CLEAN, secret)
+        leaks += [(case.name, name) for name, out in outputs.items() if leaked(out, secret)]
     assert leaks == []
 
 

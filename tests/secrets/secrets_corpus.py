@@ -10,19 +10,15 @@ operator needs; it is hidden when an output that shows its setting does not show
 """
 from __future__ import annotations
 
-import json
-import os
 import re
 import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from click.testing import CliRunner
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from driftwatch.cli import cli  # noqa: E402
+from tools.secret_outputs import api_outputs, cli_outputs, leaked  # noqa: E402
 
 PY = "/root/ml-env/bin/python3 -m sglang.launch_server --model-path /root/models/Qwen3.6-27B --tp-size 2"
 VLLM = "/opt/venv/bin/vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2"
@@ -152,109 +148,19 @@ HARMLESS = [
 SHOWS_VALUES = ("show text", "show json", "store file snapshot", "baseline file", "compare (current) json")
 
 
-def leaked(text: str, secret: str) -> bool:
-    return any(secret[j:j + 8] in text for j in range(len(secret) - 7))
-
-
-def _invoke(args: list, cwd: Path) -> str:
-    old = os.getcwd()
-    os.chdir(cwd)
-    try:
-        result = CliRunner().invoke(cli, [str(a) for a in args], catch_exceptions=True)
-    finally:
-        os.chdir(old)
-    out = result.stdout + result.stderr
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        out += f"\n{type(result.exception).__name__}: {result.exception}"
-    return out
-
-
-def _api_outputs(case: Case, text: str, secret: str) -> dict[str, str]:
-    """Cases with what only a live host supplies: build the snapshot through the API, then every output."""
-    from driftwatch.collect.raw import RawUnit
-    from driftwatch.fileio import dump_yaml
-    from driftwatch.findings.compare import compare
-    from driftwatch.findings.rulebook import load_rules
-    from driftwatch.report import get_format
-    from driftwatch.report.data import comparison_to_dict
-    from driftwatch.report.show import render_show
-    from driftwatch.snapshots.baseline import Baseline, baseline_to_dict
-    from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
-
-    extra = json.loads(json.dumps(case.raw).replace("{S}", secret))
-    if "probe" in extra:
-        extra["probe"] = {k: v.encode() for k, v in extra["probe"].items()}
-    raw = RawUnit(host="h1", unit="planted.service", text=text, source="systemctl cat", **extra)
-    out: dict[str, str] = {}
-    try:
-        snap = build_snapshot(raw)
-    except Exception as exc:  # noqa: BLE001 - an error message is an output too
-        return {"api build_snapshot error": f"{type(exc).__name__}: {exc}"}
-    out["store file snapshot"] = dump_yaml(snapshot_to_dict(snap))
-    out["show text"] = render_show(snap, "text", True)
-    out["show json"] = render_show(snap, "json", True)
-    clean = build_snapshot(RawUnit(host="h0", unit="planted.service", text=case.clean, source="file"))
-    rules = load_rules(None)
-    for label, base, cur in (("current", clean, snap), ("baseline", snap, clean)):
-        doc = comparison_to_dict(compare(Baseline(name="b", snapshot=base), cur, rules))
-        for fmt in ("text", "json", "markdown", "html"):
-            out[f"compare ({label}) {fmt}"] = get_format(fmt).render_comparison(doc)
-    out["baseline file"] = dump_yaml(baseline_to_dict(Baseline(name="b", snapshot=snap)))
-    return out
-
-
 def outputs(case: Case, text: str, secret: str, work: Path) -> dict[str, str]:
-    """Every output for one unit: show, check, compare (both sides, every format), report (every
-    format) and its mail, the snapshot store, a saved baseline and `baseline show`, history."""
+    """Every output for one unit (tools/secret_outputs.py): through the API for what only a live host
+    supplies, else through the CLI (show, check, compare both ways, report and its mail, the store,
+    history, baselines)."""
     if case.raw:
-        return _api_outputs(case, text, secret)
+        return api_outputs(case.raw, text, case.clean, secret)
     work.mkdir(parents=True)
     unit = work / "planted.service"
     unit.write_text(text)
     (work / "clean").mkdir()
     clean = work / "clean" / "planted.service"
     clean.write_text(case.clean)
-    out: dict[str, str] = {}
-    out["show text"] = _invoke(["show", "--unit-file", unit, "--all"], work)
-    out["show json"] = _invoke(["show", "--unit-file", unit, "--all", "--format", "json"], work)
-    out["check"] = _invoke(["check", "--unit-file", unit, "--format", "json"], work)
-    for fmt in ("text", "json", "markdown", "html"):
-        out[f"compare (current) {fmt}"] = _invoke(["compare", "--baseline", clean, "--unit-file", unit,
-                                                   "--format", fmt], work)
-    for fmt in ("text", "json"):
-        out[f"compare (baseline) {fmt}"] = _invoke(["compare", "--baseline", unit, "--unit-file", clean,
-                                                    "--format", fmt], work)
-    for fmt in ("text", "json", "html"):
-        out[f"report {fmt}"] = _invoke(["report", "--baseline", clean, "--unit-file", unit, "--format", fmt], work)
-    try:
-        from driftwatch.findings.rulebook import load_rules
-        from driftwatch.notify.email import build_message
-        from driftwatch.report.data import build_report, file_entry
-        from driftwatch.run.targets import snapshot_from_unit_file
-        from driftwatch.snapshots.baseline import Baseline
-        base = Baseline(name="clean", snapshot=snapshot_from_unit_file(str(clean)))
-        doc = build_report(base, [file_entry(str(unit), base, snapshot_from_unit_file, load_rules(None), [], None,
-                                             None)])
-        msg = build_message(doc, "dw@example.com", ["oncall@example.com"])
-        out["mail"] = "\n".join(part.get_content() for part in msg.walk() if not part.is_multipart()) \
-            + str(msg["Subject"])
-    except Exception as exc:  # noqa: BLE001
-        out["mail"] = f"{type(exc).__name__}: {exc}"
-    store = work / "store"
-    out["snapshot stdout"] = _invoke(["snapshot", "--unit-file", clean, "--store", store], work)
-    out["snapshot stdout"] += _invoke(["snapshot", "--unit-file", unit, "--store", store], work)
-    exported = work / "exported"  # the store is a database: what it holds, written out as YAML files
-    out["snapshot stdout"] += _invoke(["store", "export", "--store", store, "-o", exported], work)
-    files = [p for p in sorted(exported.rglob("*.yaml")) if p.is_file()] if exported.exists() else []
-    out["store file snapshot"] = "\n".join(p.read_text(errors="replace") for p in files)
-    for fmt in ("text", "json"):
-        out[f"history {fmt}"] = _invoke(["history", "--store", store, "--format", fmt], work)
-    bl = work / "bl"
-    out["baseline save"] = _invoke(["baseline", "save", "p", "--unit-file", unit, "--baselines-dir", bl], work)
-    out["baseline file"] = (bl / "p.yaml").read_text() if (bl / "p.yaml").exists() else ""
-    out["baseline show text"] = _invoke(["baseline", "show", "p", "--baselines-dir", bl], work)
-    out["baseline show json"] = _invoke(["baseline", "show", "p", "--baselines-dir", bl, "--format", "json"], work)
-    return out
+    return cli_outputs(unit, clean, work)
 
 
 def run_secret(i: int, work: Path) -> tuple[int, list[str]]:
