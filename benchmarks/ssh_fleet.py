@@ -428,7 +428,11 @@ def inventory_bench(n: int) -> int:
     """In-process CPU of reading an inventory of `n` hosts with addresses: a driftwatch YAML `hosts:`
     map and an Ansible INI group (no root, no network; files in a temp dir)."""
     from driftwatch.collect.inventory import load_inventory
-    tmp = tempfile.mkdtemp(prefix="dw-inv-")
+    with tempfile.TemporaryDirectory(prefix="dw-inv-") as tmp:  # the files (up to 15 MB) go with it
+        return _inventory_bench(n, tmp, load_inventory)
+
+
+def _inventory_bench(n: int, tmp: str, load_inventory) -> int:
     files = {"yaml": os.path.join(tmp, "fleet.yaml"), "ini": os.path.join(tmp, "fleet.ini")}
     with open(files["yaml"], "w") as fh:
         fh.write(f"defaults: {{user: root, units: [{UNIT}]}}\nhosts:\n")
