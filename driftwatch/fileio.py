@@ -275,6 +275,15 @@ _INT_TAG, _FLOAT_TAG, _STR_TAG = "tag:yaml.org,2002:int", "tag:yaml.org,2002:flo
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 
 
+def _children(node) -> list:
+    """A node's children as the bounds count them: a sequence's items, a mapping's keys and values."""
+    if isinstance(node, yaml.SequenceNode):
+        return node.value
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
+
+
 class _Limits:
     """Bounds for a loader whose composer is PyYAML's Python one: nesting depth, and the number of nodes a
     document expands to (each alias counted as the size of what it names), so an alias bomb or a deep
@@ -306,9 +315,7 @@ class _Limits:
                                                       mark)
                 size = self._dw_sizes[id(node)]
             else:
-                children = node.value if isinstance(node, yaml.SequenceNode) else (
-                    [n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode) else [])
-                size = 1 + sum(self._dw_sizes.get(id(c), 1) for c in children)
+                size = 1 + sum(self._dw_sizes.get(id(c), 1) for c in _children(node))
                 self._dw_sizes[id(node)] = size
                 self._dw_nodes.append(node)  # keep it alive: ids must not be reused while reading
             if alias or parent is None:
@@ -592,14 +599,6 @@ def _within_bounds(data: Any, max_nodes: int) -> bool:
         elif kind is set:
             return False
     return True
-
-
-def _children(node) -> list:
-    if isinstance(node, yaml.SequenceNode):
-        return node.value
-    if isinstance(node, yaml.MappingNode):
-        return [n for pair in node.value for n in pair]
-    return []
 
 
 def _graph_within_bounds(root, max_nodes: int) -> bool:

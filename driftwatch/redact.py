@@ -847,6 +847,10 @@ class Redactor:
     strong: set[str] = field(default_factory=set)
     weak: set[str] = field(default_factory=set)
     typed_public: set[str] = field(default_factory=set)
+    # what this unit's words already gave (they repeat: `--tp 1` x 8 000): text -> text with credentials
+    # cut; (untyped argv, values typed public so far) -> its words as stored
+    _cut_memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
+    _words_memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     # -- learning
     def add(self, value: Any, strong: bool = True) -> None:
@@ -878,9 +882,7 @@ class Redactor:
     def cut(self, text: str) -> str:
         """`text` with its credentials cut (learned as secrets); remembered per text for this unit, whose
         words repeat (`--tp 1` x 8 000: each of the 16 000 words was scanned by every pattern)."""
-        memo = self.__dict__.get("_cut")
-        if memo is None:
-            memo = self._cut = {}
+        memo = self._cut_memo
         try:
             return memo[text]
         except (KeyError, TypeError):
@@ -1025,7 +1027,7 @@ class Redactor:
         so it is remembered: the unit's ExecStart= line, stored in its text, is the argv read again
         (16 000 words of a hostile unit cost 0.1 s a pass); the secrets it learned stay learned."""
         if typed is None:
-            memo = self.__dict__.setdefault("_untyped_words", {})
+            memo = self._words_memo
             key = (tuple(argv), len(self.typed_public))
             try:
                 hit = memo.get(key)

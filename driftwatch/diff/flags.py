@@ -8,7 +8,7 @@ the steps belong to the steps difference. Two different engines are compared by 
 from __future__ import annotations
 
 from ..engines.registry import get_engine
-from ..engines.config import EXPLICIT, REPORTED, RUNTIME, EngineConfig
+from ..engines.config import EXPLICIT, REPORTED, RUNTIME, UNTYPED_KINDS, EngineConfig
 from ..parse.wrappers import NO_ENGINE
 from ..redact import is_redacted, is_secret_field
 from ..snapshots.snapshot import Snapshot
@@ -109,7 +109,6 @@ def diff_flags(b: EngineConfig, c: EngineConfig) -> list[Difference]:
     return _group_speculative(diffs, b, c) + diff_untyped(b, c)
 
 
-UNTYPED_KINDS = ("unknown-flag", "removed-flag", "ambiguous-flag")
 UNTYPED_PREFIX = "untyped."  # the key of a flag no catalog of the release types: untyped.--name
 
 

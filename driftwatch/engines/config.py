@@ -46,7 +46,7 @@ class Issue:
 
 
 ISSUES_IN_FULL = 32  # issues that name a flag or key, one entry each; the rest one entry per kind names them
-_UNTYPED = ("unknown-flag", "removed-flag", "ambiguous-flag")
+UNTYPED_KINDS = ("unknown-flag", "removed-flag", "ambiguous-flag")  # flags no catalog of the release types
 
 
 def folded_issues(issues: list[Issue], in_full: int = ISSUES_IN_FULL) -> list[dict]:
@@ -68,7 +68,7 @@ def folded_issues(issues: list[Issue], in_full: int = ISSUES_IN_FULL) -> list[di
                 continue
         out.append(issue.to_dict())
     for (kind, severity), names in rest.items():
-        how = f"{kind}; each compared as written" if kind in _UNTYPED else kind
+        how = f"{kind}; each compared as written" if kind in UNTYPED_KINDS else kind
         out.append({"kind": kind, "message": f"{len(names)} more ({how}): " + " ".join(names), "severity": severity})
     return out
 
