@@ -45,6 +45,7 @@ from driftwatch.snapshots.baseline import Baseline, baseline_from_dict, baseline
 from driftwatch.findings.compare import compare  # noqa: E402
 from driftwatch.errors import DriftwatchError  # noqa: E402
 from driftwatch.fileio import dump_yaml, load_yaml_text  # noqa: E402
+from driftwatch.gctune import fewer_collections  # noqa: E402
 from driftwatch.collect.raw import RawUnit  # noqa: E402
 from driftwatch.report import get_format  # noqa: E402
 from driftwatch.report.data import comparison_to_dict  # noqa: E402
@@ -152,6 +153,9 @@ def mutate_doc(doc, rng: random.Random):
     return doc
 
 
+TOP_SMALL = 5  # the slowest inputs under 100 KB kept (and printed), slow or not
+
+
 class Tally:
     def __init__(self, slow: float):
         self.slow = slow
@@ -161,6 +165,7 @@ class Tally:
         self.slow_inputs: list[tuple[float, str, str, int]] = []  # (CPU, payload head, label, bytes)
         self.max_cpu = 0.0
         self.slow_small = 0  # slow inputs under 100 KB (the issue's target: none)
+        self.top_small: list[tuple[float, str, str, int]] = []  # the slowest under 100 KB, slow or not: the margin
 
     def run(self, label: str, fn, payload: str) -> None:
         self.inputs += 1
@@ -179,11 +184,13 @@ class Tally:
             self.examples.setdefault(where, payload[:2000])
         cpu = time.process_time() - start
         self.max_cpu = max(self.max_cpu, cpu)
-        if cpu > self.slow:
+        if cpu > self.slow or (cpu > 0.1 and (len(self.top_small) < TOP_SMALL or cpu > self.top_small[0][0])):
             size = len(payload.encode("utf-8", "surrogateescape"))
-            self.slow_inputs.append((cpu, payload[:300], label, size))
+            if cpu > self.slow:
+                self.slow_inputs.append((cpu, payload[:300], label, size))
+                self.slow_small += size < 100_000
             if size < 100_000:
-                self.slow_small += 1
+                self.top_small = sorted([*self.top_small, (cpu, payload[:300], label, size)])[-TOP_SMALL:]
 
 
 def strict_json(text: str) -> None:
@@ -459,6 +466,7 @@ _SETUP: dict = {}  # what every worker reads (set before the workers fork): args
 def _work(k: int) -> Tally:
     """Worker k of --jobs: its share of each kind of input, from its own seed (`SEED/k`; with one job the
     seed itself, as before --jobs). CPU per input is measured in the worker (time.process_time)."""
+    fewer_collections()  # the CLI's garbage-collector settings: a fleet run reads its units under them
     args = _SETUP["args"]
     jobs = max(1, args.jobs)
     rng = random.Random(args.seed if jobs == 1 else f"{args.seed}/{k}")
@@ -485,6 +493,7 @@ def merged(tallies: list[Tally], slow: float) -> Tally:
         total.slow_inputs.extend(t.slow_inputs)
         total.max_cpu = max(total.max_cpu, t.max_cpu)
         total.slow_small += t.slow_small
+        total.top_small = sorted(total.top_small + t.top_small)[-TOP_SMALL:]
     return total
 
 
@@ -533,6 +542,9 @@ def main(argv=None) -> int:
     small = sorted((s for s in tally.slow_inputs if s[3] < 100_000), reverse=True)
     for cpu, payload, label, size in small:  # the target is none: every one is listed
         print(f"  slow, under 100 KB: {cpu:.2f} s ({label}, {size} bytes): {json.dumps(payload[:200])}")
+    if tally.top_small:  # the margin below the target, slow or not
+        print("  slowest under 100 KB: " + ", ".join(f"{cpu:.2f} s ({label}, {size / 1000:.0f} KB)"
+                                                      for cpu, _, label, size in reversed(tally.top_small)))
     return 1 if total or tally.slow_inputs else 0
 
 

@@ -35,6 +35,11 @@ def one(tree: str, name: str, roundtrip: bool) -> float:
     from driftwatch.collect.raw import RawUnit
     from driftwatch.findings.rulebook import load_rules
     from driftwatch.snapshots.snapshot import build_snapshot
+    try:  # the CLI's garbage-collector settings, in a tree that has them
+        from driftwatch.gctune import fewer_collections
+        fewer_collections()
+    except ImportError:
+        pass
     rules = load_rules(None)
     base = fuzz.Baseline(name="seed", snapshot=build_snapshot(RawUnit(
         host="b", unit="sglang-qwen.service", source="systemctl cat",

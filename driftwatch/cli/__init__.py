@@ -25,6 +25,7 @@ import click
 from .. import __version__
 from ..engines.files import ENV_VAR
 from ..errors import EXIT_OK, EXIT_TROUBLE, DriftwatchError
+from ..gctune import fewer_collections
 from . import config
 from .options import EngineFilesGiven
 from .baselines import baseline_group
@@ -97,6 +98,7 @@ def _fail(message: str, code: int, as_json: bool) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: DriftwatchError -> one stderr line + its exit code; never a traceback."""
+    fewer_collections()
     try:
         _main(argv)
     finally:
