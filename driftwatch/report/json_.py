@@ -80,7 +80,7 @@ def _put(value, pad: str, out: list[str], flat: frozenset[str] = frozenset()) ->
             return
         inner = pad + "  "
         if all(type(key) is str for key in value):  # {"baseline": 1, "current": null} x thousands: one join each
-            leaves = _leaves(value.values())
+            leaves = _leaves(value.values()) or _leaf_records(value.values(), inner)
             if leaves is not None:
                 out.append("{" + inner + ("," + inner).join(
                     f"{_string(key)}: {leaf}" for key, leaf in zip(value, leaves)) + pad + "}")
@@ -146,6 +146,25 @@ def _leaves(values) -> list[str] | None:
         if leaf is None:
             return None
         out.append(leaf)
+    return out
+
+
+def _leaf_records(values, pad: str) -> list[str] | None:
+    """Each value as `_put` writes it at `pad`, when all are dicts of plain scalars under string keys
+    (a folded finding's {flag: {"baseline": …, "current": …}} x thousands: one join each); else None."""
+    out = []
+    inner = pad + "  "
+    for value in values:
+        if type(value) is not dict or not all(type(key) is str for key in value):
+            return None
+        if not value:
+            out.append("{}")
+            continue
+        leaves = _leaves(value.values())
+        if leaves is None:
+            return None
+        out.append("{" + inner + ("," + inner).join(
+            f"{_string(key)}: {leaf}" for key, leaf in zip(value, leaves)) + pad + "}")
     return out
 
 

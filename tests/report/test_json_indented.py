@@ -33,6 +33,9 @@ CASES = [
     {f"flag_{i}": {"baseline": None, "current": i, "ratio": i / 7, "on": i % 2 == 0, "s": f"é{i}"} for i in range(300)},
     [1, 2.5, None, True, False, "x", -0.0, 10 ** 30], [True, 1], {"a": 1, "b": {"c": 2}}, {"a": Named()},
     {"a": 1, 2: "b"}, {"f": 1e300, "g": 5e-324},
+    # mappings of flat mappings (a folded finding's details) in one join: an empty one, and ones that are not
+    {"x": {"a": {}, "b": {"c": 1, "d": "é"}}, "y": {"a": {"k": [1]}, "b": {"c": 2}}, "z": {"a": {1: 2}, "b": {"c": 3}},
+     "w": {"a": {"n": Named()}}, "v": {"a": {"c": 1}, "b": 2}},
 ]
 
 
