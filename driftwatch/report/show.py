@@ -4,15 +4,14 @@ from __future__ import annotations
 import json
 import shlex
 
-from tabulate import tabulate
-
 from ..engines.config import folded_issues
 from ..redact import mask_for_show, visible
-from .cells import prewrap
-
-_FLAG_WIDTHS = [None, None, None, 40, None, 50]
+from .cells import fast_table, prewrap
 from ..snapshots.snapshot import Snapshot, engine_to_dict
 
+_FLAG_WIDTHS = [None, None, None, 40, None, 50]
+KEYS_IN_FULL = 32  # keys of one JSON-valued flag without a concept shown a row each; the rest one row (a hostile
+# value had 20 000). Keys with a concept (speculative_config.num_speculative_tokens) are always shown.
 
 SHOW_SCHEMA = "driftwatch.show/v1"
 
@@ -92,22 +91,35 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
     lines.append("")
     if e.label:
         rows = []
+        keys_shown: dict[tuple[str, str], int] = {}  # (field, JSON-valued flag) -> its keys shown so far
+        folded: dict[tuple[str, str], list] = {}  # -> [row index after the last shown, keys not shown, sources]
         for key, value in sorted(e.flags.items()):
             if value.source != "explicit" and not include_defaults:
                 continue
+            if "." in key and value.flag and not e.concept_of(key):  # a key of a JSON-valued flag without a concept
+                group = (key.split(".", 1)[0], value.flag)
+                keys_shown[group] = keys_shown.get(group, 0) + 1
+                if keys_shown[group] > KEYS_IN_FULL:
+                    fold = folded.setdefault(group, [len(rows), 0, set()])
+                    fold[1] += 1
+                    fold[2].add(value.source)
+                    continue
             shown = "computed at start-up" if value.value is None and value.source == "runtime" else _value(value.value)
             rows.append([visible(x) for x in (key, e.concept_of(key) or "", value.flag or "", shown, value.source,
                                                 value.note or "")])
-        lines.append(tabulate(prewrap(rows, _FLAG_WIDTHS), headers=["field", "concept", "flag", "value", "source",
-                                                                    "note"], maxcolwidths=_FLAG_WIDTHS))
+        for (field, flag), (at, more, sources) in sorted(folded.items(), key=lambda item: -item[1][0]):
+            rows.insert(at, [visible(f"{field}.…"), "", visible(flag), f"{more} more keys", ", ".join(sorted(sources)),
+                             "--format json shows every one"])
+        lines.append(fast_table(prewrap(rows, _FLAG_WIDTHS), ["field", "concept", "flag", "value", "source", "note"],
+                                _FLAG_WIDTHS))
     else:
         lines.append(f"arguments:   {shlex.join(launcher.engine_argv) or '-'}")
     if snap.unit_keys and not e.label:  # with an engine, its flags are what matters most
-        lines += ["", tabulate(prewrap(_cells(sorted(snap.unit_keys.items())), [None, 80]),
-                               headers=["unit key", "value"], maxcolwidths=[None, 80])]
+        lines += ["", fast_table(prewrap(_cells(sorted(snap.unit_keys.items())), [None, 80]), ["unit key", "value"],
+                                 [None, 80])]
     if snap.environment:
-        lines += ["", tabulate(prewrap(_cells(sorted(snap.environment.items())), [None, 80]),
-                               headers=["environment", "value"], maxcolwidths=[None, 80])]
+        lines += ["", fast_table(prewrap(_cells(sorted(snap.environment.items())), [None, 80]), ["environment", "value"],
+                                 [None, 80])]
     rt = snap.runtime
     if rt:
         lines.append("")

@@ -1,0 +1,40 @@
+"""`show` lists the first KEYS_IN_FULL keys of one JSON-valued flag a row each and the rest as one row
+(a hostile 20 000-key value made a 20 000-row table: 3.4 s); --format json has every key."""
+from __future__ import annotations
+
+import json
+
+from driftwatch.collect.raw import RawUnit
+from driftwatch.report.show import KEYS_IN_FULL, render_show
+from driftwatch.snapshots.snapshot import build_snapshot
+
+
+def _snap(keys: int):
+    value = json.dumps({"num_speculative_tokens": 3, **{f"k{i:04d}": i for i in range(keys)}})
+    text = f"[Service]\nExecStart=/usr/bin/vllm serve /m --speculative-config '{value}' --tensor-parallel-size 2\n"
+    return build_snapshot(RawUnit(host="h", unit="v.service", text=text, source="file"))
+
+
+def _table_rows(text: str) -> list[str]:
+    return [line for line in text.splitlines() if "--speculative-config" in line and not line.startswith("argv:")
+            and not line.lstrip().startswith("[")]
+
+
+def test_a_1000_key_value_shows_its_first_keys_then_one_row_and_json_has_every_one():
+    snap = _snap(1000)
+    rows = _table_rows(render_show(snap, "text", False))
+    assert len(rows) == KEYS_IN_FULL + 2  # the keys in full, the one with a concept, the rest in one row
+    folded = [row for row in rows if "more keys" in row]
+    assert [row.split()[:5] for row in folded] == [["speculative_config.…", "--speculative-config",
+                                                    str(1000 - KEYS_IN_FULL), "more", "keys"]]
+    assert [row.split()[0] for row in rows[:2]] == ["speculative_config.k0000", "speculative_config.k0001"]
+    text = render_show(snap, "text", False)
+    assert "tensor_parallel_size" in text  # other flags are unaffected
+    assert "speculative_config.num_speculative_tokens" in text  # a key with a concept is never folded away
+    flags = json.loads(render_show(snap, "json", False))["engine"]["flags"]
+    assert sum(1 for key in flags if key.startswith("speculative_config.k")) == 1000
+
+
+def test_a_value_of_few_keys_shows_every_one():
+    rows = _table_rows(render_show(_snap(KEYS_IN_FULL - 1), "text", False))
+    assert len(rows) == KEYS_IN_FULL and not any("more keys" in row for row in rows)  # k0000-k0030 + num_spec…
