@@ -101,12 +101,18 @@ _NUMERIC_KINDS = {"bool", "int", "float"}
 _BOOL_WORDS = {"0", "1", "true", "false", "yes", "no", "on", "off", "y", "n", "t", "f", ""}
 
 
+_CAMEL_HUMP = re.compile(r"([a-z0-9])([A-Z])")
+_CAPITALS_THEN_WORD = re.compile(r"([A-Z]+)([A-Z][a-z])")
+_NOT_A_WORD_CHAR = re.compile(r"[^a-z0-9]+")
+
+
 def split_name(name: str) -> list[str]:
-    """The words of a name, lowercase: ``SGLANG_S3SECRETKEY`` -> [sglang, s3secretkey], ``apiToken`` ->
+    """The words of a name, lowercase: ``SGLANG_S3SECRETKEY`` -> [sglang, s3, secretkey], ``apiToken`` ->
     [api, token], ``X-Auth-Key`` -> [x, auth, key]."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(name))
-    spaced = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1 \2", spaced)
-    return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
+    spaced = str(name)
+    if not spaced.islower():  # capitals split words (a lowercase name, e.g. a JSON key, has none to split)
+        spaced = _CAPITALS_THEN_WORD.sub(r"\1 \2", _CAMEL_HUMP.sub(r"\1 \2", spaced))
+    return [w for w in _NOT_A_WORD_CHAR.split(spaced.lower()) if w]
 
 
 @functools.lru_cache(maxsize=16384)

@@ -5,7 +5,7 @@ import pytest
 
 from driftwatch.redact import (
     Redactor, cut_credentials, detect_secrets_in, is_plain_public, is_secret_env, is_secret_name, is_secret_option,
-    known_type,
+    known_type, split_name,
 )
 
 
@@ -116,3 +116,15 @@ def test_the_secret_word_search_before_the_word_tests_never_changes_an_answer():
         assert redact._is_secret_option(option, credential) == expected, option
         slow_answers += expected
     assert 1000 < slow_answers < len(options) - 1000  # both answers are well represented
+
+
+@pytest.mark.parametrize("name, words", [
+    ("SGLANG_S3SECRETKEY", ["sglang", "s3", "secretkey"]), ("apiToken", ["api", "token"]), ("X-Auth-Key", ["x", "auth", "key"]),
+    ("HTTPProxyURL", ["http", "proxy", "url"]), ("num_speculative_tokens", ["num", "speculative", "tokens"]),
+    ("k10002", ["k10002"]), ("db.pass-word", ["db", "pass", "word"]), ("__", []), ("123", ["123"]),
+    ("mixedCase_and_lower", ["mixed", "case", "and", "lower"]), ("s3Key", ["s3", "key"]),
+])
+def test_the_words_of_a_name(name, words):
+    """Lowercase names (JSON keys: thousands in a hostile value) skip the capital splitting; the words are
+    the same either way."""
+    assert split_name(name) == words
