@@ -186,13 +186,12 @@ def test_words_that_are_not_plainly_public(value):
 
 
 def test_planting_benchmark_finds_no_leak_through_the_api():
-    import plant_secrets
-
+    from tools.planted_secrets import CASES, CLEAN, secret_for
     from tools.secret_outputs import api_outputs, leaked
     leaks = []
-    for i, case in enumerate(plant_secrets.CASES):
-        secret = plant_secrets.secret_for(i)
-        outputs = api_outputs(case.raw, case.unit.replace("{S}", secret), plant_secrets.CLEAN, secret)
+    for i, case in enumerate(CASES):
+        secret = secret_for(i)
+        outputs = api_outputs(case.raw, case.unit.replace("{S}", secret), CLEAN, secret)
         leaks += [(case.name, name) for name, out in outputs.items() if leaked(out, secret)]
     assert leaks == []
 
