@@ -118,7 +118,15 @@ def split_name(name: str) -> list[str]:
 @functools.lru_cache(maxsize=16384)
 def is_secret_name(name: str) -> bool:
     """A name that contains a secret word anywhere (see SECRET_WORDS), or is one of the short ones as a
-    word of its own; words such as "tokens" or "tokenizer" do not count."""
+    word of its own; words such as "tokens" or "tokenizer" do not count. A name whose letters and digits
+    hold no secret word at all is answered by one search (every harmless word holds one, so none was
+    left out): 25 000 keys of a hostile JSON value."""
+    if not _ANY_SECRET_WORD.search(_NOT_ALNUM.sub("", str(name).lower())):
+        return False
+    return _is_secret_name_by_words(name)
+
+
+def _is_secret_name_by_words(name: str) -> bool:
     words = [w for w in split_name(name) if w not in _HARMLESS_WORDS]
     if any(w in SECRET_SHORT_WORDS for w in words):
         return True

@@ -118,6 +118,30 @@ def test_the_secret_word_search_before_the_word_tests_never_changes_an_answer():
     assert 1000 < slow_answers < len(options) - 1000  # both answers are well represented
 
 
+def test_the_secret_word_search_before_the_name_words_never_changes_an_answer():
+    """`is_secret_name` answers "no" at once when no secret word is anywhere in the name's letters and
+    digits; that holds because every harmless word ("tokens", "keyboard") holds a secret word, so none was
+    left out between two halves of one. On names glued, cased and separated every way, it answers as the
+    word tests alone do."""
+    import random
+
+    from driftwatch import redact
+    assert all(any(w in harmless for w in redact.SECRET_WORDS) for harmless in redact._HARMLESS_WORDS)
+    rng = random.Random(22)
+    words = sorted({*redact.SECRET_WORDS, *redact.SECRET_SHORT_WORDS, *redact._HARMLESS_WORDS, "model", "max", "k0",
+                    "pa", "ss", "to", "ken", "p", "w", "se", "cret", "ke", "y", "é", "İ", "3"})
+    slow_answers = names = 0
+    for _ in range(6000):
+        parts = [rng.choice(words) for _ in range(rng.randint(1, 4))]
+        parts = [p.upper() if rng.random() < 0.2 else p.capitalize() if rng.random() < 0.2 else p for p in parts]
+        name = rng.choice(["", "-", "_", ".", "__", " "]).join(parts)
+        expected = redact._is_secret_name_by_words(name)
+        assert redact.is_secret_name.__wrapped__(name) == expected, name
+        slow_answers += expected
+        names += 1
+    assert 1000 < slow_answers < names - 1000  # both answers are well represented
+
+
 @pytest.mark.parametrize("name, words", [
     ("SGLANG_S3SECRETKEY", ["sglang", "s3", "secretkey"]), ("apiToken", ["api", "token"]), ("X-Auth-Key", ["x", "auth", "key"]),
     ("HTTPProxyURL", ["http", "proxy", "url"]), ("num_speculative_tokens", ["num", "speculative", "tokens"]),
