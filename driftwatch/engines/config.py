@@ -73,6 +73,45 @@ def folded_issues(issues: list[Issue], in_full: int = ISSUES_IN_FULL) -> list[di
     return out
 
 
+KEYS_IN_FULL = 32  # keys of one JSON-valued flag without a concept, one entry each where they are listed
+
+
+@dataclass
+class FoldedKeys:
+    """The keys of one JSON-valued flag past the first KEYS_IN_FULL without a concept, as one entry."""
+
+    field: str  # "speculative_config"
+    flag: str  # "--speculative-config"
+    count: int = 0
+    sources: set = field(default_factory=set)
+
+
+def folded_keys(items, concept_of, in_full: int = KEYS_IN_FULL) -> list:
+    """`items` ((field, FlagValue) pairs, sorted) with the keys of each JSON-valued flag
+    (`speculative_config.k0`) that have no concept, past the first `in_full`, as one FoldedKeys where
+    the first of them stood. For `show`'s table and the derived `engine` section of a saved snapshot (a
+    hostile 20 000-key value made 20 000 rows, and 120 000 YAML nodes, each read and written again);
+    keys with a concept are always listed, `show --format json` lists every key, and flags are
+    compared from the argv, never from these lists."""
+    out: list = []
+    listed: dict[tuple[str, str], int] = {}
+    folded: dict[tuple[str, str], FoldedKeys] = {}
+    for key, value in items:
+        if "." in key and value.flag and not concept_of(key):
+            group = (key.split(".", 1)[0], value.flag)
+            listed[group] = listed.get(group, 0) + 1
+            if listed[group] > in_full:
+                fold = folded.get(group)
+                if fold is None:
+                    fold = folded[group] = FoldedKeys(*group)
+                    out.append(fold)
+                fold.count += 1
+                fold.sources.add(value.source)
+                continue
+        out.append((key, value))
+    return out
+
+
 @dataclass
 class EngineConfig:
     """Engine argv read against one release's flag catalog, with the engine's concept map."""

@@ -4,14 +4,12 @@ from __future__ import annotations
 import json
 import shlex
 
-from ..engines.config import folded_issues
+from ..engines.config import FoldedKeys, folded_issues, folded_keys
 from ..redact import mask_for_show, visible
 from .cells import fast_table, prewrap
 from ..snapshots.snapshot import Snapshot, engine_to_dict
 
 _FLAG_WIDTHS = [None, None, None, 40, None, 50]
-KEYS_IN_FULL = 32  # keys of one JSON-valued flag without a concept shown a row each; the rest one row (a hostile
-# value had 20 000). Keys with a concept (speculative_config.num_speculative_tokens) are always shown.
 
 SHOW_SCHEMA = "driftwatch.show/v1"
 
@@ -91,25 +89,16 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
     lines.append("")
     if e.label:
         rows = []
-        keys_shown: dict[tuple[str, str], int] = {}  # (field, JSON-valued flag) -> its keys shown so far
-        folded: dict[tuple[str, str], list] = {}  # -> [row index after the last shown, keys not shown, sources]
-        for key, value in sorted(e.flags.items()):
-            if value.source != "explicit" and not include_defaults:
+        chosen = sorted((k, v) for k, v in e.flags.items() if v.source == "explicit" or include_defaults)
+        for entry in folded_keys(chosen, e.concept_of):
+            if isinstance(entry, FoldedKeys):
+                rows.append([visible(f"{entry.field}.…"), "", visible(entry.flag), f"{entry.count} more keys",
+                             ", ".join(sorted(entry.sources)), "--format json shows every one"])
                 continue
-            if "." in key and value.flag and not e.concept_of(key):  # a key of a JSON-valued flag without a concept
-                group = (key.split(".", 1)[0], value.flag)
-                keys_shown[group] = keys_shown.get(group, 0) + 1
-                if keys_shown[group] > KEYS_IN_FULL:
-                    fold = folded.setdefault(group, [len(rows), 0, set()])
-                    fold[1] += 1
-                    fold[2].add(value.source)
-                    continue
+            key, value = entry
             shown = "computed at start-up" if value.value is None and value.source == "runtime" else _value(value.value)
             rows.append([visible(x) for x in (key, e.concept_of(key) or "", value.flag or "", shown, value.source,
                                                 value.note or "")])
-        for (field, flag), (at, more, sources) in sorted(folded.items(), key=lambda item: -item[1][0]):
-            rows.insert(at, [visible(f"{field}.…"), "", visible(flag), f"{more} more keys", ", ".join(sorted(sources)),
-                             "--format json shows every one"])
         lines.append(fast_table(prewrap(rows, _FLAG_WIDTHS), ["field", "concept", "flag", "value", "source", "note"],
                                 _FLAG_WIDTHS))
     else:

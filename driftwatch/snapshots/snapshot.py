@@ -16,7 +16,7 @@ from ..engines.registry import find_launcher, get_engine
 from ..errors import DriftwatchError, InputError
 from ..facts.gpu import INTERCONNECTS
 from ..fileio import MAX_TEXT_BYTES
-from ..engines.config import EngineConfig, Issue, folded_issues
+from ..engines.config import EngineConfig, FoldedKeys, Issue, folded_issues, folded_keys
 from ..parse.launcher import Launcher
 from ..collect.raw import RawUnit
 from ..parse.execstart import ExecStartError, resolve_exec_start
@@ -320,11 +320,20 @@ def _reported(raw: RawUnit, engine_plugin, engine: EngineConfig, policy: Redacto
     return out
 
 
-def engine_to_dict(engine: EngineConfig, include_defaults: bool = False) -> dict:
+def engine_to_dict(engine: EngineConfig, include_defaults: bool = False, fold_keys: bool = False) -> dict:
+    """The engine section: every flag (`show --format json`), or with `fold_keys` (the derived section
+    of a saved snapshot, which is never read back: flags are re-read from the argv) the keys of a
+    JSON-valued flag past the first few without a concept counted under `keys_not_listed`."""
     flags = {}
     chosen = engine.flags.items() if include_defaults else [(k, v) for k, v in engine.flags.items()
                                                             if v.source == "explicit"]
-    for key, value in sorted(chosen):  # the few explicit ones sorted, not a release's 500 options
+    chosen = sorted(chosen)  # the few explicit ones sorted, not a release's 500 options
+    not_listed = {}
+    for item in (folded_keys(chosen, engine.concept_of) if fold_keys else chosen):
+        if isinstance(item, FoldedKeys):
+            not_listed[item.field] = {"flag": item.flag, "keys": item.count}
+            continue
+        key, value = item
         entry = {"value": value.value, "source": value.source, "flag": value.flag}
         if value.note:
             entry["note"] = value.note
@@ -332,6 +341,8 @@ def engine_to_dict(engine: EngineConfig, include_defaults: bool = False) -> dict
     concepts = {key: engine.concept_of(key) for key in flags if engine.concept_of(key)}
     out = {"name": engine.engine, "version": engine.version, "version_reason": engine.version_reason,
            "flags": flags, "notes": list(engine.notes)}
+    if not_listed:
+        out["keys_not_listed"] = not_listed  # re-read from the argv like every flag
     if concepts:
         out["concepts"] = concepts  # native field -> engine-neutral concept, for readers of the YAML
     return out
@@ -356,7 +367,7 @@ def snapshot_to_dict(snap: Snapshot) -> dict:
         "unit_keys": dict(snap.unit_keys),
         "all_unit_keys": snap.all_unit_keys,
         "launcher": snap.launcher.to_dict(),
-        "engine": engine_to_dict(snap.engine),
+        "engine": engine_to_dict(snap.engine, fold_keys=True),
         "issues": folded_issues(snap.issues),
         "warnings": list(snap.warnings),
         "runtime": dict(snap.runtime),

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from driftwatch.collect.raw import RawUnit
-from driftwatch.report.show import KEYS_IN_FULL, render_show
+from driftwatch.engines.config import KEYS_IN_FULL
+from driftwatch.report.show import render_show
 from driftwatch.snapshots.snapshot import build_snapshot
 
 
@@ -38,3 +39,24 @@ def test_a_1000_key_value_shows_its_first_keys_then_one_row_and_json_has_every_o
 def test_a_value_of_few_keys_shows_every_one():
     rows = _table_rows(render_show(_snap(KEYS_IN_FULL - 1), "text", False))
     assert len(rows) == KEYS_IN_FULL and not any("more keys" in row for row in rows)  # k0000-k0030 + num_spec…
+
+
+def test_a_saved_snapshot_lists_the_first_keys_counts_the_rest_and_reads_every_one_back():
+    """The saved `engine` section is derived (never read back: flags are re-read from the argv), so it
+    lists what `show` lists and counts the rest; the snapshot read back has every key, and no drift."""
+    from driftwatch.fileio import dump_yaml, load_yaml_text
+    from driftwatch.findings.compare import compare
+    from driftwatch.findings.rulebook import load_rules
+    from driftwatch.snapshots.baseline import Baseline
+    from driftwatch.snapshots.snapshot import snapshot_from_dict, snapshot_to_dict
+    snap = _snap(1000)
+    saved = snapshot_to_dict(snap)["engine"]
+    listed = [key for key in saved["flags"] if key.startswith("speculative_config.")]
+    assert len(listed) == KEYS_IN_FULL + 1 and "speculative_config.num_speculative_tokens" in listed
+    assert saved["keys_not_listed"] == {"speculative_config": {"flag": "--speculative-config",
+                                                               "keys": 1000 - KEYS_IN_FULL}}
+    again = snapshot_from_dict(load_yaml_text(dump_yaml(snapshot_to_dict(snap)), "<test>", "snapshot"), "<test>")
+    assert sum(1 for key in again.engine.flags if key.startswith("speculative_config.k")) == 1000
+    assert again.engine.flags == snap.engine.flags
+    result = compare(Baseline(name="saved", snapshot=again), snap, load_rules(None))
+    assert [f for f in result.findings if not f.ignored] == []
