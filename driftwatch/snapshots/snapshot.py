@@ -330,8 +330,11 @@ def engine_to_dict(engine: EngineConfig, include_defaults: bool = False, fold_ke
     chosen = sorted(chosen)  # the few explicit ones sorted, not a release's 500 options
     not_listed = {}
     for item in (folded_keys(chosen, engine.concept_of) if fold_keys else chosen):
-        if isinstance(item, FoldedKeys):
-            not_listed[item.field] = {"flag": item.flag, "keys": item.count}
+        if isinstance(item, FoldedKeys):  # (one field filled by two flags: both named, their keys counted)
+            counted = not_listed.setdefault(item.field, {"flag": item.flag, "keys": 0})
+            if item.flag not in counted["flag"].split(", "):
+                counted["flag"] += f", {item.flag}"
+            counted["keys"] += item.count
             continue
         key, value = item
         entry = {"value": value.value, "source": value.source, "flag": value.flag}

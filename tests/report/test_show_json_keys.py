@@ -60,3 +60,16 @@ def test_a_saved_snapshot_lists_the_first_keys_counts_the_rest_and_reads_every_o
     assert again.engine.flags == snap.engine.flags
     result = compare(Baseline(name="saved", snapshot=again), snap, load_rules(None))
     assert [f for f in result.findings if not f.ignored] == []
+
+
+def test_one_field_filled_by_two_flags_names_both_and_counts_every_key_not_listed():
+    from driftwatch.engines.config import EngineConfig, FlagValue
+    from driftwatch.snapshots.snapshot import engine_to_dict
+    flags = {f"x.k{i:03d}": FlagValue(i, "explicit", flag="--a") for i in range(KEYS_IN_FULL + 8)}
+    flags.update({f"x.m{i:03d}": FlagValue(i, "explicit", flag="--b") for i in range(KEYS_IN_FULL + 8)})
+    section = engine_to_dict(EngineConfig(engine="vllm", version="0.33.0", version_reason="", flags=flags),
+                             fold_keys=True)
+    assert len(section["flags"]) == 2 * KEYS_IN_FULL
+    assert section["keys_not_listed"] == {"x": {"flag": "--a, --b", "keys": 16}}
+    assert "keys_not_listed" not in engine_to_dict(EngineConfig(engine="vllm", version="0.33.0", version_reason="",
+                                                                flags=flags))  # show --format json: every key
