@@ -311,8 +311,9 @@ def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since
     records = store.records(safe_component(host, "local"), safe_component(unit, "unit"))
     if since is not None and findings is None:  # read from the snapshot before the cut, not the whole unit
         loaded = store.load(host, unit, since, engine_version=engine_version, previous=True)
-        window = [r for r in records if r.collected_at >= (loaded[0].collected_at if loaded else since)]
-        readable = len(records) - (len(window) - len(loaded))
+        before = [i for i, r in enumerate(records) if r.collected_at < since]  # the window `load` read:
+        window = records[before[-1]:] if before else records  # from the last one before the cut, by position
+        readable = len(records) - (len(window) - len(loaded))  # (not by time: two in one second are two)
     else:
         loaded = store.load(host, unit, engine_version=engine_version)
         readable = len(loaded)

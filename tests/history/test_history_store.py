@@ -177,3 +177,17 @@ def test_mail_says_new_since_last_run_or_still_present(baseline):
     assert "new since last run" in text and "still present" in text
     assert "new since last run" in get_format("html").render_fleet(now)
     assert mark_changes(now, {"fingerprint": "sha256:x"}) == {"new": 0, "still present": 0}  # an older state file
+
+
+def test_history_since_counts_two_snapshots_of_one_second_as_two_readable(tmp_path):
+    """The window `load` reads starts at the last snapshot before the cut, by position: a snapshot of
+    the same second before it is outside the window, read or not, and counted readable (it was counted
+    unreadable when the window was cut by time)."""
+    from driftwatch.run.history import unit_history
+    store = SnapshotStore(tmp_path)
+    for unit_file, at in ((U70, "2026-11-28T03:00:00Z"), (U40, "2026-11-28T03:00:00Z"),
+                          (U70, "2026-11-28T04:00:00Z"), (U40, "2026-11-28T05:00:00Z")):
+        assert store.save_run(snap(unit_file, at=at)).written
+    entry = unit_history(store, "ct129", UNIT, since=dt.datetime(2026, 11, 28, 3, 30, tzinfo=UTC))
+    assert (entry["snapshots"], entry["readable"]) == (4, 4)
+    assert len(entry["changes"]) > 0  # 03:00 (the second one) -> 04:00 -> 05:00 read and diffed
