@@ -121,9 +121,7 @@ def is_secret_name(name: str) -> bool:
     word of its own; words such as "tokens" or "tokenizer" do not count. A name whose letters and digits
     hold no secret word at all is answered by one search (every harmless word holds one, so none was
     left out): 25 000 keys of a hostile JSON value."""
-    if not _ANY_SECRET_WORD.search(_NOT_ALNUM.sub("", str(name).lower())):
-        return False
-    return _is_secret_name_by_words(name)
+    return not _no_secret_word(str(name)) and _is_secret_name_by_words(name)
 
 
 def _is_secret_name_by_words(name: str) -> bool:
@@ -226,6 +224,12 @@ _ANY_SECRET_WORD = re.compile("|".join(sorted(
 _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
+def _no_secret_word(name: str) -> bool:
+    """No secret word anywhere in the letters and digits of `name`, run together in lowercase: then it is
+    secret by none of the word tests (of a name or an option) whatever its separators, in one search."""
+    return _ANY_SECRET_WORD.search(_NOT_ALNUM.sub("", name.lower())) is None
+
+
 def _is_secret_option(option: str, credential_options: tuple[str, ...] = ()) -> bool:
     """Whether the value of `option` (``--api-key``, ``--api-k``, ``--requirepass``, ``-p``…) is a secret
     in a command line no engine types. `credential_options` are the engines' credential flags: any
@@ -234,7 +238,7 @@ def _is_secret_option(option: str, credential_options: tuple[str, ...] = ()) -> 
     bare = name.lstrip("-")
     if not bare or not name.startswith("-"):
         return False
-    if not _ANY_SECRET_WORD.search(_NOT_ALNUM.sub("", bare.lower())):
+    if _no_secret_word(bare):
         return name.startswith("--") and len(name) >= 5 and any(c.startswith(name) for c in credential_options)
     return _is_secret_option_by_words(name, bare, credential_options)
 

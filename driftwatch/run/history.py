@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import DriftwatchError, InputError
 from ..identity import finding_id
-from ..snapshots.store import SnapshotStore, StoredSnapshot, safe_component
+from ..snapshots.store import SnapshotStore, StoredSnapshot, safe_component, since_window
 from ..timestamps import UTC, epoch_stamp, format_utc, parse_utc, utc_now
 
 if TYPE_CHECKING:  # a history read from kept changes types no snapshot: the engines stay unimported
@@ -311,9 +311,7 @@ def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since
     records = store.records(safe_component(host, "local"), safe_component(unit, "unit"))
     if since is not None and findings is None:  # read from the snapshot before the cut, not the whole unit
         loaded = store.load(host, unit, since, engine_version=engine_version, previous=True)
-        before = [i for i, r in enumerate(records) if r.collected_at < since]  # the window `load` read:
-        window = records[before[-1]:] if before else records  # from the last one before the cut, by position
-        readable = len(records) - (len(window) - len(loaded))  # (not by time: two in one second are two)
+        readable = len(records) - (len(since_window(records, since)) - len(loaded))  # the window `load` read
     else:
         loaded = store.load(host, unit, engine_version=engine_version)
         readable = len(loaded)

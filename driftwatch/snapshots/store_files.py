@@ -50,7 +50,7 @@ from ..errors import DriftwatchError, InputError
 from ..fileio import dump_yaml_readable, link_atomic, read_yaml, write_atomic, write_new
 from .store_records import (DEFAULT_STORE, LATEST, MAX_PER_SECOND, RUNS, BaselineSource, SaveResult, Seen,
                             SnapshotKey, SnapshotRecord, StoreBase, StoredSnapshot, check_prune_request,
-                            safe_component, snapshot_dict, source_hash, stamped, state_hash)
+                            safe_component, since_window, snapshot_dict, source_hash, stamped, state_hash)
 from ..timestamps import UTC, file_stamp, format_utc, parse_file_stamp, parse_utc
 
 if TYPE_CHECKING:
@@ -361,8 +361,7 @@ class FileStore(StoreBase):
         out = []
         records = self._group(host, unit)
         if since is not None and previous:
-            before = [i for i, r in enumerate(records) if r.collected_at < since]
-            records = records[before[-1]:] if before else records
+            records = since_window(records, since)
             since = None
         for record in records:
             if since is not None and record.collected_at < since:

@@ -294,6 +294,13 @@ class StoreBase:
         return start
 
 
+def since_window(records: list, since: _dt.datetime) -> list:
+    """The records (oldest first) a change since `since` is read from: from the last one before the cut
+    on, by position (two records of one second are two), or all of them when none is before it."""
+    before = [i for i, r in enumerate(records) if r.collected_at < since]
+    return records[before[-1]:] if before else records
+
+
 def check_prune_request(keep: int | None, older_than: _dt.timedelta | None) -> None:
     """What every store's `prune` accepts: a whole `keep` ≥ 1 and/or a non-negative `older_than`."""
     if keep is None and older_than is None:
