@@ -186,3 +186,23 @@ def test_output_onto_a_directory_is_one_line_and_exit_2(tmp_path, home):
     assert run.returncode == 2 and run.stdout == ""
     [line] = run.stderr.strip().splitlines()
     assert str(tmp_path) in line and "is a directory" in line and line.startswith("driftwatch: ")
+
+
+def test_restore_write_onto_a_symlinked_dropin_is_refused_and_the_link_kept(tmp_path, home):
+    """`restore --write DIR` goes through the same writer: a link planted at the drop-in's place is not
+    followed into the file it names (which could be anywhere) nor replaced."""
+    out = tmp_path / "out"
+    args = ("restore", "--baseline", "70toks", "--baselines-dir", ROOT / "baselines", "--unit-file", DRIFT_UNIT,
+            "--write", out)
+    first = run_dw(*args, home=home)
+    assert first.returncode == 1, first.stderr
+    [dropin] = list(out.rglob("*.conf"))
+    victim = tmp_path / "victim.conf"
+    victim.write_text("# someone else's file\n")
+    dropin.unlink()
+    dropin.symlink_to(victim)
+    again = run_dw(*args, home=home)
+    assert again.returncode == 2 and "Traceback" not in again.stderr, again.stderr
+    [line] = again.stderr.strip().splitlines()
+    assert line.startswith(f"driftwatch: {dropin}: is a symbolic link (to {victim})") and again.stdout == ""
+    assert os.path.islink(dropin) and victim.read_text() == "# someone else's file\n"
