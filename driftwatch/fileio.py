@@ -6,7 +6,9 @@ one YAML loader and dumper.
 - `write_atomic` / `write_new`: nothing a user keeps is ever half-written. The text goes to a
   synced temp file in the target's directory (same filesystem), then is renamed over the target
   (`write_atomic`) or hard-linked to it, which fails if it exists (`write_new`: never overwrites,
-  no race); the directory is synced after, so the new name survives a crash.
+  no race); the directory is synced after, so the new name survives a crash. Only a regular file is
+  replaced: a character device or FIFO (`-o /dev/null`, `/dev/stdout`) is written in place and stays
+  what it is; a symbolic link to anything else, a directory or a socket is refused (one line).
 - `read_yaml` / `load_yaml_text`: ``yaml.safe_load`` only, bounded; errors name the file and the line.
   libyaml's parser does the reading when installed; a text it might read differently, or refuses, is
   read by the pure loader, so values and messages are PyYAML's.

@@ -71,7 +71,7 @@ def parsed_service(folder: Path) -> dict[str, list[str]]:
     """The service's settings as systemd's parser dumps them (`systemd --test`), name -> values."""
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "SYSTEMD_UNIT_PATH": f"{folder}:",
            "SYSTEMD_LOG_LEVEL": "err", "LANG": "C.UTF-8"}
-    run = subprocess.run(unprivileged([SYSTEMD, "--test", "--system", "--unit=driftwatch-report.service",
+    run = subprocess.run(unprivileged([str(SYSTEMD), "--test", "--system", "--unit=driftwatch-report.service",
                                        "--no-pager"]), capture_output=True, text=True, env=env, timeout=120,
                          check=False)
     assert run.returncode == 0, run.stderr[-2000:]
