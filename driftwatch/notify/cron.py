@@ -116,21 +116,22 @@ def _service_sandbox(state_dir: str, user: str, prometheus: str | None) -> dict[
     directory the job writes (ProtectSystem=strict leaves everything else read-only), and a home
     created by useradd (the SSH client keeps its known_hosts and keys there)."""
     paths = writable_paths(state_dir, prometheus)
+    # settings get `%` doubled (specifiers); comments, which systemd and cron leave alone, the paths as they are
     quoted = [_systemd_path("state dir" if i == 0 else "Prometheus file's directory", p) for i, p in enumerate(paths)]
-    install = [f"#   useradd --system --home-dir {quoted[0]} --create-home --shell /usr/sbin/nologin {user}"]
-    for folder in quoted[1:]:
+    install = [f"#   useradd --system --home-dir {paths[0]} --create-home --shell /usr/sbin/nologin {user}"]
+    for folder in paths[1:]:
         install.append(f"#   install -d -m 0755 {folder} && setfacl -m u:{user}:rwx {folder}  "
                        f"# {user} writes the Prometheus file here")
-    lines = [f"# Writable under ProtectSystem=strict: only what the job writes. {quoted[0]}: the store, the",
+    lines = [f"# Writable under ProtectSystem=strict: only what the job writes. {paths[0]}: the store, the",
              "# lock, the last report (--output) and the SSH client's home."]
-    if len(quoted) > 1:
-        lines.append(f"# {quoted[1]}: the Prometheus file (--prometheus; its temp file is renamed there).")
+    if len(paths) > 1:
+        lines.append(f"# {paths[1]}: the Prometheus file (--prometheus; its temp file is renamed there).")
     lines.append("# Add a ReadWritePaths= line if you point --output or --state elsewhere.")
     if _inside(state_dir, VAR_LIB) and state_dir.rstrip("/") != VAR_LIB:
-        lines.append(f"# StateDirectory= creates {quoted[0]} owned by {user} before the job starts.")
+        lines.append(f"# StateDirectory= creates {paths[0]} owned by {user} before the job starts.")
         lines += [f"StateDirectory={quoted[0][len(VAR_LIB) + 1:]}", "StateDirectoryMode=0700"]
     else:
-        lines.append(f"# {quoted[0]} is outside {VAR_LIB}, so no StateDirectory=: useradd --create-home makes it.")
+        lines.append(f"# {paths[0]} is outside {VAR_LIB}, so no StateDirectory=: useradd --create-home makes it.")
     lines += [f"ReadWritePaths={p}" for p in quoted]
     return {"install": "\n".join(install), "writable": "\n".join(lines)}
 
@@ -189,7 +190,9 @@ def cron_example(driftwatch: str = DEFAULTS["driftwatch"], inventory: str = DEFA
     cron_argv = _argv(driftwatch, inventory, baseline, email, state_dir, baselines_dir, quiet=True,
                       prometheus=prometheus)
     lock = f"{state_dir}/report.lock"
+    sandbox = _service_sandbox(state_dir, user, prometheus)  # the same user, home and directories for both
     cron = fill_template(TEMPLATES["cron"], state_dir=state_dir, user=user, mailto=",".join(addrs),
+                         install=sandbox["install"],
                          lock=_cron_word(lock), lock_msg=lock, command=" ".join(_cron_word(a) for a in cron_argv))
     # systemd: the report printed on stdout goes to the journal
     argv = _argv(driftwatch, inventory, baseline, email, state_dir, baselines_dir, prometheus=prometheus)
@@ -205,7 +208,7 @@ def cron_example(driftwatch: str = DEFAULTS["driftwatch"], inventory: str = DEFA
             i += 1
     exec_start = " \\\n    ".join(lines)
     service = fill_template(TEMPLATES["service"], state_dir=_systemd_path("state dir", state_dir), user=user,
-                            exec_start=exec_start, **_service_sandbox(state_dir, user, prometheus))
+                            exec_start=exec_start, **sandbox)
     return {"cron": cron, "service": service, "timer": fill_template(TEMPLATES["timer"])}
 
 

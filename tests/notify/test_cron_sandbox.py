@@ -115,6 +115,7 @@ CASES = {
     "state-dir-outside-var-lib": ("/srv/dw", "/var/lib/prometheus/node-exporter/driftwatch.prom"),
     "nested-state-dir-prometheus-inside": ("/var/lib/ops/driftwatch", "/var/lib/ops/driftwatch/metrics/dw.prom"),
     "no-prometheus": ("/opt/driftwatch/state", None),
+    "percent-in-paths": ("/var/lib/dw%n", "/srv/metrics%i/dw.prom"),  # a specifier to systemd unless doubled
 }
 
 
