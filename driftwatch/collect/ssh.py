@@ -331,7 +331,8 @@ class SSHCollector(Collector):
         """
         step = max(1.0, min(10.0, self.command_timeout / 3))
         cmd = build_command(unit, gpus=not self._gpus_done, interpreter=interpreter, step_timeout=step,
-                            deadline=self.command_timeout + 2, markers=self.reader.startup_markers)
+                            deadline=self.command_timeout + 2, markers=self.reader.startup_markers,
+                            engines=tuple(self.reader.engine_markers))
         if self._failure is not None:
             status, error = self._failure
             return RawUnit(host=self.host, unit=cmd.unit, source="", status=status, error=error,

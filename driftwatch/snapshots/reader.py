@@ -11,7 +11,8 @@ from __future__ import annotations
 from ..collect.raw import RawUnit
 from ..collect.reader import Command, Server
 from ..engines.files import NO_FILES, EngineFiles
-from ..engines.registry import find_launcher, get_engine, startup_markers
+from ..engines.markers import EngineMarkers
+from ..engines.registry import engine_markers, find_launcher, get_engine, startup_markers
 from ..parse.execstart import resolve_exec_start
 from ..parse.unitfile import parse_unit_text
 
@@ -25,6 +26,10 @@ class EngineReader:
     @property
     def startup_markers(self) -> tuple[str, ...]:
         return startup_markers()  # the engines registered now (the tests register a toy one)
+
+    @property
+    def engine_markers(self) -> tuple[EngineMarkers, ...]:
+        return engine_markers()  # how collecting finds each engine's processes, version and figures
 
     def command(self, text: str, unit: str, environment_files: dict[str, str] | None = None) -> Command | None:
         try:
