@@ -15,19 +15,11 @@ from .none import NONE_ENGINE
 from .sglang.engine import ENGINE as SGLANG
 from .vllm.engine import ENGINE as VLLM
 
+# Detection, markers and start-up markers try engines in this order.
 ENGINES: dict[str, Engine] = {
     SGLANG.name: SGLANG,
     VLLM.name: VLLM,
 }
-
-
-def register(engine: Engine) -> None:
-    """Add an engine (tests and plug-ins); detection tries engines in registration order."""
-    ENGINES[engine.name] = engine
-
-
-def unregister(name: str) -> None:
-    ENGINES.pop(name, None)
 
 
 def get_engine(name: str | None) -> Engine:

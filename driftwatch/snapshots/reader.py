@@ -8,13 +8,16 @@ read alike when the collector matches its process, plans its probe, and builds i
 """
 from __future__ import annotations
 
+from ..collect.interface import READ_STATUSES, SOURCE_SNAPSHOT
 from ..collect.raw import RawUnit
 from ..collect.reader import Command, Server
 from ..engines.files import NO_FILES, EngineFiles
 from ..engines.markers import EngineMarkers
 from ..engines.registry import engine_markers, find_launcher, get_engine, startup_markers
+from ..errors import DriftwatchError
 from ..parse.execstart import resolve_exec_start
 from ..parse.unitfile import parse_unit_text
+from .snapshot import Snapshot, build_snapshot
 
 
 class EngineReader:
@@ -65,6 +68,20 @@ class EngineReader:
         values, _ = config.concept_values()
         return Server(paths=paths, container=False, port=values.get("server.port"),
                       host=values.get("server.host"), api_key=_api_key(config))
+
+
+def snapshot_from_raw(raw: RawUnit, engine_version: str | None = None, files: EngineFiles = NO_FILES,
+                      origin: str | None = None) -> Snapshot:
+    """The Snapshot of what any collector brought back: a stored snapshot (source "snapshot") is
+    read by the store, from its file or a database store's listing; anything else is built from
+    the unit text. A unit that could not be read raises DriftwatchError with its status and error."""
+    if raw.source == SOURCE_SNAPSHOT:
+        from .store import read_snapshot_file
+        return read_snapshot_file(raw.paths[0], engine_version)
+    if raw.status not in READ_STATUSES:
+        raise DriftwatchError(f"{raw.host}: {raw.unit}: {raw.status}" + (f": {raw.error}" if raw.error else ""))
+    return build_snapshot(raw, engine_version=engine_version, origin=origin or f"{raw.host}:{raw.unit}",
+                          files=files)
 
 
 def _host_network(wrapper_args: list[str]) -> bool:
