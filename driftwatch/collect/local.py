@@ -93,8 +93,9 @@ STDIN = "-"
 
 class UnitFileCollector(Collector):
     """A unit file on this machine (plain, or saved ``systemctl cat`` output); ``-`` is standard input
-    (``systemctl cat UNIT | driftwatch check --unit-file -``). It brings back the text only: the unit's
-    name and paths are the parser's to find (the ``# /path`` headers, else the file name)."""
+    (``systemctl cat UNIT | driftwatch check --unit-file -``). It brings back the text and the path it
+    was read from (``paths``); the unit's name and its paths on the host are the parser's to find (the
+    ``# /path`` headers of saved ``systemctl cat`` output, else the file's name)."""
 
     kind = "unit-file"
 
@@ -112,7 +113,7 @@ class UnitFileCollector(Collector):
         file). ``unit``: the unit's name on its host when the file is a copy named otherwise."""
         text = _read_stdin() if self.path == STDIN else read_text_file(self.path)
         return RawUnit(host=self.host or "", unit=validate_unit_name(unit) if unit else "", text=text,
-                       source=SOURCE_FILE, paths=[], collected_at=utc_now())
+                       source=SOURCE_FILE, paths=[self.path], collected_at=utc_now())
 
 
 def _read_stdin() -> str:

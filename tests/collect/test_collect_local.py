@@ -54,7 +54,7 @@ def unit_file(path, host=None):
 def test_unit_file_collector_brings_back_the_text_only(tmp_path):
     p = write(tmp_path, "/x/my.service", "[Service]\nExecStart=/bin/true\n")
     raw = unit_file(p).collect("")
-    assert (raw.source, raw.unit, raw.paths, raw.status, raw.host) == ("file", "", [], "ok", "")
+    assert (raw.source, raw.unit, raw.paths, raw.status, raw.host) == ("file", "", [str(p)], "ok", "")
     assert raw.text == p.read_text() and raw.collected_at
     # the name is the parser's to find; a typed --unit is validated and kept
     assert unit_file(p, host="ct129").collect("my-copy").unit == "my-copy.service"
