@@ -62,8 +62,10 @@ class EngineMarks(Protocol):
 class UnitReader(Protocol):
     """Reads command lines for the collectors; problems are answers (None, a reason), never raised."""
 
-    startup_markers: tuple[str, ...]  # fixed strings selecting every engine's start-up lines
-    engine_markers: tuple[EngineMarks, ...]  # every engine's markers, in the registry's order
+    @property
+    def startup_markers(self) -> tuple[str, ...]: ...  # fixed strings selecting every engine's start-up lines
+    @property
+    def engine_markers(self) -> tuple[EngineMarks, ...]: ...  # every engine's markers, in the registry's order
 
     def command(self, text: str, unit: str, environment_files: dict[str, str] | None = None) -> Command | None:
         """The unit's command line (`text` as `systemctl cat` prints it); None when it cannot be read."""

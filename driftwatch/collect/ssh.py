@@ -24,7 +24,6 @@ from driftwatch.collect.interface import (
 from driftwatch.collect.probe import PROBE_TIMEOUT, probe_unit
 from driftwatch.collect.reader import UnitReader
 from driftwatch.collect.sshconfig import Endpoint
-from driftwatch.errors import InputError
 from driftwatch.fileio import MAX_TEXT_BYTES
 from driftwatch.resolver import ResolveTimeout, resolve
 from driftwatch.collect.raw import RawUnit

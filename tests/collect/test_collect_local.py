@@ -1,7 +1,6 @@
 import os
 
 import pytest
-
 from unit_tree import read_unit_tree
 
 from driftwatch.collect.interface import Where, collector_for

@@ -5,12 +5,17 @@ case runs against the real loopback sshd of tests/collect/dw_sshlab.py."""
 from __future__ import annotations
 
 import pytest
-
 from dw_sshlab import UNIT
+
 from driftwatch.collect import interface
 from driftwatch.collect.fleet import collect_targets
 from driftwatch.collect.interface import (
-    SOURCE_FILE, SOURCE_SNAPSHOT, CollectOptions, Collector, Where, collector_for,
+    SOURCE_FILE,
+    SOURCE_SNAPSHOT,
+    CollectOptions,
+    Collector,
+    Where,
+    collector_for,
 )
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.local import UnitFileCollector
@@ -78,7 +83,8 @@ def test_the_unit_file_read_builds_what_the_commands_build(tmp_path):
     saved.write_text("# /etc/systemd/system/a-b.service\n" + UNIT_TEXT)
     [raw] = collect_targets([(Where("unit-file", path=str(saved)), "")], LOCAL)
     ours, theirs = snapshot_from_raw(raw), snapshot_from_unit_file(str(saved))
-    assert (ours.unit, ours.paths) == (theirs.unit, theirs.paths) == ("a-b.service", ["/etc/systemd/system/a-b.service"])
+    assert (ours.unit, ours.paths) == (theirs.unit, theirs.paths)
+    assert (ours.unit, ours.paths) == ("a-b.service", ["/etc/systemd/system/a-b.service"])
 
 
 def test_a_unit_file_that_cannot_be_read_is_bad_input(tmp_path):

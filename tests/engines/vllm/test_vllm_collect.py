@@ -57,8 +57,8 @@ def test_vllm_journal_lines(lines, expected):
 
 
 def test_sglang_journal_lines_unchanged():
-    assert parse_journal("accept len: 3.20, gen throughput (token/s): 70.1\n", engine_markers()) == {"accept_length": 3.2,
-                                                                                  "throughput": 70.1}
+    line = "accept len: 3.20, gen throughput (token/s): 70.1\n"
+    assert parse_journal(line, engine_markers()) == {"accept_length": 3.2, "throughput": 70.1}
 
 
 @pytest.mark.parametrize("argv, yes", [
