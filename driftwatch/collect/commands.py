@@ -36,11 +36,13 @@ content can forge a header. Sections, in order:
                                lines); only with an InvocationID, never an
                                older run's; at most 400 lines and 2 MiB;
 ``ENV <path>``                ``EnvironmentFile=`` files named in the unit (first 64 KiB each);
-``CFG <path>``/``CFGX <path>`` the ``--config FILE`` (or ``--config=FILE``) named in the last
+``CFG <path>``/``CFGX <path>`` an engine's config file (``--config FILE`` or ``--config=FILE``: the
+                               engines' ``config_flags``) named in the last
                                ``ExecStart=`` (at most 4): its content, read only when it is a regular
                                readable file of at most 64 KiB (as an environment file), else why not;
 ``MODEL <name>``               the ``config.json`` of the model the last ``ExecStart=`` names
-                               (``--model-path``/``--model``/``… serve MODEL``, at most 2): from a
+                               (the engines' ``model_flags``, or the word after one of their
+                               ``model_after`` words: ``… serve MODEL``; at most 2): from a
                                local directory, or for ``ORG/NAME`` the newest snapshot in the Hugging
                                Face cache (``$HF_HOME/hub``, ``/root/.cache``, ``$HOME/.cache``); first
                                64 KiB; nothing is ever downloaded;
@@ -185,8 +187,9 @@ elif [ -z "$SHOW" ]; then  # no systemd to ask: look for the engine; with system
 fi
 tick proc
 # one awk pass over the unit text: X = first word of the last ExecStart=, E = EnvironmentFile= paths,
-# C = --config files, D = model directories
-EXTRACT=$(printf '%s\n' "$UNITTEXT" | awk '
+# C = the engines' config files (CF: their flags), D = model directories (MF: their flags; MP: the
+# words a positional model follows); each list is space-separated with a space at both ends
+EXTRACT=$(printf '%s\n' "$UNITTEXT" | awk -v CF=@CONFIGFLAGS@ -v MF=@MODELFLAGS@ -v MP=@MODELAFTER@ '
   # the last ExecStart= block word by word into w[1..nw], its continuation backslashes dropped
   # (appended to an array: joining the lines into one string costs the square of their number)
   function words(s,   part, n, j) { sub(/\\$/, "", s); gsub(/\\[ \t]/, " ", s); n = split(s, part, /[ \t]+/)
@@ -198,13 +201,13 @@ EXTRACT=$(printf '%s\n' "$UNITTEXT" | awk '
   k { words($0); k = ($0 ~ /\\$/) }
   /^[ \t]*ExecStart[ \t]*=/ { nw = 0; v = $0; sub(/^[ \t]*ExecStart[ \t]*=/, "", v); words(v); k = ($0 ~ /\\$/) }
   END { gsub(/["\047]/, "", x); if (x != "") print "X " x
-        for (i = 1; i <= nw; i++) { p = ""
-          if (w[i] == "--config" && i < nw) p = w[i + 1]; else if (w[i] ~ /^--config=/) p = substr(w[i], 10)
+        for (i = 1; i <= nw; i++) { p = ""; q = index(w[i], "="); f = q > 1 ? " " substr(w[i], 1, q - 1) " " : ""
+          if (index(CF, " " w[i] " ") && i < nw) p = w[i + 1]; else if (f != "" && index(CF, f)) p = substr(w[i], q + 1)
           gsub(/["\047;]/, "", p); if (p != "" && m++ < @MAXCFGN@) print "C " p
           d = ""
-          if ((w[i] == "--model-path" || w[i] == "--model") && i < nw) d = w[i + 1]
-          else if (w[i] ~ /^--model(-path)?=/) { d = w[i]; sub(/^[^=]*=/, "", d) }
-          else if (w[i] == "serve" && i < nw && w[i + 1] !~ /^-/) d = w[i + 1]
+          if (index(MF, " " w[i] " ") && i < nw) d = w[i + 1]
+          else if (f != "" && index(MF, f)) d = substr(w[i], q + 1)
+          else if (index(MP, " " w[i] " ") && i < nw && w[i + 1] !~ /^-/) d = w[i + 1]
           gsub(/["\047;]/, "", d); if (d != "" && md++ < 2) print "D " d } }')
 PY=$HINT; UX=; ENVFILES=; CFGFILES=; MODELS=
 while IFS= read -r line; do
@@ -349,7 +352,14 @@ def _engine_shell(engines: tuple[EngineMarks, ...]) -> dict[str, str]:
              for e in reversed(engines) if e.dists for w in e.process_words]
     cases.append(f"*) DISTS={q(' '.join(dict.fromkeys(every)))} ;;")
     journal = " ".join(f"-e {q(m)}" for m in dict.fromkeys(m for e in engines for m in e.journal_markers))
+
+    def words(field: str) -> str:  # " a b " (awk looks for " WORD "), every engine's, once each
+        return q(" " + " ".join(dict.fromkeys(w for e in engines for w in getattr(e, field))) + " ")
+
     return {
+        "@CONFIGFLAGS@": words("config_flags"),
+        "@MODELFLAGS@": words("model_flags"),
+        "@MODELAFTER@": words("model_after"),
         "@PROCFILES@": f"$(grep -l -a {procs} /proc/[0-9]*/cmdline 2>/dev/null)" if procs else "",
         "@SCRIPTS@": scripts or "/",  # no script: a pattern no base name matches
         "@DISTCASE@": f'case "$UNITTEXT" in {" ".join(cases)} esac',

@@ -54,6 +54,12 @@ class EngineMarks(Protocol):
     @property
     def dists(self) -> tuple[str, ...]: ...  # distributions whose dist-info Version: is the engine's
     @property
+    def config_flags(self) -> tuple[str, ...]: ...  # options naming a config file the engine reads
+    @property
+    def model_flags(self) -> tuple[str, ...]: ...  # options naming the model (path or ORG/NAME)
+    @property
+    def model_after(self) -> tuple[str, ...]: ...  # words a positional model follows
+    @property
     def journal_markers(self) -> tuple[str, ...]: ...  # fixed strings selecting its figures lines
     @property
     def journal_line(self) -> Callable[[str], dict[str, float]]: ...  # one such line -> its figures

@@ -20,6 +20,7 @@ JournalParser = Callable[[str], dict[str, float]]
 # Words that reach a remote shell: plain names only (no quoting, globbing or regex meaning).
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _WORD = re.compile(r"^[A-Za-z0-9_-]+$")  # a process word becomes a grep pattern `wor[d]`: no regex characters
+_FLAG = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _FIXED = frozenset(map(chr, range(0x20, 0x7f))) - set("'\"\\$`")  # as the start-up markers (registry.py)
 
 
@@ -37,6 +38,9 @@ class EngineMarkers:
     commands: tuple[str, ...] = ()  # console-script command lines, words apart ("sglang serve"); the
     #                                 first word's script names the interpreter in its `#!` line
     dists: tuple[str, ...] = ()  # distributions whose `NAME-*.dist-info/METADATA` Version: is the engine's
+    config_flags: tuple[str, ...] = ()  # options naming a config file it reads ("--config"): fetched, bounded
+    model_flags: tuple[str, ...] = ()  # options naming the model ("--model-path"): its config.json is read
+    model_after: tuple[str, ...] = ()  # words a positional model follows ("serve": `vllm serve MODEL`)
     journal_markers: tuple[str, ...] = ()  # fixed strings selecting its figures lines (`grep -F`)
     journal_line: JournalParser = _no_journal  # one such line -> its figures
 
@@ -45,6 +49,12 @@ class EngineMarkers:
             if not _WORD.match(word):
                 raise DriftwatchError(f"process word {word!r}: letters, digits, '-' and '_' only")
         for name in (*self.modules, *self.dists, *(w for c in self.commands for w in c.split())):
+            if not _NAME.match(name):
+                raise DriftwatchError(f"engine marker {name!r} is not a plain name")
+        for flag in (*self.config_flags, *self.model_flags):
+            if not _FLAG.match(flag):
+                raise DriftwatchError(f"engine option {flag!r} is not a plain option name")
+        for name in self.model_after:
             if not _NAME.match(name):
                 raise DriftwatchError(f"engine marker {name!r} is not a plain name")
         if any(not c.split() for c in self.commands):

@@ -217,7 +217,7 @@ def test_a_config_file_after_100_000_continuation_lines_is_read_within_the_deadl
     (fake / "systemctl").chmod(0o755)
     booted = tmp_path / "run-systemd-system"
     booted.mkdir()
-    cmd = build_command("v.service", gpus=False, deadline=20)
+    cmd = build_command("v.service", gpus=False, deadline=20, engines=READER.engine_markers)
     script = cmd.script.replace("PATH=/usr/local/sbin:", f"PATH={fake}:/usr/local/sbin:")
     script = script.replace("/run/systemd/system", str(booted))
     out = subprocess.run(["/bin/sh", "-s"], input=script.encode(), capture_output=True, timeout=60).stdout

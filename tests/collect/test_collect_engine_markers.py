@@ -69,6 +69,7 @@ def test_an_engine_without_markers_is_parsed_but_not_looked_for(monkeypatch):
 @pytest.mark.parametrize("bad", [
     dict(process_words=("a.b",)), dict(process_words=("x'y",)), dict(dists=("a b",)), dict(modules=("$(id)",)),
     dict(commands=("",)), dict(journal_markers=("it's",)), dict(journal_markers=("",)),
+    dict(config_flags=("--c onfig",)), dict(model_flags=("--model'",)), dict(model_after=("a\\b",)),
 ])
 def test_markers_that_could_change_the_remote_shell_are_refused(bad):
     with pytest.raises(DriftwatchError):
@@ -105,10 +106,10 @@ def _host(tmp_path: Path, unit_text: str, journal: str) -> tuple[Path, Path]:
     return fake, booted
 
 
-def _collect(unit: str, fake: Path, booted: Path):
+def _collect(unit: str, fake: Path, booted: Path, engines: tuple[EngineMarkers, ...] | None = None):
     reader = EngineReader()
     cmd = build_command(unit, gpus=False, deadline=30, markers=reader.startup_markers,
-                        engines=reader.engine_markers)
+                        engines=reader.engine_markers if engines is None else engines)
     script = cmd.script.replace("PATH=/usr/local/sbin:", f"PATH={fake}:/usr/local/sbin:")
     script = script.replace("/run/systemd/system", str(booted))
     out = subprocess.run(["/bin/sh", "-s"], input=script.encode(), capture_output=True, timeout=60).stdout
@@ -152,3 +153,34 @@ def test_a_registered_engine_is_found_on_a_host_without_editing_collect(toy, tmp
         proc.kill()
         proc.wait()
     assert os.path.exists(script)
+
+
+@pytest.mark.parametrize("spelling", ["{flag} {path}", "{flag}={path}"])
+def test_the_files_a_unit_names_are_read_by_the_engines_flags(tmp_path, spelling):
+    """Which words name a config file or the model is the engines' (config_flags, model_flags,
+    model_after); a flag no engine declares names nothing, however the unit spells it."""
+    model = tmp_path / "weights"
+    model.mkdir()
+    (model / "config.json").write_text('{"num_hidden_layers": 2}')
+    cfg = tmp_path / "settings.yaml"
+    cfg.write_text("seed: 1\n")
+    words = " ".join([spelling.format(flag="--weights", path=model), spelling.format(flag="--settings", path=cfg)])
+    fake, booted = _host(tmp_path, f"# /etc/systemd/system/w.service\n[Service]\nExecStart=/bin/w {words}\n", "")
+    declared = EngineMarkers(config_flags=("--settings",), model_flags=("--weights",))
+    raw = _collect("w.service", fake, booted, (declared,))
+    assert raw.status == "ok", raw.error
+    assert raw.model_configs == {str(model): '{"num_hidden_layers": 2}'}
+    assert raw.engine_files == {str(cfg): "seed: 1\n"}
+    raw = _collect("w.service", fake, booted, registry.engine_markers())  # SGLang's and vLLM's flags
+    assert (raw.model_configs, raw.engine_files) == ({}, {})
+
+
+def test_a_positional_model_follows_the_engines_words(tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    unit = f"# /etc/systemd/system/w.service\n[Service]\nExecStart=/bin/w run {model} --port 1\n"
+    fake, booted = _host(tmp_path, unit, "")
+    assert _collect("w.service", fake, booted, (EngineMarkers(model_after=("run",)),)).model_configs == {
+        str(model): "{}"}
+    assert _collect("w.service", fake, booted, (EngineMarkers(model_after=("serve",)),)).model_configs == {}

@@ -30,6 +30,7 @@ MARKERS = EngineMarkers(
     modules=("sglang.launch_server",),
     commands=("sglang serve",),
     dists=("sglang",),
+    model_flags=("--model-path", "--model"),
     journal_markers=("accept len", "gen throughput"),
     journal_line=journal_line,
 )

@@ -41,6 +41,9 @@ MARKERS = EngineMarkers(
     modules=("vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main"),
     commands=("vllm serve",),
     dists=("vllm",),
+    config_flags=("--config",),
+    model_flags=("--model",),
+    model_after=("serve",),
     journal_markers=("Avg generation throughput", "Mean acceptance length", "Speculative metrics:"),
     journal_line=journal_line,
 )

@@ -29,7 +29,7 @@ class ToyEngine(ArgparseEngine):
     package = __package__  # "toy": catalogs/toy-1.0.json, concepts.yaml, runtime_defaults.yaml
     # how collecting finds it on a host: its process, its package's version, its figures lines
     markers = EngineMarkers(process_words=("toyserve",), modules=("toy.server",), commands=("toyserve",),
-                            dists=("toy",), journal_markers=("toy decode speed:",),
+                            dists=("toy",), model_flags=("--model",), journal_markers=("toy decode speed:",),
                             journal_line=_speed)
 
     def detect(self, words: list[str], files: EngineFiles) -> EngineEntry | None:
