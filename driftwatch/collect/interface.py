@@ -148,5 +148,6 @@ def collector_for(kind: str) -> type[Collector]:
     except KeyError:
         raise InputError(f"no collector reads targets of kind {kind!r} (known: {', '.join(COLLECTORS)})") from None
     collector = getattr(importlib.import_module(module), name)
-    assert collector.kind == kind, (kind, collector)
+    if collector.kind != kind:  # a registry line naming the wrong class: a bug, said plainly
+        raise CollectError(f"the collector registered for {kind!r} reads {collector.kind!r}")
     return collector
