@@ -50,8 +50,8 @@ from urllib.parse import unquote
 from ..errors import DriftwatchError, InputError
 from ..timestamps import UTC, epoch_stamp, file_stamp, format_utc
 from .store_records import (MAX_PER_SECOND, BaselineSource, SaveResult, Seen, SnapshotKey, SnapshotRecord, StoreBase,
-                            StoredSnapshot, check_prune_request, row_hashes, safe_component, snapshot_dict,
-                            snapshot_hash, stamped, state_hash)
+                            StoredSnapshot, check_prune_request, component_name, row_hashes, safe_component,
+                            snapshot_dict, snapshot_hash, stamped, state_hash)
 
 if TYPE_CHECKING:  # typing a snapshot imports the engines: only where a document is read
     from .snapshot import Snapshot
@@ -544,11 +544,14 @@ class DatabaseStore(StoreBase):
             raise InputError(f"{record.path}: not a readable snapshot ({exc})") from None
 
     def groups(self, host: str | None = None) -> list[tuple[str, str]]:
-        """(host, unit) names that hold snapshots (of `host`, as listed, when given: one index range)."""
+        """(host, unit) names that hold snapshots (of `host`, as stored, when given: one index range);
+        the names themselves (`component_name`), which `records`, `runs`, ... take back."""
         if host is not None:
-            return [(h, u) for h, u in self._query("SELECT DISTINCT host, unit FROM snapshots WHERE host = ? "
-                                                   "ORDER BY unit", (host,))]
-        return [(h, u) for h, u in self._query("SELECT DISTINCT host, unit FROM snapshots ORDER BY host, unit")]
+            return [(component_name(h), component_name(u))
+                    for h, u in self._query("SELECT DISTINCT host, unit FROM snapshots WHERE host = ? ORDER BY unit",
+                                            (host,))]
+        return [(component_name(h), component_name(u))
+                for h, u in self._query("SELECT DISTINCT host, unit FROM snapshots ORDER BY host, unit")]
 
     @staticmethod
     def _filter(host: str | None, unit: str | None) -> tuple[str, tuple]:
@@ -568,7 +571,7 @@ class DatabaseStore(StoreBase):
         return [self._record(r) for r in rows]
 
     def _group(self, host, unit):
-        return self.records(safe_component(host, "local"), safe_component(unit, "unit"))
+        return self.records(host or "local", unit or "unit")  # records() makes them store names
 
     def latest(self, host: str | None, unit: str | None) -> SnapshotRecord | None:
         rows = self._query(f"SELECT {self._COLUMNS} FROM snapshots WHERE host = ? AND unit = ? "
