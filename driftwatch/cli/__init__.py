@@ -135,6 +135,9 @@ def _main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         sys.exit(EXIT_TROUBLE)
     except Exception as exc:  # noqa: BLE001 - last resort: one line, never a traceback
+        from .params import path_error_line  # a path the system refuses (too long, NUL): bad input, exit 2
+        if path_error_line(exc):
+            _fail(str(path_error_line(exc)), EXIT_TROUBLE, as_json)
         if os.environ.get("DRIFTWATCH_DEBUG"):
             raise
         _fail(f"internal error: {type(exc).__name__}: {exc} (set DRIFTWATCH_DEBUG=1 for a traceback)",

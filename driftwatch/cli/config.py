@@ -160,6 +160,9 @@ def _checked(key: str, value: Any, options: list[click.Option], path: str) -> An
         value = [value]
     if option.is_flag and not isinstance(value, bool):
         raise InputError(f"{path}: {key} must be true or false, not {value!r}")
+    if isinstance(option.type, click.types._NumberParamTypeBase) and any(  # int(True) is 1: not a number here
+            isinstance(item, bool) for item in (value if option.multiple else [value])):
+        raise InputError(f"{path}: {key} must be a number, not {value!r}")
     if any(isinstance(item, (dict, list)) for item in (value if option.multiple else [value])):
         what = "a value or a list of values" if option.multiple else "a single value"
         raise InputError(f"{path}: {key} must be {what}, not {type(value).__name__} {value!r}")
@@ -169,6 +172,8 @@ def _checked(key: str, value: Any, options: list[click.Option], path: str) -> An
                 option.type.convert(item, option, ctx)
     except click.BadParameter as exc:
         raise InputError(f"{path}: {key}: {exc.message}") from None
+    except (OverflowError, ValueError, TypeError):  # YAML's .inf for a whole number: int() overflows
+        raise InputError(f"{path}: {key}: {value!r} is not a finite number") from None
     return value
 
 

@@ -18,7 +18,7 @@ from driftwatch.snapshots.store import FileStore, SnapshotStore
 from driftwatch.snapshots.store_records import component_name, safe_component
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_store_db import UNIT, U70, at, snap  # noqa: E402
+from test_store_db import U70, UNIT, at, snap  # noqa: E402
 
 DW = Path(sys.executable).with_name("driftwatch")
 TWINS = ["gpu/01", "gpu_01", "gpu 01", "gpu%2F01", "gpu\\01", "..", "__", "é01", "e01"]
