@@ -22,7 +22,7 @@ class FiniteFloat(click.FloatRange):
     """A float in a range, and finite: click's FloatRange lets ``nan`` through (every comparison with
     it is false), and ``1e308`` or ``inf`` through when the range has no upper end."""
 
-    name = "number"
+    name = "float"  # the metavar FLOAT, as click's own float types show it
 
     def convert(self, value, param, ctx):
         if isinstance(value, bool):
@@ -38,9 +38,7 @@ class FiniteFloat(click.FloatRange):
 def seconds(high: float) -> FiniteFloat:
     """Seconds: more than 0, at most `high` (a timeout of 0 or less times out at once; a huge one
     overflows the clock it is added to)."""
-    checked = FiniteFloat(0, high, min_open=True)
-    checked.name = "seconds"
-    return checked
+    return FiniteFloat(0, high, min_open=True)
 
 
 CONNECT_TIMEOUT = seconds(3600)  # --connect-timeout: an hour at most
