@@ -135,7 +135,9 @@ def patterns(hosts: int = 20000, unions: tuple[int, ...] = (1000, 2000, 4000)) -
     """--limit on a large inventory (issue 34): select_hosts with unions of 1 000 / 2 000 / 4 000 host
     names, a group union, a glob, a regex, a refused regex, and the restore hint's exact pattern for the
     same names; each timed in this process (CPU and wall). Before the index a:b:... cost names x hosts
-    (28 / 49 / 93 s for these unions)."""
+    (28 / 49 / 93 s for these unions in issue 34; 20 s CPU for 1 000 names measured again here); with
+    it, 0.02 s each (2026-12-07, 2 shared cores), and the restore hint for 4 000 contiguous hosts is 29
+    bytes instead of 36 000."""
     sys.path.insert(0, str(REPO))
     from driftwatch.collect.inventory import HostTarget, select_hosts
     from driftwatch.errors import InputError
