@@ -141,7 +141,7 @@ def patterns(hosts: int = 20000, unions: tuple[int, ...] = (1000, 2000, 4000)) -
     sys.path.insert(0, str(REPO))
     from driftwatch.collect.inventory import HostTarget, select_hosts
     from driftwatch.errors import InputError
-    from driftwatch.hostpatterns import names_regex
+    from driftwatch.collect.hostpatterns import names_regex
 
     targets = [HostTarget(name=f"gpu{i:05d}", units=["x.service"], groups=[f"rack{i // 40}", "all"])
                for i in range(hosts)]

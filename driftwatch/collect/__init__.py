@@ -6,6 +6,7 @@ unitname.py   systemd unit-name grammar (checked before anything reaches a remot
 commands.py   the one remote `sh` script per unit and the parser of its sections
 reader.py     UnitReader: what collecting asks about a command line, answered by the caller's reader
 inventory.py  HostTarget, `user@host:port`, driftwatch YAML and Ansible INI/YAML inventories
+hostpatterns.py --limit's ~regex bounded by shape; an exact pattern for a set of host names
 sshconfig.py  ~/.ssh/config resolution (HostName, User, Port, IdentityFile, ProxyJump)
 hostkeys.py   known_hosts checking, --accept-new recording
 ssh.py        SSHConnection / SSHCollector (paramiko, imported lazily)

@@ -572,7 +572,7 @@ def select_hosts(targets: list[HostTarget], pattern: str) -> list[HostTarget]:
     then exclusions, as Ansible does). A pattern that selects nothing is an InputError."""
     import fnmatch
 
-    from ..hostpatterns import compile_host_regex
+    from .hostpatterns import compile_host_regex
     terms = [t.strip() for t in re.split(r"[:,]", pattern or "") if t.strip()]
     if not terms:
         raise InputError(f"--limit {pattern!r}: an empty host pattern")

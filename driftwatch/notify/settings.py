@@ -140,7 +140,7 @@ def _timeout(value: Any, where: str) -> float:
     except (TypeError, ValueError):
         raise InputError(f"{where}: SMTP timeout must be a number of seconds, not {value!r}") from None
     if not 0 < t <= 3600:  # nan and inf too: a socket timeout must be finite
-        raise InputError(f"{where}: SMTP timeout must be more than 0 and at most 3600 seconds, not {value!r}")
+        raise InputError(f"{where}: SMTP timeout must be positive and at most 3600 seconds, not {value!r}")
     return t
 
 

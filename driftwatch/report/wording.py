@@ -466,7 +466,7 @@ def restore_command(g: dict, report: dict) -> str | None:
     if not base[-1] or not all(hosts):
         return None
     if isinstance(report.get("inventory"), str):
-        from ..hostpatterns import names_regex  # many numbered hosts: one exact pattern, not a list of each
+        from ..collect.hostpatterns import names_regex  # numbered hosts: one exact pattern, not each name
         exact = names_regex(hosts)
         words = base + ["--inventory", report["inventory"], "--limit", "~" + exact if exact else ":".join(hosts)]
     elif len(view.group_hosts(g)) == 1:

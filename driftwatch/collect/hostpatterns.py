@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .errors import InputError
+from ..errors import InputError
 
 MAX_REGEX = 256
 MAX_UNBOUNDED = 4  # ".*a.*b.*c.*d": polynomial, but its degree stays small on a host name
