@@ -86,6 +86,18 @@ class CheckedPath(click.Path):
         return super().convert(value, param, ctx)
 
 
+def argv_problem(words: list[str]) -> str | None:
+    """The one line for a command-line word that is not valid UTF-8 (the shell passed bytes that
+    no path, host or unit name this tool writes can hold), or None."""
+    for word in words:
+        try:
+            word.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = word.encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+            return f"{short_path(shown)}: an argument that is not valid UTF-8"
+    return None
+
+
 def path_error_line(exc: BaseException) -> str | None:
     """The one line for an error a path the system refuses causes (too long, a NUL, bytes that are
     not UTF-8), for the CLI's error boundary (a path option of type str reaches open() unchecked);
@@ -101,4 +113,4 @@ def path_error_line(exc: BaseException) -> str | None:
 
 
 __all__ = ["COMMAND_TIMEOUT", "CONNECT_TIMEOUT", "COUNT", "PORT", "SHARE", "CheckedPath", "FiniteFloat", "NAME_MAX",
-           "PATH_MAX", "path_error_line", "path_problem", "seconds", "short_path"]
+           "PATH_MAX", "argv_problem", "path_error_line", "path_problem", "seconds", "short_path"]

@@ -103,3 +103,17 @@ def test_every_numeric_parameter_of_every_command_refuses_garbage_in_one_line():
     """The sweep's numbers on every command (paths: argument_sweep.py runs them all)."""
     done = argument_sweep.sweep(numbers=argument_sweep.NUMBERS, paths=[])
     assert done.runs > 150 and not done.internal, done.internal[:5]
+
+
+@pytest.mark.parametrize("argv", [
+    [b"compare", b"--baseline", str(ROOT / "baselines" / "70toks.yaml").encode(), b"--unit-file", U70.encode(),
+     b"-o", b"out\xff.txt"],
+    [b"check", b"--unit-file", b"\xfe\xff.service"],
+    [b"history", b"--store", b"st\xffore"],
+])
+def test_an_argument_that_is_not_utf8_is_one_line_exit_2_and_writes_nothing(argv, tmp_path):
+    r = subprocess.run([DW.encode(), *argv], capture_output=True, timeout=120, cwd=tmp_path,
+                       env={k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")})
+    err = r.stderr.decode("utf-8", "replace")
+    assert r.returncode == 2 and err.count("\n") == 1 and "not valid UTF-8" in err, err
+    assert list(tmp_path.iterdir()) == []
