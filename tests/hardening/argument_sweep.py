@@ -147,6 +147,35 @@ def sweep(only: set[str] | None = None, numbers=NUMBERS, paths=PATHS) -> Sweep:
     return result
 
 
+CONFIG_NUMBERS = [".nan", ".inf", "-.inf", "1e308", "0", "-5", "true", "'nan'", "99999999999999999999999"]
+
+
+def config_sweep(only: set[str] | None = None) -> Sweep:
+    """The same numbers as config-file keys: every numeric option's key, each value, each command."""
+    from driftwatch.cli.config import key_of
+    result = Sweep()
+    start = time.monotonic()
+    home = tempfile.mkdtemp(prefix="dw-sweep-")
+    try:
+        bases = _bases(home)
+        seen = set()
+        for name, label, param, value in cases(only, CONFIG_NUMBERS, []):
+            if not isinstance(param, click.Option) or (name, label, value) in seen:
+                continue
+            seen.add((name, label, value))
+            config = Path(home, "config.yaml")
+            config.write_text(f"{key_of(param)}: {value}\n")
+            code, err = run_one(["--config", str(config), *name.split(), *bases.get(name, [])])
+            result.runs += 1
+            result.exits[code] = result.exits.get(code, 0) + 1
+            if code == -1 or "internal error" in err or "Traceback" in err:
+                result.internal.append(([name, key_of(param), value], err.strip()[:300]))
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    result.seconds = time.monotonic() - start
+    return result
+
+
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
     done = sweep(set(sys.argv[1:]) or None)
@@ -154,3 +183,8 @@ if __name__ == "__main__":
         print("INTERNAL", [a[:40] for a in argv], err, sep="\n  ")
     print(f"{done.runs} runs of {len(commands())} commands in {done.seconds:.0f} s; exit codes {done.exits}; "
           f"internal errors {len(done.internal)}")
+    keys = config_sweep(set(sys.argv[1:]) or None)
+    for argv, err in keys.internal:
+        print("INTERNAL (config)", argv, err, sep="\n  ")
+    print(f"config keys: {keys.runs} runs in {keys.seconds:.0f} s; exit codes {keys.exits}; "
+          f"internal errors {len(keys.internal)}")

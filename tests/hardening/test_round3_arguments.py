@@ -103,6 +103,8 @@ def test_every_numeric_parameter_of_every_command_refuses_garbage_in_one_line():
     """The sweep's numbers on every command (paths: argument_sweep.py runs them all)."""
     done = argument_sweep.sweep(numbers=argument_sweep.NUMBERS, paths=[])
     assert done.runs > 150 and not done.internal, done.internal[:5]
+    keys = argument_sweep.config_sweep()
+    assert keys.runs > 100 and not keys.internal and set(keys.exits) == {2}, (keys.internal[:5], keys.exits)
 
 
 @pytest.mark.parametrize("argv", [
