@@ -139,9 +139,9 @@ def patterns(hosts: int = 20000, unions: tuple[int, ...] = (1000, 2000, 4000)) -
     it, 0.02 s each (2026-12-07, 2 shared cores), and the restore hint for 4 000 contiguous hosts is 29
     bytes instead of 36 000."""
     sys.path.insert(0, str(REPO))
+    from driftwatch.collect.hostpatterns import names_regex
     from driftwatch.collect.inventory import HostTarget, select_hosts
     from driftwatch.errors import InputError
-    from driftwatch.collect.hostpatterns import names_regex
 
     targets = [HostTarget(name=f"gpu{i:05d}", units=["x.service"], groups=[f"rack{i // 40}", "all"])
                for i in range(hosts)]

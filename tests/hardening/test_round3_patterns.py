@@ -13,9 +13,9 @@ import time
 
 import pytest
 
+from driftwatch.collect.hostpatterns import MAX_REGEX, compile_host_regex, names_regex
 from driftwatch.collect.inventory import HostTarget, select_hosts
 from driftwatch.errors import InputError
-from driftwatch.collect.hostpatterns import MAX_REGEX, compile_host_regex, names_regex
 
 DW = os.path.join(os.path.dirname(sys.executable), "driftwatch")
 
