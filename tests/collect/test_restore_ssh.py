@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "restore"))
 from dw_restore import BASELINES, EXAMPLES, dw, no_traceback, on_disk  # noqa: E402
 
 UNIT = "sglang-qwen.service"
-DROPIN = "50-driftwatch-restore.conf"
+DROPIN = "zzzz-driftwatch-restore.conf"
 U40 = on_disk((EXAMPLES / "sglang-qwen-40toks.service").read_text())
 U70 = on_disk((EXAMPLES / "sglang-qwen-70toks.service").read_text())
 DOCKER = EXAMPLES / "vllm-docker-llama.service"
