@@ -277,8 +277,11 @@ def _baseline(spec: str, ctx: RestoreContext, cache: dict) -> Baseline:
 
 def _plan_all(targets: list[Target], request: RestoreRequest, ctx: RestoreContext) -> list[Restored]:
     cache: dict = {}
+    for target in targets:  # a typed baseline that cannot be read is bad input, said before any host is read
+        if target.baseline and target.baseline_from in ("typed", "config"):
+            _baseline(target.baseline, ctx, cache)
     units = []
-    for target, raw in zip(targets, _read(targets, ctx), strict=False):
+    for target, raw in zip(targets, _read(targets, ctx), strict=True):
         extra: dict = {"baseline_from": target.baseline_from}
         if target.baseline_from == "typed" and target.inventory_baseline and \
                 target.inventory_baseline != target.baseline:
