@@ -87,6 +87,7 @@ class RestorePlan:
 
 # ------------------------------------------------------------------------------------ quoting
 _PLAIN = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+_PLAIN_REFERENCE = re.compile(r"^[A-Za-z0-9_@%+=:,./${}-]+$")
 
 
 def quote_word(word: str, reference: bool = False) -> str:
@@ -95,7 +96,7 @@ def quote_word(word: str, reference: bool = False) -> str:
     are doubled (no variable or specifier expansion of a value taken literally); a `reference` word
     (the unit's own `${API_KEY}`) keeps its `$`, so systemd expands it as the unit did."""
     word = word.replace("%", "%%") if reference else word.replace("%", "%%").replace("$", "$$")
-    if word and _PLAIN.match(word):
+    if word and (_PLAIN.match(word) or reference and _PLAIN_REFERENCE.match(word)):
         return word
     if "'" not in word and "\\" not in word and not re.search(r"[\x00-\x1f\x7f]", word):
         return f"'{word}'"
