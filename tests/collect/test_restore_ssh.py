@@ -343,3 +343,68 @@ def test_inventory_writes_one_file_per_host_and_applies_where_needed(tmp_path, l
     assert [p.relative_to(out).as_posix() for p in out.rglob("*.conf")] == [f"dwrs-inv40/{UNIT}.d/{DROPIN}"]
     assert (out / "dwrs-inv40" / f"{UNIT}.d" / DROPIN).read_text() == (env.dropin_dir(UNIT) / DROPIN).read_text()
     assert not Path(other.local_path(f"/etc/systemd/system/{UNIT}.d")).exists()
+
+
+VLLM_UNIT = "vllm-qwen.service"
+VLLM_MTP1 = on_disk((EXAMPLES / "vllm-qwen-mtp1-eager.service").read_text())
+
+
+def _mixed_fleet(tmp_path, lab) -> tuple[Lab, Path]:
+    """An SGLang host and a vLLM host, each unit with its group's baseline in the inventory; the vLLM
+    host's address is only in the inventory (not in ssh_config)."""
+    env = Lab(tmp_path, lab, "dwmix-sg")
+    vl = lab.start_sshd("dwmix-vl")
+    env.server.write(f"/etc/systemd/system/{UNIT}", U40)
+    vl.write(f"/etc/systemd/system/{VLLM_UNIT}", VLLM_MTP1)
+    env.kh.write_text(env.kh.read_text() + vl.known_hosts_line())
+    inv = tmp_path / "inventory.yaml"
+    inv.write_text("groups:\n"
+                   f"  sglang: {{hosts: [dwmix-sg], baseline: 70toks}}\n"
+                   f"  vllm: {{hosts: [dwmix-vl], units: {{{VLLM_UNIT}: vllm-qwen-mtp3}}}}\n"
+                   "hosts:\n"
+                   f"  dwmix-sg: {{units: [{UNIT}]}}\n"
+                   f"  dwmix-vl: {{address: {vl.address}, port: {vl.port}, user: root}}\n")
+    env.vl = vl  # type: ignore[attr-defined]
+    return env, inv
+
+
+def test_mixed_fleet_each_unit_against_its_own_baseline_and_no_engine_change(tmp_path, lab):
+    env, inv = _mixed_fleet(tmp_path, lab)
+    # one typed SGLang baseline for the whole fleet: the vLLM unit is refused, never rewritten to SGLang
+    r = env.run("restore", "--baselines-dir", BASELINES, "--baseline", "70toks", "--inventory", inv,
+                "--format", "json")
+    assert r.returncode == 2, r.stdout + r.stderr
+    units = {u["host"]: u for u in json.loads(r.stdout)["units"]}
+    vl = units["dwmix-vl"]
+    assert vl["status"] == "cannot-restore" and vl["dropin"] is None, vl
+    assert any("engine change" in p and "vllm -> sglang" in p for p in vl["problems"]), vl["problems"]
+    assert units["dwmix-sg"]["status"] == "restorable"
+    # without --baseline: each unit against the inventory's own baseline for it
+    r = env.run("restore", "--baselines-dir", BASELINES, "--inventory", inv, "--format", "json")
+    assert r.returncode == 1, r.stdout + r.stderr
+    units = {u["host"]: u for u in json.loads(r.stdout)["units"]}
+    assert units["dwmix-sg"]["baseline"] == "70toks" and units["dwmix-sg"]["status"] == "restorable"
+    assert units["dwmix-vl"]["baseline"] == "vllm-qwen-mtp3" and units["dwmix-vl"]["status"] == "restorable"
+    assert "sglang" not in units["dwmix-vl"]["dropin"].split("[Service]")[1]
+    assert "--speculative-config" in units["dwmix-vl"]["dropin"]
+
+
+def test_apply_acts_only_on_typed_targets(tmp_path, lab):
+    """With `inventory:` in the config file, a bare `restore --apply` is refused naming what to type;
+    `--host dwmix-vl` is looked up in that inventory (address, unit, baseline) and restored alone."""
+    env, inv = _mixed_fleet(tmp_path, lab)
+    config = tmp_path / "config.yaml"
+    config.write_text(f"inventory: {inv}\nbaselines_dir: {BASELINES}\n")
+    r = env.run("restore", "--config", config, "--apply", "--yes", "--reload-command", "true")
+    assert r.returncode == 2 and r.stdout == "", r.stdout + r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and f"--inventory {inv}" in r.stderr, r.stderr
+    assert not env.dropin_dir(UNIT).exists()
+    assert not Path(env.vl.local_path(f"/etc/systemd/system/{VLLM_UNIT}.d")).exists()
+    r = env.run("restore", "--config", config, "--host", "dwmix-vl", "--apply", "--yes", "--reload-command", "true",
+                "--format", "json")
+    assert r.returncode == 0, r.stdout + r.stderr
+    [u] = json.loads(r.stdout)["units"]
+    assert u["host"] == "dwmix-vl" and u["unit"] == VLLM_UNIT and u["baseline"] == "vllm-qwen-mtp3", u
+    assert u["after"] == "no drift from baseline vllm-qwen-mtp3", u
+    assert (Path(env.vl.local_path(f"/etc/systemd/system/{VLLM_UNIT}.d")) / DROPIN).is_file()
+    assert not env.dropin_dir(UNIT).exists()  # the other host of the config's inventory: untouched
