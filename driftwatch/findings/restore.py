@@ -41,6 +41,15 @@ EMPTY_REFUSED = frozenset({"Restart", "Type", "KillMode", "NotifyAccess", "ExitT
                            "StandardOutput", "StandardError", "KillSignal", "RestartKillSignal", "FinalKillSignal"})
 
 
+# Dependency keys: systemd adds each assignment's units to the list and an empty assignment resets
+# nothing (config_parse_unit_deps), so a drop-in can add a dependency but never take one away.
+DEPENDENCY_KEYS = frozenset({
+    "Wants", "Requires", "Requisite", "BindsTo", "PartOf", "Upholds", "Conflicts", "Before", "After", "OnFailure",
+    "OnSuccess", "PropagatesReloadTo", "ReloadPropagatedFrom", "PropagatesStopTo", "StopPropagatedFrom",
+    "JoinsNamespaceOf", "RequiresMountsFor", "WantsMountsFor", "WantedBy", "RequiredBy", "UpheldBy", "Also", "Alias",
+})
+
+
 def dropin_path(unit: str) -> str:
     return f"/etc/systemd/system/{unit}.d/{DROPIN_NAME}"
 
@@ -338,6 +347,10 @@ def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
             if d.baseline is None and key.startswith("Service.") and key.split(".", 1)[1] in EMPTY_REFUSED:
                 plan.left.append(Left(d.label, d.key, "remove-by-hand"))
                 continue
+            if key.split(".", 1)[1] in DEPENDENCY_KEYS and \
+                    not set(str(d.current or "").split()) <= set(str(d.baseline or "").split()):
+                plan.left.append(Left(d.label, d.key, "dependency"))  # only adding is possible
+                continue
             plan.unit_keys[key] = None if d.baseline is None else str(d.baseline)
             plan.undoes.append(f)
             continue
@@ -560,7 +573,7 @@ def dropin_body(plan: RestorePlan) -> list[str]:
         lines = sections.setdefault(section, [])
         # A list is reset first (an empty assignment), then given the baseline's value; a scalar's
         # last assignment wins; a key the baseline leaves unset is reset (see EMPTY_REFUSED).
-        if key in LIST_KEYS or value is None:
+        if (key in LIST_KEYS or value is None) and key not in DEPENDENCY_KEYS:
             lines.append(f"{key}=")
         if value is not None:
             lines.append(f"{key}={value}")
@@ -694,4 +707,5 @@ def unit_secrets(text: str, name: str) -> set[str]:
             policy.env_value(k, v)
     except (DriftwatchError, ValueError):
         return set()
-    return {s for s in policy.strong | (policy.weak - policy.typed_public) if len(s) >= 4}
+    reference = re.compile(r"^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$")  # `${API_KEY}` names a secret, holds none
+    return {s for s in policy.strong | (policy.weak - policy.typed_public) if len(s) >= 4 and not reference.match(s)}

@@ -21,6 +21,8 @@ REASONS = {
     "remove-by-hand": "the baseline leaves it unset and systemd refuses an empty value: remove it from the unit "
                       "by hand",
     "still-differs": "still differs with the drop-in installed",
+    "dependency": "a dependency the baseline does not have: systemd cannot remove one in a drop-in; remove it "
+                  "from the unit by hand",
 }
 
 PROBLEMS = {
@@ -69,7 +71,7 @@ def dropin_text(plan: RestorePlan) -> str:
     for f in plan.undoes:
         lines.append(f"# undoes {_finding_phrase(f)}")
     for left in plan.left:
-        if left.reason in ("secret", "kept", "remove-by-hand", "env-file"):
+        if left.reason in ("secret", "kept", "remove-by-hand", "env-file", "dependency"):
             lines.append(f"# left alone: {clean(left.label)} ({REASONS[left.reason]})")
     return "\n".join(lines + dropin_body(plan)) + "\n"
 
