@@ -408,3 +408,19 @@ def test_apply_acts_only_on_typed_targets(tmp_path, lab):
     assert u["after"] == "no drift from baseline vllm-qwen-mtp3", u
     assert (Path(env.vl.local_path(f"/etc/systemd/system/{VLLM_UNIT}.d")) / DROPIN).is_file()
     assert not env.dropin_dir(UNIT).exists()  # the other host of the config's inventory: untouched
+
+
+def test_apply_the_seed_story_with_its_override_conf(tmp_path, lab):
+    """The seed story's shape on a host: `systemctl edit` wrote override.conf resetting ExecStart= (and
+    pinning CUDA_VISIBLE_DEVICES); the restore drop-in sorts after it and wins: no drift left."""
+    env = Lab(tmp_path, lab, "dwrs-override")
+    seed = (EXAMPLES / "ddtree" / "sglang-qwen-current.service").read_text()
+    fragment, override = seed.split("\n\n# /etc/systemd/system/sglang-qwen.service.d/override.conf\n")
+    env.server.write(f"/etc/systemd/system/{UNIT}", on_disk(fragment) + "\n")
+    env.server.write(f"/etc/systemd/system/{UNIT}.d/override.conf",
+                     override.replace("--speculative-num-steps 3", "--speculative-num-steps 1"))
+    before = env.run("compare", "--baselines-dir", BASELINES, "--baseline", "70toks", "--host", env.name,
+                     "--unit", UNIT)
+    assert before.returncode == 1, before.stdout + before.stderr
+    _apply_and_compare(env, UNIT, ["--baseline", "70toks"], "--reload-command", "true")
+    assert sorted(p.name for p in env.dropin_dir(UNIT).iterdir()) == ["override.conf", DROPIN]
