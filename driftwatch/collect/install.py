@@ -47,7 +47,9 @@ tmp=$(run mktemp "$dir/.$base.XXXXXX") || { say failed mktemp; exit 0; }
 if ! run sh -c 'cat > "$1"' sh "$tmp"; then run rm -f "$tmp"; say failed write; exit 0; fi
 run chmod "$mode" "$tmp" || { run rm -f "$tmp"; say failed chmod; exit 0; }
 durable "$tmp"
-if [ -e "$target" ] && [ ! -f "$target" ] || [ -L "$target" ]; then run rm -f "$tmp"; say refused "$target changed kind"; exit 0; fi
+if [ -L "$target" ] || { [ -e "$target" ] && [ ! -f "$target" ]; }; then
+  run rm -f "$tmp"; say refused "$target is not a regular file"; exit 0
+fi
 if ! run mv -f "$tmp" "$target"; then run rm -f "$tmp"; say failed rename; exit 0; fi
 durable "$dir"
 say written "$target"
@@ -56,7 +58,8 @@ say written "$target"
 _READ = r"""
 nonce=$1; target=$2
 if [ -L "$target" ]; then printf '%s symlink\n' "$nonce"
-elif [ -f "$target" ]; then printf '%s present %s\n' "$nonce" "$(stat -c %a "$target" 2>/dev/null || echo 644)"; cat "$target"
+elif [ -f "$target" ]; then
+  printf '%s present %s\n' "$nonce" "$(stat -c %a "$target" 2>/dev/null || echo 644)"; cat "$target"
 elif [ -e "$target" ]; then printf '%s other\n' "$nonce"
 else printf '%s absent\n' "$nonce"; fi
 """
@@ -98,10 +101,11 @@ class Installer:
     """One SSH connection to one host, for reading, writing and reloading its drop-ins."""
 
     def __init__(self, target: HostTarget, options: SSHOptions, timeout: float | None = None):
+        import os
+
         from driftwatch.collect.fleet import DEFAULT_KNOWN_HOSTS, GLOBAL_KNOWN_HOSTS
         from driftwatch.collect.ssh import SSHConnection
         from driftwatch.collect.sshconfig import default_ssh_config, load_ssh_config, resolve
-        import os
         cfg_path = options.ssh_config
         if cfg_path is None:
             cfg_path = default_ssh_config()

@@ -131,7 +131,7 @@ def exec_start_lines(prefixes: str, argv: list[str], head: int = 1, refs: set[in
     one option with its values per continuation line. `refs`: indexes of words kept as references."""
     quoted = [quote_word(w, i in refs) for i, w in enumerate(argv)]
     groups: list[list[str]] = [quoted[:max(1, head)]]
-    for word, q in zip(argv[max(1, head):], quoted[max(1, head):]):
+    for word, q in zip(argv[max(1, head):], quoted[max(1, head):], strict=False):
         if word.startswith("-") and len(word) > 1 and not word[1:2].isdigit():  # -1 is a value
             groups.append([q])
         else:
@@ -215,8 +215,8 @@ def _script_words(script: str) -> tuple[list[str], list[str], list[int]] | None:
     except ValueError:  # unbalanced quotes
         return None
     ends = starts[1:] + [len(script)]
-    spellings = [script[a:b].strip() for a, b in zip(starts, ends)]
-    starts = [a + (len(script[a:b]) - len(script[a:b].lstrip())) for a, b in zip(starts, ends)]
+    spellings = [script[a:b].strip() for a, b in zip(starts, ends, strict=False)]
+    starts = [a + (len(script[a:b]) - len(script[a:b].lstrip())) for a, b in zip(starts, ends, strict=False)]
     return words, spellings, starts
 
 
@@ -245,7 +245,7 @@ def _shell_script(clear: Clear, new_engine: list[str], spelt: dict[str, str] | N
     if len(words) < len(e) or words[len(words) - len(e):] != e:
         return "no-tail"
     first = len(words) - len(e)
-    spelling = dict(zip(words[first:], spellings[first:]))
+    spelling = dict(zip(words[first:], spellings[first:], strict=False))
     for word, spelt_as in (spelt or {}).items():
         spelling.setdefault(word, spelt_as)
     out = []
@@ -270,7 +270,7 @@ def script_spellings(argv: list[str]) -> dict[str, str]:
     split = _script_words(argv[-1])
     if split is None or len(split[0]) < 2:
         return {}
-    return {w: sp for w, sp in zip(split[0], split[1]) if not has_fingerprint(w)}
+    return {w: sp for w, sp in zip(split[0], split[1], strict=False) if not has_fingerprint(w)}
 
 
 def migration(result: Comparison) -> str | None:
@@ -456,7 +456,7 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
         plan.exec_start = words
         plan.exec_prefixes = bsnap.prefixes
         if b_argv is bsnap.argv or list(b_argv) == list(bsnap.argv):
-            plan.exec_refs = {i for i, (w, e) in enumerate(zip(bsnap.argv, bsnap.expanded_argv))
+            plan.exec_refs = {i for i, (w, e) in enumerate(zip(bsnap.argv, bsnap.expanded_argv, strict=False))
                               if i < len(words) and w == words[i] and w != e and "$" in w}
     elif in_script:
         script = _shell_script(clear, new_engine, script_spellings(list(bsnap.argv)))
@@ -506,7 +506,7 @@ def _keep_references(plan: RestorePlan, clear: Clear) -> None:
     EnvironmentFile= was not readable): the value itself, a secret perhaps, is never inlined."""
     assert plan.exec_start is not None
     written = {}
-    for j, (w, e) in enumerate(zip(clear.argv, clear.expanded)):
+    for j, (w, e) in enumerate(zip(clear.argv, clear.expanded, strict=False)):
         if w != e and "$" in w:
             written[(_flag_of(clear.expanded, j), e)] = w
     for i, word in enumerate(plan.exec_start):
@@ -598,8 +598,9 @@ def overriding(raw: RawUnit, path: str) -> list[str]:
     """The unit's drop-ins applied after one at `path` (a later file name) or replacing it (the same
     file name in another directory): each of them would win over the restore."""
     import os
+
     from ..parse.unitfile import split_files
-    _, _, parts, _ = split_files(raw.text, name=raw.unit or None, path=raw.paths[0] if raw.paths else None)
+    _, _, parts, _ = split_files(raw.text or "", name=raw.unit or None, path=raw.paths[0] if raw.paths else None)
     name = os.path.basename(path)
     paths = [p for p, _ in parts[1:] if p] + [p for p in raw.paths[1:] if p]
     return sorted({p for p in paths if p.endswith(".conf") and p != path and os.path.basename(p) >= name})
@@ -610,6 +611,7 @@ def laid_over(raw: RawUnit, plan: RestorePlan, dropin_text: str) -> RawUnit:
     order (the fragment, then every drop-in by file name), replacing an earlier restore drop-in of
     the same path. The running server's state is left out: it is the unit that is judged."""
     import os
+
     from ..parse.unitfile import split_files
     _, _, files, _ = split_files(raw.text, name=raw.unit or None, path=raw.paths[0] if raw.paths else None)
     first = raw.paths[0] if raw.paths else f"/etc/systemd/system/{plan.unit}"

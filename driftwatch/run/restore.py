@@ -147,16 +147,15 @@ def restore_units(request: RestoreRequest, outputs: ApplyRequest, ctx: RestoreCo
     units = _plan_all(targets, request, ctx)
     if outputs.write_dir:
         _write_all(units, outputs.write_dir)
-    entries = [(r, _entry(r, request)) for r in units if _offered(r) and r.target and r.target.kind == "ssh"]
+    planned = [(r, _entry(r, request)) for r in units if _offered(r) and r.target and r.target.kind == "ssh"]
     if outputs.plan_out:
         from .plan import write_plan
-        write_plan(outputs.plan_out, [e for _, e in entries])
-        for r, _ in entries:
+        write_plan(outputs.plan_out, [e for _, e in planned])
+        for r, _ in planned:
             r.extra["planned"] = outputs.plan_out
     if outputs.apply:
-        by_unit = {id(r): r for r, _ in entries}
-        for r, entry in entries:
-            _apply_entry(entry, outputs, ctx, by_unit[id(r)])
+        for r, entry in planned:
+            _apply_entry(entry, outputs, ctx, r)
     return RestoreRun(units, applying=outputs.apply)
 
 
@@ -241,12 +240,13 @@ def _read(targets: list[Target], ctx: RestoreContext) -> list[RawUnit | str]:
     ssh = [(i, t) for i, t in enumerate(targets) if t.kind == "ssh"]
     got: dict[int, RawUnit] = {}
     if ssh:
-        raws = collect_fleet([(t.address, t.unit) for _, t in ssh], ctx.ssh, EngineReader(ctx.files))
+        pairs = [(t.address, t.unit) for _, t in ssh if t.address is not None]
+        raws = collect_fleet(pairs, ctx.ssh, EngineReader(ctx.files))  # type: ignore[arg-type]
         for (i, t), raw in zip(ssh, raws, strict=False):
-            raw.host = t.host
+            raw.host = t.host or ""
             got[i] = raw
     for i, t in enumerate(targets):
-        if t.kind == "unit-file":
+        if t.kind == "unit-file" and t.path:
             text = read_text_file(t.path)
             from ..parse.unitfile import split_files
             _, _, parts, _ = split_files(text)
@@ -320,7 +320,8 @@ def _planned(raw, base, ctx: RestoreContext, keep: tuple[str, ...], allow_engine
             verify(plan, raw, dropin_text(plan), base, ctx.judging, ctx.files)
         if not plan.empty:
             text = dropin_text(plan)
-            learned = unit_secrets(laid_over(raw, plan, text).text, plan.unit) | unit_secrets(raw.text, plan.unit)
+            learned = unit_secrets(laid_over(raw, plan, text).text or "", plan.unit) | \
+                unit_secrets(raw.text or "", plan.unit)
             plan.secrets.extend(s for s in learned if s in text and s not in plan.secrets)
     except DriftwatchError as exc:
         return Restored(None, raw.host or None, raw.unit, {"error": str(exc)}, raw)
@@ -452,7 +453,8 @@ def _diff(entry: PlannedDropin, old: str | None) -> str:
 def _reread(entry: PlannedDropin, ctx: RestoreContext) -> RawUnit:
     from ..collect.fleet import collect_fleet
     from ..snapshots.reader import EngineReader
-    [raw] = collect_fleet([(entry.address.host_target(), entry.unit)], ctx.ssh, EngineReader(ctx.files))
+    [raw] = collect_fleet([(entry.address.host_target(), entry.unit)], ctx.ssh,
+                          EngineReader(ctx.files))  # type: ignore[arg-type]
     raw.host = entry.host
     return raw
 

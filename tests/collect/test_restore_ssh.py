@@ -11,8 +11,6 @@ import re
 import sys
 from pathlib import Path
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "restore"))
 from dw_restore import BASELINES, EXAMPLES, dw, no_traceback, on_disk  # noqa: E402
 
@@ -293,7 +291,8 @@ def _answered(env: Lab, answer: str, *args):
     import subprocess
     master, slave = os.openpty()
     try:
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "driftwatch"), *map(str, args), *map(str, env.ssh())],
+        program = str(Path(sys.executable).parent / "driftwatch")
+        proc = subprocess.Popen([program, *map(str, args), *map(str, env.ssh())],
                                 stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 cwd=env.tmp, env={**os.environ, "HOME": str(env.home), "SSH_AUTH_SOCK": ""})
         os.write(master, (answer + "\n").encode())

@@ -155,9 +155,10 @@ def test_an_exec_hook_the_baseline_has_is_checked_whatever_all_unit_keys_says(tm
     from driftwatch.findings.restore import RestorePlan, written_keys
     plan_text = "[Unit]\nAfter=\n[Service]\nExecStartPre=+/bin/sh -c 'id'\nUser=root\n"
     assert written_keys(plan_text) == {"Unit.After", "Service.ExecStartPre", "Service.User"}
+    from pathlib import Path
+
     from driftwatch.findings.restore import _check_every_key
     from driftwatch.run.targets import named_baseline
-    from pathlib import Path
     base = named_baseline("70toks", Path(BASELINES))
     assert base.snapshot.all_unit_keys is False
     plan = RestorePlan(host=None, unit=UNIT, baseline="70toks", path="/x", unit_keys={"Service.User": "root"})
