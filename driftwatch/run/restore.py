@@ -385,11 +385,15 @@ def _refuse(restored: Restored, words: str) -> Restored:
 
 
 def _masked(entry: PlannedDropin, text: str) -> str:
+    """`text` (the drop-in, or the file now on the host) with every secret masked as compare masks it:
+    those the plan copied from the unit, and whatever the text itself holds (a plan file keeps none)."""
     import re
 
+    from ..findings.restore import unit_secrets
     from ..redact import fingerprint
     from ..report.wording import clean
-    for secret in sorted(set(entry.secrets), key=len, reverse=True):
+    secrets = set(entry.secrets) | unit_secrets(entry.dropin, entry.unit) | unit_secrets(text, entry.unit)
+    for secret in sorted(secrets, key=len, reverse=True):
         text = re.sub(r"(?<![\w.-])" + re.escape(secret) + r"(?![\w.-])", fingerprint(secret), text)
     return "\n".join(clean(line) for line in text.split("\n"))
 

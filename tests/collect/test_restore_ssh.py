@@ -423,3 +423,30 @@ def test_apply_the_seed_story_with_its_override_conf(tmp_path, lab):
     assert before.returncode == 1, before.stdout + before.stderr
     _apply_and_compare(env, UNIT, ["--baseline", "70toks"], "--reload-command", "true")
     assert sorted(p.name for p in env.dropin_dir(UNIT).iterdir()) == ["override.conf", DROPIN]
+
+
+HF = "hf_Zx81kQpLmN04vTrsUw92aBcD"
+
+
+def test_an_installed_file_holding_a_secret_is_0600_and_never_shown(tmp_path, lab):
+    """`bash -c 'export HF_TOKEN=…'`: the secret is masked in the output, the plan file is 0600 and the
+    installed drop-in holding it is 0600."""
+    env = Lab(tmp_path, lab, "dwrs-secret")
+    script = ("[Unit]\nDescription=SGLang under bash -c\n\n[Service]\n"
+              f"ExecStart=/bin/bash -c 'export HF_TOKEN={HF} && exec python3 -m sglang.launch_server "
+              "--model-path /root/models/m --port 30000 --speculative-algorithm NEXTN --speculative-num-steps {steps} "
+              "--speculative-eagle-topk 1'\n")
+    env.server.write(f"/etc/systemd/system/{UNIT}", script.replace("{steps}", "1"))
+    base = tmp_path / "base.service"
+    base.write_text(script.replace("{steps}", "3"))
+    plan = tmp_path / "restore.plan"
+    r = env.run("restore", "--baseline", base, "--host", env.name, "--unit", UNIT, "--plan-out", plan)
+    assert r.returncode == 1 and HF not in r.stdout + r.stderr, r.stdout + r.stderr
+    assert plan.stat().st_mode & 0o777 == 0o600 and HF in plan.read_text()
+    rc, out, err = _answered(env, "n", "restore", "--apply", plan, "--reload-command", "true")
+    assert rc == 1 and "not applied (not confirmed)" in out, out + err
+    assert "+ExecStart=/bin/bash -c" in err and "(redacted)" in err and HF not in out + err, err
+    r = env.run("restore", "--apply", plan, "--yes", "--reload-command", "true", "--format", "json")
+    assert r.returncode == 0 and HF not in r.stdout + r.stderr, r.stdout + r.stderr
+    installed = env.dropin_dir(UNIT) / DROPIN
+    assert HF in installed.read_text() and installed.stat().st_mode & 0o777 == 0o600
