@@ -284,7 +284,7 @@ def _settings(path: str, mapping, what: str) -> dict:
         return {}
     if not isinstance(mapping, dict):
         raise InputError(f"{path}:{_line(mapping)}: {what} must be a mapping")
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in mapping.items():
         where = f"{path}:{_line(mapping, key)}"
         if key not in _DW_KEYS:

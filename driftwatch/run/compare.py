@@ -94,6 +94,7 @@ def _apply_draft_facts(*snapshots) -> None:
     directory holding config.json: its facts recorded as ``draft_model_facts``. A hub name or a path not
     on this machine stays unread (the drafter's cost then falls back to one layer of the target's shape)."""
     import os
+
     from ..errors import InputError
     from ..facts import load_draft_config
     for snap in snapshots:

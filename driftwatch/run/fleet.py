@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..engines.files import NO_FILES, EngineFiles
-from ..errors import DriftwatchError, EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, InputError, NotifyError
+from ..errors import EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, DriftwatchError, InputError, NotifyError
 from .shard import Shard
 from .targets import CollectOptions, Target, TargetRequest, baseline_override_note, collect_targets, with_unit
 from .voice import Voice
@@ -227,7 +227,8 @@ def report_fleet(run: FleetRun) -> FleetReport:
     if note:
         voice.aside(note)
     specs = {t.baseline for t in targets}
-    default = baselines.get(specs.pop()) if len(specs) == 1 and None not in specs else None
+    only = specs.pop() if len(specs) == 1 else None
+    default = baselines.get(only) if only else None
     judge = Judge(default, judging, run.collect.files, baselines=baselines)
     entries = [judge.unit_file(t.path or "", t) for t in targets if t.kind == "unit-file"]
     entries += _judge_hosts(judge, [t for t in targets if t.kind == "ssh"], dataclasses.replace(run.collect,
@@ -352,8 +353,8 @@ def _since_from_store(doc: dict, store: str | None, baselines: _Baselines, judgi
                       voice: Voice) -> None:
     """Each finding's "since" from the snapshot store, each unit against its own baseline (nothing
     when the store holds no snapshot of it)."""
-    from .history import annotate_since
     from ..snapshots.store import SnapshotStore
+    from .history import annotate_since
     opened = SnapshotStore(store or None, on_problem=lambda m: voice.aside(f"warning: {m}"))
     by_name: dict[str, list[dict]] = {}
     for entry in doc["hosts"]:
@@ -371,8 +372,8 @@ def _feed_store(snapshots: list[Snapshot], store: str | None, voice: Voice) -> b
     """Every live unit read saved to the snapshot store (after "since" was read from it), so history,
     "since" and "new since last run" work from the report's one cron job. True when one could not be
     saved (said; the report still goes out)."""
-    from .history import changes_between
     from ..snapshots.store import save_snapshot
+    from .history import changes_between
     trouble = False
     for snap in snapshots:
         try:

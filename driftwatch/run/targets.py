@@ -19,16 +19,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..engines.files import NO_FILES, EngineFiles
 from ..errors import DriftwatchError, InputError
 from ..fileio import MAX_TEXT_BYTES, read_text_file
-from ..collect.raw import RawUnit
-from ..engines.files import NO_FILES, EngineFiles
-from ..snapshots.snapshot import Snapshot, build_snapshot
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # a history that reads kept changes resolves its targets without the engines
     from ..collect.inventory import HostTarget
+    from ..collect.raw import RawUnit
     from ..collect.sshoptions import SSHOptions
     from ..snapshots.baseline import Baseline
+    from ..snapshots.snapshot import Snapshot
 
 
 # --------------------------------------------------------------------------- what a command acts on
@@ -191,6 +191,17 @@ def _once(targets: list[Target]) -> list[Target]:
     return out
 
 
+def judged_pair(request: TargetRequest, host: str, unit: str | None) -> tuple[str | None, Target]:
+    """(the baseline, the Target) of a (host, unit) pair found elsewhere than in the inventory's
+    list (e.g. a named host's units in the snapshot store): the host's inventory entry (typed, or
+    the config file's) still decides its baseline, as for every other command."""
+    inventory = request.inventory or request.config_inventory
+    entry = {t.name: t for t in _inventory(inventory)}.get(host) if inventory else None
+    baseline, level, inventory_named = _judged(request, entry, unit)
+    target = Target("ssh", unit, host, None, entry, baseline, level, inventory_named)
+    return baseline, target
+
+
 def baseline_override_note(targets: list[Target]) -> str | None:
     """ONE line when a typed --baseline replaces what the inventory names for some units (None when
     it replaces nothing): the operator sees the override, never silently."""
@@ -230,7 +241,7 @@ def collect_targets(targets: list[Target], options: CollectOptions, progress=Non
         if on_result is not None:
             on_result(raw, live[i])
 
-    pairs = [(t.address, t.unit) for t in live]
+    pairs: list = [(t.address, t.unit) for t in live]  # ssh targets carry both
     return collect_fleet(pairs, options.ssh, EngineReader(options.files), progress=progress, on_result=arrived)
 
 
@@ -248,8 +259,8 @@ def collect_live(targets: list[tuple[str, str]], ssh: SSHOptions, inventory: str
     `warn` hears when --parallel is more than this machine's CPUs can shake hands with. `files`: the
     engine configuration files the user gave (`--engine-config`), for reading command lines."""
     from ..collect.fleet import collect_fleet
-    from ..snapshots.reader import EngineReader
     from ..collect.inventory import parse_target
+    from ..snapshots.reader import EngineReader
     if warn is not None and ssh.parallel > parallel_ceiling():
         warn(f"--parallel {ssh.parallel} on {os.cpu_count() or 1} CPU core(s): SSH handshakes compete for the CPU "
              f"and slow hosts may time out; at most {parallel_ceiling()} is faster here")
@@ -316,6 +327,7 @@ def inventory_baselines(inventory: str, unit: str | None = None) -> dict[tuple[s
 
 
 def raw_to_snapshot(raw: RawUnit, engine_version: str | None = None, files: EngineFiles = NO_FILES) -> Snapshot:
+    from ..snapshots.snapshot import build_snapshot
     if raw.status not in ("ok", "fallback"):
         raise DriftwatchError(f"{raw.host}: {raw.unit}: {raw.status}" + (f": {raw.error}" if raw.error else ""))
     return build_snapshot(raw, engine_version=engine_version, origin=f"{raw.host}:{raw.unit}", files=files)
@@ -351,6 +363,8 @@ def snapshot_from_unit_file(path: str, host: str | None = None, engine_version: 
     """Read a unit file on this machine (plain, or saved `systemctl cat` output) into a Snapshot.
     PATH `-` is standard input (`systemctl cat UNIT | driftwatch check --unit-file -`). `files`: the
     engine configuration files the user gave (`--engine-config`)."""
+    from ..collect.raw import RawUnit
+    from ..snapshots.snapshot import build_snapshot
     text = read_stdin_text() if path == STDIN else read_text_file(path)
     raw = RawUnit(host=host or "", unit="", text=text, source="file", paths=[])
     snap = build_snapshot(raw, engine_version=engine_version, origin="standard input" if path == STDIN else path,
