@@ -48,7 +48,7 @@ def fleet(lab):
 def site(fleet, lab, tmp_path, smtp):  # noqa: F811 - the fixture
     """(dw(*args) -> (exit, stdout, stderr, doc or None), paths, mailbox) with the config file in place."""
     port, box = smtp
-    bl, store = tmp_path / "baselines", tmp_path / "store"
+    bl = tmp_path / "baselines"
     bl.mkdir()
     (tmp_path / "known_hosts").write_text("".join(s.known_hosts_line() for s in fleet.values()))
     (tmp_path / "ssh_config").write_text("")
