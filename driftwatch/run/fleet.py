@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 
 from ..engines.files import NO_FILES, EngineFiles
 from ..errors import EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, DriftwatchError, InputError, NotifyError
-from .shard import Shard
 from .targets import CollectOptions, Target, TargetRequest, baseline_override_note, collect_targets, with_unit
 from .voice import Voice
 
 if TYPE_CHECKING:
     from ..collect.raw import RawUnit
+    from .shard import Shard
     from ..findings.compare import Comparison
     from ..findings.ignore import IgnoreEntry
     from ..findings.judging import Judging
