@@ -116,8 +116,6 @@ def render_plans(docs: list[dict], fmt: str = "text") -> str:
     out: list[str] = []
     for doc in docs:
         name = clean(f"{doc['host']}:{doc['unit']}" if doc.get("host") else doc["unit"])
-        if doc.get("note"):
-            out.append(f"{name}: note: {clean(doc['note'])}")
         status = doc["status"]
         if status == "no-baseline":
             out.append(f"{name}: not restored: {clean(doc.get('why', 'no baseline'))}")

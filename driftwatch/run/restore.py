@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, DriftwatchError, InputError
+from .targets import Target
 from .voice import Voice
 
 if TYPE_CHECKING:
-    from ..collect.inventory import HostTarget
     from ..collect.raw import RawUnit
     from ..collect.sshoptions import SSHOptions
     from ..engines.files import EngineFiles
@@ -73,21 +73,6 @@ class RestoreContext:
     ssh: SSHOptions
     files: EngineFiles
     voice: Voice
-
-
-@dataclass(frozen=True)
-class Target:
-    """One unit to restore (the shape of run/targets.py's Target: kind, unit, host, path, address,
-    baseline and where the baseline came from)."""
-
-    kind: str  # "unit-file" | "ssh"
-    unit: str
-    host: str | None
-    path: str | None
-    address: HostTarget | None
-    baseline: str | None
-    baseline_from: str  # "typed" | "inventory" | "none"
-    inventory_baseline: str | None = None
 
 
 @dataclass
@@ -161,60 +146,38 @@ def restore_units(request: RestoreRequest, outputs: ApplyRequest, ctx: RestoreCo
 
 # ------------------------------------------------------------------------------------ targets
 def _restore_targets(request: RestoreRequest, changes_hosts: bool = False) -> list[Target]:
-    """The units a restore acts on, each with its own baseline. Named targets (a unit file, --host)
-    are the whole set; the inventory (typed, else the config file's when nothing is named) is the set
-    otherwise, narrowed by --limit (the config's limit: only for the config's inventory). With
-    `changes_hosts` (--apply) only typed targets count. (One function: run/targets.py's
-    resolve_targets takes its place.)"""
-    from ..collect.inventory import parse_target
+    """The units a restore acts on, each with its own baseline, as every command resolves them
+    (run/targets.resolve_targets): named targets (a unit file, --host) are the whole set; the
+    inventory (typed, else the config file's when nothing is named) is the set otherwise, narrowed by
+    --limit. With `changes_hosts` (--apply) the config file's inventory alone never is."""
+    from dataclasses import replace
+
     from ..collect.unitname import validate_unit_name
-    named = [x for x in (request.unit_file, request.host) if x]
-    if len(named) > 1 or (named and request.inventory):
+    from .targets import TargetRequest, resolve_targets
+    if request.unit_file and (request.host or request.inventory):
         raise InputError("give one of --unit-file FILE, --host HOST --unit UNIT or --inventory INV")
-    if request.limit and named:
-        raise InputError("--limit chooses among an inventory's hosts: it does not apply to --unit-file or --host")
-    if request.unit_file:
-        spec = request.baseline or request.config_baseline
-        if not spec:
-            raise InputError("--unit-file needs --baseline NAME (no inventory names this file's baseline)")
-        unit = _unit_file_name(request.unit_file, request.unit)
-        return [Target("unit-file", unit, None, request.unit_file, None, spec,
-                       "typed" if request.baseline else "config")]
-    inventory = request.inventory or request.config_inventory
-    hosts = {}
-    if inventory:
-        from .targets import _inventory
-        hosts = {t.name: t for t in _inventory(inventory)}
-    if request.host:
-        known = hosts.get(request.host)
-        address = known or parse_target(request.host)
-        label = address.name if known or address.port in (None, 22) else f"{address.name}:{address.port}"
-        units = [request.unit] if request.unit else list(known.units) if known and known.units else []
-        if not units:
-            raise InputError("--host needs --unit (the systemd unit to restore)")
-        return [_host_target(label, validate_unit_name(u), address, request) for u in units]
-    if not inventory:
-        raise InputError("give one of --unit-file FILE, --host HOST --unit UNIT or --inventory INV")
-    if changes_hosts and not (request.inventory or request.limit):
+    named = bool(request.unit_file or request.host)
+    if changes_hosts and not named and not (request.inventory or request.limit) and request.config_inventory:
         raise InputError("--apply acts only on typed targets: the config file's inventory alone is never "
-                         f"restored; give --inventory {inventory}, --limit PATTERN or --host HOST")
-    if request.limit and not inventory:
-        raise InputError("--limit chooses among an inventory's hosts: give --inventory FILE")
-    limit = request.limit or (request.config_limit if not request.inventory else None)
-    from .targets import inventory_targets
-    return [_host_target(h, validate_unit_name(u), hosts[h], request)
-            for h, u in inventory_targets(inventory, request.unit, limit)]
-
-
-def _host_target(label: str, unit: str, address: HostTarget, request: RestoreRequest) -> Target:
-    own = address.baseline_for(unit) if address.units or address.baseline else None
-    if request.baseline:
-        return Target("ssh", unit, label, None, address, request.baseline, "typed", own)
-    if own:
-        return Target("ssh", unit, label, None, address, own, "inventory", own)
-    if request.config_baseline and not (unit in address.unit_baselines or address.baseline):
-        return Target("ssh", unit, label, None, address, request.config_baseline, "config", None)
-    return Target("ssh", unit, label, None, address, None, "none", None)
+                         f"restored; give --inventory {request.config_inventory}, --limit PATTERN or --host HOST")
+    targets = resolve_targets(TargetRequest(
+        unit_files=(request.unit_file,) if request.unit_file else (), hosts=(request.host,) if request.host else (),
+        unit=request.unit, inventory=request.inventory, limit=request.limit,
+        config_inventory=request.config_inventory, config_limit=request.config_limit, baseline=request.baseline,
+        changes_hosts=changes_hosts, config_baseline=request.config_baseline))
+    if not targets:
+        raise InputError("give one of --unit-file FILE, --host HOST --unit UNIT or --inventory INV")
+    out = []
+    for t in targets:
+        if t.kind == "unit-file":
+            if not t.baseline:
+                raise InputError("--unit-file needs --baseline NAME (no inventory names this file's baseline)")
+            out.append(replace(t, unit=_unit_file_name(t.path or "", request.unit)))
+        elif not t.unit:
+            raise InputError("--host needs --unit (the systemd unit to restore)")
+        else:
+            out.append(replace(t, unit=validate_unit_name(t.unit)))
+    return out
 
 
 def _unit_file_name(path: str, unit: str | None) -> str:
@@ -250,7 +213,7 @@ def _read(targets: list[Target], ctx: RestoreContext) -> list[RawUnit | str]:
             text = read_text_file(t.path)
             from ..parse.unitfile import split_files
             _, _, parts, _ = split_files(text)
-            out.append(RawUnit(host="", unit=t.unit, text=text, source="file", paths=[p for p, _ in parts if p]))
+            out.append(RawUnit(host="", unit=t.unit or "", text=text, source="file", paths=[p for p, _ in parts if p]))
             continue
         raw = got[i]
         out.append(raw if raw.status in ("ok", "fallback") else
@@ -276,6 +239,10 @@ def _baseline(spec: str, ctx: RestoreContext, cache: dict) -> Baseline:
 
 
 def _plan_all(targets: list[Target], request: RestoreRequest, ctx: RestoreContext) -> list[Restored]:
+    from .targets import baseline_override_note
+    note = baseline_override_note(targets)
+    if note:
+        ctx.voice.aside(note)  # one line, however many units the typed --baseline overrides
     cache: dict = {}
     for target in targets:  # a typed baseline that cannot be read is bad input, said before any host is read
         if target.baseline and target.baseline_from in ("typed", "config"):
@@ -283,22 +250,18 @@ def _plan_all(targets: list[Target], request: RestoreRequest, ctx: RestoreContex
     units = []
     for target, raw in zip(targets, _read(targets, ctx), strict=True):
         extra: dict = {"baseline_from": target.baseline_from}
-        if target.baseline_from == "typed" and target.inventory_baseline and \
-                target.inventory_baseline != target.baseline:
-            extra["note"] = (f"--baseline {target.baseline} replaces the inventory's baseline "
-                             f"{target.inventory_baseline} for this unit")
         if target.baseline is None:
-            units.append(Restored(None, target.host, target.unit,
+            units.append(Restored(None, target.host, target.unit or "",
                                   {"status": "no-baseline", "why": "the inventory names no baseline for this unit "
                                    "(give --baseline NAME)"}, None, target))
             continue
         if isinstance(raw, str):
-            units.append(Restored(None, target.host, target.unit, {"error": raw}, None, target))
+            units.append(Restored(None, target.host, target.unit or "", {"error": raw}, None, target))
             continue
         try:
             base = _baseline(target.baseline, ctx, cache)
         except DriftwatchError as exc:
-            units.append(Restored(None, target.host, target.unit, {"error": str(exc)}, raw, target))
+            units.append(Restored(None, target.host, target.unit or "", {"error": str(exc)}, raw, target))
             continue
         restored = _planned(raw, base, ctx, request.keep, request.allow_engine_change)
         restored.target, restored.base = target, base

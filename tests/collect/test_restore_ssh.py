@@ -373,6 +373,10 @@ def test_mixed_fleet_each_unit_against_its_own_baseline_and_no_engine_change(tmp
     r = env.run("restore", "--baselines-dir", BASELINES, "--baseline", "70toks", "--inventory", inv,
                 "--format", "json")
     assert r.returncode == 2, r.stdout + r.stderr
+    # the override is said once: the typed baseline replaces the inventory's for the vLLM unit
+    assert [line for line in r.stderr.splitlines() if "note:" in line] == [
+        f"driftwatch: note: --baseline 70toks replaces the inventory's baseline of 1 unit(s): dwmix-vl {VLLM_UNIT} "
+        "(vllm-qwen-mtp3)"], r.stderr
     units = {u["host"]: u for u in json.loads(r.stdout)["units"]}
     vl = units["dwmix-vl"]
     assert vl["status"] == "cannot-restore" and vl["dropin"] is None, vl
