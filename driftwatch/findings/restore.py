@@ -30,7 +30,6 @@ from .compare import Comparison, Finding
 # `zz-…`): systemd applies drop-ins in file-name order, so the last one wins. A unit with a drop-in
 # sorting after this one is refused, naming that file (see `overriding`).
 DROPIN_NAME = "zzzz-driftwatch-restore.conf"
-OLD_DROPIN_NAMES = ("50-driftwatch-restore.conf",)  # earlier releases' name: overridden, not replaced
 # Findings no drop-in can undo: the installed release, the GPUs, what the running server reports or
 # measured (a restart may), the loaded-vs-disk state (daemon-reload does).
 _NOT_BY_DROPIN = ("engine.version", "host.gpus", "effective.", "measured.", "systemd.loaded", "process.argv",

@@ -237,3 +237,18 @@ def test_a_unit_file_needs_a_baseline(tmp_path):
     r = dw("restore", *BASE, "--unit-file", U40, cwd=tmp_path)
     no_traceback(r)
     assert r.returncode == 2 and "--baseline" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_a_named_unit_file_is_never_widened_by_the_config_inventory(tmp_path):
+    """With `inventory:` and `limit:` in the config file, `restore --unit-file F` restores F alone (the
+    config's limit is ignored, not an error) and reads no host."""
+    inv = tmp_path / "inventory.yaml"
+    inv.write_text("hosts:\n  unreachable-a.invalid: {units: [sglang-qwen.service], baseline: 70toks}\n")
+    config = tmp_path / "config.yaml"
+    config.write_text(f"inventory: {inv}\nlimit: unreachable-a.invalid\nbaselines_dir: {BASELINES}\n")
+    r = dw("restore", "--config", config, "--baseline", "70toks", "--unit-file", U40, "--format", "json",
+           cwd=tmp_path)
+    no_traceback(r)
+    assert r.returncode == 1, r.stdout + r.stderr
+    [u] = json.loads(r.stdout)["units"]
+    assert u["host"] is None and u["unit"] == UNIT and u["status"] == "restorable", u
