@@ -233,8 +233,9 @@ def _shell_script(clear: Clear, new_engine: list[str], spelt: dict[str, str] | N
     nothing the shell would do; a word whose meaning quoting would change is not rewritten."""
     if not clear.expanded:
         return "no-tail"
-    if len(clear.argv) != len(clear.expanded) or clear.argv[-1] != clear.expanded[-1]:
+    if len(clear.argv) != len(clear.expanded) or "${" in clear.argv[-1].replace("$$", ""):
         return "script-variables"  # systemd expands ${VAR} inside the script: never inline its value
+    # (`$$` is systemd's literal `$`: the script as expanded, written back with `$` doubled, is the same)
     script = clear.expanded[-1]
     split = _script_words(script)
     e = clear.engine_argv

@@ -252,3 +252,24 @@ def test_a_named_unit_file_is_never_widened_by_the_config_inventory(tmp_path):
     assert r.returncode == 1, r.stdout + r.stderr
     [u] = json.loads(r.stdout)["units"]
     assert u["host"] is None and u["unit"] == UNIT and u["status"] == "restorable", u
+
+
+DOLLAR = ("[Service]\nExecStart=/bin/bash -c 'cd {ref} && exec python3 -m sglang.launch_server --model-path /m "
+          "--port 30000 --speculative-algorithm NEXTN --speculative-num-steps {steps} --speculative-eagle-topk 1'\n")
+
+
+def test_a_script_holding_a_reference_systemd_expands_is_not_rewritten(tmp_path):
+    """`$$HOME` is the shell's `$HOME` (kept, doubled again); `${HOME}` inside the script is expanded by
+    systemd, so the script as read holds its value: rewriting it would inline it, so it is refused."""
+    for ref, status in (("$$HOME", "restorable"), ("${HOME}", "cannot-restore")):
+        cur, base = tmp_path / "cur.service", tmp_path / "base.service"
+        cur.write_text(DOLLAR.format(ref=ref, steps=1))
+        base.write_text(DOLLAR.format(ref=ref, steps=3))
+        doc, r = restore_json(tmp_path, "--baseline", base, "--unit-file", cur, "--unit", UNIT)
+        [u] = doc["units"]
+        assert u["status"] == status, u
+        if status == "restorable":
+            assert "ExecStart=/bin/bash -c 'cd $$HOME && exec python3" in u["dropin"]
+            compare_clean(tmp_path, cur.read_text(), UNIT, u["dropin"], base)
+        else:
+            assert any("${VAR} references" in p for p in u["problems"]), u["problems"]
