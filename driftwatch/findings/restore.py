@@ -454,7 +454,7 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
             plan.problems.append("secret-in-launcher")
             return
         plan.exec_start = words
-        plan.exec_prefixes = bsnap.prefixes
+        plan.exec_prefixes = clear.prefixes  # the unit's own (+, !, -): never a privilege the unit did not give
         if b_argv is bsnap.argv or list(b_argv) == list(bsnap.argv):
             plan.exec_refs = {i for i, (w, e) in enumerate(zip(bsnap.argv, bsnap.expanded_argv, strict=False))
                               if i < len(words) and w == words[i] and w != e and "$" in w}

@@ -273,3 +273,17 @@ def test_a_script_holding_a_reference_systemd_expands_is_not_rewritten(tmp_path)
             compare_clean(tmp_path, cur.read_text(), UNIT, u["dropin"], base)
         else:
             assert any("${VAR} references" in p for p in u["problems"]), u["problems"]
+
+
+def test_the_baseline_prefixes_never_give_the_unit_a_privilege(tmp_path):
+    """The launcher drifted and the baseline's ExecStart= runs with `+` (full privileges): the
+    baseline's command line is written with the unit's own prefixes; the prefix is named, not copied."""
+    base = tmp_path / "base.service"
+    base.write_text(U70.read_text().replace("ExecStart=/root/ml-env/bin/python3",
+                                            "ExecStart=+/usr/bin/numactl --interleave=all /root/ml-env/bin/python3"))
+    doc, r = restore_json(tmp_path, "--baseline", base, "--unit-file", U40)
+    [u] = doc["units"]
+    exec_line = next(line for line in u["dropin"].splitlines() if line.startswith("ExecStart=/"))
+    assert exec_line.startswith("ExecStart=/usr/bin/numactl --interleave=all /root/ml-env/bin/python3"), exec_line
+    assert not any(line.startswith("ExecStart=+") for line in u["dropin"].splitlines())
+    assert any(x["key"] == "exec.prefixes" and x["reason"] == "unrestorable" for x in u["left"]), u["left"]
