@@ -287,3 +287,22 @@ def test_the_baseline_prefixes_never_give_the_unit_a_privilege(tmp_path):
     assert exec_line.startswith("ExecStart=/usr/bin/numactl --interleave=all /root/ml-env/bin/python3"), exec_line
     assert not any(line.startswith("ExecStart=+") for line in u["dropin"].splitlines())
     assert any(x["key"] == "exec.prefixes" and x["reason"] == "unrestorable" for x in u["left"]), u["left"]
+
+
+def test_a_bad_plan_file_is_one_line_and_exit_2(tmp_path):
+    good = {"schema": "driftwatch.restore-plan/v1", "targets": [{
+        "host": "h", "unit": "../x.service", "address": {"name": "h"}, "state_hash": "sha256:0",
+        "path": "/etc/systemd/system/../x.service.d/zzzz-driftwatch-restore.conf", "dropin": "", "dropin_sha256": "",
+        "mode": "0644", "baseline": "b"}]}
+    cases = {"notjson": ("{", "not JSON"), "schema": (json.dumps({"schema": "x"}), "schema"),
+             "unit": (json.dumps(good), "../x.service"), "missing": (str(tmp_path / "none"), "cannot read")}
+    for name, (text, words) in cases.items():
+        path = tmp_path / f"{name}.plan"
+        if name != "missing":
+            path.write_text(text)
+        r = dw("restore", "--apply", path if name != "missing" else text, "--yes", cwd=tmp_path)
+        no_traceback(r)
+        assert r.returncode == 2 and r.stdout == "", (name, r.stdout, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1 and words in r.stderr, (name, r.stderr)
+    r = dw("restore", "--apply", tmp_path / "schema.plan", "--host", "h", "--yes", cwd=tmp_path)
+    assert r.returncode == 2 and "the plan's own targets" in r.stderr, r.stderr
