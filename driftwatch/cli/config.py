@@ -12,9 +12,9 @@ environment variable, so that is all this module does (docs/config.md is the ref
   (--host, --unit, --output, --apply, --yes …): an unknown key is an error naming the known ones;
 - relative paths are relative to the file's directory;
 - report's own keys (email, from, smtp, state, …) stay notify/settings.py's: report reads them there;
-- where an inventory means "every host" rather than naming --host (`history HOST…`, `restore
-  --host/--unit-file`), the file's inventory does not turn a run about one host into one about all
-  (`typed`: the command then uses it only when typed).
+- the file's `inventory`, `limit` and `baseline` are never merged into what was typed: each command
+  hands both to run/targets.py (`resolve_targets`), where the file's inventory only describes the
+  hosts named and is the target set only when nothing is named (`typed` tells them apart).
 """
 from __future__ import annotations
 
