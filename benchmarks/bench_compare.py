@@ -22,7 +22,6 @@ for before/after figures; `--importtime` prints the compare's slowest imports (`
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import statistics

@@ -7,14 +7,14 @@ the steps belong to the steps difference. Two different engines are compared by 
 """
 from __future__ import annotations
 
-from ..engines.registry import get_engine
 from ..engines.config import EXPLICIT, REPORTED, RUNTIME, UNTYPED_KINDS, EngineConfig
+from ..engines.registry import get_engine
+from ..engines.values import _changed, _flag_state
 from ..parse.wrappers import NO_ENGINE
 from ..redact import is_redacted, is_secret_field
 from ..snapshots.snapshot import Snapshot
 from .difference import Difference, EnginePair
 from .reported import overlay_reported
-from ..engines.values import _changed, _flag_state
 
 SPECULATIVE_DETAILS = ("speculative.steps", "speculative.topk", "speculative.draft_tokens",
                        "speculative.draft_model")

@@ -8,6 +8,7 @@ from ..redact import is_redacted
 from ..snapshots.snapshot import Snapshot
 from .difference import Difference
 
+
 def _dict_diff(prefix: str, label_fmt: str, base: dict, cur: dict, secret_aware: bool = False) -> list[Difference]:
     diffs = []
     for name in sorted(set(base) | set(cur)):
@@ -49,7 +50,8 @@ def _runtime_switch(b: Snapshot, c: Snapshot) -> Difference | None:
     if (b.launcher.image is None) == (c.launcher.image is None):
         return None
     details = {side: {"interpreter": snap.launcher.interpreter, "entry": snap.launcher.entry,
-                      "image": snap.launcher.image, "wrappers": list(snap.launcher.wrapper_args or snap.launcher.wrappers)}
+                      "image": snap.launcher.image,
+                      "wrappers": list(snap.launcher.wrapper_args or snap.launcher.wrappers)}
                for side, snap in (("baseline", b), ("current", c))}
     return Difference(key="launcher.runtime", label="runs in", baseline=_runtime_text(b.launcher),
                       current=_runtime_text(c.launcher), details=details)

@@ -16,14 +16,15 @@ import json
 import math
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import CatalogError
+from ..fileio import loads_json
 from .config import Issue
 from .versions import version_key
-from ..fileio import loads_json
 
 CATALOG_SCHEMA = "driftwatch.catalog/v1"
 _COUNTING = threading.local()  # inside count_problems: issues are counted, their wording is not read
@@ -324,7 +325,7 @@ MAX_RAW_OPTIONS = 40_000  # before repeated last-wins options are folded (`--tp 
 _LAST_WINS = ("store", "store_const", "store_true", "store_false", "boolean_optional")
 
 
-def _drop_overridden(words: list[str], spelled: list[str], catalog: "Catalog") -> tuple[list[str], list[str]]:
+def _drop_overridden(words: list[str], spelled: list[str], catalog: Catalog) -> tuple[list[str], list[str]]:
     """Drop every occurrence of a last-wins option that a later occurrence overrides (`--tp 1` x 10 000 is
     one `--tp 1` to argparse, with the same result): only well-formed ones (`--x=v`, `--x v` with one
     value word, a switch), so argparse's errors are unchanged."""
@@ -351,7 +352,7 @@ def _drop_overridden(words: list[str], spelled: list[str], catalog: "Catalog") -
             seen.add(spec.dest)
     if all(keep):
         return words, spelled
-    return ([w for w, k in zip(words, keep) if k], [w for w, k in zip(spelled, keep) if k])
+    return ([w for w, k in zip(words, keep, strict=True) if k], [w for w, k in zip(spelled, keep, strict=True) if k])
 
 
 def _offending_word(message: str, words: list[str]) -> int | None:
@@ -463,7 +464,7 @@ class CatalogSet:
         names += [p.name for d in self.extra_dirs for p in d.glob(f"{prefix}*.json")]
         return tuple(sorted({n[len(prefix):-len(".json")] for n in names}, key=version_key))
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def load(self, version: str) -> Catalog:
         if version not in self.versions:
             raise CatalogError(f"no {self.label} catalog for release {version} (have: {', '.join(self.versions)})")
@@ -525,7 +526,7 @@ class CatalogSet:
             options = [o for o in options if not o.startswith("--no-")]
         parser.add_argument(*options, **kwargs)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def parser(self, version: str) -> _Parser:
         """An argparse parser equivalent to the engine's for `version` (cached: hundreds of options)."""
         parser = _Parser(prog=f"{self.engine}-{version}", add_help=False, allow_abbrev=self.allow_abbrev)
@@ -544,7 +545,7 @@ class CatalogSet:
             return []
         return [v for v in self.versions if self.load(v).resolve(option)[0] in ("exact", "prefix")]
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def _every_release(self) -> Catalog:
         """One catalog of every release's options (loads every catalog): only resolved, never parsed with."""
         return Catalog(self.engine, "every release", [spec for v in self.versions for spec in self.load(v).options])

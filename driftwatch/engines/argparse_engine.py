@@ -13,8 +13,8 @@ from importlib import resources
 import yaml
 
 from ..concepts import Binding, check_bindings
-from .config import DEFAULT, EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
 from .argparse_catalog import BadValue, CatalogSet, in_choices, plain
+from .config import DEFAULT, EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
 from .interface import Engine
 
 

@@ -31,7 +31,9 @@ class FlagValue:
 class Issue:
     """Something the parser or model noticed: unknown flag, start-up crash, deprecated flag..."""
 
-    kind: str  # unknown-flag | removed-flag | ambiguous-flag | deprecated-flag | startup-crash | bad-value | systemd-refuses | note
+    # unknown-flag | removed-flag | ambiguous-flag | deprecated-flag | startup-crash | bad-value
+    # | systemd-refuses | note
+    kind: str
     message: str
     key: str | None = None
     flag: str | None = None

@@ -15,9 +15,10 @@ Rules (`should_send`):
 The state file (JSON, schema ``driftwatch.state/v1``) records the fingerprint of the last run that
 was settled, and the identities (`identity.finding_id`: host/unit/key) of its findings, so the next
 mail can say of each finding whether it is "new since last run" or "still present" (`mark_changes`;
-a state file written before the identities were kept marks nothing). Save it (`save_state(path, state_for(report))`) after a mail was delivered or when no
-mail was needed; do NOT save it when delivery failed, so the next run tries again. Because clean
-runs are saved too, drift that is fixed and later comes back is mailed again.
+a state file written before the identities were kept marks nothing). Save it
+(`save_state(path, state_for(report))`) after a mail was delivered or when no mail was needed; do
+NOT save it when delivery failed, so the next run tries again. Because clean runs are saved too, drift
+that is fixed and later comes back is mailed again.
 """
 
 from __future__ import annotations
@@ -181,5 +182,5 @@ def should_send(report: dict, state: dict | None, only_changes: bool, always: bo
     return True, what
 
 
-__all__ = ["STATE_SCHEMA", "fingerprint", "is_resolved", "finding_ids", "mark_changes", "state_for", "load_state", "save_state",
-           "should_send"]
+__all__ = ["STATE_SCHEMA", "fingerprint", "is_resolved", "finding_ids", "mark_changes", "state_for", "load_state",
+           "save_state", "should_send"]

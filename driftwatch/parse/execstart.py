@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 
 from driftwatch.errors import UnitError
 from driftwatch.parse.environment import parse_environment_file, parse_environment_values
-from driftwatch.parse.specifiers import DEPRECATED_SPECIFIERS, SpecifierFailure, apply_specifiers, unit_specifiers
-from driftwatch.unitwords import WHITESPACE, LexInvalid, extract_word, split_words_relaxed
-from driftwatch.parse.unitfile import UnitFile
 from driftwatch.parse.said import Said, prefixed, public
+from driftwatch.parse.specifiers import DEPRECATED_SPECIFIERS, SpecifierFailure, apply_specifiers, unit_specifiers
+from driftwatch.parse.unitfile import UnitFile
 from driftwatch.redact import shown
+from driftwatch.unitwords import WHITESPACE, LexInvalid, extract_word, split_words_relaxed
 
 PATH_MAX = 4096
 LONG_LINE_MAX = 1024 * 1024

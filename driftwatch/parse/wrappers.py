@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from typing import Callable
+from collections.abc import Callable
 
 from .launcher import Launcher
 

@@ -83,7 +83,7 @@ def _put(value, pad: str, out: list[str], flat: frozenset[str] = frozenset()) ->
             leaves = _leaves(value.values()) or _leaf_records(value.values(), inner)
             if leaves is not None:
                 out.append("{" + inner + ("," + inner).join(
-                    f"{_string(key)}: {leaf}" for key, leaf in zip(value, leaves)) + pad + "}")
+                    f"{_string(key)}: {leaf}" for key, leaf in zip(value, leaves, strict=True)) + pad + "}")
                 return
         sep = "{" + inner
         for key, item in value.items():
@@ -164,7 +164,7 @@ def _leaf_records(values, pad: str) -> list[str] | None:
         if leaves is None:
             return None
         out.append("{" + inner + ("," + inner).join(
-            f"{_string(key)}: {leaf}" for key, leaf in zip(value, leaves)) + pad + "}")
+            f"{_string(key)}: {leaf}" for key, leaf in zip(value, leaves, strict=True)) + pad + "}")
     return out
 
 

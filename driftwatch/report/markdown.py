@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
-from . import view
-from . import wording as w
+from . import view, wording as w
 from .interface import Format
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")

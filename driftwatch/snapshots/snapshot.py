@@ -11,22 +11,22 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..collect.raw import RawUnit
+from ..engines.config import EngineConfig, FoldedKeys, Issue, folded_issues, folded_keys
 from ..engines.files import NO_FILES, EngineFiles
 from ..engines.registry import find_launcher, get_engine
 from ..errors import DriftwatchError, InputError
 from ..facts.gpu import INTERCONNECTS
 from ..fileio import MAX_TEXT_BYTES
-from ..engines.config import EngineConfig, FoldedKeys, Issue, folded_issues, folded_keys
-from ..parse.launcher import Launcher
-from ..collect.raw import RawUnit
-from ..parse.execstart import ExecStartError, resolve_exec_start
-from ..parse.unitfile import LIST_KEYS, parse_unit_text
 from ..parse.environment import parse_environment_file
+from ..parse.execstart import ExecStartError, resolve_exec_start
+from ..parse.launcher import Launcher
 from ..parse.said import public
+from ..parse.unitfile import LIST_KEYS, parse_unit_text
 from ..parse.wrappers import NO_ENGINE
 from ..redact import Redactor, credential_kind, load_public_env, visible
-from .reported import EFFECTIVE, KINDS as REPORTED_KINDS, STARTUP, keep_reported
 from ..timestamps import utc_now as now_utc
+from .reported import EFFECTIVE, KINDS as REPORTED_KINDS, STARTUP, keep_reported
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
 # [Service] keys whose drift we report besides ExecStart/Environment (which are read deeper).
@@ -576,14 +576,16 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
     f = _Fields(origin, what, prefix)
     exec_start = data.get("exec_start")
     if not isinstance(exec_start, dict):
-        raise f.fail("exec_start", "missing" if exec_start is None else f"expected a mapping, found {f.kind(exec_start)}")
+        raise f.fail("exec_start",
+                     "missing" if exec_start is None else f"expected a mapping, found {f.kind(exec_start)}")
     e = _Fields(origin, what, prefix + "exec_start.")
     argv = e.texts(exec_start, "argv", required=True)
     expanded = e.texts(exec_start, "expanded_argv", required=True)
     prefixes = e.text(exec_start, "prefixes", "") or ""
     raw_launcher = data.get("launcher")
     if not isinstance(raw_launcher, dict):
-        raise f.fail("launcher", "missing" if raw_launcher is None else f"expected a mapping, found {f.kind(raw_launcher)}")
+        raise f.fail("launcher",
+                     "missing" if raw_launcher is None else f"expected a mapping, found {f.kind(raw_launcher)}")
     lf = _Fields(origin, what, prefix + "launcher.")
     engine_name = lf.text(raw_launcher, "engine", optional=False) if "engine" in raw_launcher else NO_ENGINE
     launcher = Launcher(

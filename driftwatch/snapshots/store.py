@@ -8,18 +8,36 @@ from __future__ import annotations
 
 import os
 from abc import ABCMeta
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
-from .store_records import (DEFAULT_STORE, LATEST, MAX_PER_SECOND, RUNS, BaselineSource, SaveResult, Seen,
-                            SnapshotKey, SnapshotRecord, StoreBase, StoredSnapshot, baseline_protections,
-                            check_prune_request, read_yaml_snapshot, safe_component, since_window, snapshot_hash,
-                            source_hash, state_hash)
+from .store_records import (
+    DEFAULT_STORE,
+    LATEST,
+    MAX_PER_SECOND,
+    RUNS,
+    BaselineSource,
+    SaveResult,
+    Seen,
+    SnapshotKey,
+    SnapshotRecord,
+    StoreBase,
+    StoredSnapshot,
+    baseline_protections,
+    check_prune_request,
+    read_yaml_snapshot,
+    safe_component,
+    since_window,
+    snapshot_hash,
+    source_hash,
+    state_hash,
+)
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
-    from .store_files import FileStore
+    from .store_files import LOCK, FileStore, is_file_store
 
 _LAZY = {"FileStore", "LOCK", "is_file_store"}  # the YAML-file store: imported by those who use it
 
@@ -80,7 +98,7 @@ class SnapshotStore(StoreBase, metaclass=ABCMeta):
 
 
 def open_store(location=None, on_problem: Callable[[str], None] | None = None, *,
-               allow_files: bool = False, changes: Callable | None = None) -> "SnapshotStore":
+               allow_files: bool = False, changes: Callable | None = None) -> SnapshotStore:
     """The store at `location` (see `SnapshotStore`); `allow_files`: a YAML-file store opens as one.
     `changes` (`run.history.changes_between`): a database store keeps each new snapshot's changes
     from the one before it as it saves (schema v2), so history reads them instead of diffing."""

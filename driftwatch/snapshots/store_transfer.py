@@ -12,9 +12,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..errors import DriftwatchError, InputError
 from ..fileio import dump_yaml, read_yaml, sync_directories, write_atomic, write_new

@@ -15,10 +15,9 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import dw_sshlab  # noqa: E402
+from dw_sshlab import FIXTURES, UNIT, plain_unit  # noqa: E402
 
 from driftwatch.collect.sshoptions import SSHOptions  # noqa: E402
-
-from dw_sshlab import FIXTURES, UNIT, plain_unit  # noqa: E402
 
 _SSH_OK = dw_sshlab.is_root() and dw_sshlab.have_sshd()
 _NETNS_OK = _SSH_OK and dw_sshlab.have_netns()

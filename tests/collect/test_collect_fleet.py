@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import time
 
-import pytest
-
 import dw_sshlab
+import pytest
 from dw_sshlab import FIXTURES, UNIT
+
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget, load_inventory
 from driftwatch.collect.local import LocalCollector

@@ -4,6 +4,7 @@ from __future__ import annotations
 import re
 
 from dw_sshlab import UNIT
+
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.local import LocalCollector

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.snapshots.baseline import Baseline, load_baseline
-from driftwatch.findings.compare import compare
 from driftwatch.engines.registry import get_engine
+from driftwatch.findings.compare import compare
 from driftwatch.report import wording
 from driftwatch.report.data import comparison_to_dict, summary
 from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.snapshots.baseline import Baseline, load_baseline
 
 if str(Path(__file__).resolve().parents[1] / "cli") not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))

@@ -29,8 +29,10 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tools.catalog import cli as catalog_cli  # noqa: E402
-from tools.catalog import sglang as catalog_sglang  # noqa: E402
+from tools.catalog import (
+    cli as catalog_cli,  # noqa: E402
+    sglang as catalog_sglang,  # noqa: E402
+)
 from tools.catalog.argparse_dump import render  # noqa: E402
 
 GEN_CMD = "python -m tools.catalog sglang"

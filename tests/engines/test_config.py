@@ -11,8 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from driftwatch.engines.sglang.engine import ENGINE as SGLANG
 

@@ -23,10 +23,11 @@ TOY_DIR = HERE / "toy"
 if str(HERE) not in sys.path:  # `toy` is the package ToyEngine.package names
     sys.path.insert(0, str(HERE))
 
-from driftwatch.cli import cli  # noqa: E402
-from driftwatch.engines import registry  # noqa: E402
 from toy.engine import ToyEngine  # noqa: E402
 from toy.server import build_parser  # noqa: E402
+
+from driftwatch.cli import cli  # noqa: E402
+from driftwatch.engines import registry  # noqa: E402
 
 PY = "/opt/toy/bin/python -m toy.server"
 BASE_ARGS = "--model /models/toy-7b --shards 2 --max-batch 32"

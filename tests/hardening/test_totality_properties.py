@@ -12,18 +12,17 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from driftwatch.snapshots.baseline import Baseline, baseline_from_dict, baseline_to_dict
-from driftwatch.findings.compare import compare
+from driftwatch.collect.raw import RawUnit
 from driftwatch.errors import DriftwatchError
 from driftwatch.fileio import dump_yaml, load_yaml_text
-from driftwatch.collect.raw import RawUnit
+from driftwatch.findings.compare import compare
+from driftwatch.findings.rulebook import load_rules
 from driftwatch.report import get_format
 from driftwatch.report.data import comparison_to_dict
-from driftwatch.findings.rulebook import load_rules
 from driftwatch.report.show import render_show
+from driftwatch.snapshots.baseline import Baseline, baseline_from_dict, baseline_to_dict
 from driftwatch.snapshots.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))

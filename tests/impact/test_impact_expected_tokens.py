@@ -1,8 +1,12 @@
 """The expected-tokens math: E(k), α inversion, step cost."""
 import pytest
 
-from driftwatch.impact.expected_tokens import (alpha_from_accept_length, expected_tokens, expected_tokens_by_position,
-                                              step_cost)
+from driftwatch.impact.expected_tokens import (
+    alpha_from_accept_length,
+    expected_tokens,
+    expected_tokens_by_position,
+    step_cost,
+)
 
 
 @pytest.mark.parametrize("alpha,k,want", [

@@ -11,8 +11,8 @@ from hypothesis import given, settings, strategies as st
 
 from driftwatch.facts import gpu_facts, load_model_config, parse_gpu_option
 from driftwatch.impact import ImpactContext, calibration as cal, get_model
-from driftwatch.impact.uncertainty import (combine_intervals, confidence_of, direction, finish, around)
 from driftwatch.impact.base import Estimate
+from driftwatch.impact.uncertainty import around, combine_intervals, confidence_of, direction, finish
 
 MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "calibration_models")
 ALGO, STEPS, TOPK, DRAFT = "speculative.algorithm", "speculative.steps", "speculative.topk", "speculative.draft_tokens"

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.notify.cron import FILES, cron_example
 from driftwatch.errors import InputError
+from driftwatch.notify.cron import FILES, cron_example
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.notify import cron as ce
 from driftwatch.errors import BaselineError, InputError
+from driftwatch.notify import cron as ce
 from driftwatch.notify.settings import baseline_search_dirs, resolve_baselines_dir
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import re
 import sys
-from html import unescape
 import xml.etree.ElementTree as ET
 import zlib
 from dataclasses import replace
+from html import unescape
 from pathlib import Path
 
 import pytest

@@ -54,10 +54,11 @@ def test_a_non_finite_float_is_refused_like_json_and_dump_writes_it_as_text():
 
 
 def test_a_history_document_from_the_store(tmp_path):
+    from dataclasses import replace
+
     from driftwatch.run.history import changes_between, history_document
     from driftwatch.run.targets import snapshot_from_unit_file
     from driftwatch.snapshots.store import SnapshotStore
-    from dataclasses import replace
     root = Path(__file__).resolve().parents[2]
     store = SnapshotStore(tmp_path / "store", changes=changes_between)
     for day, (old, new) in enumerate([("3", "3"), ("3", "1"), ("3", "2"), ("3", "1")]):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.report import FORMATS, format_names, get_format
+from driftwatch.report import format_names, get_format
 
 PLANTED = "PLANTED-not-in-schema-3f9a"
 HOSTILE = '<script>alert(1)</script> & "quotes" \'single\' ]]> <img src=x onerror=alert(1)>'

@@ -6,8 +6,7 @@ import re
 import pytest
 
 from driftwatch.notify.email import build_message
-from driftwatch.report import get_format
-from driftwatch.report import wording as w
+from driftwatch.report import get_format, wording as w
 
 
 @pytest.mark.parametrize("value,source,expected", [

@@ -6,14 +6,11 @@ import json
 import os
 import re
 import sys
-from pathlib import Path
 
 import pytest
-import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dw_restore import (BASELINES, EXAMPLES, SYSTEMD_ANALYZE, dw, laid_over, no_traceback,  # noqa: E402
-                        systemd_accepts)
+from dw_restore import BASELINES, EXAMPLES, SYSTEMD_ANALYZE, dw, laid_over, no_traceback, systemd_accepts  # noqa: E402
 
 UNIT = "sglang-qwen.service"
 DROPIN = "50-driftwatch-restore.conf"

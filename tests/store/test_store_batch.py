@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+from test_store_db import UNIT, at, comparable, snap, story
+
 from driftwatch.run import history
 from driftwatch.run.history import changes_between, history_document
 from driftwatch.snapshots.store import FileStore, SnapshotStore
-from test_store_db import UNIT, at, comparable, snap, story
 
 HOSTS = ("ct129", "ct130", "ct131")
 CUTS = [None, at(-1), at(0), at(0.5), at(3), at(3) + dt.timedelta(seconds=1), at(6), at(7), at(9)]

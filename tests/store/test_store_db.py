@@ -33,7 +33,7 @@ UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 11, 1, 3, 0, tzinfo=UTC)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _base(steps: int):
     text = U70.read_text().replace("--speculative-num-steps 3", f"--speculative-num-steps {steps}")
     with tempfile.TemporaryDirectory() as tmp:

@@ -211,7 +211,7 @@ def use_cpu_platform() -> None:
     for mod in list(sys.modules.values()):
         try:
             if getattr(mod, "current_platform", None) is old:
-                setattr(mod, "current_platform", new)
+                mod.current_platform = new
         except Exception:
             pass
 

@@ -13,9 +13,9 @@ import math
 import re
 from typing import Any
 
+from ...fileio import loads_json
 from ..startup import StartupValues
 from .startup_log import attention_dp_width, merge_ranks, plain_or_none
-from ...fileio import loads_json
 
 PROBE_PATHS: tuple[str, ...] = ("/server_info", "/get_server_info", "/metrics")
 

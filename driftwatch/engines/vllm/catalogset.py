@@ -17,9 +17,9 @@ import json
 from importlib import resources
 from typing import Any
 
+from ..argparse_catalog import _RECORDING, BadValue, Catalog, CatalogSet, OptionSpec, _is_number
 from ..config import Issue
 from ..versions import version_key
-from ..argparse_catalog import _RECORDING, BadValue, Catalog, CatalogSet, OptionSpec, _is_number
 from . import converters
 from .flexible import Preprocessed, preprocess
 
@@ -49,7 +49,7 @@ def negatives_of(spec: OptionSpec) -> list[str]:
 
 
 class VLLMCatalogSet(CatalogSet):
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def load(self, version: str) -> Catalog:
         catalog = super().load(version)
         extra = getattr(self, "_extra_file", lambda _v: None)(version)  # a user --catalog-dir
@@ -79,7 +79,7 @@ class VLLMCatalogSet(CatalogSet):
                        VLLMCatalogSet._count_problems, _preprocess_cached):
             cached.cache_clear()
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def option_strings(self, version: str) -> frozenset[str]:
         return frozenset(self.load(version).by_option)
 
@@ -107,7 +107,7 @@ class VLLMCatalogSet(CatalogSet):
             return
         super()._add_option(parser, spec)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def parser(self, version: str):
         parser = super().parser(version)
         for positional in self.load(version).positionals:  # type: ignore[attr-defined]

@@ -32,11 +32,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...fileio import loads_json
 from ..config import Issue
 from ..versions import version_key
 from . import config_file
 from .converters import human_readable_int
-from ...fileio import loads_json
 
 SERVE = "serve"
 _NAME_PART = re.compile(r"(?<=--)[^.]*")

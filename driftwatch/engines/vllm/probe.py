@@ -16,9 +16,9 @@ import math
 import re
 from typing import Any
 
+from ...fileio import loads_json
 from ..startup import StartupValues
 from .startup_log import MAX_LINE, merge, parse_config
-from ...fileio import loads_json
 
 PROBE_PATHS: tuple[str, ...] = ("/v1/models", "/metrics", "/server_info")
 

@@ -16,14 +16,14 @@ Known start-up crashes are Issues so an operator hears about them before a resta
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 import json
 import re
+from dataclasses import replace
 from importlib import resources
 from typing import Any
 
-from ..config import DEFAULT, EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
 from ..argparse_catalog import Catalog
+from ..config import DEFAULT, EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
 from ..versions import version_key
 from .flexible import Preprocessed, at_least
 

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.engines.values import _norm
 from driftwatch.engines.argparse_catalog import BadValue, in_choices, plain
 from driftwatch.engines.files import EngineFiles
+from driftwatch.engines.values import _norm
 from driftwatch.engines.vllm import config_file
 from driftwatch.engines.vllm.engine import ENGINE as VLLM
 from driftwatch.engines.vllm.flexible import is_serve_word
