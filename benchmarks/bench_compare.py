@@ -129,7 +129,7 @@ def main() -> int:
     tree = os.path.abspath(args.tree)
     lat = latency(tree, args.repeat)
     thr = throughput(tree, args.seconds)
-    c, f, p = lat["compare"], lat["floor"], lat["python"]
+    c, f, _p = lat["compare"], lat["floor"], lat["python"]
     print(f"tree {tree}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; medians of {args.repeat}")
     print("| what | wall | CPU |\n|---|---|---|")
     for name in ("compare", "floor", "python"):

@@ -106,7 +106,7 @@ def cpu_interleaved(argvs: list[list[str]], env: dict, repeat: int) -> list[floa
     machine's load falls on both."""
     times: list[list[float]] = [[] for _ in argvs]
     for _ in range(repeat):
-        for argv, got in zip(argvs, times):
+        for argv, got in zip(argvs, times, strict=False):
             got.append(cpu_once(argv, env))
     return [statistics.median(got) for got in times]
 

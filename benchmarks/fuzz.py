@@ -223,7 +223,7 @@ def fuzz_units(n: int, rng: random.Random, tally: Tally, rules, base: Baseline, 
         text = mutate_text(rng.choice(corpus), rng)
         cat = text.lstrip().startswith("# /")
 
-        def one():
+        def one(text=text, cat=cat):
             raw = RawUnit(host="fuzz", unit="fuzz.service", text=text, source="systemctl cat" if cat else "file")
             through_everything(build_snapshot(raw), base, rules)
 
@@ -238,7 +238,7 @@ def fuzz_docs(n: int, rng: random.Random, tally: Tally, rules, base: Baseline, d
         except Exception:  # noqa: BLE001 - a float('nan') etc. the YAML dumper cannot write: not our input
             text = json.dumps(doc, default=str)
 
-        def one():
+        def one(text=text):
             data = load_yaml_text(text, "<fuzz>", "baseline")
             if isinstance(data, dict) and data.get("schema") == "driftwatch.baseline/v1":
                 b = baseline_from_dict(data, "<fuzz>")

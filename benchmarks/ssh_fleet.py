@@ -174,7 +174,7 @@ def worker(method: str, spec: dict) -> dict:
             from driftwatch.snapshots.reader import EngineReader
             markers = EngineReader().startup_markers  # the script driftwatch sends
             cmds = [build_command(UNIT, markers=markers) for _ in hosts]
-            jobs = [(h, c.command, c.script.encode()) for h, c in zip(hosts, cmds)]
+            jobs = [(h, c.command, c.script.encode()) for h, c in zip(hosts, cmds, strict=False)]
         else:
             jobs = [(h, RAW_CMD, None) for h in hosts]
         if spec.get("shared_host_keys"):

@@ -11,8 +11,7 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "restore"))
-from dw_restore import BASELINES, EXAMPLES, dw, no_traceback, on_disk  # noqa: E402
+from dw_restore import BASELINES, EXAMPLES, dw, no_traceback, on_disk
 
 UNIT = "sglang-qwen.service"
 DROPIN = "50-driftwatch-restore.conf"

@@ -86,7 +86,7 @@ def test_a_combined_interval_holds_the_product_and_is_no_narrower_than_any_facto
     lo, hi = combine_intervals(pairs)
     point = math.prod(r for r, _ in pairs)
     assert lo <= point * (1 + 1e-9) and hi >= point * (1 - 1e-9)
-    for r, (flo, fhi) in pairs:
+    for _r, (flo, fhi) in pairs:
         assert hi / lo >= (fhi / flo) * (1 - 1e-9)
     assert combine_intervals([(None, None)]) is None
 

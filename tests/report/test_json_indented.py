@@ -24,7 +24,7 @@ CASES = [
     {"é": "ü\n\t\"\\ \u2028 \x00 \x7f 😀", "nested": {"list": [1, [2, [3, {"k": None}]]]}},
     {"when": dt.datetime(2026, 12, 2, 3, 0), "path": Path("/etc/x"), "obj": Named(), "tuple": (1, (2,))},
     [{"key": "speculative_num_steps", "old": 1, "new": 2, "secret": True, "at": "2026-12-02T03:00:00Z"}] * 3,
-    {1: "int key", None: "none key", 2.5: "float key", True: "bool key"},  # keys the json module converts
+    {1: "int key", None: "none key", 2.5: "float key"}, {True: "bool key"},  # keys the json module converts
     # lists of strings only are written in one join (an argv of thousands of words): escapes, empty words
     ["--tp", "1", "", "é\n\"\\", "\x00\u2028😀", " "],
     {"argv": [f"--unknown-flag-{i}" for i in range(5000)], "mixed": ["a", 1, None, ["b", "c"], [], ("d",)]},

@@ -271,7 +271,7 @@ def history_store(tmp_path) -> tuple[SnapshotStore, list[Path]]:
 def test_timeline_gives_consecutive_pairs_oldest_first(tmp_path):
     store, paths = history_store(tmp_path)
     pairs = store.timeline("ct129", UNIT)
-    assert [(old.path, new.path) for old, new in pairs] == list(zip(paths, paths[1:]))
+    assert [(old.path, new.path) for old, new in pairs] == list(zip(paths, paths[1:], strict=False))
     assert [(steps(old.snapshot), steps(new.snapshot)) for old, new in pairs] == [(3, 1), (1, 3), (3, 1), (1, 1)]
     assert all(old.collected_at < new.collected_at for old, new in pairs)
     since = dt.datetime(2026, 11, 22, 12, tzinfo=UTC)

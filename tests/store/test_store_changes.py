@@ -20,7 +20,7 @@ def _pairs_kept(db) -> tuple[int, int]:
     for host, unit in db.groups():
         ids = [r.id for r in db.records(host, unit)]
         froms = dict(db._query("SELECT id, changes_from FROM snapshots WHERE host = ? AND unit = ?", (host, unit)))
-        for older, newer in zip(ids, ids[1:]):
+        for older, newer in zip(ids, ids[1:], strict=False):
             follow += 1
             kept += froms[newer] == older
     return follow, kept

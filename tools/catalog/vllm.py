@@ -251,7 +251,7 @@ def _closure(fn):
     if code is None:
         return {}
     out = {}
-    for name, cell in zip(code.co_freevars, cells):
+    for name, cell in zip(code.co_freevars, cells, strict=False):
         try:
             out[name] = cell.cell_contents
         except ValueError:
@@ -389,7 +389,7 @@ def env_variables():
     for name, fn in envs.environment_variables.items():
         rec = {"name": name}
 
-        def read():
+        def read(fn=fn):
             # some lambdas store what they made up in os.environ
             # (get_env_or_set_default): undo that after each read
             saved = dict(os.environ)
