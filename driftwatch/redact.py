@@ -23,7 +23,7 @@ import json
 import os
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -285,11 +285,11 @@ def use_config_key_file(path: str | None) -> None:
     _config_key_file[:] = [path] if path else []
 
 
-def default_key_path(env: dict | None = None) -> str:
+def default_key_path(env: Mapping[str, str] | None = None) -> str:
     """``$XDG_CONFIG_HOME/driftwatch/fingerprint.key`` (default ``~/.config/…``), beside the config file."""
-    env = os.environ if env is None else env
-    home = env.get("HOME") or os.path.expanduser("~")
-    xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    environ = os.environ if env is None else env
+    home = environ.get("HOME") or os.path.expanduser("~")
+    xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     return os.path.join(xdg, "driftwatch", "fingerprint.key")
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import copy
+import dataclasses
 import functools
 import json
 import math
@@ -47,7 +48,7 @@ class OptionSpec:
     choices: list | None = None
     deprecated: str | None = None
     help: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: dict = dataclasses.field(default_factory=dict)  # `field` is a field name here
 
     @property
     def primary(self) -> str:
@@ -195,6 +196,11 @@ class _Parser(argparse.ArgumentParser):
     bisection: argparse scans every option string for each word that is not an exact option, which
     made a command line of unknown or repeated flags cost words x options."""
 
+    # set on the instance only (looked up in its __dict__): the sorted option strings, and the one
+    # HelpFormatter shared while the parser is built
+    _dw_sorted: list[str]
+    _dw_formatter: argparse.HelpFormatter
+
     def _get_option_tuples(self, option_string):
         keys = self.__dict__.get("_dw_sorted")
         if keys is None or len(keys) != len(self._option_string_actions):
@@ -226,7 +232,7 @@ class _Parser(argparse.ArgumentParser):
 def _recording(base: type) -> type:
     """Subclass an argparse Action so each use records the spelling the user typed."""
 
-    class Recording(base):  # type: ignore[misc, valid-type]
+    class Recording(base):
         def __call__(self, parser, namespace, values, option_string=None):
             namespace.__dict__.setdefault("_dw_spelling", {})[self.dest] = option_string
             super().__call__(parser, namespace, values, option_string)
@@ -471,7 +477,8 @@ class CatalogSet:
         extra = self._extra_file(version)
         if extra is not None:
             return load_catalog_text(extra.read_text(encoding="utf-8"), str(extra), self.engine)
-        path = resources.files(self.package).joinpath("catalogs", f"{self.engine}-{version}.json")
+        # one name per joinpath: Traversable.joinpath takes one before Python 3.11
+        path = resources.files(self.package).joinpath("catalogs").joinpath(f"{self.engine}-{version}.json")
         return load_catalog_text(path.read_text(encoding="utf-8"), f"catalog {self.engine} {version}", self.engine)
 
     def nearest(self, requested: str) -> tuple[str, str]:

@@ -2,6 +2,7 @@
 with where it came from (FlagValue), and what would stop or worry the server (Issue)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,7 +86,7 @@ class FoldedKeys:
     field: str  # "speculative_config"
     flag: str  # "--speculative-config"
     count: int = 0
-    sources: set = field(default_factory=set)
+    sources: set = dataclasses.field(default_factory=set)  # `field` is a field name here
 
 
 def folded_keys(items, concept_of, in_full: int = KEYS_IN_FULL) -> list:

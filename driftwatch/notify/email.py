@@ -350,6 +350,8 @@ def _session_classes(deadline: _Deadline):
             return deadline.connect(host, port, timeout)
 
     class Implicit(smtplib.SMTP_SSL):
+        _host: str  # set by smtplib.SMTP.__init__; the stubs do not declare it
+
         def _get_socket(self, host, port, timeout):
             return self.context.wrap_socket(deadline.connect(host, port, timeout), server_hostname=self._host)
 

@@ -12,6 +12,7 @@ import os
 import re
 import shlex
 from collections.abc import Callable
+from typing import Protocol
 
 from .launcher import Launcher
 
@@ -39,8 +40,22 @@ _SHELL_SEPARATORS = {"&&", "||", ";", "|", "&", "|&"}
 # A redirection at the start of a word: optional fd, operator, target (`2>&1`, `>> /var/log/x`, `&>f`).
 _REDIRECT = re.compile(r"(?:(?<=\s)|^)\d*(?:&>>|&>|>>|>&|<&|>\||>|<)\s*(?:&?\d+\b|[^\s;&|]+)")
 
-Detect = Callable[[list[str]], "tuple[str, object] | None"]  # words -> (engine name, EngineEntry)
-DetectImage = Callable[[str, list[str]], "tuple[str, object] | None"]  # (image, args) -> the same
+
+
+class FoundEntry(Protocol):
+    """What a `detect` callback found: `engines.interface.EngineEntry` by shape (parse/ sits below
+    engines/ and does not import it)."""
+
+    @property
+    def entry(self) -> str: ...
+    @property
+    def interpreter(self) -> str | None: ...
+    @property
+    def engine_argv(self) -> list[str]: ...
+
+
+Detect = Callable[[list[str]], "tuple[str, FoundEntry] | None"]  # words -> (engine name, EngineEntry)
+DetectImage = Callable[[str, list[str]], "tuple[str, FoundEntry] | None"]  # (image, args) -> the same
 
 
 def basename(path: str) -> str:

@@ -192,7 +192,7 @@ def assemble_report(baseline: dict | None, baselines: list[dict], entries: list[
 
 def _origin_name(f: dict) -> str | None:
     """The file name (not the path) that set the current value, e.g. override.conf."""
-    origin = f.get("origin") if isinstance(f.get("origin"), dict) else {}
+    origin = origin_ if isinstance(origin_ := f.get("origin"), dict) else {}
     path = origin.get("current")
     return str(path).rstrip("/").rsplit("/", 1)[-1] if path else None
 

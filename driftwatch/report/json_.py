@@ -176,8 +176,8 @@ class JsonFormat(Format):
     def render_comparison(self, doc: dict) -> str:
         return dump(doc)
 
-    def render_fleet(self, doc: dict) -> str:
-        return dump(doc)
+    def render_fleet(self, doc: dict, brief: bool = False) -> str:
+        return dump(doc)  # one layout: the document itself
 
     def render_history(self, doc: dict) -> str:
         return dump(doc, HISTORY_RECORDS)

@@ -54,7 +54,7 @@ class MarkdownFormat(Format):
         out += [f"- note: {md(n)}" for n in view.comparison_notes(doc)]
         return "\n".join(out).rstrip() + "\n"
 
-    def render_fleet(self, doc: dict) -> str:
+    def render_fleet(self, doc: dict, brief: bool = False) -> str:  # one layout
         lines = [f"# driftwatch: {md(w.headline(doc))}", "", f"Baseline: {md(w.baseline_line(doc))}  "]
         if doc.get("generated_at"):
             lines.append(f"Generated: {md(str(doc['generated_at']))}  ")

@@ -151,8 +151,9 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     # Read everything in clear first, to learn which values are secrets however they were written
     # (abbreviated flags, ${VAR}, wrapper environments), then scrub them everywhere before storing.
     clear_expanded = list(result.expanded_argv)
-    if "@" in command.prefixes and getattr(command, "path", None):
-        clear_expanded = [command.path] + clear_expanded[1:]  # `@path name …`: path runs, name is argv[0]
+    at_path = getattr(command, "path", None)
+    if "@" in command.prefixes and at_path:
+        clear_expanded = [at_path] + clear_expanded[1:]  # `@path name …`: path runs, name is argv[0]
     unit_files = files.with_fetched(getattr(raw, "engine_files", None))
     launcher = find_launcher(clear_expanded, dict(result.environment), unit_files)
     engine_plugin = get_engine(launcher.engine)
@@ -328,7 +329,7 @@ def engine_to_dict(engine: EngineConfig, include_defaults: bool = False, fold_ke
     chosen = engine.flags.items() if include_defaults else [(k, v) for k, v in engine.flags.items()
                                                             if v.source == "explicit"]
     chosen = sorted(chosen)  # the few explicit ones sorted, not a release's 500 options
-    not_listed = {}
+    not_listed: dict[str, dict[str, Any]] = {}
     for item in (folded_keys(chosen, engine.concept_of) if fold_keys else chosen):
         if isinstance(item, FoldedKeys):  # (one field filled by two flags: both named, their keys counted)
             counted = not_listed.setdefault(item.field, {"flag": item.flag, "keys": 0})
@@ -404,6 +405,12 @@ class _Fields:
         if isinstance(value, dict):
             return "a mapping"
         return f"a {type(value).__name__}"
+
+    def required_text(self, data: dict, key: str) -> str:
+        """`text` of a key that must hold a string (None is refused like any other non-string)."""
+        value = self.text(data, key, optional=False)
+        assert value is not None  # optional=False: `text` raised instead
+        return value
 
     def text(self, data: dict, key: str, default: Any = None, optional: bool = True) -> str | None:
         value = data.get(key, default)
@@ -587,7 +594,7 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
         raise f.fail("launcher",
                      "missing" if raw_launcher is None else f"expected a mapping, found {f.kind(raw_launcher)}")
     lf = _Fields(origin, what, prefix + "launcher.")
-    engine_name = lf.text(raw_launcher, "engine", optional=False) if "engine" in raw_launcher else NO_ENGINE
+    engine_name = lf.required_text(raw_launcher, "engine") if "engine" in raw_launcher else NO_ENGINE
     launcher = Launcher(
         engine=engine_name, entry=lf.text(raw_launcher, "entry", "") or "",
         interpreter=lf.text(raw_launcher, "interpreter"), wrappers=lf.texts(raw_launcher, "wrappers"),

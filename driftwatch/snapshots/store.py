@@ -38,6 +38,7 @@ from .store_records import (
 if TYPE_CHECKING:
     from .snapshot import Snapshot
     from .store_files import LOCK, FileStore, is_file_store
+    from .store_sql import DatabaseStore
 
 _LAZY = {"FileStore", "LOCK", "is_file_store"}  # the YAML-file store: imported by those who use it
 
@@ -98,7 +99,7 @@ class SnapshotStore(StoreBase, metaclass=ABCMeta):
 
 
 def open_store(location=None, on_problem: Callable[[str], None] | None = None, *,
-               allow_files: bool = False, changes: Callable | None = None) -> SnapshotStore:
+               allow_files: bool = False, changes: Callable | None = None) -> DatabaseStore | FileStore:
     """The store at `location` (see `SnapshotStore`); `allow_files`: a YAML-file store opens as one.
     `changes` (`run.history.changes_between`): a database store keeps each new snapshot's changes
     from the one before it as it saves (schema v2), so history reads them instead of diffing."""
@@ -120,7 +121,7 @@ def open_store(location=None, on_problem: Callable[[str], None] | None = None, *
                      f"once with: driftwatch store import {folder} --store {folder}")
 
 
-_OPEN: dict[str, SnapshotStore] = {}
+_OPEN: dict[str, DatabaseStore | FileStore] = {}
 
 
 def save_snapshot(snapshot: Snapshot, store: str | os.PathLike | None, *, dedupe: bool = True,
@@ -131,9 +132,11 @@ def save_snapshot(snapshot: Snapshot, store: str | os.PathLike | None, *, dedupe
     key = os.fspath(store) if store else DEFAULT_STORE
     opened = _OPEN.get(key)
     if opened is None:
-        opened = _OPEN[key] = SnapshotStore(store or None, changes=changes)
-    elif changes is not None and getattr(opened, "differ", changes) is None:
-        opened.differ = changes
+        opened = _OPEN[key] = open_store(store or None, changes=changes)
+    elif changes is not None:
+        from .store_sql import DatabaseStore  # loaded already: open_store opened this one
+        if isinstance(opened, DatabaseStore) and opened.differ is None:
+            opened.differ = changes
     return opened.save(snapshot, dedupe=dedupe)
 
 

@@ -80,7 +80,9 @@ def parse_metrics(text: str, names: frozenset[str]) -> list[tuple[str, dict[str,
         if name not in names:
             continue
         m = _SAMPLE.fullmatch(line)
-        labels = _labels(m.group(2) or "") if m is not None else None
+        if m is None:
+            continue
+        labels = _labels(m.group(2) or "")
         if labels is None:
             continue
         try:
