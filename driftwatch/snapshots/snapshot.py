@@ -127,7 +127,7 @@ def credential_options() -> tuple[str, ...]:
 
 def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str | None = None,
                    files: EngineFiles = NO_FILES) -> Snapshot:
-    """Parse a collected unit into a Snapshot. Raises InputError/UnitError/EngineError naming `origin`.
+    """Parse a collected unit into a Snapshot. Raises InputError/UnitError naming `origin`.
     The engine reads a vLLM `--config FILE` from `files` (the ones the user gave) and from the unit's
     own files the collector fetched from its host (`RawUnit.engine_files`)."""
     where = origin or f"{raw.host}:{raw.unit}"
