@@ -175,7 +175,7 @@ def _fold(rows: list[tuple[str, str | None, str | None]], b: EngineConfig, c: En
         secret=any(_untyped_secret(row) for row in rest))]
 
 
-def _bare(value: str | None):
+def _bare(value: str | None) -> str | bool | None:
     """A flag given without words is on (True), as a typed boolean flag reads."""
     return True if value == "" else value
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from ..parse.launcher import Launcher
 from ..redact import is_redacted
 from ..snapshots.snapshot import Snapshot
 from .difference import Difference
@@ -34,7 +35,7 @@ def _comparable_unit_keys(b: Snapshot, c: Snapshot) -> tuple[dict, dict]:
     return legacy(b.unit_keys), legacy(c.unit_keys)
 
 
-def _runtime_text(launcher) -> str:
+def _runtime_text(launcher: Launcher) -> str:
     """Where the server runs, in words: an image, or the host's Python environment and entry point."""
     if launcher.image:
         return f"image {launcher.image}"

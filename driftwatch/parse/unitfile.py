@@ -88,7 +88,7 @@ class UnitFile:
                 out.append(value)
         return out
 
-    def get(self, section: str, key: str, default=None) -> str | None:
+    def get(self, section: str, key: str, default: str | None = None) -> str | None:
         """Scalar semantics: the last value; an empty last assignment means 'back to the default'."""
         vals = self.raw_values(section, key)
         if not vals or vals[-1] == "":
@@ -158,7 +158,8 @@ def _looks_like_cat(lines: list[str]) -> bool:
     return False
 
 
-def split_files(text: str, name: str | None = None, path: str | None = None):
+def split_files(text: str, name: str | None = None, path: str | None = None
+                ) -> tuple[str | None, bool, list[tuple[str | None, list[tuple[int, str]]]], list[str]]:
     """Split unit text into files.
 
     Returns (name, masked, files, warnings) where files is a list of (path, [(lineno, line), ...]).

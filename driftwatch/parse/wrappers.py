@@ -366,7 +366,9 @@ class _Peeler:
         elif var in self.environment:  # `-e NAME`: the client's value, if the client has one
             env[var] = self.environment[var]
 
-    def _shell(self, words, name, depth, wrappers, wrapper_args, env, image, problems, launcher) -> Launcher:
+    def _shell(self, words: list[str], name: str, depth: int, wrappers: list[str], wrapper_args: list[str],
+               env: dict[str, str], image: str | None, problems: list[str],
+               launcher: Callable[[str, str, str | None, list[str]], Launcher]) -> Launcher:
         """`bash -c SCRIPT`: the simple command that starts an engine, or else the last one."""
         script_index = None
         for i, w in enumerate(words[1:], start=1):
