@@ -65,7 +65,7 @@ def main(argv=None) -> int:
     def close(a, b) -> bool:
         if a is None or b is None:
             return a is None and b is None
-        return all(abs(x - y) <= 1e-9 * max(1.0, abs(y)) for x, y in zip(a, b))
+        return all(abs(x - y) <= 1e-9 * max(1.0, abs(y)) for x, y in zip(a, b, strict=False))
 
     for case in cases:
         (before, before_iv), (after, after_iv) = cli_ratio(exe, case, False), cli_ratio(exe, case, True)

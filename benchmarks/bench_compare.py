@@ -22,7 +22,6 @@ for before/after figures; `--importtime` prints the compare's slowest imports (`
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import statistics
@@ -130,7 +129,7 @@ def main() -> int:
     tree = os.path.abspath(args.tree)
     lat = latency(tree, args.repeat)
     thr = throughput(tree, args.seconds)
-    c, f, p = lat["compare"], lat["floor"], lat["python"]
+    c, f, _p = lat["compare"], lat["floor"], lat["python"]
     print(f"tree {tree}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; medians of {args.repeat}")
     print("| what | wall | CPU |\n|---|---|---|")
     for name in ("compare", "floor", "python"):

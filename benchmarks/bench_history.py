@@ -47,6 +47,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_store import live_snapshot  # noqa: E402
+
 from driftwatch.fileio import dump_yaml  # noqa: E402
 from driftwatch.snapshots.snapshot import snapshot_to_dict  # noqa: E402
 from driftwatch.timestamps import file_stamp, format_utc  # noqa: E402
@@ -105,7 +106,7 @@ def cpu_interleaved(argvs: list[list[str]], env: dict, repeat: int) -> list[floa
     machine's load falls on both."""
     times: list[list[float]] = [[] for _ in argvs]
     for _ in range(repeat):
-        for argv, got in zip(argvs, times):
+        for argv, got in zip(argvs, times, strict=False):
             got.append(cpu_once(argv, env))
     return [statistics.median(got) for got in times]
 
@@ -126,7 +127,9 @@ def tree_argv(py: str, tree: Path) -> list[str]:
 def copy_to_postgres(sqlite_db: Path, url: str) -> None:
     """The SQLite store's rows into the (empty) PostgreSQL store at `url`, ids kept."""
     import sqlite3
+
     import psycopg
+
     from driftwatch.snapshots.store_sql import DatabaseStore
     DatabaseStore(url).schema_version()  # creates the schema
     src = sqlite3.connect(str(sqlite_db))

@@ -115,9 +115,9 @@ def main() -> None:
         floor = statistics.median(cpu_plain([py, "-c", "import click, yaml"], env) for _ in range(args.repeat))
         print(f"{args.snapshots} snapshots of one unit; floor `python -c 'import click, yaml'`: {floor:.2f} s CPU\n")
         print("| store | before (walk) | after (kept changes) | same \"since\" |\n|---|---|---|---|")
-        for name, location in zip(("SQLite", "PostgreSQL"), locations):
+        for name, location in zip(("SQLite", "PostgreSQL"), locations, strict=False):
             row, answers = [name], []
-            for tree, argv in trees.items():
+            for _tree, argv in trees.items():
                 times = []
                 for _ in range(args.repeat):
                     if name == "SQLite":

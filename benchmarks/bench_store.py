@@ -71,7 +71,6 @@ def main() -> None:
         store = SnapshotStore(tmp)
         start = parse_utc("2026-01-01T00:00:00Z")
         first = store.save_run(live_snapshot(format_utc(start), 70.0))
-        folder = first.path.parent
         one_file = first.path.stat().st_size
         one_alloc = first.path.stat().st_blocks * 512
         base_apparent, base_alloc = usage(tmp)

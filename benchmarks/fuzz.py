@@ -41,16 +41,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from driftwatch.snapshots.baseline import Baseline, baseline_from_dict, baseline_to_dict  # noqa: E402
-from driftwatch.findings.compare import compare  # noqa: E402
+from driftwatch.collect.raw import RawUnit  # noqa: E402
 from driftwatch.errors import DriftwatchError  # noqa: E402
 from driftwatch.fileio import dump_yaml, load_yaml_text  # noqa: E402
+from driftwatch.findings.compare import compare  # noqa: E402
+from driftwatch.findings.rulebook import load_rules  # noqa: E402
 from driftwatch.gctune import fewer_collections  # noqa: E402
-from driftwatch.collect.raw import RawUnit  # noqa: E402
 from driftwatch.report import get_format  # noqa: E402
 from driftwatch.report.data import comparison_to_dict  # noqa: E402
-from driftwatch.findings.rulebook import load_rules  # noqa: E402
 from driftwatch.report.show import render_show  # noqa: E402
+from driftwatch.snapshots.baseline import Baseline, baseline_from_dict, baseline_to_dict  # noqa: E402
 from driftwatch.snapshots.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict  # noqa: E402
 
 FORMATS = ("text", "json", "markdown", "html")
@@ -223,7 +223,7 @@ def fuzz_units(n: int, rng: random.Random, tally: Tally, rules, base: Baseline, 
         text = mutate_text(rng.choice(corpus), rng)
         cat = text.lstrip().startswith("# /")
 
-        def one():
+        def one(text=text, cat=cat):
             raw = RawUnit(host="fuzz", unit="fuzz.service", text=text, source="systemctl cat" if cat else "file")
             through_everything(build_snapshot(raw), base, rules)
 
@@ -238,7 +238,7 @@ def fuzz_docs(n: int, rng: random.Random, tally: Tally, rules, base: Baseline, d
         except Exception:  # noqa: BLE001 - a float('nan') etc. the YAML dumper cannot write: not our input
             text = json.dumps(doc, default=str)
 
-        def one():
+        def one(text=text):
             data = load_yaml_text(text, "<fuzz>", "baseline")
             if isinstance(data, dict) and data.get("schema") == "driftwatch.baseline/v1":
                 b = baseline_from_dict(data, "<fuzz>")

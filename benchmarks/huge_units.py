@@ -32,6 +32,7 @@ def one(tree: str, name: str, roundtrip: bool) -> float:
     """In this process: warm up, then the CPU seconds of one input."""
     sys.path[:0] = [tree, str(Path(tree) / "benchmarks")]
     import fuzz
+
     from driftwatch.collect.raw import RawUnit
     from driftwatch.findings.rulebook import load_rules
     from driftwatch.snapshots.snapshot import build_snapshot

@@ -125,12 +125,12 @@ def worker(method: str, spec: dict) -> dict:
         hostkeys.KnownHosts = _hostkeys_module(spec["before"]).KnownHosts
         method = "driftwatch"
     if method == "driftwatch-snapshot":  # the whole `snapshot`: inventory read, collected, parsed, saved
+        import paramiko  # noqa: F401 - outside the timed part, as for the raw paramiko methods
+
         from driftwatch.collect.sshoptions import SSHOptions
         from driftwatch.engines.files import NO_FILES
         from driftwatch.run.snapshots import snapshot_fleet
         from driftwatch.run.voice import Voice
-
-        import paramiko  # noqa: F401 - outside the timed part, as for the raw paramiko methods
 
         tmp = tempfile.mkdtemp(prefix="dw-bench-store-")
         inventory = os.path.join(tmp, "fleet.yaml")
@@ -150,12 +150,12 @@ def worker(method: str, spec: dict) -> dict:
         ok = sum(line.split("\t")[2] in ("ok", "fallback") for line in lines)
         method = "done"
     if method == "driftwatch":
-        from driftwatch.collect.fleet import collect_fleet
-        from driftwatch.collect.sshoptions import SSHOptions
-        from driftwatch.collect.inventory import HostTarget
-        from driftwatch.snapshots.reader import EngineReader
-
         import paramiko  # noqa: F401 - outside the timed part, as for the raw paramiko methods
+
+        from driftwatch.collect.fleet import collect_fleet
+        from driftwatch.collect.inventory import HostTarget
+        from driftwatch.collect.sshoptions import SSHOptions
+        from driftwatch.snapshots.reader import EngineReader
 
         opts = SSHOptions(known_hosts=spec["known_hosts"], identity=spec["key"], ssh_config="",
                           allow_agent=False, look_for_keys=False, parallel=spec.get("parallel") or 32)
@@ -174,7 +174,7 @@ def worker(method: str, spec: dict) -> dict:
             from driftwatch.snapshots.reader import EngineReader
             markers = EngineReader().startup_markers  # the script driftwatch sends
             cmds = [build_command(UNIT, markers=markers) for _ in hosts]
-            jobs = [(h, c.command, c.script.encode()) for h, c in zip(hosts, cmds)]
+            jobs = [(h, c.command, c.script.encode()) for h, c in zip(hosts, cmds, strict=False)]
         else:
             jobs = [(h, RAW_CMD, None) for h in hosts]
         if spec.get("shared_host_keys"):
@@ -404,6 +404,7 @@ def fleet_loop_bench(n: int, parallel: int) -> dict:
     collect_fleet with `parallel` threads; the CPU of the calling thread (the loop: completions,
     watchdog, progress), not the workers'. Run in a child per tree (DW_BENCH_TREE)."""
     import random
+
     from driftwatch.collect import fleet
     from driftwatch.collect.inventory import HostTarget
     from driftwatch.collect.raw import RawUnit

@@ -22,10 +22,6 @@ class UnitError(InputError):
     """A unit systemd itself would refuse (no ExecStart, unbalanced quotes, ...)."""
 
 
-class EngineError(InputError):
-    """The ExecStart does not run a known inference engine, or the engine argv is unusable."""
-
-
 class CatalogError(DriftwatchError):
     """A flag catalog is missing or does not match the expected schema."""
 

@@ -23,8 +23,9 @@ import json
 import os
 import re
 import shlex
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 REDACTED_PREFIX = "<redacted:"
 CONFIG_FILE = ".driftwatch.yaml"
@@ -284,11 +285,11 @@ def use_config_key_file(path: str | None) -> None:
     _config_key_file[:] = [path] if path else []
 
 
-def default_key_path(env: dict | None = None) -> str:
+def default_key_path(env: Mapping[str, str] | None = None) -> str:
     """``$XDG_CONFIG_HOME/driftwatch/fingerprint.key`` (default ``~/.config/…``), beside the config file."""
-    env = os.environ if env is None else env
-    home = env.get("HOME") or os.path.expanduser("~")
-    xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
+    environ = os.environ if env is None else env
+    home = environ.get("HOME") or os.path.expanduser("~")
+    xdg = environ.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
     return os.path.join(xdg, "driftwatch", "fingerprint.key")
 
 
@@ -345,8 +346,9 @@ def _create_key_file(path: str) -> bytes:
 
 def fingerprint_key() -> tuple[bytes, str]:
     """(the key, its id): ``$DRIFTWATCH_FINGERPRINT_KEY``, else the file ``$DRIFTWATCH_FINGERPRINT_KEY_FILE``
-    (else the config file's ``fingerprint_key_file``), else the installation's key file (created on first use). The id (6 hex digits, itself a keyed
-    hash) travels in every fingerprint, so fingerprints made with another key are told apart."""
+    (else the config file's ``fingerprint_key_file``), else the installation's key file (created on first
+    use). The id (6 hex digits, itself a keyed hash) travels in every fingerprint, so fingerprints made with
+    another key are told apart."""
     given, given_file = os.environ.get(KEY_ENV), os.environ.get(KEY_FILE_ENV) or next(iter(_config_key_file), None)
     cache_key = f"{given!r}|{given_file!r}|{default_key_path()}"
     hit = _key_cache.get(cache_key)
@@ -489,7 +491,8 @@ _SHAPES = re.compile(  # well-known credential shapes, wherever they appear
     r"|-----BEGIN [A-Z ]{0,40}PRIVATE KEY-----[\s\S]{0,20000}?(?:-----END [A-Z ]{0,40}PRIVATE KEY-----|\Z)")
 
 
-_KEY_MATERIAL = re.compile(r"(?i)(?:\.(?:key|pem|p12|pfx|jks|keystore|kdbx|gpg|asc)$|(?:^|/)id_(?:rsa|dsa|ecdsa|ed25519)"
+_KEY_MATERIAL = re.compile(r"(?i)(?:\.(?:key|pem|p12|pfx|jks|keystore|kdbx|gpg|asc)$"
+                           r"|(?:^|/)id_(?:rsa|dsa|ecdsa|ed25519)"
                            r"|(?:^|[/._-])(?:secrets?|tokens?|passwords?|passwd|credentials?|private)(?:$|[/._-]))")
 
 
@@ -1062,7 +1065,7 @@ class Redactor:
         shell_next = False
         typed_credentials = [t for t, secret in (typed or {}).items() if secret]
         program_options: dict[str, str] = {}
-        for index, word in enumerate(argv):
+        for word in argv:
             if not isinstance(word, str):
                 word = str(word)
             if typed is None and pending is None:

@@ -159,6 +159,7 @@ def _extract_word(s: str, i: int, cunescape: bool, relax_escape: bool, relax: bo
                 i += 1
             else:  # the run up to the next backslash or closing quote, in one step (linear, not per char)
                 m = (_RUN_IN_DOUBLE if quote == '"' else _RUN_IN_SINGLE).match(s, i)
+                assert m is not None  # s[i] is neither a backslash nor the quote: a run starts here
                 out.append(m.group())
                 i = m.end()
             continue
@@ -171,6 +172,7 @@ def _extract_word(s: str, i: int, cunescape: bool, relax_escape: bool, relax: bo
                 i += 1
             return join_bytes("".join(out)), i
         m = _RUN_PLAIN.match(s, i)
+        assert m is not None  # s[i] is no backslash, quote or blank: a plain run starts here
         out.append(m.group())
         i = m.end()
 

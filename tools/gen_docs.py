@@ -36,7 +36,7 @@ def _file_comment(path: Path) -> str:
         if not line.startswith("#"):
             break
         lines.append(line.lstrip("#").strip())
-    return " ".join(l for l in lines if l)
+    return " ".join(ln for ln in lines if ln)
 
 
 def _native_fields() -> dict[str, list[str]]:

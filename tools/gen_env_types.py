@@ -83,7 +83,7 @@ def sglang_types_from_source(files: dict[str, str]) -> dict[str, str]:
         old = types.get(name)
         types[name] = kind if old is None or _ORDER[kind] > _ORDER[old] else old
 
-    for path, text in sorted(files.items()):
+    for _path, text in sorted(files.items()):
         try:
             tree = ast.parse(text)
         except SyntaxError:

@@ -23,8 +23,7 @@ if "tools.catalog" not in sys.modules:
     finally:
         sys.path.remove(_ROOT)
 
-from tools.catalog import cli as _cli  # noqa: E402
-from tools.catalog import sglang as _sglang  # noqa: E402
+from tools.catalog import cli as _cli, sglang as _sglang  # noqa: E402
 from tools.catalog.argparse_dump import (  # noqa: E402,F401
     SCHEMA,
     choices_list as _choices,

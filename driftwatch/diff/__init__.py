@@ -18,7 +18,15 @@ from .difference import Difference, EnginePair
 from .flags import default_changes, diff_concepts, diff_flags, read_pair
 from .reported import reported_truths
 from .runtime import _runtime_truths
-from .unit import _attach_origin, _comparable_unit_keys, _dict_diff, _exec_vars, _gpu_summary, _launcher_diff, _prefix_set
+from .unit import (
+    _attach_origin,
+    _comparable_unit_keys,
+    _dict_diff,
+    _exec_vars,
+    _gpu_summary,
+    _launcher_diff,
+    _prefix_set,
+)
 
 __all__ = ["Difference", "EnginePair", "read_pair", "diff_flags", "diff_concepts", "default_changes",
            "diff_snapshots"]

@@ -7,14 +7,14 @@ the steps belong to the steps difference. Two different engines are compared by 
 """
 from __future__ import annotations
 
-from ..engines.registry import get_engine
 from ..engines.config import EXPLICIT, REPORTED, RUNTIME, UNTYPED_KINDS, EngineConfig
+from ..engines.registry import get_engine
+from ..engines.values import _changed, _flag_state
 from ..parse.wrappers import NO_ENGINE
 from ..redact import is_redacted, is_secret_field
 from ..snapshots.snapshot import Snapshot
 from .difference import Difference, EnginePair
 from .reported import overlay_reported
-from ..engines.values import _changed, _flag_state
 
 SPECULATIVE_DETAILS = ("speculative.steps", "speculative.topk", "speculative.draft_tokens",
                        "speculative.draft_model")
@@ -98,10 +98,12 @@ def diff_flags(b: EngineConfig, c: EngineConfig) -> list[Difference]:
             kind = "added"
         elif bs == EXPLICIT and cs != EXPLICIT:
             kind = "removed"
-        flag_obj = c.flags.get(key) or b.flags.get(key)
-        label = (c.flags.get(key).flag if cs == EXPLICIT else None) or (b.flags.get(key).flag if bs == EXPLICIT
-                                                                        else None) or flag_obj.flag or key
-        notes = [v.note for v in (b.flags.get(key), c.flags.get(key)) if v is not None and v.note]
+        b_flag, c_flag = b.flags.get(key), c.flags.get(key)
+        flag_obj = c_flag or b_flag
+        label = ((c_flag.flag if c_flag is not None and cs == EXPLICIT else None)
+                 or (b_flag.flag if b_flag is not None and bs == EXPLICIT else None)
+                 or (flag_obj.flag if flag_obj is not None else None) or key)
+        notes = [v.note for v in (b_flag, c_flag) if v is not None and v.note]
         diffs.append(_with_concept(Difference(
             key=key, label=_primary_label(key, b, c, label), baseline=bv, current=cv,
             baseline_source=bs, current_source=cs, kind=kind, notes=notes,
@@ -173,7 +175,7 @@ def _fold(rows: list[tuple[str, str | None, str | None]], b: EngineConfig, c: En
         secret=any(_untyped_secret(row) for row in rest))]
 
 
-def _bare(value: str | None):
+def _bare(value: str | None) -> str | bool | None:
     """A flag given without words is on (True), as a typed boolean flag reads."""
     return True if value == "" else value
 
@@ -267,6 +269,8 @@ def diff_concepts(b: EngineConfig, c: EngineConfig) -> list[Difference]:
     diffs = []
     for concept in sorted({bd.concept for bd in b.bindings.values()} & {bd.concept for bd in c.bindings.values()}):
         b_key, c_key = _key_of(b, concept), _key_of(c, concept)
+        if b_key is None or c_key is None:  # not reached: the concept is bound on both sides
+            continue
         bv, bs = _flag_state(b.flags.get(b_key))
         cv, cs = _flag_state(c.flags.get(c_key))
         if EXPLICIT not in (bs, cs):

@@ -22,6 +22,7 @@ from ..snapshots.reported import differs
 from ..snapshots.snapshot import Snapshot
 from .difference import Difference
 
+
 def reported_fields(snapshot: Snapshot) -> dict[str, tuple[Any, str]]:
     """native field -> (value, where: startup | effective); the probe's answer wins (it is newer)."""
     out: dict[str, tuple[Any, str]] = {}

@@ -4,12 +4,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..engines.registry import carried_files, find_launcher, get_engine
 from ..engines.config import EngineConfig
+from ..engines.registry import carried_files, find_launcher, get_engine
 from ..parse.wrappers import NO_ENGINE
 from ..snapshots.snapshot import Snapshot
 from .difference import Difference
 from .flags import diff_flags
+
 
 def _runtime_truths(current: Snapshot, config: EngineConfig) -> list[Difference]:
     """Disk vs loaded vs running on the current side: restart/daemon-reload pending."""

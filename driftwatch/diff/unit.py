@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 
+from ..parse.launcher import Launcher
 from ..redact import is_redacted
 from ..snapshots.snapshot import Snapshot
 from .difference import Difference
+
 
 def _dict_diff(prefix: str, label_fmt: str, base: dict, cur: dict, secret_aware: bool = False) -> list[Difference]:
     diffs = []
@@ -33,7 +35,7 @@ def _comparable_unit_keys(b: Snapshot, c: Snapshot) -> tuple[dict, dict]:
     return legacy(b.unit_keys), legacy(c.unit_keys)
 
 
-def _runtime_text(launcher) -> str:
+def _runtime_text(launcher: Launcher) -> str:
     """Where the server runs, in words: an image, or the host's Python environment and entry point."""
     if launcher.image:
         return f"image {launcher.image}"
@@ -49,7 +51,8 @@ def _runtime_switch(b: Snapshot, c: Snapshot) -> Difference | None:
     if (b.launcher.image is None) == (c.launcher.image is None):
         return None
     details = {side: {"interpreter": snap.launcher.interpreter, "entry": snap.launcher.entry,
-                      "image": snap.launcher.image, "wrappers": list(snap.launcher.wrapper_args or snap.launcher.wrappers)}
+                      "image": snap.launcher.image,
+                      "wrappers": list(snap.launcher.wrapper_args or snap.launcher.wrappers)}
                for side, snap in (("baseline", b), ("current", c))}
     return Difference(key="launcher.runtime", label="runs in", baseline=_runtime_text(b.launcher),
                       current=_runtime_text(c.launcher), details=details)

@@ -11,19 +11,21 @@ from __future__ import annotations
 import argparse
 import bisect
 import copy
+import dataclasses
 import functools
 import json
 import math
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import CatalogError
+from ..fileio import loads_json
 from .config import Issue
 from .versions import version_key
-from ..fileio import loads_json
 
 CATALOG_SCHEMA = "driftwatch.catalog/v1"
 _COUNTING = threading.local()  # inside count_problems: issues are counted, their wording is not read
@@ -46,7 +48,7 @@ class OptionSpec:
     choices: list | None = None
     deprecated: str | None = None
     help: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: dict = dataclasses.field(default_factory=dict)  # `field` is a field name here
 
     @property
     def primary(self) -> str:
@@ -194,6 +196,11 @@ class _Parser(argparse.ArgumentParser):
     bisection: argparse scans every option string for each word that is not an exact option, which
     made a command line of unknown or repeated flags cost words x options."""
 
+    # set on the instance only (looked up in its __dict__): the sorted option strings, and the one
+    # HelpFormatter shared while the parser is built
+    _dw_sorted: list[str]
+    _dw_formatter: argparse.HelpFormatter
+
     def _get_option_tuples(self, option_string):
         keys = self.__dict__.get("_dw_sorted")
         if keys is None or len(keys) != len(self._option_string_actions):
@@ -225,7 +232,7 @@ class _Parser(argparse.ArgumentParser):
 def _recording(base: type) -> type:
     """Subclass an argparse Action so each use records the spelling the user typed."""
 
-    class Recording(base):  # type: ignore[misc, valid-type]
+    class Recording(base):
         def __call__(self, parser, namespace, values, option_string=None):
             namespace.__dict__.setdefault("_dw_spelling", {})[self.dest] = option_string
             super().__call__(parser, namespace, values, option_string)
@@ -324,7 +331,7 @@ MAX_RAW_OPTIONS = 40_000  # before repeated last-wins options are folded (`--tp 
 _LAST_WINS = ("store", "store_const", "store_true", "store_false", "boolean_optional")
 
 
-def _drop_overridden(words: list[str], spelled: list[str], catalog: "Catalog") -> tuple[list[str], list[str]]:
+def _drop_overridden(words: list[str], spelled: list[str], catalog: Catalog) -> tuple[list[str], list[str]]:
     """Drop every occurrence of a last-wins option that a later occurrence overrides (`--tp 1` x 10 000 is
     one `--tp 1` to argparse, with the same result): only well-formed ones (`--x=v`, `--x v` with one
     value word, a switch), so argparse's errors are unchanged."""
@@ -351,7 +358,7 @@ def _drop_overridden(words: list[str], spelled: list[str], catalog: "Catalog") -
             seen.add(spec.dest)
     if all(keep):
         return words, spelled
-    return ([w for w, k in zip(words, keep) if k], [w for w, k in zip(spelled, keep) if k])
+    return ([w for w, k in zip(words, keep, strict=True) if k], [w for w, k in zip(spelled, keep, strict=True) if k])
 
 
 def _offending_word(message: str, words: list[str]) -> int | None:
@@ -463,14 +470,15 @@ class CatalogSet:
         names += [p.name for d in self.extra_dirs for p in d.glob(f"{prefix}*.json")]
         return tuple(sorted({n[len(prefix):-len(".json")] for n in names}, key=version_key))
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def load(self, version: str) -> Catalog:
         if version not in self.versions:
             raise CatalogError(f"no {self.label} catalog for release {version} (have: {', '.join(self.versions)})")
         extra = self._extra_file(version)
         if extra is not None:
             return load_catalog_text(extra.read_text(encoding="utf-8"), str(extra), self.engine)
-        path = resources.files(self.package).joinpath("catalogs", f"{self.engine}-{version}.json")
+        # one name per joinpath: Traversable.joinpath takes one before Python 3.11
+        path = resources.files(self.package).joinpath("catalogs").joinpath(f"{self.engine}-{version}.json")
         return load_catalog_text(path.read_text(encoding="utf-8"), f"catalog {self.engine} {version}", self.engine)
 
     def nearest(self, requested: str) -> tuple[str, str]:
@@ -525,7 +533,7 @@ class CatalogSet:
             options = [o for o in options if not o.startswith("--no-")]
         parser.add_argument(*options, **kwargs)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def parser(self, version: str) -> _Parser:
         """An argparse parser equivalent to the engine's for `version` (cached: hundreds of options)."""
         parser = _Parser(prog=f"{self.engine}-{version}", add_help=False, allow_abbrev=self.allow_abbrev)
@@ -544,7 +552,7 @@ class CatalogSet:
             return []
         return [v for v in self.versions if self.load(v).resolve(option)[0] in ("exact", "prefix")]
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def _every_release(self) -> Catalog:
         """One catalog of every release's options (loads every catalog): only resolved, never parsed with."""
         return Catalog(self.engine, "every release", [spec for v in self.versions for spec in self.load(v).options])

@@ -13,8 +13,8 @@ from importlib import resources
 import yaml
 
 from ..concepts import Binding, check_bindings
+from .argparse_catalog import BadValue, CatalogSet, OptionSpec, in_choices, plain
 from .config import DEFAULT, EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
-from .argparse_catalog import BadValue, CatalogSet, in_choices, plain
 from .interface import Engine
 
 
@@ -102,7 +102,7 @@ class ArgparseEngine(Engine):
             rows = cache[version] = (catalog, built)
         return rows[1]
 
-    def _defaults(self, version: str) -> tuple[dict[str, FlagValue], dict[str, list[tuple[int, object]]]]:
+    def _defaults(self, version: str) -> tuple[dict[str, FlagValue], dict[str, list[tuple[int, OptionSpec]]]]:
         """A release's default FlagValue of every field (the first option of a field gives it) and its
         options by argparse dest (with their catalog order), made once per release: typing a unit
         then copies one dict and builds only the FlagValues its argv sets (a few, of 500 options).
@@ -113,7 +113,7 @@ class ArgparseEngine(Engine):
         hit = cache.get(version)
         if hit is None or hit[0] is not catalog:
             flags: dict[str, FlagValue] = {}
-            by_dest: dict[str, list[tuple[int, object]]] = {}
+            by_dest: dict[str, list[tuple[int, OptionSpec]]] = {}
             for i, (spec, primary, default, source, note) in enumerate(self._default_rows(version)):
                 if spec.field not in flags:
                     flags[spec.field] = FlagValue(value=default, source=source, flag=primary, note=note)

@@ -2,6 +2,7 @@
 with where it came from (FlagValue), and what would stop or worry the server (Issue)."""
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,9 @@ class FlagValue:
 class Issue:
     """Something the parser or model noticed: unknown flag, start-up crash, deprecated flag..."""
 
-    kind: str  # unknown-flag | removed-flag | ambiguous-flag | deprecated-flag | startup-crash | bad-value | systemd-refuses | note
+    # unknown-flag | removed-flag | ambiguous-flag | deprecated-flag | startup-crash | bad-value
+    # | systemd-refuses | note
+    kind: str
     message: str
     key: str | None = None
     flag: str | None = None
@@ -83,7 +86,7 @@ class FoldedKeys:
     field: str  # "speculative_config"
     flag: str  # "--speculative-config"
     count: int = 0
-    sources: set = field(default_factory=set)
+    sources: set = dataclasses.field(default_factory=set)  # `field` is a field name here
 
 
 def folded_keys(items, concept_of, in_full: int = KEYS_IN_FULL) -> list:

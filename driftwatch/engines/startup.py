@@ -23,7 +23,7 @@ class StartupValues:
     def __bool__(self) -> bool:
         return bool(self.fields or self.concepts or self.figures)
 
-    def merge(self, other: "StartupValues") -> "StartupValues":
+    def merge(self, other: StartupValues) -> StartupValues:
         """`other` wins where both report a value (the later or more direct reading)."""
         return StartupValues({**self.fields, **other.fields}, {**self.concepts, **other.concepts},
                              {**self.figures, **other.figures})

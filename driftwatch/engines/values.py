@@ -5,8 +5,8 @@ import posixpath
 import re
 from typing import Any
 
-from .config import FlagValue
 from ..fileio import loads_json
+from .config import FlagValue
 
 _NUMBER = re.compile(r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$")
 

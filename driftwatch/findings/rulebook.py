@@ -137,7 +137,7 @@ def _rule_from_dict(raw: dict, origin: str, models: set[str] | None) -> Rule:
 def load_rules_dir(directory: Path, models: set[str] | None = None) -> list[Rule]:
     if not directory.is_dir():
         raise InputError(f"{directory}: rules directory not found")
-    rules = []
+    rules: list[Rule] = []
     for path in sorted(directory.glob("*.yaml")) + sorted(directory.glob("*.yml")):
         data = read_yaml(path, "rules file")
         if data is None:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 import socket
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .email import PASSWORD_ENV, SMTPSettings, build_message, load_password_file, send_message
 from .state import is_resolved, load_state, mark_changes, save_state, should_send, state_for

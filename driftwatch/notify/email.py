@@ -27,9 +27,9 @@ from email.utils import formatdate, getaddresses, make_msgid, parseaddr
 from driftwatch import __version__
 from driftwatch.errors import InputError, NotifyError
 from driftwatch.notify.smtp_words import PASSWORD_ENV, SECURITY_MODES  # re-exported: callers import them here
-from driftwatch.resolver import ResolveTimeout, local_fqdn, resolve
 from driftwatch.report import get_format
 from driftwatch.report.wording import subject
+from driftwatch.resolver import ResolveTimeout, local_fqdn, resolve
 
 
 @dataclass
@@ -350,6 +350,8 @@ def _session_classes(deadline: _Deadline):
             return deadline.connect(host, port, timeout)
 
     class Implicit(smtplib.SMTP_SSL):
+        _host: str  # set by smtplib.SMTP.__init__; the stubs do not declare it
+
         def _get_socket(self, host, port, timeout):
             return self.context.wrap_socket(deadline.connect(host, port, timeout), server_hostname=self._host)
 
@@ -396,7 +398,8 @@ def send_message(msg: EmailMessage, settings: SMTPSettings) -> None:
             stage = f"logging in as {settings.user!r}"
             if not smtp.has_extn("auth"):
                 hint = " (many servers offer AUTH only after STARTTLS)" if settings.security == "plain" else ""
-                raise _fail(settings, f"server does not offer AUTH, but SMTP user {settings.user!r} is configured{hint}")
+                raise _fail(settings,
+                            f"server does not offer AUTH, but SMTP user {settings.user!r} is configured{hint}")
             smtp.login(settings.user, settings.password)
         stage = "sending the message"
         refused = smtp.send_message(msg)

@@ -15,9 +15,10 @@ Rules (`should_send`):
 The state file (JSON, schema ``driftwatch.state/v1``) records the fingerprint of the last run that
 was settled, and the identities (`identity.finding_id`: host/unit/key) of its findings, so the next
 mail can say of each finding whether it is "new since last run" or "still present" (`mark_changes`;
-a state file written before the identities were kept marks nothing). Save it (`save_state(path, state_for(report))`) after a mail was delivered or when no
-mail was needed; do NOT save it when delivery failed, so the next run tries again. Because clean
-runs are saved too, drift that is fixed and later comes back is mailed again.
+a state file written before the identities were kept marks nothing). Save it
+(`save_state(path, state_for(report))`) after a mail was delivered or when no mail was needed; do
+NOT save it when delivery failed, so the next run tries again. Because clean runs are saved too, drift
+that is fixed and later comes back is mailed again.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def _items(report: dict) -> list[list]:
+def _items(report: dict) -> list[str]:
     items = set()
     for h in report.get("hosts") or []:
         if not isinstance(h, dict):
@@ -46,7 +47,7 @@ def _items(report: dict) -> list[list]:
         where = finding_id(h.get("host"), h.get("unit"), None)
         if h.get("status") == "error":
             items.add(_canon(["unreadable", where.host, where.unit]))
-        comp = h.get("comparison") if isinstance(h.get("comparison"), dict) else {}
+        comp = comparison_ if isinstance(comparison_ := h.get("comparison"), dict) else {}
         for f in comp.get("findings") or []:
             if isinstance(f, dict):
                 items.add(_canon(["finding", *finding_id(where.host, where.unit, f.get("key")),
@@ -69,7 +70,7 @@ def _findings(report: dict):
     for h in report.get("hosts") or []:
         if not isinstance(h, dict):
             continue
-        comp = h.get("comparison") if isinstance(h.get("comparison"), dict) else {}
+        comp = comparison_ if isinstance(comparison_ := h.get("comparison"), dict) else {}
         for f in comp.get("findings") or []:
             if isinstance(f, dict):
                 yield str(finding_id(h.get("host"), h.get("unit"), f.get("key"))), f
@@ -147,7 +148,7 @@ def save_state(path: str, data: dict) -> None:
 def _had_trouble(state: dict | None) -> bool:
     if not isinstance(state, dict):
         return False
-    summary = state.get("summary") if isinstance(state.get("summary"), dict) else {}
+    summary = summary_ if isinstance(summary_ := state.get("summary"), dict) else {}
     if "drifted" in summary or "unreadable" in summary:
         return bool(summary.get("drifted") or summary.get("unreadable"))
     return bool(state.get("findings"))  # an older state without a summary
@@ -167,7 +168,7 @@ def should_send(report: dict, state: dict | None, only_changes: bool, always: bo
         return True, "--always"
     if c["unreadable"]:
         return True, f"{c['unreadable']} host(s) unreadable (always reported)"
-    if is_resolved(report, state, only_changes):
+    if state is not None and is_resolved(report, state, only_changes):  # resolved: a state was kept
         since = f" reported at {state['generated_at']}" if state.get("generated_at") else " last reported"
         return True, f"resolved: all {c['hosts']} host(s) match the baseline again (drift{since}) (--only-changes)"
     if not c["drifted"]:
@@ -181,5 +182,5 @@ def should_send(report: dict, state: dict | None, only_changes: bool, always: bo
     return True, what
 
 
-__all__ = ["STATE_SCHEMA", "fingerprint", "is_resolved", "finding_ids", "mark_changes", "state_for", "load_state", "save_state",
-           "should_send"]
+__all__ = ["STATE_SCHEMA", "fingerprint", "is_resolved", "finding_ids", "mark_changes", "state_for", "load_state",
+           "save_state", "should_send"]

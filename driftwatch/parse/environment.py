@@ -14,11 +14,10 @@ as are other invalid names/values (strv_env_clean). Later assignments win.
 """
 from __future__ import annotations
 
-from driftwatch.parse.specifiers import SpecifierFailure, apply_specifiers
-from driftwatch.unitwords import LexInvalid, extract_word
-
 from driftwatch.parse.said import Said
+from driftwatch.parse.specifiers import SpecifierFailure, apply_specifiers
 from driftwatch.redact import shown
+from driftwatch.unitwords import LexInvalid, extract_word
 
 WHITESPACE = " \t\n\r"
 NEWLINE = "\n\r"
@@ -62,7 +61,8 @@ def parse_environment_values(values: list[str], specifiers: dict | None = None,
             except LexInvalid:
                 if warnings is not None:
                     warnings.append(Said(f"Invalid syntax, ignoring: {value}",
-                                         f"Invalid syntax, ignoring: the rest of the value from column {i + 1} (not shown)"))
+                                         "Invalid syntax, ignoring: the rest of the value from column "
+                                         f"{i + 1} (not shown)"))
                 break
             if word is None:
                 break

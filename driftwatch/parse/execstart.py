@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 
 from driftwatch.errors import UnitError
 from driftwatch.parse.environment import parse_environment_file, parse_environment_values
-from driftwatch.parse.specifiers import DEPRECATED_SPECIFIERS, SpecifierFailure, apply_specifiers, unit_specifiers
-from driftwatch.unitwords import WHITESPACE, LexInvalid, extract_word, split_words_relaxed
-from driftwatch.parse.unitfile import UnitFile
 from driftwatch.parse.said import Said, prefixed, public
+from driftwatch.parse.specifiers import DEPRECATED_SPECIFIERS, SpecifierFailure, apply_specifiers, unit_specifiers
+from driftwatch.parse.unitfile import Assignment, UnitFile
 from driftwatch.redact import shown
+from driftwatch.unitwords import WHITESPACE, LexInvalid, extract_word, split_words_relaxed
 
 PATH_MAX = 4096
 LONG_LINE_MAX = 1024 * 1024
@@ -124,7 +124,7 @@ def _split(value: str, specifiers: dict | None, warnings: list[str]) -> list[Com
                              f"Ignoring unknown escape sequences: {_column(rvalue, pos)}"))
         return word, newpos
 
-    def fail(ignore: bool, msg: str):
+    def fail(ignore: bool, msg: str) -> list[Command]:
         if ignore:
             warnings.append(msg)
             return commands
@@ -381,7 +381,7 @@ def _check_working_directory(unit: UnitFile, specifiers: dict, warnings: list[st
         warnings.append(prefixed(where, said))
 
 
-def _where(unit: UnitFile, key: str, a) -> str:
+def _where(unit: UnitFile, key: str, a: Assignment | None) -> str:
     if a is None:
         return ""
     return f"{a.path or unit.name or '<unit>'}:{a.line}: "

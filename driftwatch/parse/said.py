@@ -13,24 +13,24 @@ class Said(str):
 
     public: str
 
-    def __new__(cls, systemd: str, public: str | None = None):
+    def __new__(cls, systemd: str, public: str | None = None) -> Said:
         obj = super().__new__(cls, systemd)
         obj.public = public if public is not None else str(systemd)
         return obj
 
-    def __add__(self, other):  # 'prefix' + said and said + 'suffix' keep both forms
+    def __add__(self, other: object) -> Said:  # 'prefix' + said and said + 'suffix' keep both forms
         return Said(str(self) + str(other), self.public + public(other))
 
-    def __radd__(self, other):
+    def __radd__(self, other: object) -> Said:
         return Said(str(other) + str(self), public(other) + self.public)
 
 
-def public(message) -> str:
+def public(message: object) -> str:
     """The form of a message (a str, a Said, or an exception holding one) that may be shown."""
     if isinstance(message, BaseException):
         message = message.args[0] if message.args else str(message)
     return getattr(message, "public", None) or str(message)
 
 
-def prefixed(prefix: str, message) -> Said:
+def prefixed(prefix: str, message: object) -> Said:
     return Said(prefix + str(message), prefix + public(message))

@@ -30,7 +30,8 @@ def unit_name_unescape(s: str) -> str:
         c = s[i]
         if c == "-":
             out.append("/")
-        elif c == "\\" and s[i + 1:i + 2] == "x" and len(s) >= i + 4 and s[i + 2] in HEX_DIGITS and s[i + 3] in HEX_DIGITS:
+        elif (c == "\\" and s[i + 1:i + 2] == "x" and len(s) >= i + 4
+              and s[i + 2] in HEX_DIGITS and s[i + 3] in HEX_DIGITS):
             out.append(byte_char(int(s[i + 2:i + 4], 16)))
             i += 4
             continue

@@ -88,7 +88,7 @@ class UnitFile:
                 out.append(value)
         return out
 
-    def get(self, section: str, key: str, default=None) -> str | None:
+    def get(self, section: str, key: str, default: str | None = None) -> str | None:
         """Scalar semantics: the last value; an empty last assignment means 'back to the default'."""
         vals = self.raw_values(section, key)
         if not vals or vals[-1] == "":
@@ -158,7 +158,8 @@ def _looks_like_cat(lines: list[str]) -> bool:
     return False
 
 
-def split_files(text: str, name: str | None = None, path: str | None = None):
+def split_files(text: str, name: str | None = None, path: str | None = None
+                ) -> tuple[str | None, bool, list[tuple[str | None, list[tuple[int, str]]]], list[str]]:
     """Split unit text into files.
 
     Returns (name, masked, files, warnings) where files is a list of (path, [(lineno, line), ...]).
@@ -220,7 +221,8 @@ def split_files(text: str, name: str | None = None, path: str | None = None):
             continue
         if current is None:
             if stripped:
-                warnings.append(f"text before the first '# /path' header ignored ({len(stripped)} characters, not shown)")
+                warnings.append(f"text before the first '# /path' header ignored ({len(stripped)} characters, "
+                                "not shown)")
             continue
         current.append((len(current) + 1, line))
     if stopped_at is not None:
@@ -255,33 +257,33 @@ def _parse_one_file(path: str | None, numbered: list[tuple[int, str]], label: st
     def where(n: int) -> str:
         return f"{path or label}:{n}"
 
-    def parse_line(n: int, l: str) -> None:
+    def parse_line(n: int, text: str) -> None:
         nonlocal section
-        l = l.strip(WHITESPACE)
-        if not l:
+        text = text.strip(WHITESPACE)
+        if not text:
             return
-        if l[0] == "[":
-            if l[-1] != "]":
-                raise UnitError(Said(f"{where(n)}: Invalid section header '{l}'",
-                                    f"{where(n)}: Invalid section header {_header_text(l)}"))
-            sname = l[1:-1]
+        if text[0] == "[":
+            if text[-1] != "]":
+                raise UnitError(Said(f"{where(n)}: Invalid section header '{text}'",
+                                    f"{where(n)}: Invalid section header {_header_text(text)}"))
+            sname = text[1:-1]
             if not _string_is_safe(sname):
-                raise UnitError(Said(f"{where(n)}: Bad characters in section header '{l}'",
-                                    f"{where(n)}: Bad characters in section header {_header_text(l)}"))
+                raise UnitError(Said(f"{where(n)}: Bad characters in section header '{text}'",
+                                    f"{where(n)}: Bad characters in section header {_header_text(text)}"))
             section = sname
             return
         if section is None:
             warnings.append(f"{where(n)}: Assignment outside of section. Ignoring.")
             return
-        eq = l.find("=")
+        eq = text.find("=")
         if eq < 0:
             warnings.append(f"{where(n)}: Missing '=', ignoring line.")
             return
         if eq == 0:
             warnings.append(f"{where(n)}: Missing key name before '=', ignoring line.")
             return
-        key = l[:eq].strip(WHITESPACE)
-        value = l[eq + 1:].strip(WHITESPACE)
+        key = text[:eq].strip(WHITESPACE)
+        value = text[eq + 1:].strip(WHITESPACE)
         out.append(Assignment(section=section, key=key, value=value, path=path, line=n))
 
     for n, buf in numbered:
@@ -291,9 +293,9 @@ def _parse_one_file(path: str | None, numbered: list[tuple[int, str]], label: st
             if comments is not None:
                 comments.append((path, s))
             continue
-        l = buf
-        if not bom_seen and l.startswith("\ufeff"):
-            l = l[1:]
+        line = buf
+        if not bom_seen and line.startswith("\ufeff"):
+            line = line[1:]
             bom_seen = True
         if continuation is None:
             cont_line = n
@@ -301,11 +303,11 @@ def _parse_one_file(path: str | None, numbered: list[tuple[int, str]], label: st
         # The joined text so far always ends with the space that replaced a backslash, so the
         # trailing backslashes of the joined line are this line's: counted on it alone, and the
         # pieces joined once at the end (a long continuation is linear, not quadratic).
-        trailing = len(l) - len(l.rstrip("\\"))
+        trailing = len(line) - len(line.rstrip("\\"))
         if trailing % 2 == 1:
-            continuation.append(l[:-1] + " ")
+            continuation.append(line[:-1] + " ")
             continue
-        continuation.append(l)
+        continuation.append(line)
         p = "".join(continuation)
         continuation = None
         parse_line(cont_line, p)

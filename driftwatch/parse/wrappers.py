@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from typing import Callable
+from collections.abc import Callable
+from typing import Protocol
 
 from .launcher import Launcher
 
@@ -39,8 +40,22 @@ _SHELL_SEPARATORS = {"&&", "||", ";", "|", "&", "|&"}
 # A redirection at the start of a word: optional fd, operator, target (`2>&1`, `>> /var/log/x`, `&>f`).
 _REDIRECT = re.compile(r"(?:(?<=\s)|^)\d*(?:&>>|&>|>>|>&|<&|>\||>|<)\s*(?:&?\d+\b|[^\s;&|]+)")
 
-Detect = Callable[[list[str]], "tuple[str, object] | None"]  # words -> (engine name, EngineEntry)
-DetectImage = Callable[[str, list[str]], "tuple[str, object] | None"]  # (image, args) -> the same
+
+
+class FoundEntry(Protocol):
+    """What a `detect` callback found: `engines.interface.EngineEntry` by shape (parse/ sits below
+    engines/ and does not import it)."""
+
+    @property
+    def entry(self) -> str: ...
+    @property
+    def interpreter(self) -> str | None: ...
+    @property
+    def engine_argv(self) -> list[str]: ...
+
+
+Detect = Callable[[list[str]], "tuple[str, FoundEntry] | None"]  # words -> (engine name, EngineEntry)
+DetectImage = Callable[[str, list[str]], "tuple[str, FoundEntry] | None"]  # (image, args) -> the same
 
 
 def basename(path: str) -> str:
@@ -351,7 +366,9 @@ class _Peeler:
         elif var in self.environment:  # `-e NAME`: the client's value, if the client has one
             env[var] = self.environment[var]
 
-    def _shell(self, words, name, depth, wrappers, wrapper_args, env, image, problems, launcher) -> Launcher:
+    def _shell(self, words: list[str], name: str, depth: int, wrappers: list[str], wrapper_args: list[str],
+               env: dict[str, str], image: str | None, problems: list[str],
+               launcher: Callable[[str, str, str | None, list[str]], Launcher]) -> Launcher:
         """`bash -c SCRIPT`: the simple command that starts an engine, or else the last one."""
         script_index = None
         for i, w in enumerate(words[1:], start=1):

@@ -5,7 +5,8 @@ are left to tabulate, so ordinary tables read exactly as before."""
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 LONG = 1000
 SHOWN = 4000  # a cell longer than this shows its head and its length (--format json has it all)
@@ -79,7 +80,7 @@ def fast_table(rows: Sequence[Sequence[Any]], headers: Sequence[str],
     column whose every cell fits."""
     from tabulate import tabulate
     rows = [list(row) for row in rows]
-    columns = list(zip(*rows)) if rows else []
+    columns = list(zip(*rows, strict=False)) if rows else []  # truncating, as before
     caps = list(maxcolwidths or [None] * len(columns)) + [None] * len(columns)
     text_columns = []
     widths: list[int | None] = []

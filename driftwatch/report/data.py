@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..snapshots.baseline import Baseline
 from ..findings.compare import COMPARE_SCHEMA, Comparison, Finding, unquantified
 from ..redact import mask_tree
+from ..snapshots.baseline import Baseline
 from ..snapshots.snapshot import now_utc
 from . import wording
 
@@ -192,7 +192,7 @@ def assemble_report(baseline: dict | None, baselines: list[dict], entries: list[
 
 def _origin_name(f: dict) -> str | None:
     """The file name (not the path) that set the current value, e.g. override.conf."""
-    origin = f.get("origin") if isinstance(f.get("origin"), dict) else {}
+    origin = origin_ if isinstance(origin_ := f.get("origin"), dict) else {}
     path = origin.get("current")
     return str(path).rstrip("/").rsplit("/", 1)[-1] if path else None
 
@@ -226,7 +226,8 @@ def drift_groups(entries: list[dict]) -> list[dict]:
                 group["rank"] = f["rank"]
             group["hosts"].append({"host": e.get("host"), "unit": e.get("unit")})
             members.setdefault(ident, []).append(f)
-    out = sorted(groups.items(), key=lambda kv: (len(kv[1]["hosts"]) == 1, kv[1]["rank"] if isinstance(kv[1]["rank"], int) else 10**6,
+    out = sorted(groups.items(), key=lambda kv: (len(kv[1]["hosts"]) == 1,
+                                                 kv[1]["rank"] if isinstance(kv[1]["rank"], int) else 10**6,
                                                  -len(kv[1]["hosts"]), str(kv[1]["key"])))
     for number, (ident, group) in enumerate(out, 1):
         group["group"] = number

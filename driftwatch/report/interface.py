@@ -39,8 +39,10 @@ class Format(ABC):
         """A `driftwatch.compare/v1` document (one unit against its baseline)."""
 
     @abstractmethod
-    def render_fleet(self, doc: dict) -> str:
-        """A `driftwatch.report/v1` document (many hosts against one baseline)."""
+    def render_fleet(self, doc: dict, brief: bool = False) -> str:
+        """A `driftwatch.report/v1` document (many hosts against one baseline). `brief`: without the
+        per-host sections, in the formats that have them (text, HTML: a mail's summary when the full
+        report is attached); the others have one layout."""
 
     def render_history(self, doc: dict) -> str:
         """A `driftwatch.history/v1` document (what changed when, since when each finding is there;
@@ -55,7 +57,8 @@ class Format(ABC):
 
     def render(self, doc: dict) -> str:
         """Render any document, by its `schema`."""
-        kind = SCHEMA_KINDS.get(doc.get("schema") if isinstance(doc, dict) else None)
+        schema = doc.get("schema") if isinstance(doc, dict) else None
+        kind = SCHEMA_KINDS.get(schema) if isinstance(schema, str) else None
         if kind == COMPARISON:
             return self.render_comparison(doc)
         if kind == FLEET:

@@ -83,7 +83,7 @@ def _put(value, pad: str, out: list[str], flat: frozenset[str] = frozenset()) ->
             leaves = _leaves(value.values()) or _leaf_records(value.values(), inner)
             if leaves is not None:
                 out.append("{" + inner + ("," + inner).join(
-                    f"{_string(key)}: {leaf}" for key, leaf in zip(value, leaves)) + pad + "}")
+                    f"{_string(key)}: {leaf}" for key, leaf in zip(value, leaves, strict=True)) + pad + "}")
                 return
         sep = "{" + inner
         for key, item in value.items():
@@ -164,7 +164,7 @@ def _leaf_records(values, pad: str) -> list[str] | None:
         if leaves is None:
             return None
         out.append("{" + inner + ("," + inner).join(
-            f"{_string(key)}: {leaf}" for key, leaf in zip(value, leaves)) + pad + "}")
+            f"{_string(key)}: {leaf}" for key, leaf in zip(value, leaves, strict=True)) + pad + "}")
     return out
 
 
@@ -176,8 +176,8 @@ class JsonFormat(Format):
     def render_comparison(self, doc: dict) -> str:
         return dump(doc)
 
-    def render_fleet(self, doc: dict) -> str:
-        return dump(doc)
+    def render_fleet(self, doc: dict, brief: bool = False) -> str:
+        return dump(doc)  # one layout: the document itself
 
     def render_history(self, doc: dict) -> str:
         return dump(doc, HISTORY_RECORDS)

@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
-from . import view
-from . import wording as w
+from . import view, wording as w
 from .interface import Format
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
@@ -55,7 +54,7 @@ class MarkdownFormat(Format):
         out += [f"- note: {md(n)}" for n in view.comparison_notes(doc)]
         return "\n".join(out).rstrip() + "\n"
 
-    def render_fleet(self, doc: dict) -> str:
+    def render_fleet(self, doc: dict, brief: bool = False) -> str:  # one layout
         lines = [f"# driftwatch: {md(w.headline(doc))}", "", f"Baseline: {md(w.baseline_line(doc))}  "]
         if doc.get("generated_at"):
             lines.append(f"Generated: {md(str(doc['generated_at']))}  ")

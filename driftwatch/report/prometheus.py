@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 from ..timestamps import parse_utc
 from . import view
@@ -81,7 +82,8 @@ def _is_number(value) -> bool:
 
 class _Family:
     def __init__(self, name: str, help_text: str, kind: str = "gauge"):
-        self.name, self.help, self.kind, self.samples = name, help_text, kind, []
+        self.name, self.help, self.kind = name, help_text, kind
+        self.samples: list[tuple[dict, Any]] = []
 
     def add(self, labels: dict, value) -> None:
         self.samples.append((labels, value))
@@ -112,8 +114,8 @@ class PrometheusFormat(Format):
     def render_comparison(self, doc: dict) -> str:
         raise UnsupportedDocument("the prometheus format renders fleet reports only (use `report --unit-file`)")
 
-    def render_fleet(self, doc: dict) -> str:
-        return render_textfile(doc)
+    def render_fleet(self, doc: dict, brief: bool = False) -> str:
+        return render_textfile(doc)  # one layout: the metrics
 
 
 def report_label(path: str | None) -> str:
@@ -191,7 +193,7 @@ def render_textfile(doc: dict, report: str = "driftwatch") -> str:
                 accept.add(where, now["accept_length"])
         starts = []
         for f in fs:
-            s = f.get("since") if isinstance(f.get("since"), dict) else {}
+            s = since_ if isinstance(since_ := f.get("since"), dict) else {}
             try:
                 if s.get("at"):
                     starts.append(parse_utc(s["at"]).timestamp())

@@ -6,8 +6,8 @@ import shlex
 
 from ..engines.config import FoldedKeys, folded_issues, folded_keys
 from ..redact import mask_for_show, visible
-from .cells import fast_table, prewrap
 from ..snapshots.snapshot import Snapshot, engine_to_dict
+from .cells import fast_table, prewrap
 
 _FLAG_WIDTHS = [None, None, None, 40, None, 50]
 
@@ -107,8 +107,8 @@ def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
         lines += ["", fast_table(prewrap(_cells(sorted(snap.unit_keys.items())), [None, 80]), ["unit key", "value"],
                                  [None, 80])]
     if snap.environment:
-        lines += ["", fast_table(prewrap(_cells(sorted(snap.environment.items())), [None, 80]), ["environment", "value"],
-                                 [None, 80])]
+        lines += ["", fast_table(prewrap(_cells(sorted(snap.environment.items())), [None, 80]),
+                                 ["environment", "value"], [None, 80])]
     rt = snap.runtime
     if rt:
         lines.append("")

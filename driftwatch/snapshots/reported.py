@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..engines.values import _changed
 from ..engines.config import EFFECTIVE, RUNTIME, STARTUP, EngineConfig  # runtime.startup / runtime.effective
 from ..engines.startup import StartupValues
+from ..engines.values import _changed
 from ..redact import Redactor, credential_kind
 
 KINDS = (STARTUP, EFFECTIVE)

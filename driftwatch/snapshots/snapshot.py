@@ -11,22 +11,22 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..collect.raw import RawUnit
+from ..engines.config import EngineConfig, FoldedKeys, Issue, folded_issues, folded_keys
 from ..engines.files import NO_FILES, EngineFiles
 from ..engines.registry import find_launcher, get_engine
 from ..errors import DriftwatchError, InputError
 from ..facts.gpu import INTERCONNECTS
 from ..fileio import MAX_TEXT_BYTES
-from ..engines.config import EngineConfig, FoldedKeys, Issue, folded_issues, folded_keys
-from ..parse.launcher import Launcher
-from ..collect.raw import RawUnit
-from ..parse.execstart import ExecStartError, resolve_exec_start
-from ..parse.unitfile import LIST_KEYS, parse_unit_text
 from ..parse.environment import parse_environment_file
+from ..parse.execstart import ExecStartError, resolve_exec_start
+from ..parse.launcher import Launcher
 from ..parse.said import public
+from ..parse.unitfile import LIST_KEYS, parse_unit_text
 from ..parse.wrappers import NO_ENGINE
 from ..redact import Redactor, credential_kind, load_public_env, visible
-from .reported import EFFECTIVE, KINDS as REPORTED_KINDS, STARTUP, keep_reported
 from ..timestamps import utc_now as now_utc
+from .reported import EFFECTIVE, KINDS as REPORTED_KINDS, STARTUP, keep_reported
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
 # [Service] keys whose drift we report besides ExecStart/Environment (which are read deeper).
@@ -127,7 +127,7 @@ def credential_options() -> tuple[str, ...]:
 
 def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str | None = None,
                    files: EngineFiles = NO_FILES) -> Snapshot:
-    """Parse a collected unit into a Snapshot. Raises InputError/UnitError/EngineError naming `origin`.
+    """Parse a collected unit into a Snapshot. Raises InputError/UnitError naming `origin`.
     The engine reads a vLLM `--config FILE` from `files` (the ones the user gave) and from the unit's
     own files the collector fetched from its host (`RawUnit.engine_files`)."""
     where = origin or f"{raw.host}:{raw.unit}"
@@ -151,8 +151,9 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     # Read everything in clear first, to learn which values are secrets however they were written
     # (abbreviated flags, ${VAR}, wrapper environments), then scrub them everywhere before storing.
     clear_expanded = list(result.expanded_argv)
-    if "@" in command.prefixes and getattr(command, "path", None):
-        clear_expanded = [command.path] + clear_expanded[1:]  # `@path name …`: path runs, name is argv[0]
+    at_path = getattr(command, "path", None)
+    if "@" in command.prefixes and at_path:
+        clear_expanded = [at_path] + clear_expanded[1:]  # `@path name …`: path runs, name is argv[0]
     unit_files = files.with_fetched(getattr(raw, "engine_files", None))
     launcher = find_launcher(clear_expanded, dict(result.environment), unit_files)
     engine_plugin = get_engine(launcher.engine)
@@ -328,7 +329,7 @@ def engine_to_dict(engine: EngineConfig, include_defaults: bool = False, fold_ke
     chosen = engine.flags.items() if include_defaults else [(k, v) for k, v in engine.flags.items()
                                                             if v.source == "explicit"]
     chosen = sorted(chosen)  # the few explicit ones sorted, not a release's 500 options
-    not_listed = {}
+    not_listed: dict[str, dict[str, Any]] = {}
     for item in (folded_keys(chosen, engine.concept_of) if fold_keys else chosen):
         if isinstance(item, FoldedKeys):  # (one field filled by two flags: both named, their keys counted)
             counted = not_listed.setdefault(item.field, {"flag": item.flag, "keys": 0})
@@ -404,6 +405,12 @@ class _Fields:
         if isinstance(value, dict):
             return "a mapping"
         return f"a {type(value).__name__}"
+
+    def required_text(self, data: dict, key: str) -> str:
+        """`text` of a key that must hold a string (None is refused like any other non-string)."""
+        value = self.text(data, key, optional=False)
+        assert value is not None  # optional=False: `text` raised instead
+        return value
 
     def text(self, data: dict, key: str, default: Any = None, optional: bool = True) -> str | None:
         value = data.get(key, default)
@@ -576,16 +583,18 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
     f = _Fields(origin, what, prefix)
     exec_start = data.get("exec_start")
     if not isinstance(exec_start, dict):
-        raise f.fail("exec_start", "missing" if exec_start is None else f"expected a mapping, found {f.kind(exec_start)}")
+        raise f.fail("exec_start",
+                     "missing" if exec_start is None else f"expected a mapping, found {f.kind(exec_start)}")
     e = _Fields(origin, what, prefix + "exec_start.")
     argv = e.texts(exec_start, "argv", required=True)
     expanded = e.texts(exec_start, "expanded_argv", required=True)
     prefixes = e.text(exec_start, "prefixes", "") or ""
     raw_launcher = data.get("launcher")
     if not isinstance(raw_launcher, dict):
-        raise f.fail("launcher", "missing" if raw_launcher is None else f"expected a mapping, found {f.kind(raw_launcher)}")
+        raise f.fail("launcher",
+                     "missing" if raw_launcher is None else f"expected a mapping, found {f.kind(raw_launcher)}")
     lf = _Fields(origin, what, prefix + "launcher.")
-    engine_name = lf.text(raw_launcher, "engine", optional=False) if "engine" in raw_launcher else NO_ENGINE
+    engine_name = lf.required_text(raw_launcher, "engine") if "engine" in raw_launcher else NO_ENGINE
     launcher = Launcher(
         engine=engine_name, entry=lf.text(raw_launcher, "entry", "") or "",
         interpreter=lf.text(raw_launcher, "interpreter"), wrappers=lf.texts(raw_launcher, "wrappers"),

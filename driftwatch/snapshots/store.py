@@ -8,18 +8,38 @@ from __future__ import annotations
 
 import os
 from abc import ABCMeta
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
-from .store_records import (DEFAULT_STORE, LATEST, MAX_PER_SECOND, RUNS, BaselineSource, SaveResult, Seen,
-                            SnapshotKey, SnapshotRecord, StoreBase, StoredSnapshot, baseline_protections,
-                            check_prune_request, component_name, read_yaml_snapshot, safe_component, since_window,
-                            snapshot_hash, source_hash, state_hash)
+from .store_records import (
+    DEFAULT_STORE,
+    LATEST,
+    MAX_PER_SECOND,
+    RUNS,
+    BaselineSource,
+    SaveResult,
+    Seen,
+    SnapshotKey,
+    SnapshotRecord,
+    StoreBase,
+    StoredSnapshot,
+    baseline_protections,
+    check_prune_request,
+    component_name,
+    read_yaml_snapshot,
+    safe_component,
+    since_window,
+    snapshot_hash,
+    source_hash,
+    state_hash,
+)
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
-    from .store_files import FileStore
+    from .store_files import LOCK, FileStore, is_file_store
+    from .store_sql import DatabaseStore
 
 _LAZY = {"FileStore", "LOCK", "is_file_store"}  # the YAML-file store: imported by those who use it
 
@@ -80,7 +100,7 @@ class SnapshotStore(StoreBase, metaclass=ABCMeta):
 
 
 def open_store(location=None, on_problem: Callable[[str], None] | None = None, *,
-               allow_files: bool = False, changes: Callable | None = None) -> "SnapshotStore":
+               allow_files: bool = False, changes: Callable | None = None) -> DatabaseStore | FileStore:
     """The store at `location` (see `SnapshotStore`); `allow_files`: a YAML-file store opens as one.
     `changes` (`run.history.changes_between`): a database store keeps each new snapshot's changes
     from the one before it as it saves (schema v2), so history reads them instead of diffing."""
@@ -102,7 +122,7 @@ def open_store(location=None, on_problem: Callable[[str], None] | None = None, *
                      f"once with: driftwatch store import {folder} --store {folder}")
 
 
-_OPEN: dict[str, SnapshotStore] = {}
+_OPEN: dict[str, DatabaseStore | FileStore] = {}
 
 
 def save_snapshot(snapshot: Snapshot, store: str | os.PathLike | None, *, dedupe: bool = True,
@@ -113,9 +133,11 @@ def save_snapshot(snapshot: Snapshot, store: str | os.PathLike | None, *, dedupe
     key = os.fspath(store) if store else DEFAULT_STORE
     opened = _OPEN.get(key)
     if opened is None:
-        opened = _OPEN[key] = SnapshotStore(store or None, changes=changes)
-    elif changes is not None and getattr(opened, "differ", changes) is None:
-        opened.differ = changes
+        opened = _OPEN[key] = open_store(store or None, changes=changes)
+    elif changes is not None:
+        from .store_sql import DatabaseStore  # loaded already: open_store opened this one
+        if isinstance(opened, DatabaseStore) and opened.differ is None:
+            opened.differ = changes
     return opened.save(snapshot, dedupe=dedupe)
 
 
@@ -123,4 +145,5 @@ def save_snapshot(snapshot: Snapshot, store: str | os.PathLike | None, *, dedupe
 __all__ = ["DEFAULT_STORE", "LATEST", "LOCK", "MAX_PER_SECOND", "RUNS", "BaselineSource", "FileStore", "SaveResult",
            "Seen", "SnapshotKey", "SnapshotRecord", "SnapshotStore", "StoreBase", "StoredSnapshot",
            "baseline_protections", "check_prune_request", "component_name", "is_file_store", "open_store",
-           "read_snapshot_file", "safe_component", "save_snapshot", "since_window", "snapshot_hash", "source_hash", "state_hash"]
+           "read_snapshot_file", "safe_component", "save_snapshot", "since_window", "snapshot_hash", "source_hash",
+           "state_hash"]

@@ -14,9 +14,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Any
 
 from ..errors import DriftwatchError, InputError
 from ..fileio import dump_yaml, read_yaml, sync_directories, write_atomic, write_new
@@ -40,7 +41,7 @@ def _inside(path: Path, root: str) -> bool:
     return real == root or real.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _clean_document(data, origin: str) -> tuple[dict, str | None]:
+def _clean_document(data: Any, origin: str) -> tuple[dict, str | None]:
     """(the document to store, why it differs from the file's or None): checked by the loader every
     read of the store uses (`snapshot_from_dict`: schema, types, sizes, a refusal as an InputError)
     and redacted as `snapshot` redacts. A file that is already what this release saves is stored as it

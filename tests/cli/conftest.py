@@ -5,9 +5,9 @@ import os
 import subprocess
 
 import pytest
+from cli_helpers import DRIFTWATCH, Run
 from click.testing import CliRunner
 
-from cli_helpers import DRIFTWATCH, Run
 from driftwatch.cli import cli
 
 

@@ -51,7 +51,7 @@ def test_unknown_flags_are_exit_1_one_line_each(dw):
     assert run.code == 1, run
     lines = run.stdout.strip().splitlines()
     errors = [line for line in lines if ": error: " in line]
-    assert len(errors) == 3 and all(flag in line for flag, line in zip(DDTREE_FLAGS, errors)), lines
+    assert len(errors) == 3 and all(flag in line for flag, line in zip(DDTREE_FLAGS, errors, strict=False)), lines
     assert "would refuse to start" in lines[-1]
     doc = dw("check", "--unit-file", SHADOW, "--format", "json").json()
     assert doc["schema"] == "driftwatch.check/v1" and doc["starts"] is False

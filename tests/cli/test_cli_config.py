@@ -196,6 +196,7 @@ def test_report_reads_its_own_keys_and_the_shared_ones(run, tmp_path):
 def test_every_key_is_documented_and_names_an_option():
     """docs/config.md shows every key; each command key is an option of some command (or the group's)."""
     import click
+
     from driftwatch.cli import cli
     from driftwatch.cli.config import key_of
     from driftwatch.notify.settings import COMMAND_KEYS, REPORT_KEYS

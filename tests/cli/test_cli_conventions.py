@@ -16,7 +16,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import BASELINES, DRIFTWATCH, EXAMPLES, UNIT_70, Run, assert_one_line_error, unit_70, write
 
 BASELINE_70 = BASELINES / "70toks.yaml"
@@ -54,8 +53,8 @@ def test_11_report_labels_unit_files_by_the_path_given(dw, tmp_path):
 
 
 def test_11_host_counts_count_hosts_not_host_unit_pairs():
-    from driftwatch.snapshots.baseline import load_baseline
     from driftwatch.report.data import build_report, host_entry
+    from driftwatch.snapshots.baseline import load_baseline
     base = load_baseline(str(BASELINE_70), BASELINES)
     entries = [host_entry("ct129", "a.service", "drift"), host_entry("ct129", "b.service", "clean"),
                host_entry("ct130", "a.service", "clean"), host_entry("ct130", "b.service", "clean"),
@@ -66,11 +65,11 @@ def test_11_host_counts_count_hosts_not_host_unit_pairs():
 
 
 def test_15_report_json_keeps_the_failure_kind_per_host():
-    from driftwatch.snapshots.baseline import load_baseline
     from driftwatch.collect.raw import RawUnit
     from driftwatch.findings.judging import Judging
     from driftwatch.findings.rulebook import load_rules
     from driftwatch.run.fleet import Judge
+    from driftwatch.snapshots.baseline import load_baseline
     base = load_baseline(str(BASELINE_70), BASELINES)
     raws = [RawUnit(host=h, unit="sglang-qwen.service", status=s, error="why") for h, s in (
         ("a", "unreachable"), ("b", "timeout"), ("c", "auth failed"), ("d", "host key refused"),

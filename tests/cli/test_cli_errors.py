@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from cli_helpers import BASELINES, EXAMPLES, assert_one_line_error
 
 U40 = EXAMPLES / "sglang-qwen-40toks.service"

@@ -23,14 +23,14 @@ PAGES = {str(p.relative_to(REPO)): p.read_text() for p in [REPO / "README.md", *
 def _lines(text: str) -> list[str]:
     """The command lines of a page's ```sh blocks, continuations joined, comments cut."""
     sh = [re.sub(r"\\\n\s*", " ", b) for b in re.findall(r"^```sh\n(.*?)^```", text, re.S | re.M)]
-    return [l.split("#")[0].strip() for b in sh for l in b.splitlines() if l.split("#")[0].strip()]
+    return [ln.split("#")[0].strip() for b in sh for ln in b.splitlines() if ln.split("#")[0].strip()]
 
 
-LINES = [l for text in PAGES.values() for l in _lines(text)]
+LINES = [ln for text in PAGES.values() for ln in _lines(text)]
 
 
 def test_walk_through_never_overwrites_a_shipped_baseline():
-    saves = [l for l in LINES if re.search(r"\bbaseline (save|accept)\b", l)]
+    saves = [ln for ln in LINES if re.search(r"\bbaseline (save|accept)\b", ln)]
     assert saves
     for line in saves:
         assert "--baselines-dir" in line and "--force" not in line, line
@@ -40,12 +40,12 @@ def test_commands_use_the_venv():
     checked = 0
     for page, text in PAGES.items():
         lines = _lines(text)
-        first = next((i for i, l in enumerate(lines) if re.match(r"(\S+/)?driftwatch ", l) and not l.startswith(".venv/")),
+        first = next((i for i, ln in enumerate(lines) if re.match(r"(\S+/)?driftwatch ", ln) and not ln.startswith(".venv/")),
                      None)
         if first is None:
             continue
         checked += 1
-        assert any(l.startswith(". .venv/bin/activate") for l in lines[:first]), (page, lines[first])
+        assert any(ln.startswith(". .venv/bin/activate") for ln in lines[:first]), (page, lines[first])
     assert checked >= 5
 
 
@@ -58,7 +58,7 @@ def _options(command: click.Command) -> set[str]:
 
 def test_documented_commands_use_existing_options():
     """Every `driftwatch …` line of the README and docs/ names a command that exists, with options it has."""
-    commands = [seg.strip() for l in LINES for seg in re.split(r"&&|\|", l)
+    commands = [seg.strip() for ln in LINES for seg in re.split(r"&&|\|", ln)
                 if re.match(r"(\S+/)?driftwatch ", seg.strip())]
     assert len(commands) >= 30
     for line in commands:

@@ -88,8 +88,8 @@ def test_environment_files_and_running_argv_are_scrubbed():
     """EnvironmentFile= contents (URL passwords, *_AUTH) and the running process's argv, as collected
     from a live host, never reach the stored snapshot in clear."""
     from driftwatch.collect.raw import RawUnit
-    from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
     from driftwatch.fileio import dump_yaml
+    from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
 
     raw = RawUnit(host="h", unit="u.service",
                   text="[Service]\nEnvironmentFile=/root/sglang.env\n"

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import json
 
-from driftwatch.findings.rulebook import load_rules
-
 from cli_helpers import BASELINES, EXAMPLES, assert_one_line_error
+
+from driftwatch.findings.rulebook import load_rules
 
 U40 = EXAMPLES / "sglang-qwen-40toks.service"
 

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from cli_helpers import BASELINES, EXAMPLES
 
 SEED000_40 = EXAMPLES / "sglang-qwen-40toks.service"

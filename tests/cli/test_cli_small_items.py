@@ -5,7 +5,6 @@ never cuts a word (blocks below 80 columns); colour only on a terminal, as --col
 Runs the real console script (subprocess); the colour test gives it a real pseudo-terminal."""
 from __future__ import annotations
 
-import json
 import os
 import pty
 import re
@@ -15,7 +14,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from cli_helpers import DRIFTWATCH
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 import pytest
-
 from cli_helpers import BASELINES, EXAMPLES, UNIT_70, unit_70, write
 
 BASELINE_70 = BASELINES / "70toks.yaml"

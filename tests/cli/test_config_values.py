@@ -16,8 +16,7 @@ from typing import Any
 import click
 import pytest
 
-from driftwatch.cli import cli
-from driftwatch.cli import config as cfg
+from driftwatch.cli import cli, config as cfg
 from driftwatch.errors import InputError
 from driftwatch.notify.settings import COMMAND_PATH_KEYS, PATH_SENTINELS, load_report_settings
 

@@ -6,19 +6,14 @@ finaliser, plus atexit) even when a test fails. SSH tests skip when not root or 
 """
 from __future__ import annotations
 
-import os
-import sys
 import textwrap
 import time
 
+import dw_sshlab
 import pytest
+from dw_sshlab import FIXTURES, UNIT, plain_unit
 
-sys.path.insert(0, os.path.dirname(__file__))
-import dw_sshlab  # noqa: E402
-
-from driftwatch.collect.sshoptions import SSHOptions  # noqa: E402
-
-from dw_sshlab import FIXTURES, UNIT, plain_unit  # noqa: E402
+from driftwatch.collect.sshoptions import SSHOptions
 
 _SSH_OK = dw_sshlab.is_root() and dw_sshlab.have_sshd()
 _NETNS_OK = _SSH_OK and dw_sshlab.have_netns()

@@ -82,7 +82,7 @@ def wait_port(host: str, port: int, timeout: float = 10.0) -> None:
                 return
         except OSError:
             if time.monotonic() > deadline:
-                raise RuntimeError(f"nothing listening on {host}:{port} after {timeout}s")
+                raise RuntimeError(f"nothing listening on {host}:{port} after {timeout}s") from None
             time.sleep(0.02)
 
 

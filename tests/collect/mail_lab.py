@@ -5,7 +5,6 @@ from __future__ import annotations
 from email import message_from_bytes, policy
 
 import pytest
-
 from dw_sshlab import free_port
 
 

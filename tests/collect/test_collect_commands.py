@@ -1,10 +1,16 @@
 """The remote script, run locally with /bin/sh, and the parser of its sections."""
 import shlex
-import pytest
 import subprocess
 
+import pytest
+
 from driftwatch.collect.commands import (
-    build_command, cat_paths, parse_cmdline_hex, parse_journal, parse_output, split_sections,
+    build_command,
+    cat_paths,
+    parse_cmdline_hex,
+    parse_journal,
+    parse_output,
+    split_sections,
 )
 from driftwatch.snapshots.reader import EngineReader
 
@@ -88,7 +94,6 @@ def _alive_in_group(pgid: int) -> list[str]:
 def test_the_script_kills_its_own_process_group_at_its_deadline(tmp_path):
     """A step that hangs where no working `timeout` bounds it ends with the whole script at its
     deadline, children included; run in a session of its own, as sshd runs a command."""
-    import os
     import time
     fake = tmp_path / "bin"
     fake.mkdir()

@@ -11,11 +11,11 @@ from __future__ import annotations
 import os
 import time
 
-import pytest
-
 import dw_sshlab
+import pytest
 from dw_sshlab import FIXTURES, UNIT
 from unit_tree import read_unit_tree
+
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget, load_inventory
 from driftwatch.snapshots.reader import EngineReader

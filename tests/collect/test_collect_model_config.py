@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 from dw_sshlab import plain_unit
+
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
-from driftwatch.snapshots.snapshot import build_snapshot
 from driftwatch.snapshots.reader import EngineReader
+from driftwatch.snapshots.snapshot import build_snapshot
 
 READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
 

@@ -12,15 +12,15 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-
 from dw_sshlab import plain_unit
+
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.probe import ProbeError, http_get, probe_unit
 from driftwatch.collect.raw import RawUnit
 from driftwatch.fileio import dump_yaml
-from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
 from driftwatch.snapshots.reader import EngineReader
+from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
 
 READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
 

@@ -86,12 +86,12 @@ def test_over_ssh_only_the_unit_on_the_processes_port_gets_it(loopback, known_ho
     """The loopback host holds sglang-qwen.service (--port 30000) and other.service (--port 30001),
     and no systemd. One old server runs on 30001 with other flags: other.service is "restart
     pending", sglang-qwen.service's running process is unknown (it used to get the same process)."""
-    from driftwatch.snapshots.baseline import Baseline
     from driftwatch.collect.fleet import collect_fleet
     from driftwatch.collect.inventory import HostTarget
     from driftwatch.findings.compare import compare
     from driftwatch.findings.rulebook import load_rules
     from driftwatch.run.targets import raw_to_snapshot
+    from driftwatch.snapshots.baseline import Baseline
 
     old = ["/root/ml-env/bin/python3", "-m", "sglang.launch_server", "--model-path", "/root/models/m",
            "--port", "30001", "--tp-size", "2"]

@@ -7,10 +7,10 @@ import hmac
 import os
 import time
 
-import pytest
-
 import dw_sshlab
+import pytest
 from dw_sshlab import UNIT
+
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.errors import InputError

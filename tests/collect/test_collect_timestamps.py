@@ -4,9 +4,10 @@ from __future__ import annotations
 import re
 
 from dw_sshlab import UNIT
+
 from driftwatch.collect.fleet import collect_fleet
-from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.interface import Where
+from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.local import UnitFileCollector
 from driftwatch.snapshots.reader import EngineReader
 

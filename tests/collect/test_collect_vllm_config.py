@@ -14,14 +14,14 @@ from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.collect.local import render_unit_text
 from driftwatch.collect.raw import RawUnit
-from driftwatch.findings.compare import compare
-from driftwatch.snapshots.baseline import Baseline
+from driftwatch.engines.config import EXPLICIT
 from driftwatch.engines.files import NO_FILES
 from driftwatch.engines.vllm import config_file
-from driftwatch.engines.config import EXPLICIT
+from driftwatch.findings.compare import compare
 from driftwatch.findings.rulebook import load_rules
-from driftwatch.snapshots.snapshot import build_snapshot
+from driftwatch.snapshots.baseline import Baseline
 from driftwatch.snapshots.reader import EngineReader
+from driftwatch.snapshots.snapshot import build_snapshot
 
 READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
 

@@ -16,13 +16,9 @@ import subprocess
 import sys
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
-from dw_sshlab import plain_unit  # noqa: E402
-from mail_lab import smtp  # noqa: E402,F401 - the fixture
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "report"))
-from node_exporter_lab import NODE_EXPORTER, node_exporter  # noqa: E402
+from dw_sshlab import plain_unit
+from mail_lab import smtp  # noqa: F401 - the fixture
+from node_exporter_lab import NODE_EXPORTER, node_exporter
 
 SG = "sglang-qwen.service"
 VL = "vllm-qwen.service"
@@ -79,7 +75,7 @@ def _run(argv, env, cwd, **kw):
     return subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=300, **kw)
 
 
-def test_one_cron_run_checks_a_mixed_fleet(mixed_fleet, lab, tmp_path, smtp, textfiles):
+def test_one_cron_run_checks_a_mixed_fleet(mixed_fleet, lab, tmp_path, smtp, textfiles):  # noqa: F811 (fixture)
     smtp_port, box = smtp
     textfile_dir, scrape = textfiles
     home, state, bl = tmp_path / "home", tmp_path / "state", tmp_path / "baselines"

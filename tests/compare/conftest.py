@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.snapshots.baseline import Baseline
-from driftwatch.run.targets import snapshot_from_unit_file
 from driftwatch.findings.compare import compare
 from driftwatch.findings.rulebook import load_rules
+from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.snapshots.baseline import Baseline
 
 REPO = Path(__file__).resolve().parents[2]
 

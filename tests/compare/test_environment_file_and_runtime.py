@@ -9,9 +9,9 @@ from driftwatch.collect.raw import RawUnit
 from driftwatch.findings.compare import compare
 from driftwatch.findings.rulebook import load_rules
 from driftwatch.report.data import comparison_to_dict
+from driftwatch.run.targets import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import Baseline
 from driftwatch.snapshots.snapshot import build_snapshot
-from driftwatch.run.targets import snapshot_from_unit_file
 
 REPO = Path(__file__).resolve().parents[2]
 EXEC = "ExecStart=/root/ml-env/bin/python3 -m sglang.launch_server --model-path /m --tp-size 2\n"

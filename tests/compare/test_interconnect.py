@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.snapshots.baseline import Baseline
 from driftwatch.collect.raw import RawUnit
-from driftwatch.findings.compare import compare
 from driftwatch.errors import InputError
 from driftwatch.fileio import dump_yaml
+from driftwatch.findings.compare import compare
 from driftwatch.report.show import render_show
+from driftwatch.snapshots.baseline import Baseline
 from driftwatch.snapshots.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
 
 REPO = Path(__file__).resolve().parents[2]

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.snapshots.baseline import load_baseline
 from driftwatch.collect.raw import RawUnit
-from driftwatch.findings.compare import compare
 from driftwatch.errors import InputError
 from driftwatch.fileio import dump_yaml
-from driftwatch.report.wording import display_pair
+from driftwatch.findings.compare import compare
 from driftwatch.findings.rulebook import load_rules
+from driftwatch.report.wording import display_pair
+from driftwatch.snapshots.baseline import load_baseline
 from driftwatch.snapshots.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
 
 REPO = Path(__file__).resolve().parents[2]

@@ -39,9 +39,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from driftwatch.report.wording import display_pair, explain
 from driftwatch.findings.rulebook import UNKNOWN_RULE, load_rules
-
+from driftwatch.report.wording import display_pair, explain
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.snapshots.baseline import Baseline
-from driftwatch.run.targets import snapshot_from_unit_file
 from driftwatch.findings.compare import compare
 from driftwatch.findings.rulebook import load_rules
+from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.snapshots.baseline import Baseline
 
 DRIFTWATCH = Path(sys.executable).parent / "driftwatch"
 PY = "/venv/bin/python -m sglang.launch_server --model-path /m --tp-size 1"

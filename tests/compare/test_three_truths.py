@@ -1,12 +1,12 @@
 """Disk vs loaded vs running: a pending daemon-reload or restart is reported as a finding."""
 from pathlib import Path
 
-from driftwatch.snapshots.baseline import Baseline
-from driftwatch.run.targets import snapshot_from_unit_file
-from driftwatch.findings.compare import compare
-from driftwatch.report.wording import explain
 from driftwatch.collect.raw import RawUnit
+from driftwatch.findings.compare import compare
 from driftwatch.findings.rulebook import load_rules
+from driftwatch.report.wording import explain
+from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.snapshots.baseline import Baseline
 from driftwatch.snapshots.snapshot import build_snapshot
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,21 +5,17 @@ is tests/cli/test_cli_trust.py.
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import UNIT_70, unit_70  # the shipped 70 tok/s unit, edited
 
-from driftwatch.snapshots.baseline import Baseline, load_baseline
-from driftwatch.findings.compare import compare
 from driftwatch.engines.registry import get_engine
+from driftwatch.findings.compare import compare
 from driftwatch.report import wording
 from driftwatch.report.data import comparison_to_dict, summary
 from driftwatch.run.targets import snapshot_from_unit_file
-
-if str(Path(__file__).resolve().parents[1] / "cli") not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from cli_helpers import UNIT_70, unit_70  # noqa: E402  (the shipped 70 tok/s unit, edited)
+from driftwatch.snapshots.baseline import Baseline, load_baseline
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"

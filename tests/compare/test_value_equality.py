@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 from deepdiff import DeepDiff
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from driftwatch.engines.values import _changed, _norm
 

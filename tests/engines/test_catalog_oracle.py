@@ -20,18 +20,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from tools.catalog import cli as catalog_cli, sglang as catalog_sglang
+from tools.catalog.argparse_dump import render
 
-from tools.catalog import cli as catalog_cli  # noqa: E402
-from tools.catalog import sglang as catalog_sglang  # noqa: E402
-from tools.catalog.argparse_dump import render  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 GEN_CMD = "python -m tools.catalog sglang"
 CATALOG_DIR = catalog_sglang.DEFAULT_OUT  # where the generator writes them

@@ -11,14 +11,13 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
+from driftwatch.engines.config import DEFAULT, EXPLICIT, RUNTIME
 from driftwatch.engines.sglang.engine import ENGINE as SGLANG
 
 available_versions, load_catalog = SGLANG.releases, SGLANG.catalogs.load
 choose_version, read_engine_config = SGLANG.choose_release, SGLANG.read_config
-from driftwatch.engines.config import DEFAULT, EXPLICIT, RUNTIME
 
 RELEASES = ["0.4.10.post2", "0.5.5", "0.5.12", "0.5.23"]
 

@@ -10,18 +10,11 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-
-TESTS = Path(__file__).resolve().parents[1]
-for _helpers in (TESTS / "cli", TESTS / "parse"):
-    if str(_helpers) not in sys.path:
-        sys.path.insert(0, str(_helpers))
-
-from cli_helpers import DRIFTWATCH, Run, assert_one_line_error  # noqa: E402
-from dw_parse_oracle import SystemdOracle, oracle_available, quote_command_line  # noqa: E402
+from cli_helpers import DRIFTWATCH, Run, assert_one_line_error
+from dw_parse_oracle import SystemdOracle, oracle_available, quote_command_line
 
 NGINX = """\
 [Unit]

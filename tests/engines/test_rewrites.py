@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
+from driftwatch.engines.config import EXPLICIT, RUNTIME
 from driftwatch.engines.sglang.engine import ENGINE as SGLANG
 
 read_engine_config = SGLANG.read_config
-from driftwatch.engines.config import EXPLICIT, RUNTIME
 
 
 def cfg(argv, version="0.5.23"):

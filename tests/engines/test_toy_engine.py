@@ -12,21 +12,19 @@ import argparse
 import contextlib
 import io
 import json
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from toy.engine import ToyEngine  # `toy` (tests/engines/toy, on pytest's pythonpath) is ToyEngine.package
+from toy.server import build_parser
+
+from driftwatch.cli import cli
+from driftwatch.engines import registry
 
 HERE = Path(__file__).resolve().parent
 TOY_DIR = HERE / "toy"
-if str(HERE) not in sys.path:  # `toy` is the package ToyEngine.package names
-    sys.path.insert(0, str(HERE))
 
-from driftwatch.cli import cli  # noqa: E402
-from driftwatch.engines import registry  # noqa: E402
-from toy.engine import ToyEngine  # noqa: E402
-from toy.server import build_parser  # noqa: E402
 
 PY = "/opt/toy/bin/python -m toy.server"
 BASE_ARGS = "--model /models/toy-7b --shards 2 --max-batch 32"
@@ -144,11 +142,7 @@ def test_catalog_lists_every_option_of_the_real_parser(toy):
 
 def test_catalog_is_what_the_generator_writes():
     pytest.importorskip("tools.catalog.argparse_dump", reason="tools/catalog/ (generic argparse dump) not present")
-    sys.path.insert(0, str(TOY_DIR))
-    try:
-        import gen_catalog
-    finally:
-        sys.path.remove(str(TOY_DIR))
+    from toy import gen_catalog
     assert gen_catalog.catalog_path().read_text(encoding="utf-8") == gen_catalog.catalog_text(), \
         "stale toy catalog: run `python tests/engines/toy/gen_catalog.py`"
 

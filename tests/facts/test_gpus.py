@@ -140,6 +140,7 @@ def test_an_unknown_gpu_at_tp8_is_not_charged_pcie_all_reduces_and_widens_the_in
     # an unknown GPU: the reference GPU stands in, a TP8 box is taken as NVLink, and the speculative
     # interval holds the other link too (impact/speculative.py), so it is wider than with the GPU known
     import os
+
     from driftwatch.facts import load_model_config
     from driftwatch.impact import ImpactContext, get_model
     from driftwatch.impact.roofline import Hardware

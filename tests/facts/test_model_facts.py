@@ -118,6 +118,7 @@ def test_unreadable_configs_are_input_errors(tmp_path):
 
 def test_facts_context_reads_snapshots_and_shares_one_sides_facts():
     from types import SimpleNamespace
+
     from driftwatch.facts import facts_context
     f = facts("Qwen--Qwen3-8B").to_dict()
     base = SimpleNamespace(runtime={})
@@ -135,6 +136,7 @@ def test_facts_context_reads_snapshots_and_shares_one_sides_facts():
 
 def test_a_draft_heads_config_reads_its_draft_vocabulary(tmp_path):
     import json
+
     from driftwatch.facts import load_draft_config
     (tmp_path / "config.json").write_text(json.dumps({
         "architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1, "hidden_size": 4096,

@@ -3,10 +3,8 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import sys
 
 _COLLECT = os.path.join(os.path.dirname(__file__), "..", "collect")
-sys.path.insert(0, _COLLECT)
 _spec = importlib.util.spec_from_file_location("dw_collect_conftest", os.path.join(_COLLECT, "conftest.py"))
 _collect = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_collect)

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
+from driftwatch.collect.raw import RawUnit
 from driftwatch.errors import InputError
 from driftwatch.fileio import load_yaml_text, read_yaml
-from driftwatch.collect.raw import RawUnit
 from driftwatch.parse.unitfile import parse_unit_text
 from driftwatch.snapshots.snapshot import build_snapshot
 

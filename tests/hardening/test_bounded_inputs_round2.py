@@ -12,8 +12,15 @@ import pytest
 
 from driftwatch.collect.raw import RawUnit
 from driftwatch.errors import InputError
-from driftwatch.fileio import (MAX_JSON_DEPTH, MAX_NUMBER_CHARS, JSONLimitError, dump_yaml_readable, load_yaml_text,
-                               loads_json, read_yaml)
+from driftwatch.fileio import (
+    MAX_JSON_DEPTH,
+    MAX_NUMBER_CHARS,
+    JSONLimitError,
+    dump_yaml_readable,
+    load_yaml_text,
+    loads_json,
+    read_yaml,
+)
 from driftwatch.snapshots.snapshot import build_snapshot
 
 DW = os.path.join(os.path.dirname(sys.executable), "driftwatch")
@@ -168,6 +175,7 @@ def test_temp_files_of_killed_saves_are_removed_by_the_next_save(tmp_path):
     (nobody holds its lock), whatever target it was for; one a save is writing now stays."""
     import fcntl
     import time
+
     from driftwatch.fileio import STALE_TEMP_SECONDS, write_new
     killed = tmp_path / ".20261128T050000Z-00.yaml.k1ll3d_x.tmp"
     killed.write_text("half")

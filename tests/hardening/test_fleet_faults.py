@@ -7,14 +7,13 @@ import os
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
-import pytest
-
 import dw_sshlab
+import pytest
 from dw_sshlab import UNIT
+
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
 from driftwatch.fileio import MAX_TEXT_BYTES
@@ -203,8 +202,8 @@ def test_terminal_escapes_from_a_remote_unit_never_reach_the_terminal(cli):
 
 
 def test_error_lines_never_carry_a_raw_control_character():
-    from driftwatch.errors import DriftwatchError
     from driftwatch.collect.raw import RawUnit
+    from driftwatch.errors import DriftwatchError
     from driftwatch.snapshots.snapshot import build_snapshot
     with pytest.raises(DriftwatchError) as exc:  # a `# /path` header from a host, with an escape in it
         build_snapshot(RawUnit(host="h", unit="u.service", source="systemctl cat",

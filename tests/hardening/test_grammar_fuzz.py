@@ -5,13 +5,11 @@ raises nothing but driftwatch's own errors."""
 from __future__ import annotations
 
 import random
-import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import fuzz  # noqa: E402
 

@@ -144,6 +144,7 @@ def test_a_baseline_saved_before_every_key_was_kept_is_not_drift_by_itself(tmp_p
     """A snapshot file without `all_unit_keys` kept [Service] keys only: keys it never recorded are
     not reported as added."""
     import yaml
+
     from driftwatch.collect.raw import RawUnit
     from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
     text = f"[Unit]\nAfter=network.target\n[Service]\nExecStartPre=/bin/true\nUser=llm\nExecStart={PY}\n"
@@ -167,6 +168,7 @@ def test_thousands_of_unknown_flags_are_told_but_none_is_dropped(tmp_path):
     the start-up finding names a few problems and keeps all in its details: the report stays readable
     (it was one finding, and one sentence, per flag) and no changed flag is missing."""
     import json
+
     from driftwatch.diff.flags import MAX_UNTYPED_FINDINGS
     n = 300
     base = write(tmp_path, "a.service", f"[Service]\nExecStart={PY} " + " ".join(f"--zz-{i} {i}" for i in range(n)) + "\n")
@@ -188,8 +190,8 @@ def test_a_saved_snapshot_of_4000_unknown_flags_lists_them_in_few_entries_and_mi
     98 KB unit). Read back, every flag is still compared by its spelled value."""
     from driftwatch.collect.raw import RawUnit
     from driftwatch.diff.flags import untyped_flags
-    from driftwatch.fileio import dump_yaml_readable, load_yaml_text
     from driftwatch.engines.config import ISSUES_IN_FULL
+    from driftwatch.fileio import dump_yaml_readable, load_yaml_text
     from driftwatch.snapshots.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
     n = 4000
 

@@ -2,24 +2,24 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-from driftwatch.snapshots.baseline import Baseline
-from driftwatch.findings.compare import compare
+from driftwatch.collect.raw import RawUnit
 from driftwatch.errors import InputError, UnitError
 from driftwatch.fileio import dump_yaml
-from driftwatch.collect.raw import RawUnit
+from driftwatch.findings.compare import compare
+from driftwatch.findings.rulebook import load_rules
 from driftwatch.redact import (
-    cut_credentials, is_plain_public, is_public_env_name, is_secret_option, load_public_env,
+    cut_credentials,
+    is_plain_public,
+    is_public_env_name,
+    is_secret_option,
+    load_public_env,
 )
 from driftwatch.report.data import comparison_to_dict
-from driftwatch.findings.rulebook import load_rules
+from driftwatch.snapshots.baseline import Baseline
 from driftwatch.snapshots.snapshot import build_snapshot, snapshot_to_dict
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 PY = "/root/ml-env/bin/python3 -m sglang.launch_server --model-path /root/models/Qwen3.6-27B --tp-size 2"
 SECRET = "Zq9xPLANTEDv8kW3"

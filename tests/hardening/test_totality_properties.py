@@ -7,27 +7,23 @@ version (100 000 units, 10 000 snapshots).
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
+import fuzz  # benchmarks/fuzz.py (benchmarks/ is on pytest's pythonpath)
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
-from driftwatch.snapshots.baseline import Baseline, baseline_from_dict, baseline_to_dict
-from driftwatch.findings.compare import compare
+from driftwatch.collect.raw import RawUnit
 from driftwatch.errors import DriftwatchError
 from driftwatch.fileio import dump_yaml, load_yaml_text
-from driftwatch.collect.raw import RawUnit
+from driftwatch.findings.compare import compare
+from driftwatch.findings.rulebook import load_rules
 from driftwatch.report import get_format
 from driftwatch.report.data import comparison_to_dict
-from driftwatch.findings.rulebook import load_rules
 from driftwatch.report.show import render_show
+from driftwatch.snapshots.baseline import Baseline, baseline_from_dict, baseline_to_dict
 from driftwatch.snapshots.snapshot import build_snapshot, snapshot_from_dict, snapshot_to_dict
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import fuzz  # noqa: E402
 
 RULES = load_rules(None)
 CORPUS = fuzz.seeds()[:40]
@@ -135,8 +131,8 @@ def test_what_a_server_reports_is_total(lines, body):
                                            "examples/vllm-qwen-mtp3.service").read_text()):
         raw = RawUnit(host="f", unit="f.service", text=text, source="systemctl cat", startup_lines=lines,
                       probe={"/server_info": body, "/metrics": body, "/v1/models": body})
-        _total(lambda: _everything(snapshot_from_dict(json.loads(json.dumps(snapshot_to_dict(build_snapshot(raw)))),
-                                                      "f.yaml")))
+        _total(lambda raw=raw: _everything(snapshot_from_dict(
+            json.loads(json.dumps(snapshot_to_dict(build_snapshot(raw)))), "f.yaml")))
 
 
 @pytest.mark.parametrize("key, value, problem", [

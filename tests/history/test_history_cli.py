@@ -4,9 +4,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from driftwatch.snapshots.store import SnapshotStore
-
 from history_helpers import DROPIN, ROOT, U40, U70, UNIT, run, steps_text, with_dropin
+
+from driftwatch.snapshots.store import SnapshotStore
 
 BASELINE = ROOT / "baselines" / "70toks.yaml"
 ENV_DROPIN = "[Service]\nEnvironment=NCCL_DEBUG=INFO"

@@ -2,11 +2,11 @@
 context window and the running-request cap the engine computed have been what they are."""
 from __future__ import annotations
 
+from history_helpers import ROOT, U40, U70, UNIT, run
+
 from driftwatch.collect.raw import RawUnit
 from driftwatch.snapshots.snapshot import build_snapshot
 from driftwatch.snapshots.store import SnapshotStore
-
-from history_helpers import ROOT, U40, U70, UNIT, run
 
 
 def _startup(tokens: int, requests: int, context: int) -> list[str]:

@@ -4,24 +4,28 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from history_helpers import ROOT, U40, U70, UNIT
 
-from driftwatch.snapshots.baseline import load_baseline, save_baseline
 from driftwatch.errors import InputError
-from driftwatch.run.fleet import Judge
-from driftwatch.run.history import annotate_since, parse_duration, parse_when
+from driftwatch.findings.judging import Judging
+from driftwatch.findings.rulebook import load_rules
 from driftwatch.notify.state import mark_changes, state_for
 from driftwatch.report import get_format
-from driftwatch.findings.judging import Judging
 from driftwatch.report.data import build_report
-from driftwatch.findings.rulebook import load_rules
+from driftwatch.run.fleet import Judge
+from driftwatch.run.history import annotate_since, parse_duration, parse_when
 from driftwatch.run.targets import snapshot_from_unit_file
-from driftwatch.snapshots.store import RUNS, BaselineSource, SnapshotKey, baseline_protections, state_hash
-from driftwatch.snapshots.store import FileStore as SnapshotStore  # the YAML-file format (import, export)
-
-from history_helpers import ROOT, U40, U70, UNIT
+from driftwatch.snapshots.baseline import load_baseline, save_baseline
+from driftwatch.snapshots.store import (
+    RUNS,
+    BaselineSource,
+    FileStore as SnapshotStore,  # the YAML-file format (import, export)
+    SnapshotKey,
+    baseline_protections,
+    state_hash,
+)
 
 UTC = dt.timezone.utc
 

@@ -1,8 +1,12 @@
 """The expected-tokens math: E(k), α inversion, step cost."""
 import pytest
 
-from driftwatch.impact.expected_tokens import (alpha_from_accept_length, expected_tokens, expected_tokens_by_position,
-                                              step_cost)
+from driftwatch.impact.expected_tokens import (
+    alpha_from_accept_length,
+    expected_tokens,
+    expected_tokens_by_position,
+    step_cost,
+)
 
 
 @pytest.mark.parametrize("alpha,k,want", [
@@ -32,10 +36,10 @@ def test_monotonic_in_alpha_and_k():
     alphas = [i / 20 for i in range(21)]
     for k in (1, 2, 3, 5):
         values = [expected_tokens(a, k) for a in alphas]
-        assert all(b > a for a, b in zip(values, values[1:]))
+        assert all(b > a for a, b in zip(values, values[1:], strict=False))
     for a in (0.5, 0.85):
         values = [expected_tokens(a, k) for k in range(0, 8)]
-        assert all(b > a_ for a_, b in zip(values, values[1:]))
+        assert all(b > a_ for a_, b in zip(values, values[1:], strict=False))
 
 
 def test_decay_lowers_deep_positions_only():

@@ -11,8 +11,8 @@ from hypothesis import given, settings, strategies as st
 
 from driftwatch.facts import gpu_facts, load_model_config, parse_gpu_option
 from driftwatch.impact import ImpactContext, calibration as cal, get_model
-from driftwatch.impact.uncertainty import (combine_intervals, confidence_of, direction, finish, around)
 from driftwatch.impact.base import Estimate
+from driftwatch.impact.uncertainty import around, combine_intervals, confidence_of, direction, finish
 
 MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "calibration_models")
 ALGO, STEPS, TOPK, DRAFT = "speculative.algorithm", "speculative.steps", "speculative.topk", "speculative.draft_tokens"
@@ -86,7 +86,7 @@ def test_a_combined_interval_holds_the_product_and_is_no_narrower_than_any_facto
     lo, hi = combine_intervals(pairs)
     point = math.prod(r for r, _ in pairs)
     assert lo <= point * (1 + 1e-9) and hi >= point * (1 - 1e-9)
-    for r, (flo, fhi) in pairs:
+    for _r, (flo, fhi) in pairs:
         assert hi / lo >= (fhi / flo) * (1 - 1e-9)
     assert combine_intervals([(None, None)]) is None
 

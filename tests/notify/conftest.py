@@ -214,7 +214,7 @@ class RecordingHandler:
 
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
         if address.lower().endswith("@reject.invalid"):
-            return "550 5.1.1 <%s>: Recipient address rejected: User unknown" % address
+            return f"550 5.1.1 <{address}>: Recipient address rejected: User unknown"
         envelope.rcpt_tos.append(address)
         return "250 OK"
 

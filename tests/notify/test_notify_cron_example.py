@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.notify.cron import FILES, cron_example
 from driftwatch.errors import InputError
+from driftwatch.notify.cron import FILES, cron_example
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -24,7 +24,7 @@ def test_shipped_examples_match_the_generator(key):
 
 
 def _cron_job(text):
-    jobs = [l for l in text.splitlines() if l and not l.startswith("#") and not re.match(r"^[A-Z]+=", l)]
+    jobs = [ln for ln in text.splitlines() if ln and not ln.startswith("#") and not re.match(r"^[A-Z]+=", ln)]
     assert len(jobs) == 1
     return jobs[0]
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.notify import cron as ce
 from driftwatch.errors import BaselineError, InputError
+from driftwatch.notify import cron as ce
 from driftwatch.notify.settings import baseline_search_dirs, resolve_baselines_dir
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -46,7 +46,7 @@ def _sections(out: str) -> dict[str, str]:
 
 
 def _job_argv(cron_text: str) -> list[str]:
-    job = [l for l in cron_text.splitlines() if re.match(r"^\S+ \S+ \S+ \S+ \S+ \S+ flock ", l)][0]
+    job = [ln for ln in cron_text.splitlines() if re.match(r"^\S+ \S+ \S+ \S+ \S+ \S+ flock ", ln)][0]
     cmd = job.split(None, 6)[6].split(" >/dev/null")[0].replace("\\%", "%")
     return shlex.split(cmd)[5:]  # after "flock -n -E 75 LOCK"
 

@@ -78,7 +78,7 @@ def test_text_summary_and_findings(report):
     t = render_text(report)
     lines = t.splitlines()
     assert lines[0] == "driftwatch report: 2 of 14 hosts drifted from 70toks, 1 unreadable"
-    header = next(i for i, l in enumerate(lines) if l.startswith("host "))
+    header = next(i for i, ln in enumerate(lines) if ln.startswith("host "))
     assert lines[header].split() == ["host", "unit", "status", "top", "finding", "predicted"]
     rows = lines[header + 2: header + 2 + 14]
     assert [r.split()[0] for r in rows[:3]] == ["ct129", "ct131", "ct200"]  # worst first, then unreadable
@@ -145,7 +145,7 @@ def test_markdown(report):
     assert "Value with \\<b\\>markup\\</b\\> \\& ampersand." in md
     report["hosts"][1]["comparison"]["findings"][0]["current"] = "a|b"  # ct129
     md = render_markdown(report)
-    row = next(l for l in md.splitlines() if l.startswith("| 1 | --speculative-num-steps"))
+    row = next(ln for ln in md.splitlines() if ln.startswith("| 1 | --speculative-num-steps"))
     assert "a\\|b" in row and row.count(" | ") == 5
     assert "## Unreadable hosts (1)" in md and "- ct200 sglang-qwen.service: timeout after 10 s" in md
 

@@ -342,12 +342,12 @@ def test_cron_example_prints_crontab_service_and_timer(home):
     r = run_dw(["cron-example"], home, password=None)
     assert r.returncode == 0, r.stderr
     # a venv under /tmp (as in CI) gets a warning: PrivateTmp=yes would hide it from the service
-    assert all(l.startswith("driftwatch: warning: driftwatch ") and " is under /tmp" in l
-               for l in r.stderr.splitlines()), r.stderr
+    assert all(ln.startswith("driftwatch: warning: driftwatch ") and " is under /tmp" in ln
+               for ln in r.stderr.splitlines()), r.stderr
     assert (r.stderr != "") == str(os.path.realpath(DW)).startswith("/tmp/")
     out = r.stdout
     assert re.search(r"^MAILTO=gpu-oncall@example\.com$", out, re.MULTILINE)
-    job = [l for l in out.splitlines() if re.match(r"^\S+ \S+ \S+ \S+ \S+ \S+ flock ", l)]
+    job = [ln for ln in out.splitlines() if re.match(r"^\S+ \S+ \S+ \S+ \S+ \S+ flock ", ln)]
     assert len(job) == 1, out
     assert " report " in job[0] and "--quiet" in job[0]
     # the one job: each unit against its own baseline from the inventory, the store fed by the report

@@ -46,7 +46,7 @@ def test_second_mail_marks_new_and_still_present(smtp_server, tls_files, tmp_pat
     assert "new since last run" not in text1 and "still present" not in text1  # no last run to compare with
     text = " ".join(smtp_server.received[1].message.get_body(preferencelist=("plain",)).get_content().split())
     html = smtp_server.received[1].message.get_body(preferencelist=("html",)).get_content()
-    assert f"still present; since " in text and f"first seen in snapshot {snapshot.name}" in text
+    assert "still present; since " in text and f"first seen in snapshot {snapshot.name}" in text
     assert "new since last run" in text and "new since last run" in html
     sections = {part.split(" ", 1)[0]: part for part in text.split("== ")[1:]}  # one per host, findings listed
     assert "still present" in sections[str(U40)]

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import pytest
-
 from dw_parse_oracle import SystemdOracle, oracle_available
 
 

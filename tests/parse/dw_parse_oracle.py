@@ -55,28 +55,28 @@ def shell_maybe_quote(arg: str) -> str:
         return '""'
     i = 0
     while i < len(data):
-        l = _utf8_len(data, i)
-        if l < 0 or data[i] < 32 or data[i] == 127 or chr(data[i]) in _WS + _NEED_QUOTES:
+        width = _utf8_len(data, i)
+        if width < 0 or data[i] < 32 or data[i] == 127 or chr(data[i]) in _WS + _NEED_QUOTES:
             break
-        i += l
+        i += width
     if i >= len(data):
         return arg
     out = bytearray(b'"')
     out += data[:i]
     while i < len(data):
-        l = _utf8_len(data, i)
+        width = _utf8_len(data, i)
         b = data[i]
-        if b < 32 or b == 127 or l < 0:
+        if b < 32 or b == 127 or width < 0:
             out += _cescape_byte(b)
             i += 1
-        elif l == 1:
+        elif width == 1:
             if chr(b) in "\\" + _NEED_ESCAPE:
                 out += b"\\"
             out.append(b)
             i += 1
         else:
-            out += data[i:i + l]
-            i += l
+            out += data[i:i + width]
+            i += width
     out += b'"'
     return out.decode("utf-8", "surrogateescape")
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from dw_parse_oracle import oracle_files, oracle_unit_name, quote_command_line, unit_fixture_paths
 
 from driftwatch.parse.execstart import ExecStartError, resolve_exec_start
 from driftwatch.parse.unitfile import parse_unit_text
-from dw_parse_oracle import oracle_files, oracle_unit_name, quote_command_line, unit_fixture_paths
 
 # Extra cases written inline: (fixture name, text). Bytes that are awkward in files live here.
 INLINE = [

@@ -9,7 +9,6 @@ from driftwatch.parse.execstart import ExecStartError, expand_argv, resolve_exec
 from driftwatch.parse.specifiers import unit_specifiers
 from driftwatch.parse.unitfile import parse_unit_text
 
-
 # ---------------------------------------------------------------- unit text
 
 def test_line_endings_bom_and_whitespace():

@@ -81,6 +81,7 @@ def test_each_group_names_the_restore_command_for_its_hosts(baseline, rules, tmp
     """The loop from finding to fix: each group points at `driftwatch restore` for exactly its hosts,
     and that command line is one the CLI accepts (its --limit selects those hosts of the inventory)."""
     from click.testing import CliRunner
+
     from driftwatch.cli import cli
     from driftwatch.report import wording
     from driftwatch.run.targets import inventory_targets
@@ -113,8 +114,8 @@ def test_hosts_whose_sections_read_the_same_share_one_and_a_different_host_keeps
     entries = [judge.snapshot(replace(drifted, host=f"gpu{i:02d}")) for i in range(20)]
     odd_text = UNIT_40.read_text(encoding="utf-8").replace("--mem-fraction-static", "--chunked-prefill-size 4096 --mem-fraction-static")
     assert odd_text != UNIT_40.read_text(encoding="utf-8")
-    from driftwatch.snapshots.snapshot import build_snapshot
     from driftwatch.collect.raw import RawUnit
+    from driftwatch.snapshots.snapshot import build_snapshot
     odd = build_snapshot(RawUnit(host="gpu99", unit=drifted.unit, text=odd_text, source="file"))
     entries.append(judge.snapshot(odd))
     doc = build_report(baseline, entries)

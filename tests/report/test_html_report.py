@@ -7,14 +7,15 @@ unreadable host; long values planted to prove they wrap."""
 from __future__ import annotations
 
 import re
-import sys
-from html import unescape
 import xml.etree.ElementTree as ET
 import zlib
 from dataclasses import replace
+from html import unescape
 from pathlib import Path
 
+import chromium_lab
 import pytest
+from test_drift_groups import twenty
 
 from driftwatch.findings.judging import Judging
 from driftwatch.report import get_format
@@ -22,10 +23,6 @@ from driftwatch.report.data import build_report, host_entry
 from driftwatch.run.fleet import Judge
 from driftwatch.run.targets import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import load_baseline
-
-sys.path.insert(0, str(Path(__file__).parent))
-import chromium_lab  # noqa: E402
-from test_drift_groups import twenty  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -64,7 +61,7 @@ def _rows(html: str) -> dict[str, list[str]]:
     out = {}
     for tr in table.findall("tr")[1:]:
         cells = ["".join(td.itertext()) for td in tr]
-        out[cells[0].split()[0]] = dict(zip(headers, cells))
+        out[cells[0].split()[0]] = dict(zip(headers, cells, strict=False))
     return out
 
 

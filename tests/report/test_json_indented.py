@@ -24,7 +24,7 @@ CASES = [
     {"é": "ü\n\t\"\\ \u2028 \x00 \x7f 😀", "nested": {"list": [1, [2, [3, {"k": None}]]]}},
     {"when": dt.datetime(2026, 12, 2, 3, 0), "path": Path("/etc/x"), "obj": Named(), "tuple": (1, (2,))},
     [{"key": "speculative_num_steps", "old": 1, "new": 2, "secret": True, "at": "2026-12-02T03:00:00Z"}] * 3,
-    {1: "int key", None: "none key", 2.5: "float key", True: "bool key"},  # keys the json module converts
+    {1: "int key", None: "none key", 2.5: "float key"}, {True: "bool key"},  # keys the json module converts
     # lists of strings only are written in one join (an argv of thousands of words): escapes, empty words
     ["--tp", "1", "", "é\n\"\\", "\x00\u2028😀", " "],
     {"argv": [f"--unknown-flag-{i}" for i in range(5000)], "mixed": ["a", 1, None, ["b", "c"], [], ("d",)]},
@@ -54,10 +54,11 @@ def test_a_non_finite_float_is_refused_like_json_and_dump_writes_it_as_text():
 
 
 def test_a_history_document_from_the_store(tmp_path):
+    from dataclasses import replace
+
     from driftwatch.run.history import changes_between, history_document
     from driftwatch.run.targets import snapshot_from_unit_file
     from driftwatch.snapshots.store import SnapshotStore
-    from dataclasses import replace
     root = Path(__file__).resolve().parents[2]
     store = SnapshotStore(tmp_path / "store", changes=changes_between)
     for day, (old, new) in enumerate([("3", "3"), ("3", "1"), ("3", "2"), ("3", "1")]):

@@ -119,13 +119,13 @@ def test_what_the_running_server_measured_is_a_gauge(tmp_path):
                        capture_output=True, text=True, cwd=REPO, timeout=60)
     assert r.returncode in (0, 1), r.stderr
     assert "driftwatch_measured_throughput_tokens_per_second" not in out.read_text()  # a file: nothing measured
-    from driftwatch.snapshots.baseline import load_baseline
+    from driftwatch.fileio import read_yaml
     from driftwatch.findings.judging import Judging
+    from driftwatch.findings.rulebook import load_rules
     from driftwatch.report.data import build_report
     from driftwatch.run.fleet import Judge
-    from driftwatch.findings.rulebook import load_rules
+    from driftwatch.snapshots.baseline import load_baseline
     from driftwatch.snapshots.snapshot import snapshot_from_dict
-    from driftwatch.fileio import read_yaml
     snap = snapshot_from_dict(read_yaml(REPO / "examples/snapshots/ct129-relaunched.yaml", "snapshot"), "example")
     base = load_baseline("70toks", REPO / "baselines")
     doc = build_report(base, [Judge(base, Judging(load_rules())).snapshot(snap)])

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from node_exporter_lab import MISSING, NODE_EXPORTER, node_exporter
 
 from driftwatch.findings.judging import Judging
 from driftwatch.report.data import build_report
@@ -20,8 +20,6 @@ from driftwatch.run.targets import snapshot_from_unit_file
 REPO = Path(__file__).resolve().parents[2]
 UNIT_40 = REPO / "examples/sglang-qwen-40toks.service"
 UNIT_70 = REPO / "examples/sglang-qwen-70toks.service"
-sys.path.insert(0, str(Path(__file__).parent))
-from node_exporter_lab import MISSING, NODE_EXPORTER, node_exporter
 
 pytestmark = pytest.mark.skipif(not NODE_EXPORTER, reason=MISSING)
 DASHBOARD = REPO / "examples/grafana/driftwatch-dashboard.json"
@@ -71,5 +69,5 @@ def test_the_grafana_dashboard_asks_only_for_metrics_the_file_has(baseline, rule
     families = set(re.findall(r"^# TYPE (\S+)", text, re.M))
     families |= {"driftwatch_finding_since_timestamp_seconds", "driftwatch_predicted_throughput_ratio"}  # need a store / a model
     assert wanted and wanted <= families
-    labels = {l for e in exprs for l in re.findall(r"(\w+)=~?\"", e)}
+    labels = {label for e in exprs for label in re.findall(r"(\w+)=~?\"", e)}
     assert labels <= {"report", "baseline", "status", "severity"}

@@ -5,15 +5,15 @@ sentence in a quieter style (HTML); JSON keeps the whole explanation. What the o
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
-from driftwatch.findings.compare import compare
 from driftwatch.facts import load_model_config
+from driftwatch.findings.compare import compare
 from driftwatch.report import get_format
 from driftwatch.report.data import comparison_to_dict
 from driftwatch.run.targets import snapshot_from_unit_file
-from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 UNIT_40 = REPO / "examples" / "sglang-qwen-40toks.service"
@@ -95,6 +95,7 @@ def test_the_impact_column_and_the_sentence_give_the_same_figure(seed_comparison
     # 0.575, then rounded again) beside ×0.58 in the sentence. Any fixed number of stored decimals
     # leaves such a boundary (2.0450001 at 6).
     import copy as _copy
+
     from driftwatch.report import wording
     from driftwatch.report.data import finding_to_dict
     f = _copy.copy(seed_comparison.findings[0])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.report import FORMATS, format_names, get_format
+from driftwatch.report import format_names, get_format
 
 PLANTED = "PLANTED-not-in-schema-3f9a"
 HOSTILE = '<script>alert(1)</script> & "quotes" \'single\' ]]> <img src=x onerror=alert(1)>'
@@ -106,7 +106,7 @@ def test_markdown_comparison(seed_doc):
     assert lines[header + 2].startswith(f"| 1 | `--speculative-num-steps` | 3 | 1 | \u00d7{lo:.2f}\u2013{hi:.2f} "
                                         "single-stream, most likely \u00d70.61")
     seed_doc["findings"][0]["current"] = "a|b*c*"
-    row = next(l for l in get_format("markdown").render_comparison(seed_doc).splitlines() if l.startswith("| 1 |"))
+    row = next(ln for ln in get_format("markdown").render_comparison(seed_doc).splitlines() if ln.startswith("| 1 |"))
     assert "a\\|b\\*c\\*" in row and row.count(" | ") == 5
 
 

@@ -6,8 +6,7 @@ import re
 import pytest
 
 from driftwatch.notify.email import build_message
-from driftwatch.report import get_format
-from driftwatch.report import wording as w
+from driftwatch.report import get_format, wording as w
 
 
 @pytest.mark.parametrize("value,source,expected", [
@@ -74,19 +73,19 @@ def test_same_finding_same_words_in_compare_and_report(seed_doc, fleet_doc):
     assert w.finding_line(f) == "--speculative-num-steps 3 \u2192 1"
 
     compare_text = get_format("text").render_comparison(seed_doc)
-    row = next(l for l in compare_text.splitlines() if l.lstrip().startswith("1  --speculative-num-steps"))
+    row = next(ln for ln in compare_text.splitlines() if ln.lstrip().startswith("1  --speculative-num-steps"))
     assert _cells(row)[2:4] == ["3", "1"]
     assert "most of it from --speculative-num-steps 3 \u2192 1." in compare_text
     lines = compare_text.splitlines()
     start, end = lines[3].index("impact"), lines[3].index("explanation")
     # the impact column of row 1, over all its wrapped lines (a word broken after a hyphen rejoins)
     row_lines = [lines[5]]
-    for l in lines[6:]:
-        if not l.strip() or l[:start].strip():
+    for ln in lines[6:]:
+        if not ln.strip() or ln[:start].strip():
             break
-        row_lines.append(l)
+        row_lines.append(ln)
     wrapped = ""
-    for piece in (l[start:end].strip() for l in row_lines):
+    for piece in (ln[start:end].strip() for ln in row_lines):
         wrapped += piece if (not wrapped or wrapped.endswith("-")) else " " + piece
     assert wrapped.startswith(impact)
 

@@ -16,9 +16,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from tools.secret_outputs import api_outputs, cli_outputs, leaked  # noqa: E402
+from tools.secret_outputs import api_outputs, cli_outputs, leaked
 
 PY = "/root/ml-env/bin/python3 -m sglang.launch_server --model-path /root/models/Qwen3.6-27B --tp-size 2"
 VLLM = "/opt/venv/bin/vllm serve Qwen/Qwen3-8B --tensor-parallel-size 2"

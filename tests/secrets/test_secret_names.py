@@ -4,8 +4,15 @@ from __future__ import annotations
 import pytest
 
 from driftwatch.redact import (
-    Redactor, cut_credentials, detect_secrets_in, is_plain_public, is_secret_env, is_secret_name, is_secret_option,
-    known_type, split_name,
+    Redactor,
+    cut_credentials,
+    detect_secrets_in,
+    is_plain_public,
+    is_secret_env,
+    is_secret_name,
+    is_secret_option,
+    known_type,
+    split_name,
 )
 
 
@@ -82,6 +89,7 @@ def test_the_detector_patterns_are_current():
     policy runs those patterns (a GitHub token is found) without importing detect-secrets."""
     import subprocess
     import sys
+
     from tools import gen_secret_patterns
     assert gen_secret_patterns.main(["--check"]) == 0
     code = ("import sys; from driftwatch.redact import detect_secrets_in; "

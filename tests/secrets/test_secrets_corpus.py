@@ -2,14 +2,8 @@
 harmless value of the corpus stays readable where its setting is shown (tests/secrets/secrets_corpus.py)."""
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import secrets_corpus as corpus  # noqa: E402
+import secrets_corpus as corpus
 
 
 @pytest.mark.parametrize("i", range(len(corpus.SECRETS)), ids=[c.name for c in corpus.SECRETS])

@@ -1,13 +1,8 @@
 """Fixtures for tests/shard: the real OpenSSH lab of tests/collect (dw_sshlab), removed even on failure."""
 from __future__ import annotations
 
-import os
-import sys
-
+import dw_sshlab
 import pytest
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "collect"))
-import dw_sshlab  # noqa: E402
 
 
 @pytest.fixture(scope="session")

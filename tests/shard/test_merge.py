@@ -13,14 +13,11 @@ import subprocess
 import sys
 
 import pytest
+from dw_sshlab import plain_unit
+from mail_lab import smtp  # noqa: F401 - the fixture
+from node_exporter_lab import NODE_EXPORTER, node_exporter
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "collect"))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "report"))
-from dw_sshlab import plain_unit  # noqa: E402
-from mail_lab import smtp  # noqa: E402,F401 - the fixture
-from node_exporter_lab import NODE_EXPORTER, node_exporter  # noqa: E402
-
-from driftwatch.run.shard import shard_of  # noqa: E402
+from driftwatch.run.shard import shard_of
 
 SG = "sglang-qwen.service"
 DW = os.path.join(os.path.dirname(sys.executable), "driftwatch")
@@ -61,7 +58,7 @@ def _comparable(doc: dict) -> dict:
     return {k: v for k, v in doc.items() if k not in ("generated_at", "merged")}
 
 
-def test_two_shards_merge_into_the_unsharded_report(fleet, lab, tmp_path, smtp):
+def test_two_shards_merge_into_the_unsharded_report(fleet, lab, tmp_path, smtp):  # noqa: F811 (fixture)
     names, hosts = fleet
     smtp_port, box = smtp
     home, bl, textfiles = tmp_path / "home", tmp_path / "baselines", tmp_path / "textfile"

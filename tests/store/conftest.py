@@ -2,14 +2,9 @@
 from __future__ import annotations
 
 import itertools
-import sys
-from pathlib import Path
 
+import pg_server
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import pg_server  # noqa: E402
 
 _names = itertools.count()
 

@@ -10,8 +10,8 @@ import yaml
 
 from driftwatch import fileio
 from driftwatch.errors import InputError
-from driftwatch.snapshots.snapshot import snapshot_to_dict
 from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.snapshots.snapshot import snapshot_to_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 needs_libyaml = pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False), reason="PyYAML without libyaml")

@@ -34,7 +34,7 @@ def test_binary(tmp_path):
 
 def test_not_utf8(tmp_path):
     p = tmp_path / "l.service"
-    p.write_bytes("[Service]\nDescription=caf".encode() + b"\xe9\n")
+    p.write_bytes(b"[Service]\nDescription=caf" + b"\xe9\n")
     with pytest.raises(InputError, match=r"not valid UTF-8 \(byte 0xe9 at offset 25\)"):
         read_text_file(p)
 

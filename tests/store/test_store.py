@@ -9,14 +9,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from driftwatch.snapshots.baseline import load_baseline, save_baseline
 from driftwatch.errors import InputError
 from driftwatch.fileio import dump_yaml
-from driftwatch.snapshots.snapshot import snapshot_to_dict
 from driftwatch.run.targets import snapshot_from_unit_file
-from driftwatch.snapshots.store import LATEST, save_snapshot, snapshot_hash
-from driftwatch.snapshots.store import FileStore as SnapshotStore  # the YAML-file format (import, export)
-from driftwatch.snapshots.store import open_store
+from driftwatch.snapshots.baseline import load_baseline, save_baseline
+from driftwatch.snapshots.snapshot import snapshot_to_dict
+from driftwatch.snapshots.store import (
+    LATEST,
+    FileStore as SnapshotStore,  # the YAML-file format (import, export)
+    open_store,
+    save_snapshot,
+    snapshot_hash,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 U70 = ROOT / "examples" / "sglang-qwen-70toks.service"
@@ -267,7 +271,7 @@ def history_store(tmp_path) -> tuple[SnapshotStore, list[Path]]:
 def test_timeline_gives_consecutive_pairs_oldest_first(tmp_path):
     store, paths = history_store(tmp_path)
     pairs = store.timeline("ct129", UNIT)
-    assert [(old.path, new.path) for old, new in pairs] == list(zip(paths, paths[1:]))
+    assert [(old.path, new.path) for old, new in pairs] == list(zip(paths, paths[1:], strict=False))
     assert [(steps(old.snapshot), steps(new.snapshot)) for old, new in pairs] == [(3, 1), (1, 3), (3, 1), (1, 1)]
     assert all(old.collected_at < new.collected_at for old, new in pairs)
     since = dt.datetime(2026, 11, 22, 12, tzinfo=UTC)

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import datetime as dt
 
+from test_store_db import UNIT, at, comparable, snap, story
+
 from driftwatch.run import history
 from driftwatch.run.history import changes_between, history_document
 from driftwatch.snapshots.store import FileStore, SnapshotStore
-from test_store_db import UNIT, at, comparable, snap, story
 
 HOSTS = ("ct129", "ct130", "ct131")
 CUTS = [None, at(-1), at(0), at(0.5), at(3), at(3) + dt.timedelta(seconds=1), at(6), at(7), at(9)]
@@ -109,9 +110,9 @@ def test_reading_questions_import_no_saving_or_running_machinery(tmp_path):
     for argv in (["history", "ct129", "--format", "json"], ["history", "--since", "2026-11-01T05:00:00Z", "--format", "json"],
                  ["prune", "--keep", "1000", "--baselines-dir", str(empty)]):
         code = ("import sys; from driftwatch.cli import main\n"
-                "try:\n    main(%r)\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
+                "try:\n    main({!r})\nexcept SystemExit as e:\n    assert e.code in (0, None), e.code\n"
                 "bad = [m for m in ('tempfile', 'hashlib', 'socket', 'getpass', 'queue') if m in sys.modules]\n"
-                "sys.stderr.write('LOADED ' + ','.join(bad) + '\\n')") % (argv + ["--store", str(store)],)
+                "sys.stderr.write('LOADED ' + ','.join(bad) + '\\n')").format(argv + ["--store", str(store)])
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert "LOADED " in r.stderr, r.stderr
         assert r.stderr.rsplit("LOADED ", 1)[1].strip() == "", (argv, r.stderr)

@@ -5,13 +5,13 @@ reads no document when they are kept, a v1 store is migrated and gives the same 
 snapshot saved out of order or a pruned gap between two kept rows still gives the right pairs."""
 from __future__ import annotations
 
+from test_store_db import UNIT, at, comparable, snap, story
 
 from driftwatch.run.history import changes_between, history_document
 from driftwatch.snapshots.snapshot import snapshot_to_dict
 from driftwatch.snapshots.store import FileStore, SnapshotKey, SnapshotStore, snapshot_hash, source_hash, state_hash
 from driftwatch.snapshots.store_sql import MIGRATIONS, SCHEMA_VERSION, DatabaseStore, _epoch, _pack
 from driftwatch.snapshots.store_transfer import import_files
-from test_store_db import UNIT, at, comparable, snap, story
 
 
 def _pairs_kept(db) -> tuple[int, int]:
@@ -20,7 +20,7 @@ def _pairs_kept(db) -> tuple[int, int]:
     for host, unit in db.groups():
         ids = [r.id for r in db.records(host, unit)]
         froms = dict(db._query("SELECT id, changes_from FROM snapshots WHERE host = ? AND unit = ?", (host, unit)))
-        for older, newer in zip(ids, ids[1:]):
+        for older, newer in zip(ids, ids[1:], strict=False):
             follow += 1
             kept += froms[newer] == older
     return follow, kept

@@ -33,7 +33,7 @@ UTC = dt.timezone.utc
 T0 = dt.datetime(2026, 11, 1, 3, 0, tzinfo=UTC)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _base(steps: int):
     text = U70.read_text().replace("--speculative-num-steps 3", f"--speculative-num-steps {steps}")
     with tempfile.TemporaryDirectory() as tmp:
@@ -187,7 +187,7 @@ def test_two_concurrent_runners_writing_one_postgresql_store_lose_nothing(pg_url
         path.write_text(U70.read_text().replace("--speculative-num-steps 3", f"--speculative-num-steps {1 + i % 4}"))
         units.append(path)
     procs = []
-    for n in range(2):
+    for _n in range(2):
         argv = [str(DW), "snapshot", "--store", pg_url, "--host-name", "shared"]
         for path in units:
             argv += ["--unit-file", str(path)]
@@ -262,10 +262,10 @@ def test_unreachable_database_and_bad_urls_are_one_line_without_the_password(tmp
 
 def test_compare_on_a_local_file_imports_no_database_module():
     code = ("import sys; from driftwatch.cli import main\n"
-            "try:\n    main(['compare', '--baseline', %r, '--unit-file', %r, '--format', 'json'])\n"
+            "try:\n    main(['compare', '--baseline', {!r}, '--unit-file', {!r}, '--format', 'json'])\n"
             "except SystemExit: pass\n"
             "bad = [m for m in ('sqlite3', 'psycopg', 'paramiko', 'deepdiff') if m in sys.modules]\n"
-            "sys.stderr.write('LOADED ' + ','.join(bad) + '\\n')") % (str(ROOT / "baselines" / "70toks.yaml"),
+            "sys.stderr.write('LOADED ' + ','.join(bad) + '\\n')").format(str(ROOT / "baselines" / "70toks.yaml"),
                                                                      str(U40))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     loaded = r.stderr.rsplit("LOADED ", 1)[1].strip()
@@ -283,13 +283,13 @@ def test_a_killed_writer_loses_only_its_unfinished_run(tmp_path):
     import signal
     import time
     location = str(tmp_path / "store")
-    code = ("import sys; sys.path.insert(0, %r)\n"
+    code = (f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
             "from test_store_db import snap, at\n"
             "from driftwatch.snapshots.store import SnapshotStore\n"
-            "store = SnapshotStore(%r)\n"
+            f"store = SnapshotStore({location!r})\n"
             "for i in range(100000):\n"
-            "    store.save(snap(1 + i %% 4, host='k', at=at(i)))\n"
-            "    print(i, flush=True)\n") % (str(Path(__file__).parent), location)
+            "    store.save(snap(1 + i % 4, host='k', at=at(i)))\n"
+            "    print(i, flush=True)\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     done = -1
     deadline = time.monotonic() + 60

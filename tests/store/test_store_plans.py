@@ -19,7 +19,6 @@ import pytest
 from click.testing import CliRunner
 
 from driftwatch.cli import cli
-
 from driftwatch.run.history import changes_between
 from driftwatch.run.targets import snapshot_from_unit_file
 from driftwatch.snapshots.store import SnapshotStore

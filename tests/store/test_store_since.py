@@ -29,7 +29,7 @@ PLAN = [(3, 16), (1, 16), (1, 32), (2, 32), (1, 32), (1, 16), (3, 16), (3, 32), 
         (2, 32), (2, 16), (4, 16), (1, 16), (1, 32), (2, 32), (1, 32), (2, 16), (2, 32), (1, 32)] * 3
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _state(steps: int, requests: int):
     text = U70.read_text().replace("--speculative-num-steps 3", f"--speculative-num-steps {steps}").replace(
         "--max-running-requests 16", f"--max-running-requests {requests}")

@@ -7,11 +7,12 @@ from __future__ import annotations
 import copy
 import json
 
+from test_store_db import at, snap
+
 from driftwatch.snapshots import store_records, store_sql
 from driftwatch.snapshots.snapshot import snapshot_to_dict
 from driftwatch.snapshots.store import SnapshotStore
 from driftwatch.snapshots.store_records import row_hashes, snapshot_hash, source_hash, state_hash
-from test_store_db import at, snap
 
 
 def _documents():
@@ -79,9 +80,10 @@ def test_a_save_serialises_the_whole_document_once_for_its_hashes(tmp_path, monk
 def test_export_syncs_every_folder_it_wrote_in_once(tmp_path, monkeypatch):
     """`store export` writes each file without a directory sync, then syncs every folder once: the
     unit folders (with or without a runs.log), the host folders and the output folder."""
+    from test_store_db import story
+
     from driftwatch import fileio
     from driftwatch.snapshots.store_transfer import export_files
-    from test_store_db import story
     db = SnapshotStore(tmp_path / "db")
     story(db)  # ct129: two units with unchanged runs (a runs.log each)
     db.save(snap(2, unit="third.service"))  # and one without

@@ -14,11 +14,9 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from tools.catalog import ENGINES, argparse_dump as ad, load_engine
 
-from tools.catalog import ENGINES, argparse_dump as ad, load_engine  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 
 def human_int(v):

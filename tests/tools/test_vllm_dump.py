@@ -29,14 +29,9 @@ from pathlib import Path
 
 import pytest
 
+from tools.catalog import ENGINES, argparse_dump as ad, cli as catalog_cli, load_engine, oracle, vllm as V
+
 REPO = Path(__file__).resolve().parents[2]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
-from tools.catalog import ENGINES, argparse_dump as ad, load_engine, oracle  # noqa: E402
-from tools.catalog import cli as catalog_cli  # noqa: E402
-from tools.catalog import vllm as V  # noqa: E402
-
 
 # ---------------------------------------------------------------------------
 # a fake of vLLM's parser machinery (shapes copied from the 0.33 sources)

@@ -56,7 +56,10 @@ def write_credential_options(engine: str, folder: Path) -> Path:
     """credential-options.json beside the catalogs: the credential flags of every catalog there, so
     a run reads one small file instead of every release's catalog (tests check it stays true)."""
     from driftwatch.engines.argparse_catalog import (
-        CREDENTIALS_FILE, credential_options_of, load_catalog_text, render_credential_options,
+        CREDENTIALS_FILE,
+        credential_options_of,
+        load_catalog_text,
+        render_credential_options,
     )
     name = load_engine(engine).NAME
     catalogs = [load_catalog_text(p.read_text(encoding="utf-8"), str(p), name)

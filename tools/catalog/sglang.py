@@ -190,7 +190,7 @@ def speculative_defaults(modules):
                 except ValueError:
                     return None
                 if len(vals) == 3:
-                    return dict(zip(("steps", "topk", "draft"), vals))
+                    return dict(zip(("steps", "topk", "draft"), vals, strict=False))
         return None
 
     def cond(test):

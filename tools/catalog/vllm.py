@@ -211,7 +211,7 @@ def use_cpu_platform() -> None:
     for mod in list(sys.modules.values()):
         try:
             if getattr(mod, "current_platform", None) is old:
-                setattr(mod, "current_platform", new)
+                mod.current_platform = new
         except Exception:
             pass
 
@@ -251,7 +251,7 @@ def _closure(fn):
     if code is None:
         return {}
     out = {}
-    for name, cell in zip(code.co_freevars, cells):
+    for name, cell in zip(code.co_freevars, cells, strict=False):
         try:
             out[name] = cell.cell_contents
         except ValueError:
@@ -389,7 +389,7 @@ def env_variables():
     for name, fn in envs.environment_variables.items():
         rec = {"name": name}
 
-        def read():
+        def read(fn=fn):
             # some lambdas store what they made up in os.environ
             # (get_env_or_set_default): undo that after each read
             saved = dict(os.environ)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal
+
 from ...fileio import loads_json
 
 

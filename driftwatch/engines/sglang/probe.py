@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, TypeGuard
 
+from ...fileio import loads_json
 from ..startup import StartupValues
 from .startup_log import attention_dp_width, merge_ranks, plain_or_none
-from ...fileio import loads_json
 
 PROBE_PATHS: tuple[str, ...] = ("/server_info", "/get_server_info", "/metrics")
 
@@ -103,7 +103,7 @@ def _memory(usage: Any) -> dict[str, float]:
     return figures
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return type(value) in (int, float) and math.isfinite(value)
 
 
@@ -147,7 +147,8 @@ def parse_metrics(body: bytes) -> StartupValues:
     for metric, by_rank in groups.items():
         where, name, how = _METRICS[metric]
         values = list(by_rank.values())
-        combined = sum(values) if how == "sum" else sum(values) / len(values) if how == "mean" else min(values)
+        combined = sum(values, 0.0) if how == "sum" else sum(values, 0.0) / len(values) if how == "mean" \
+            else min(values)
         if not math.isfinite(combined):
             continue
         if where == "fields":

@@ -17,9 +17,9 @@ import json
 from importlib import resources
 from typing import Any
 
+from ..argparse_catalog import _RECORDING, BadValue, Catalog, CatalogSet, OptionSpec, _is_number
 from ..config import Issue
 from ..versions import version_key
-from ..argparse_catalog import _RECORDING, BadValue, Catalog, CatalogSet, OptionSpec, _is_number
 from . import converters
 from .flexible import Preprocessed, preprocess
 
@@ -49,12 +49,12 @@ def negatives_of(spec: OptionSpec) -> list[str]:
 
 
 class VLLMCatalogSet(CatalogSet):
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def load(self, version: str) -> Catalog:
         catalog = super().load(version)
         extra = getattr(self, "_extra_file", lambda _v: None)(version)  # a user --catalog-dir
         source = extra if extra is not None else resources.files(self.package).joinpath(
-            "catalogs", f"{self.engine}-{version}.json")
+            "catalogs").joinpath(f"{self.engine}-{version}.json")
         raw = json.loads(source.read_text(encoding="utf-8"))
         for spec in catalog.options:
             hidden = [o for o in spec.extra.get("hidden_option_strings") or [] if o not in spec.option_strings]
@@ -79,7 +79,7 @@ class VLLMCatalogSet(CatalogSet):
                        VLLMCatalogSet._count_problems, _preprocess_cached):
             cached.cache_clear()
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def option_strings(self, version: str) -> frozenset[str]:
         return frozenset(self.load(version).by_option)
 
@@ -107,7 +107,7 @@ class VLLMCatalogSet(CatalogSet):
             return
         super()._add_option(parser, spec)
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def parser(self, version: str):
         parser = super().parser(version)
         for positional in self.load(version).positionals:  # type: ignore[attr-defined]
@@ -180,11 +180,11 @@ class VLLMCatalogSet(CatalogSet):
     def problems_at_least(self, argv, version) -> int:
         return 0  # the argv is rewritten first (`serve`, dotted keys): no bound from the words as given
 
-    def _count_problems(self, argv, version):  # release choice: only what this release's flags cause
+    @functools.lru_cache(maxsize=256)
+    def _count_problems(self, argv: tuple[str, ...], version: str) -> int:
+        """Release choice: only what this release's flags cause."""
         problems = self.parse(list(argv), version)[2]
         return sum(1 for p in problems if p.kind not in ("engine-config", "ignored-argument"))
-
-    _count_problems = functools.lru_cache(maxsize=256)(_count_problems)
 
 
 @functools.lru_cache(maxsize=512)

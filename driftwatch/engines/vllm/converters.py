@@ -10,10 +10,11 @@ shared catalog code turns into a `bad-value` finding.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from ..argparse_catalog import to_bool
 from ...fileio import loads_json
+from ..argparse_catalog import to_bool
 
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")
 

@@ -32,11 +32,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...fileio import loads_json
 from ..config import Issue
 from ..versions import version_key
 from . import config_file
 from .converters import human_readable_int
-from ...fileio import loads_json
 
 SERVE = "serve"
 _NAME_PART = re.compile(r"(?<=--)[^.]*")
@@ -128,8 +128,7 @@ def preprocess(words: list[str], version: str, options: frozenset[str], label: s
     body = args[1:] if serve else args
     config_at = {i - (1 if serve else 0) for i in pre.config_words}
     if not new_style:
-        processed = [_legacy_name(a) for a in body]
-        pre.argv, pre.config_words = processed, config_at
+        pre.argv, pre.config_words = [_legacy_name(a) for a in body], config_at
         return pre
 
     processed: list[str] = []

@@ -16,9 +16,9 @@ import math
 import re
 from typing import Any
 
+from ...fileio import loads_json
 from ..startup import StartupValues
 from .startup_log import MAX_LINE, merge, parse_config
-from ...fileio import loads_json
 
 PROBE_PATHS: tuple[str, ...] = ("/v1/models", "/metrics", "/server_info")
 
@@ -80,7 +80,9 @@ def parse_metrics(text: str, names: frozenset[str]) -> list[tuple[str, dict[str,
         if name not in names:
             continue
         m = _SAMPLE.fullmatch(line)
-        labels = _labels(m.group(2) or "") if m is not None else None
+        if m is None:
+            continue
+        labels = _labels(m.group(2) or "")
         if labels is None:
             continue
         try:

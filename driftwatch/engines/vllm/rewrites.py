@@ -16,14 +16,14 @@ Known start-up crashes are Issues so an operator hears about them before a resta
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
 import json
 import re
+from dataclasses import replace
 from importlib import resources
 from typing import Any
 
-from ..config import DEFAULT, EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
 from ..argparse_catalog import Catalog
+from ..config import DEFAULT, EXPLICIT, RUNTIME, EngineConfig, FlagValue, Issue
 from ..versions import version_key
 from .flexible import Preprocessed, at_least
 
@@ -91,7 +91,8 @@ def _config_file_origin(config: EngineConfig, pre: Preprocessed, catalog: Catalo
     elif pre.config_error:  # its text was known and refused: said once (a start-up crash), kept with the unit
         config.flags["config"] = FlagValue(pre.config_path, EXPLICIT, flag="--config",
                                            note=f"not read: {pre.config_error}")
-    from_file, from_cli = set(), set()
+    from_file: set[str] = set()
+    from_cli: set[str] = set()
     for i, word in enumerate(pre.argv):
         if not word.startswith("-") or len(word) < 2:
             continue
@@ -116,7 +117,7 @@ def _speculative(config: EngineConfig, pre: Preprocessed) -> None:
     label = f"{config.label} {config.version}"
     whole = flags.get(SPEC)
     raw: dict[str, Any] | None = None
-    spellings: dict[str, str] = {}
+    spellings: dict[str, str | None] = {}  # None: an explicit value with no spelling kept
     if whole is not None and whole.source == EXPLICIT:
         if isinstance(whole.value, dict):
             raw = dict(whole.value)
@@ -180,7 +181,8 @@ def _speculative(config: EngineConfig, pre: Preprocessed) -> None:
         if f"{SPEC}.{key}" not in flags:
             flags[f"{SPEC}.{key}"] = _spec_runtime(key, raw, primary)
     steps = flags.get(f"{SPEC}.num_speculative_tokens")
-    if steps is not None and steps.source == EXPLICIT and (_int(steps.value) is None or _int(steps.value) < 1):
+    steps_count = _int(steps.value) if steps is not None else None
+    if steps is not None and steps.source == EXPLICIT and (steps_count is None or steps_count < 1):
         config.issues.append(Issue("startup-crash", f"num_speculative_tokens {steps.value!r}: {label} needs a "
                                    "positive integer", key=f"{SPEC}.num_speculative_tokens", flag=steps.flag,
                                    severity="error"))

@@ -112,7 +112,7 @@ def test_bad_payloads_add_nothing():
     for body in (b"", b"not json", b"[1, 2]", b"null", b'{"internal_states": 5, "max_total_num_tokens": "9"}',
                  b'{"tp_size": NaN, "mem_fraction_static": Infinity, "max_total_num_tokens": -1}',
                  b'{"internal_states": [1, "x", {"last_gen_throughput": 1e999, "memory_usage": {"graph": {"a": "b"}}}]}',
-                 b"[" * 100000, b"\xff\xfe\x00", "{}".encode() + b" " * (33 * 1024 * 1024)):
+                 b"[" * 100000, b"\xff\xfe\x00", b"{}" + b" " * (33 * 1024 * 1024)):
         assert not parse_probe({"/server_info": body}), body[:40]
     assert not parse_probe({"/server_info": None, "/metrics": 5})
     assert not parse_probe("not a dict")

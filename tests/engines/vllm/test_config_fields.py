@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
+import gen_config_fields  # beside this file: pytest puts a test's folder on sys.path
 import pytest
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-import gen_config_fields  # noqa: E402
 
 WHEELS = Path(os.environ.get("DRIFTWATCH_VLLM_WHEELS", "/work/oracles/_wheels"))
 SHIPPED = json.loads(gen_config_fields.OUT.read_text())["releases"]

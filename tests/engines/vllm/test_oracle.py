@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.engines.values import _norm
 from driftwatch.engines.argparse_catalog import BadValue, in_choices, plain
 from driftwatch.engines.files import EngineFiles
+from driftwatch.engines.values import _norm
 from driftwatch.engines.vllm import config_file
 from driftwatch.engines.vllm.engine import ENGINE as VLLM
 from driftwatch.engines.vllm.flexible import is_serve_word
@@ -165,7 +165,7 @@ def oracle_results(request):
         else:
             todo[version] = python
     with ThreadPoolExecutor(max_workers=4) as pool:
-        for version, result in zip(todo, pool.map(_run_oracle, todo.values())):
+        for version, result in zip(todo, pool.map(_run_oracle, todo.values()), strict=False):
             out[version] = result
             if "failed" not in result and cache is not None:
                 cache.set(f"driftwatch/vllm-oracle/{version}/{key}", result)
@@ -197,7 +197,7 @@ def test_typed_parse_matches_vllm(version, oracle_results):
     assert "failed" not in result, result.get("failed")
     assert result["version"] == version
     mismatches = []
-    for case, answer in zip(ALL_CASES, result["results"]):
+    for case, answer in zip(ALL_CASES, result["results"], strict=False):
         values, errors = ours(case, version)
         label = f"{case['mode']} {' '.join(case['argv'])}"
         if answer["error"]:

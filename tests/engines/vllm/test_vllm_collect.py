@@ -9,14 +9,13 @@ import sys
 import textwrap
 from pathlib import Path
 
+import dw_sshlab
 import pytest
 
 from driftwatch.collect.commands import is_engine_argv, parse_journal
 from driftwatch.engines.registry import engine_markers
 
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests" / "collect"))
-import dw_sshlab  # noqa: E402
 
 DW = Path(sys.executable).with_name("driftwatch")
 EXAMPLES = REPO / "examples"

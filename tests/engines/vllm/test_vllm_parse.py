@@ -10,11 +10,11 @@ import shlex
 
 import pytest
 
-from driftwatch.engines.registry import find_launcher
+from driftwatch.engines.config import DEFAULT, EXPLICIT, RUNTIME
 from driftwatch.engines.files import EngineFiles
+from driftwatch.engines.registry import find_launcher
 from driftwatch.engines.vllm import config_file
 from driftwatch.engines.vllm.engine import ENGINE as VLLM, normalise_method
-from driftwatch.engines.config import DEFAULT, EXPLICIT, RUNTIME
 
 NEW = "0.33.0"
 RELEASES = ["0.8.2", "0.10.0", "0.11.0", "0.15.0", "0.20.0", "0.25.0", "0.30.0", "0.33.0"]
@@ -52,7 +52,7 @@ def test_shipped_catalogs():
 @pytest.mark.parametrize("cmd, entry, argv0", [
     ("/opt/v/bin/vllm serve Qwen/Qwen3-8B -tp 2", "vllm serve", "serve"),
     ("vllm serve --model Qwen/Qwen3-8B", "vllm serve", "serve"),
-    ("/usr/bin/python3 -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-8B", 
+    ("/usr/bin/python3 -m vllm.entrypoints.openai.api_server --model Qwen/Qwen3-8B",
      "python -m vllm.entrypoints.openai.api_server", "--model"),
     ("python3 -m vllm.entrypoints.cli.main serve Qwen/Qwen3-8B", "python -m vllm.entrypoints.cli.main serve", "serve"),
     ("/usr/bin/env CUDA_VISIBLE_DEVICES=0 /opt/v/bin/vllm serve M", "vllm serve", "serve"),
