@@ -93,7 +93,7 @@ def resolve_targets(request: TargetRequest) -> list[Target]:
     """The targets of one run, in the order named: unit files, snapshots, then hosts (typed, or the
     inventory's). Bad combinations are one InputError each."""
     inventory = request.inventory or request.config_inventory
-    known = {t.name: t for t in _inventory(inventory)} if inventory else {}
+    known = _by_name(inventory) if inventory else {}  # read only
     whole = _inventory_is_the_set(request)
     if request.limit and not whole:
         raise InputError("--limit chooses among an inventory's hosts: give --inventory FILE (and no --host, "
@@ -196,7 +196,7 @@ def judged_pair(request: TargetRequest, host: str, unit: str | None) -> tuple[st
     list (e.g. a named host's units in the snapshot store): the host's inventory entry (typed, or
     the config file's) still decides its baseline, as for every other command."""
     inventory = request.inventory or request.config_inventory
-    entry = {t.name: t for t in _inventory(inventory)}.get(host) if inventory else None
+    entry = _by_name(inventory).get(host) if inventory else None
     baseline, level, inventory_named = _judged(request, entry, unit)
     target = Target("ssh", unit, host, None, entry, baseline, level, inventory_named)
     return baseline, target
@@ -291,16 +291,36 @@ _INVENTORIES: dict[tuple, list] = {}
 def _inventory(path: str) -> list:
     """The inventory's hosts, parsed once per run however often they are asked for (a 1 000-host
     inventory is read to list the targets and again to resolve them); re-read when the file changes."""
+    return list(_parsed(path)[1])
+
+
+def _parsed(path: str) -> tuple[tuple | None, list]:
+    """(the file's identity, its hosts: the cached list itself, not to be changed)."""
     from ..collect.inventory import load_inventory
     try:
         st = os.stat(path)
         key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino)
     except OSError:
-        return load_inventory(path)  # its own clear error
+        return None, load_inventory(path)  # its own clear error
     if key not in _INVENTORIES:
         _INVENTORIES.clear()
         _INVENTORIES[key] = load_inventory(path)
-    return list(_INVENTORIES[key])
+    return key, _INVENTORIES[key]
+
+
+_BY_NAME: dict[tuple, dict] = {}
+
+
+def _by_name(path: str) -> dict:
+    """The inventory's hosts by name, built once per parsed inventory (a history of 10^5 units asks
+    for each unit's host)."""
+    key, hosts = _parsed(path)
+    if key is None:
+        return {t.name: t for t in hosts}
+    if key not in _BY_NAME:
+        _BY_NAME.clear()
+        _BY_NAME[key] = {t.name: t for t in hosts}
+    return _BY_NAME[key]
 
 
 def inventory_targets(inventory: str, unit: str | None = None, limit: str | None = None) -> list[tuple[str, str]]:
