@@ -93,8 +93,9 @@ def resolve_targets(request: TargetRequest) -> list[Target]:
     """The targets of one run, in the order named: unit files, snapshots, then hosts (typed, or the
     inventory's). Bad combinations are one InputError each."""
     inventory = request.inventory or request.config_inventory
-    known = _by_name(inventory) if inventory else {}  # read only
     whole = _inventory_is_the_set(request)
+    # read only when it lists or describes a host: a run on unit files never depends on the inventory
+    known = _by_name(inventory) if inventory and (whole or request.hosts) else {}
     if request.limit and not whole:
         raise InputError("--limit chooses among an inventory's hosts: give --inventory FILE (and no --host, "
                          "HOST, --unit-file or --snapshot)" if inventory or request.named else
