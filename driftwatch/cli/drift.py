@@ -95,7 +95,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @click.option("--always", is_flag=True, help="Mail even when every host matches.")
 @click.option("--format", "fmt", type=click.Choice(format_names("fleet")), default="text", show_default=True,
               help="How to print and write the report (json: driftwatch.report/v1).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the report here (atomically).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here instead of printing it (a file atomically; a device or FIFO in place).")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the report (still mailed / written).")
 @color_option
 @click.option("--config", "config_path", help="Config file [default: ~/.config/driftwatch/config.yaml, "

@@ -280,7 +280,7 @@ def publish(doc: dict, settings: dict, *, fmt: str, output: str | None, promethe
     a unit was unreadable, a file not written or the mail not sent."""
     trouble = doc["summary"]["unreadable"] > 0
     trouble = _write(doc, fmt, output, prometheus_file, voice) or trouble
-    if show is not None:
+    if show is not None and not output:  # -o FILE: the document is the file's, not stdout's too
         show(doc)
     for entry in doc["hosts"]:  # even when quiet: exit 2 must come with a reason cron can mail
         if entry["status"] == "error":
