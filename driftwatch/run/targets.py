@@ -224,8 +224,10 @@ def with_unit(target: Target, unit: str) -> Target:
 def collect_targets(targets: list[Target], options: CollectOptions, progress=None,
                     on_result=None) -> list[RawUnit]:
     """Read the ssh targets live (each as its inventory entry or typed spec says), in the order
-    given; `on_result(raw, target)` runs as each answer arrives, with the host's recorded name."""
-    from ..collect.fleet import collect_fleet
+    given, through the collect seam (collect/fleet.py `collect_targets`: the collector of each
+    target's kind); `on_result(raw, target)` runs as each answer arrives, with the host's recorded name."""
+    from ..collect.fleet import collect_targets as collect_pairs
+    from ..collect.interface import CollectOptions as HowToCollect
     from ..collect.unitname import validate_unit_name
     from ..snapshots.reader import EngineReader
     live = [t for t in targets if t.kind == "ssh"]
@@ -242,8 +244,8 @@ def collect_targets(targets: list[Target], options: CollectOptions, progress=Non
         if on_result is not None:
             on_result(raw, live[i])
 
-    pairs: list = [(t.address, t.unit) for t in live]  # ssh targets carry both
-    return collect_fleet(pairs, options.ssh, EngineReader(options.files), progress=progress, on_result=arrived)
+    pairs = [(t, t.unit or "") for t in live]
+    return collect_pairs(pairs, HowToCollect(options.ssh, EngineReader(options.files)), progress, arrived)
 
 
 def parallel_ceiling() -> int:
