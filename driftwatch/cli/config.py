@@ -171,6 +171,8 @@ def _checked(key: str, value: Any, options: list[click.Option], path: str) -> An
         from ..notify.settings import parse_boolean
         return parse_boolean(value, f"{path}: {key}")
     if any(isinstance(item, bool) for item in (value if option.multiple else [value])):
+        if isinstance(option.type, click.types._NumberParamTypeBase):  # int(True) is 1: not a number here
+            raise InputError(f"{path}: {key} must be a number, not {value!r}")
         raise InputError(f"{path}: {key} takes a value, not true/false (YAML reads yes/no/on/off as booleans; "
                          "quote the word if you meant it)")
     if any(isinstance(item, (dict, list)) for item in (value if option.multiple else [value])):
@@ -182,6 +184,8 @@ def _checked(key: str, value: Any, options: list[click.Option], path: str) -> An
                 option.type.convert(item, option, ctx)
     except click.BadParameter as exc:
         raise InputError(f"{path}: {key}: {exc.message}") from None
+    except (OverflowError, ValueError, TypeError):  # YAML's .inf for a whole number: int() overflows
+        raise InputError(f"{path}: {key}: {value!r} is not a finite number") from None
     return value
 
 

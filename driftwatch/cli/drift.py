@@ -8,6 +8,7 @@ import click
 
 from ..errors import EXIT_DRIFT, EXIT_OK
 from ..report import format_names
+from .params import PORT, SHARE
 from .options import (baselines_dir_option, catalog_option, color_option, emit, engine_files, facts_options, judging_options,
                       shard_option, ssh_options, target_request, terminal_format, voice)
 
@@ -16,7 +17,7 @@ def workload_options(func):
     """--workload-prefix-share / --workload-prompt-tokens: the workload the prediction is for."""
     func = click.option("--workload-prompt-tokens", type=click.IntRange(1, 10**8),
                         help="Typical prompt length in tokens: prices a prefill chunk size change.")(func)
-    return click.option("--workload-prefix-share", type=click.FloatRange(0, 1),
+    return click.option("--workload-prefix-share", type=SHARE,
                         help="Share of prompt tokens that repeat an earlier request's prefix (0-1): prices "
                              "prefix caching.")(func)
 
@@ -81,7 +82,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
                                                  "from the inventory, else `baseline:` in the config file].")
 @click.option("--email", "email", multiple=True, help="Recipient (repeatable). Without one, nothing is mailed.")
 @click.option("--smtp-host", help="SMTP server [default: localhost].")
-@click.option("--smtp-port", type=int, help="SMTP port [default: 587 for starttls, 465 for ssl, 25 for plain].")
+@click.option("--smtp-port", type=PORT, help="SMTP port [default: 587 for starttls, 465 for ssl, 25 for plain].")
 @click.option("--smtp-user", help="SMTP user (password from $DRIFTWATCH_SMTP_PASSWORD or --smtp-password-file).")
 @click.option("--smtp-password-file", type=str, help="File holding the SMTP password (must not be readable by others).")
 @click.option("--smtp-starttls", "smtp_security", flag_value="starttls", help="STARTTLS when offered (default).")

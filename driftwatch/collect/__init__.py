@@ -9,6 +9,7 @@ commands.py   the one remote `sh` script per unit, built from the engines' marke
 reader.py     UnitReader: what collecting asks about a command line and the engines' markers,
               answered by the caller's reader (collect/ names no engine)
 inventory.py  HostTarget, `user@host:port`, driftwatch YAML and Ansible INI/YAML inventories
+hostpatterns.py --limit's ~regex bounded by shape; an exact pattern for a set of host names
 sshconfig.py  ~/.ssh/config resolution (HostName, User, Port, IdentityFile, ProxyJump)
 hostkeys.py   known_hosts checking, --accept-new recording
 ssh.py        SSHConnection / SSHCollector (paramiko, imported lazily)

@@ -165,8 +165,8 @@ def _timeout(value: Any, where: str) -> float:
             raise ValueError
     except (TypeError, ValueError):
         raise InputError(f"{where}: SMTP timeout must be a number of seconds, not {value!r}") from None
-    if not t > 0:
-        raise InputError(f"{where}: SMTP timeout must be positive, not {value!r}")
+    if not 0 < t <= 3600:  # nan and inf too: a socket timeout must be finite
+        raise InputError(f"{where}: SMTP timeout must be positive and at most 3600 seconds, not {value!r}")
     return t
 
 

@@ -40,7 +40,7 @@ def samples(key: str, option: click.Option) -> list[tuple[str, list[str]]]:
     if isinstance(option.type, click.IntRange) or option.type is click.INT:
         low = option.type.min if isinstance(option.type, click.IntRange) and option.type.min is not None else 0
         return [(str(low + 1), [flag, str(low + 1)]), (f'"{low + 2}"', [flag, str(low + 2)])]
-    if option.type is click.FLOAT:
+    if isinstance(option.type, click.types.FloatParamType):  # FLOAT and the finite ranges of cli/params.py
         return [("2.5", [flag, "2.5"]), ('"7"', [flag, "7"])]
     if option.multiple:
         return [("[one, sub/two]", [flag, "one", flag, "sub/two"]), ("single", [flag, "single"])]
