@@ -31,19 +31,27 @@ def _references(names: list[str]) -> re.Pattern | None:
     return re.compile(r"\$\{(?:" + alternatives + r")\}|\$(?:" + alternatives + r")(?![A-Za-z0-9_])")
 
 
+def depends_on_unknown(issue: Issue, explicit: dict, unknown_variables: list[str]) -> bool:
+    """Whether an issue is about a value holding a variable an unread EnvironmentFile= may set."""
+    pattern = _references(unknown_variables)
+    if pattern is None or issue.severity not in ("error", "warning"):
+        return False
+    value = explicit.get(issue.key) if issue.key else None
+    texts = [issue.message, issue.flag or "", issue.value or "", str(getattr(value, "value", "") or "")]
+    return any(pattern.search(t) for t in texts)
+
+
 def unknown_value_issues(issues: list[Issue], explicit: dict, unknown_variables: list[str],
                          unreadable_files: list[str]) -> list[Issue]:
     """`issues` with every one about a value that holds an unknown variable taken out, and one warning
     naming the unread file(s) and the flags whose values are unknown."""
     if not unreadable_files:
         return list(issues)
-    pattern = _references(unknown_variables)
     kept: list[Issue] = []
     flags: list[str] = []
     for issue in issues:
-        value = explicit.get(issue.key) if issue.key else None
-        texts = [issue.message, issue.flag or "", issue.value or "", str(getattr(value, "value", "") or "")]
-        if pattern is not None and issue.severity in ("error", "warning") and any(pattern.search(t) for t in texts):
+        if depends_on_unknown(issue, explicit, unknown_variables):
+            value = explicit.get(issue.key) if issue.key else None
             flags.append(issue.flag or (getattr(value, "flag", None) or issue.key or "a word"))
             continue
         kept.append(issue)
