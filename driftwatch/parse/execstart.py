@@ -372,7 +372,7 @@ class _UnknownEnvironment(dict):
         self.unset = unset
         self.asked: set[str] = set()
 
-    def get(self, name, default=None):  # type: ignore[override]
+    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
         if name in self:
             return super().get(name)
         if name in self.unset or not env_name_is_valid(name):

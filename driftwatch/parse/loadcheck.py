@@ -80,7 +80,8 @@ def _name_problem(raw: str, specifiers: dict | None) -> Said | None:
         return Said("Invalid user/group name or numeric ID: ",
                     f"Invalid user/group name or numeric ID: '' ({shown(raw)} is empty after specifiers"
                     + ("; %i and %I are empty outside a template unit)" if "%i" in raw or "%I" in raw else ")"))
-    return Said(f"Invalid user/group name or numeric ID: {name}", f"Invalid user/group name or numeric ID: {shown(name)}")
+    return Said(f"Invalid user/group name or numeric ID: {name}",
+                f"Invalid user/group name or numeric ID: {shown(name)}")
 
 
 def _users(unit: UnitFile, specifiers: dict | None, out: list[Said]) -> None:

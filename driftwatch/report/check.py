@@ -1,8 +1,9 @@
 """`driftwatch check`: would this unit's server start? A lint for `ExecStartPre=` or CI.
 
 The answer comes from the snapshot's issues of severity "error": settings that make systemd refuse
-to load the unit (snapshots/unitload.py), flags the engine release does not know (unknown, removed, ambiguous prefixes, values its type converters reject) and the engine's
-known start-up crashes. Warnings (deprecated flags, ignored arguments) are printed but do not fail.
+to load the unit (snapshots/unitload.py), flags the engine release does not know (unknown, removed,
+ambiguous prefixes, values its type converters reject) and the engine's known start-up crashes.
+Warnings (deprecated flags, ignored arguments) are printed but do not fail.
 """
 from __future__ import annotations
 

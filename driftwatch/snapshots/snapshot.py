@@ -26,8 +26,8 @@ from ..parse.unitfile import LIST_KEYS, parse_unit_text
 from ..parse.wrappers import NO_ENGINE
 from ..redact import Redactor, credential_kind, load_public_env, visible
 from ..timestamps import utc_now as now_utc
-from .unitload import refusal_issues, unknown_value_issues
 from .reported import EFFECTIVE, KINDS as REPORTED_KINDS, STARTUP, keep_reported
+from .unitload import refusal_issues, unknown_value_issues
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
 # [Service] keys whose drift we report besides ExecStart/Environment (which are read deeper).
