@@ -329,7 +329,9 @@ class ExecStartResult:
     warnings: list[str] = field(default_factory=list)
     load_errors: list[str] = field(default_factory=list)  # why systemd 252 refuses to load the unit (loadcheck)
     unreadable_files: list[str] = field(default_factory=list)  # required EnvironmentFile= paths not read
-    unset: frozenset[str] = frozenset()  # names UnsetEnvironment= removes: unset even if a file set them
+    # With a file not read: the names whose value is still certain (set by a file read after the last
+    # unread one, or removed by UnsetEnvironment=); any other name may be set or overridden by that file.
+    certain: frozenset[str] = frozenset()
 
     @property
     def command(self) -> Command:
@@ -345,7 +347,7 @@ class ExecStartResult:
     def _view(self) -> dict[str, str]:
         if not self.unreadable_files:
             return self.environment
-        return _UnknownEnvironment(self.environment, self.unset)
+        return _UnknownEnvironment(self.environment, self.certain)
 
     @property
     def expanded_argv(self) -> list[str]:
@@ -364,19 +366,17 @@ class ExecStartResult:
 
 
 class _UnknownEnvironment(dict):
-    """The environment when a required EnvironmentFile= was not read: a name set nowhere else may be set
-    there, so `get` answers its reference as written (`${NAME}`) and records the name."""
+    """The environment when a required EnvironmentFile= was not read: a name it may set (or override:
+    files come after Environment=) answers its reference as written (`${NAME}`), and is recorded."""
 
-    def __init__(self, environment: dict[str, str], unset: frozenset[str]):
+    def __init__(self, environment: dict[str, str], certain: frozenset[str]):
         super().__init__(environment)
-        self.unset = unset
+        self.certain = certain
         self.asked: set[str] = set()
 
     def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
-        if name in self:
-            return super().get(name)
-        if name in self.unset or not env_name_is_valid(name):
-            return default
+        if name in self.certain or not env_name_is_valid(name):
+            return super().get(name, default)
         self.asked.add(name)
         return "${" + name + "}"
 
@@ -530,6 +530,7 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
 
     files_written: list[str] = []
     unreadable: list[str] = []
+    certain = set(environment)
     for value in unit.values("Service", "EnvironmentFile"):
         try:
             expanded = apply_specifiers(value, specifiers, PATH_MAX - 1)
@@ -552,20 +553,21 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
         if content is None:
             if not optional:  # systemd reads it on the host; here its variables are unknown, not empty
                 unreadable.append(fpath)
+                certain.clear()
             continue
         if not isinstance(content, str):
             raise ExecStartError(f"EnvironmentFile={value}: contents must be text")
         for k, v in parse_environment_file(content, warnings).items():
             environment[k] = v
+            certain.add(k)
 
     # UnsetEnvironment= is applied last (NAME, or NAME=VALUE only where it matches exactly), before
     # ExecStart='s $VAR expansion: what is unset is not in the command's environment either.
-    unset: set[str] = set()
     for value in unit.values("Service", "UnsetEnvironment"):
         for word in value.split():
             name, eq, wanted = word.partition("=")
             if not eq:
-                unset.add(name)
+                certain.add(name)
             if name in environment and (not eq or environment[name] == wanted):
                 del environment[name]
 
@@ -579,5 +581,5 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
         warnings=warnings,
         load_errors=refused,
         unreadable_files=unreadable,
-        unset=frozenset(unset),
+        certain=frozenset(certain),
     )
