@@ -434,6 +434,20 @@ def _enum_value(unit: UnitFile, key: str, allowed: tuple[str, ...], default: str
     return value
 
 
+_LOCATION = re.compile(r"^(.*?):(\d+): ")
+
+
+def _in_file_order(unit: UnitFile, messages: list[str]) -> list[str]:
+    """Reasons located `FILE:LINE: …` in the order systemd reads them (fragment, then drop-ins); the
+    unit-wide ones (service_verify's) after them, in their own order."""
+    order = {path: i for i, path in enumerate(unit.paths)}
+
+    def key(message: str) -> tuple[int, int]:
+        m = _LOCATION.match(str(message))
+        return (order.get(m.group(1), 0), int(m.group(2))) if m else (len(order) + 1, 0)
+    return sorted(messages, key=key)
+
+
 def _where(unit: UnitFile, key: str, a: Assignment | None) -> str:
     if a is None:
         return ""
@@ -521,8 +535,8 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
             f"{name}: Service has Restart= set to either always or on-success, which isn't allowed for "
             "Type=oneshot services. Refusing."
         ))
-    refused = _check_working_directory(unit, specifiers, warnings) + load_errors(
-        unit, specifiers, service_type, _split, warnings) + refused
+    refused = _in_file_order(unit, _check_working_directory(unit, specifiers, warnings) + load_errors(
+        unit, specifiers, service_type, _split, warnings)) + refused
 
     env_warnings: list[str] = []
     environment = parse_environment_values(unit.values("Service", "Environment"), specifiers, env_warnings)
