@@ -78,7 +78,7 @@ CASES = [
     (f"[Service]\nBindPaths=rel\n{T}", None),
     (f"[Service]\nStandardOutput=file:rel\n{T}", None),
     (f"[Service]\nRootDirectory=\n{T}", None),
-    (f"[Service]\nType=oneshot\nExecStart=/bin/true ; /bin/false\n", None),
+    ("[Service]\nType=oneshot\nExecStart=/bin/true ; /bin/false\n", None),
     (f"[Unit]\nDescription=%Q\nRequires=%i.service\n[Service]\n{T}", None),
 ]
 
