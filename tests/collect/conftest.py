@@ -13,7 +13,7 @@ import dw_sshlab
 import pytest
 from dw_sshlab import FIXTURES, UNIT, plain_unit
 
-from driftwatch.collect.sshoptions import SSHOptions  # noqa: E402
+from driftwatch.collect.sshoptions import SSHOptions
 
 _SSH_OK = dw_sshlab.is_root() and dw_sshlab.have_sshd()
 _NETNS_OK = _SSH_OK and dw_sshlab.have_netns()

@@ -16,9 +16,9 @@ import subprocess
 import sys
 
 import pytest
-from dw_sshlab import plain_unit  # noqa: E402
-from mail_lab import smtp  # noqa: E402,F401 - the fixture
-from node_exporter_lab import NODE_EXPORTER, node_exporter  # noqa: E402
+from dw_sshlab import plain_unit
+from mail_lab import smtp  # noqa: F401 - the fixture
+from node_exporter_lab import NODE_EXPORTER, node_exporter
 
 SG = "sglang-qwen.service"
 VL = "vllm-qwen.service"
