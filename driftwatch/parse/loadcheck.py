@@ -84,7 +84,7 @@ def _name_problem(raw: str, specifiers: dict | None) -> Said | None:
                 f"Invalid user/group name or numeric ID: {shown(name)}")
 
 
-def _users(unit: UnitFile, specifiers: dict | None, out: list[Said]) -> None:
+def _users(unit: UnitFile, specifiers: dict | None, out: list[str]) -> None:
     for a in unit.assignments:
         if a.section != "Service" or a.value == "":
             continue
@@ -101,7 +101,7 @@ def _users(unit: UnitFile, specifiers: dict | None, out: list[Said]) -> None:
                 break
 
 
-def _hooks(unit: UnitFile, specifiers: dict | None, split: Callable, out: list[Said], warnings: list[str]) -> None:
+def _hooks(unit: UnitFile, specifiers: dict | None, split: Callable, out: list[str], warnings: list[str]) -> None:
     """Exec hooks parsed like ExecStart=; `split` is execstart's config_parse_exec port."""
     from driftwatch.parse.execstart import ExecStartError
 
@@ -117,7 +117,7 @@ def _hooks(unit: UnitFile, specifiers: dict | None, split: Callable, out: list[S
         warnings.extend(prefixed(where(unit, a), m) for m in w)
 
 
-def _paths(unit: UnitFile, specifiers: dict | None, out: list[Said]) -> None:
+def _paths(unit: UnitFile, specifiers: dict | None, out: list[str]) -> None:
     """config_parse_unit_path_printf(fatal) + path_simplify_and_warn(PATH_CHECK_ABSOLUTE|FATAL)."""
     for a in unit.assignments:
         if a.section != "Service" or a.key not in ROOT_PATHS or a.value == "":
@@ -141,7 +141,7 @@ def _paths(unit: UnitFile, specifiers: dict | None, out: list[Said]) -> None:
                                                  f"{a.key}= path {problem}: {shown(path)}")))
 
 
-def _labels(unit: UnitFile, specifiers: dict | None, out: list[Said]) -> None:
+def _labels(unit: UnitFile, specifiers: dict | None, out: list[str]) -> None:
     for a in unit.assignments:
         if a.section != "Service" or a.key not in SECURITY_LABELS or a.value == "":
             continue
@@ -162,7 +162,7 @@ def _enum(unit: UnitFile, section: str, key: str, allowed: tuple[str, ...], defa
     return value
 
 
-def _verify(unit: UnitFile, service_type: str, name: str, out: list[Said]) -> None:
+def _verify(unit: UnitFile, service_type: str, name: str, out: list[str]) -> None:
     """service_verify() and unit_validate_on_failure_job_mode() checks not made in execstart.py."""
     if service_type == "dbus" and not unit.get("Service", "BusName"):
         out.append(Said(f"{name}: Service is of type D-Bus but no D-Bus service name has been specified. Refusing."))
@@ -182,10 +182,10 @@ def _verify(unit: UnitFile, service_type: str, name: str, out: list[Said]) -> No
 
 
 def load_errors(unit: UnitFile, specifiers: dict | None, service_type: str, split: Callable,
-                warnings: list[str]) -> list[Said]:
+                warnings: list[str]) -> list[str]:
     """Every reason, in file order then unit order, that systemd 252 refuses to load this service
     beyond its ExecStart= (checked by execstart.py). Non-fatal complaints go to `warnings`."""
-    out: list[Said] = []
+    out: list[str] = []
     _users(unit, specifiers, out)
     _hooks(unit, specifiers, split, out, warnings)
     _paths(unit, specifiers, out)
