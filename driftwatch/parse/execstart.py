@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from driftwatch.errors import UnitError
 from driftwatch.parse.environment import env_name_is_valid, parse_environment_file, parse_environment_values
-from driftwatch.parse.loadcheck import load_errors
+from driftwatch.parse.loadcheck import EMERGENCY_ACTIONS, enum_setting, load_errors
 from driftwatch.parse.said import Said, prefixed, public
 from driftwatch.parse.specifiers import DEPRECATED_SPECIFIERS, SpecifierFailure, apply_specifiers, unit_specifiers
 from driftwatch.parse.unitfile import Assignment, UnitFile
@@ -424,16 +424,6 @@ def _check_working_directory(unit: UnitFile, specifiers: dict, warnings: list[st
     return refused
 
 
-def _enum_value(unit: UnitFile, key: str, allowed: tuple[str, ...], default: str) -> str:
-    """A [Service] enum as systemd 252 reads it: an invalid or empty value is ignored (a warning it
-    logs), the earlier value kept."""
-    value = default
-    for a in unit.assignments:
-        if a.section == "Service" and a.key == key and a.value in allowed:
-            value = a.value
-    return value
-
-
 _LOCATION = re.compile(r"^(.*?):(\d+): ")
 
 
@@ -502,7 +492,7 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
         service_type = "simple" if commands else "oneshot"
     if not commands:
         has_stop = bool(unit.values("Service", "ExecStop"))
-        has_success = unit.get("Unit", "SuccessAction") not in (None, "none")
+        has_success = enum_setting(unit, "Unit", "SuccessAction", EMERGENCY_ACTIONS, "none") != "none"
         remain = (unit.get("Service", "RemainAfterExit") or "no").lower() in ("1", "yes", "y", "true", "t", "on")
         why = ""
         ignored = [m for m in warnings if "ignoring" in m]
@@ -529,7 +519,7 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
             f"{name}: Service has more than one ExecStart= setting, which is only allowed for Type=oneshot "
             "services. Refusing."
         ))
-    restart = _enum_value(unit, "Restart", RESTART_VALUES, "no")
+    restart = enum_setting(unit, "Service", "Restart", RESTART_VALUES, "no")
     if service_type == "oneshot" and restart in ("always", "on-success"):
         refused.append(Said(
             f"{name}: Service has Restart= set to either always or on-success, which isn't allowed for "

@@ -32,6 +32,11 @@ ROOT_PATHS = ("RootDirectory", "RootImage", "RootVerity")
 SECURITY_LABELS = ("SELinuxContext", "AppArmorProfile", "SmackProcessLabel")
 KILL_MODES = ("control-group", "process", "mixed", "none")
 EXIT_TYPES = ("main", "cgroup")
+JOB_MODES = ("fail", "replace", "replace-irreversibly", "isolate", "flush", "ignore-dependencies",
+             "ignore-requirements", "triggering")
+EMERGENCY_ACTIONS = ("none", "reboot", "reboot-force", "reboot-immediate", "poweroff", "poweroff-force",
+                     "poweroff-immediate", "exit", "exit-force", "kexec", "kexec-force", "kexec-immediate", "halt",
+                     "halt-force", "halt-immediate")
 _UID_INVALID = (0xFFFF, 0xFFFFFFFF)
 
 
@@ -153,30 +158,81 @@ def _labels(unit: UnitFile, specifiers: dict | None, out: list[str]) -> None:
                                                      f"Failed to resolve unit specifiers in {shown(value)}: {exc}")))
 
 
-def _enum(unit: UnitFile, section: str, key: str, allowed: tuple[str, ...], default: str | None) -> str | None:
-    """An enum setting as systemd reads it: an invalid (or empty) value is ignored, the earlier one kept."""
+def enum_setting(unit: UnitFile, section: str, key: str, allowed: tuple[str, ...], default: str,
+                 empty_resets: bool = False) -> str:
+    """An enum setting as systemd 252 reads it: an invalid value is ignored (the earlier one kept), and
+    so is an empty one unless the key's parser resets on it (KillMode=)."""
     value = default
     for a in unit.assignments:
-        if a.section == section and a.key == key and a.value in allowed:
-            value = a.value
+        if a.section == section and a.key == key:
+            if a.value in allowed:
+                value = a.value
+            elif a.value == "" and empty_resets:
+                value = default
     return value
 
 
-def _verify(unit: UnitFile, service_type: str, name: str, out: list[str]) -> None:
+def _bus_name_is_valid(name: str) -> bool:
+    """sd_bus_service_name_is_valid() of systemd 252."""
+    unique = name.startswith(":")
+    dot, found_dot = True, False
+    for c in name[1:] if unique else name:
+        if c == ".":
+            if dot:
+                return False
+            found_dot = dot = True
+            continue
+        if not (c.isascii() and (c.isalpha() or c in "_-" or ((not dot or unique) and c.isdigit()))):
+            return False
+        dot = False
+    return 0 < len(name) <= 255 and not dot and found_dot
+
+
+def _bus_name(unit: UnitFile, specifiers: dict | None) -> str | None:
+    """BusName= as systemd keeps it: the last valid name (an invalid or empty one is ignored)."""
+    found = None
+    for a in unit.assignments:
+        if a.section == "Service" and a.key == "BusName":
+            try:
+                name = apply_specifiers(a.value, specifiers)
+            except SpecifierFailure:
+                continue
+            if _bus_name_is_valid(name):
+                found = name
+    return found
+
+
+def _dependencies(unit: UnitFile, key: str, specifiers: dict | None) -> set[str]:
+    """The units an OnFailure=-like list names (no reset by an empty value; a word whose specifiers
+    fail, or that is no unit name, is ignored)."""
+    from driftwatch.parse.unitfile import UNIT_SUFFIXES
+
+    names: set[str] = set()
+    for value in unit.raw_values("Unit", key):
+        for word in value.split():
+            try:
+                name = apply_specifiers(word, specifiers)
+            except SpecifierFailure:
+                continue
+            if name.endswith(UNIT_SUFFIXES) and "." in name[:-1] and not name.startswith("."):
+                names.add(name)
+    return names
+
+
+def _verify(unit: UnitFile, specifiers: dict | None, service_type: str, name: str, out: list[str]) -> None:
     """service_verify() and unit_validate_on_failure_job_mode() checks not made in execstart.py."""
-    if service_type == "dbus" and not unit.get("Service", "BusName"):
+    if service_type == "dbus" and not _bus_name(unit, specifiers):
         out.append(Said(f"{name}: Service is of type D-Bus but no D-Bus service name has been specified. Refusing."))
-    if service_type == "oneshot" and _enum(unit, "Service", "ExitType", EXIT_TYPES, "main") == "cgroup":
+    if service_type == "oneshot" and enum_setting(unit, "Service", "ExitType", EXIT_TYPES, "main") == "cgroup":
         out.append(Said(f"{name}: Service has ExitType=cgroup set, which isn't allowed for Type=oneshot services. "
                         "Refusing."))
-    if unit.get("Service", "PAMName") and _enum(unit, "Service", "KillMode", KILL_MODES, "control-group") not in (
-            "control-group", "mixed"):
+    kill_mode = enum_setting(unit, "Service", "KillMode", KILL_MODES, "control-group", empty_resets=True)
+    if unit.get("Service", "PAMName") and kill_mode not in ("control-group", "mixed"):
         out.append(Said(f"{name}: Service has PAM enabled. Kill mode must be set to 'control-group' or 'mixed'. "
                         "Refusing."))
     for dep in ("OnFailure", "OnSuccess"):
-        mode = unit.get("Unit", f"{dep}JobMode")
-        targets = {word for value in unit.values("Unit", dep) for word in value.split()}
-        if mode == "isolate" and len(targets) > 1:
+        mode = enum_setting(unit, "Unit", f"{dep}JobMode", JOB_MODES, "replace")
+        if mode == "isolate" and len(_dependencies(unit, dep, specifiers)) > 1:
             out.append(Said(f"{name}: More than one {dep}= dependencies specified but {dep}JobMode=isolate set. "
                             "Refusing."))
 
@@ -190,5 +246,5 @@ def load_errors(unit: UnitFile, specifiers: dict | None, service_type: str, spli
     _hooks(unit, specifiers, split, out, warnings)
     _paths(unit, specifiers, out)
     _labels(unit, specifiers, out)
-    _verify(unit, service_type, unit.name or "<unit>", out)
+    _verify(unit, specifiers, service_type, unit.name or "<unit>", out)
     return out
