@@ -6,6 +6,7 @@ report/wording.py words each finding (`explain`), and renderers only format.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..impact import ImpactContext, combine, combine_intervals, direction, get_m
 from ..redact import mask_fingerprints
 from .rulebook import Rule, match_rule
 from ..snapshots.snapshot import Snapshot
+from ..snapshots.unitload import depends_on_unknown
 
 COMPARE_SCHEMA = "driftwatch.compare/v1"
 _SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
@@ -94,11 +96,14 @@ def _side_values(config) -> tuple[dict[str, Any], set[str]]:
     return config.concept_values()
 
 
-def _startup_differences(pair: EnginePair) -> list[Difference]:
+def _startup_differences(pair: EnginePair, current: Snapshot) -> list[Difference]:
     """One finding for everything that stops the current server from starting (unless the baseline
-    has the same problem): unknown or removed flags, ambiguous prefixes, known start-up crashes."""
+    has the same problem): unknown or removed flags, ambiguous prefixes, known start-up crashes. A value
+    an unread EnvironmentFile= may set is unknown, not a problem (snapshots/unitload.py)."""
     known = {(i.kind, i.flag) for i in pair.baseline.issues}
-    problems = [i for i in pair.current.issues if i.severity == "error" and (i.kind, i.flag) not in known]
+    explicit = pair.current.explicit() if current.unknown_variables else {}
+    problems = [i for i in pair.current.issues if i.severity == "error" and (i.kind, i.flag) not in known
+                and not depends_on_unknown(i, explicit, current.unknown_variables)]
     if not problems:
         return []
     named = list(dict.fromkeys(i.flag for i in problems if i.flag))
@@ -110,6 +115,22 @@ def _startup_differences(pair: EnginePair) -> list[Difference]:
                        current="refuses to start", notes=notes, details={"problems": folded_issues(problems)})]
 
 
+def _load_differences(b: Snapshot, c: Snapshot) -> list[Difference]:
+    """One finding when systemd will not load the current unit (unless the baseline is refused for the
+    same reasons): whatever its flags say, it never starts (snapshots/unitload.py)."""
+    def reason(message: str) -> str:  # "FILE:LINE: why" -> "why": the same refusal in another file
+        return re.sub(r"^\S+?(:\d+)?: ", "", message, count=1)
+    known = {reason(m) for m in b.load_errors}
+    reasons = [m for m in c.load_errors if reason(m) not in known]
+    if not reasons:
+        return []
+    notes = [f"systemd will not load this unit: {m}." for m in reasons[:_NAMED]]
+    if len(reasons) > _NAMED:
+        notes.append(f"… and {len(reasons) - _NAMED} more reasons (all in the details).")
+    return [Difference(key="systemd.load", label="systemd load", baseline="refused" if b.load_errors else "loads",
+                       current="refused", notes=notes, details={"load_errors": reasons})]
+
+
 _NAMED = 8  # start-up problems named in the finding's label and sentence (a unit may have thousands)
 
 
@@ -117,11 +138,11 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
             concurrency: int | None = None, baseline_metrics: dict[str, float] | None = None,
             current_metrics: dict[str, float] | None = None, engine_version: str | None = None) -> Comparison:
     pair = read_pair(baseline.snapshot, current, engine_version)
-    startup = _startup_differences(pair)
+    startup = _startup_differences(pair, current)
     for diff in startup:  # what will not start is written on the ExecStart= line
         if "ExecStart" in current.origins:
             diff.origin = {"current": current.origins["ExecStart"]}
-    diffs = diff_snapshots(baseline.snapshot, current, pair) + startup
+    diffs = diff_snapshots(baseline.snapshot, current, pair) + startup + _load_differences(baseline.snapshot, current)
     b_metrics = {**_reported_capacities(baseline.snapshot), **baseline.metrics, **(baseline_metrics or {})}
     c_metrics = {**current.runtime.get("measured", {}), **_reported_capacities(current), **reported_figures(current),
                  **(current_metrics or {})}
@@ -165,7 +186,8 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
     findings = _fold_environment_files(findings, baseline.snapshot, current)
     # A unit that will not start serves nothing: that outranks any speed estimate. Settings with no
     # throughput effect (secrets, logging, identity) come after every performance finding.
-    findings.sort(key=lambda f: (f.key != "engine.startup", not f.performance, -f.weight(),
+    findings.sort(key=lambda f: (f.key not in ("systemd.load", "engine.startup"), f.key != "systemd.load",
+                                 not f.performance, -f.weight(),
                                  _SEVERITY_ORDER.get(f.rule.severity, 9), f.key))
     for rank, finding in enumerate(findings, start=1):
         finding.rank = rank
