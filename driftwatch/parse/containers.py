@@ -51,12 +51,12 @@ class Origin:
         parts = [p for p in (self.namespace, f"{self.kind}/{self.name}", self.role, self.container) if p]
         return "/".join(parts)
 
-    def to_dict(self) -> dict:
-        out = {"file": self.file, "document": self.document, "kind": self.kind, "name": self.name,
-               "namespace": self.namespace, "container": self.container}
-        if self.role:
-            out["role"] = self.role
-        return out
+    def to_dict(self) -> dict[str, str]:
+        """Strings only (a saved snapshot keeps it as such); `document` counts from 1, as people do."""
+        out = {"file": self.file, "document": None if self.document is None else str(self.document + 1),
+               "kind": self.kind, "name": self.name, "namespace": self.namespace, "container": self.container,
+               "role": self.role}
+        return {k: v for k, v in out.items() if v is not None}
 
 
 @dataclass(frozen=True)
