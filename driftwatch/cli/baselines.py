@@ -7,7 +7,7 @@ import sys
 import click
 
 from ..errors import EXIT_OK
-from .options import baselines_dir_option, catalog_option, engine_files, ssh_options
+from .options import baselines_dir_option, catalog_option, engine_files, ssh_options, target_request
 
 
 @click.group("baseline")
@@ -34,10 +34,13 @@ def baseline_group():
 def baseline_save(name, from_snapshot, unit_file, host, unit, host_name, metrics, note, force, engine_version,
                   inventory, baselines_dir, ssh, files):
     """Save NAME from a snapshot, a unit file or a live host."""
-    from ..run.baselines import save_named
-    path = save_named(name, from_snapshot=from_snapshot, unit_file=unit_file, host=host, unit=unit,
-                      host_name=host_name, metrics=metrics, note=note, force=force, engine_version=engine_version,
-                      inventory=inventory, baselines_dir=baselines_dir, ssh=ssh, files=files)
+    from ..run.baselines import SaveDetails, save_named
+    from ..run.targets import CollectOptions
+    request = target_request(unit_files=(unit_file,) if unit_file else (),
+                             snapshots=(from_snapshot,) if from_snapshot else (), hosts=(host,) if host else (),
+                             unit=unit, inventory=inventory, one=True)
+    path = save_named(name, request, CollectOptions(ssh, files, engine_version),
+                      SaveDetails(host_name, tuple(metrics), note, force, baselines_dir))
     click.echo(f"saved baseline {name} to {path}")
     sys.exit(EXIT_OK)
 

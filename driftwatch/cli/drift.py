@@ -9,7 +9,7 @@ import click
 from ..errors import EXIT_DRIFT, EXIT_OK
 from ..report import format_names
 from .options import (baselines_dir_option, catalog_option, color_option, emit, engine_files, facts_options, judging_options,
-                      shard_option, ssh_options, terminal_format, voice)
+                      shard_option, ssh_options, target_request, terminal_format, voice)
 
 
 def workload_options(func):
@@ -27,7 +27,8 @@ def workload_metrics(prefix_share, prompt_tokens) -> dict:
 
 
 @click.command()
-@click.option("--baseline", "baseline_spec", required=True, help="Baseline NAME, a baseline YAML, or a unit file.")
+@click.option("--baseline", "baseline_spec", help="Baseline NAME, a baseline YAML, or a unit file [default: the one the "
+                                                 "inventory names for the unit, else `baseline:` in the config file].")
 @click.option("--unit-file", help="Current unit file (or saved `systemctl cat` output).")
 @click.option("--host", help="Read the current unit live from this host.")
 @click.option("--unit", help="Unit on --host (default: the baseline's unit).")
@@ -54,15 +55,19 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
     """Compare a unit with a known-good baseline and rank what cost throughput."""
     from ..report import get_format
     from ..report.data import comparison_to_dict
-    from ..run.compare import compare_unit
+    from ..run.compare import CompareFacts, compare_unit
+    from ..run.fleet import JudgingOptions
+    from ..run.targets import CollectOptions
     current_metric = tuple(current_metric) + tuple(  # the workload reaches the impact models as metrics
         f"{k}={v}" for k, v in workload_metrics(workload_prefix_share, workload_prompt_tokens).items())
-    result = compare_unit(baseline_spec, unit_file=unit_file, host=host, unit=unit, snapshot_file=snapshot_file,
-                          inventory=inventory, baselines_dir=baselines_dir, baseline_metric=baseline_metric,
-                          current_metric=current_metric, rules_dir=rules_dir, ignores=ignores,
-                          ignore_file=ignore_file, concurrency=concurrency, engine_version=engine_version,
-                          model_config=model_config, baseline_model_config=baseline_model_config, gpu=gpu, ssh=ssh,
-                          files=files, voice=voice())
+    request = target_request(unit_files=(unit_file,) if unit_file else (),
+                             snapshots=(snapshot_file,) if snapshot_file else (), hosts=(host,) if host else (),
+                             unit=unit, inventory=inventory, baseline=baseline_spec, one=True)
+    result = compare_unit(request, CollectOptions(ssh, files, engine_version),
+                          JudgingOptions(rules_dir, tuple(ignores), ignore_file, concurrency,
+                                         baselines_dir=baselines_dir),
+                          CompareFacts(tuple(baseline_metric), current_metric, model_config, baseline_model_config, gpu),
+                          voice())
     emit((get_format(fmt) if output else terminal_format(fmt, color)).render_comparison(comparison_to_dict(result)), output)
     sys.exit(EXIT_DRIFT if result.drift else EXIT_OK)
 
@@ -136,22 +141,33 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
         shown = terminal_format(fmt, color).render_fleet(doc)
         click.echo(shown, nl=not shown.endswith("\n"), color=True)  # coloured only as --color says
 
-    from .config import config_file
+    from .config import config_file, typed
     if merge or shard_reports:
         result = _merge(merge, shard_reports, settings, {"--inventory": inventory, "--host": host,
                                                             "--unit-file": unit_files, "--shard": shard,
-                                                            "--limit": limit},
+                                                            "--limit": limit if typed("limit") else None},
                         config_path=config_file(), fmt=fmt, output=output, prometheus_file=prometheus_file,
                         always=always, voice=voice(aside=not quiet), show=None if quiet else show)
         sys.exit(result.exit_code)
-    result = report_fleet(settings, config_path=config_file(), host=host, unit=unit, unit_files=unit_files,
-                          rules_dir=rules_dir, ignores=ignores, ignore_file=ignore_file, concurrency=concurrency,
-                          engine_version=engine_version, baselines_dir=baselines_dir, store=store, fmt=fmt,
-                          output=output, prometheus_file=prometheus_file, always=always, shard=shard,
-                          ssh=replace(ssh, parallel=parallel), files=files, voice=voice(aside=not quiet),
-                          show=None if quiet else show, save=not no_store, limit=limit,
-                          workload=workload_metrics(workload_prefix_share, workload_prompt_tokens))
-    sys.exit(result.exit_code)
+    from ..run.fleet import FleetOutputs, FleetRun, JudgingOptions, fleet_request_check, report_settings
+    from ..run.targets import CollectOptions, TargetRequest, resolve_targets
+    settings, from_file = report_settings(settings, config_file())
+    typed_limit = typed("limit")  # the config file's limit: narrows an inventory run, never a named one
+    request = TargetRequest(unit_files=tuple(unit_files), hosts=(host,) if host else (), unit=unit,
+                            inventory=inventory, limit=limit if typed_limit else None,
+                            config_inventory=from_file.get("inventory"), config_limit=None if typed_limit else limit,
+                            baseline=baseline_spec, config_baseline=from_file.get("baseline"))
+    targets = resolve_targets(request)
+    fleet_request_check(targets, request)
+    inventory_used = request.inventory or (request.config_inventory if any(t.kind == "ssh" for t in targets) else None)
+    run = FleetRun(tuple(targets), CollectOptions(replace(ssh, parallel=parallel), files, engine_version),
+                   JudgingOptions(rules_dir, tuple(ignores), ignore_file, concurrency,
+                                  tuple(workload_metrics(workload_prefix_share, workload_prompt_tokens).items()),
+                                  baselines_dir),
+                   FleetOutputs(settings, fmt, output, prometheus_file, always, None if quiet else show, store,
+                                save=not no_store),
+                   voice(aside=not quiet), inventory=inventory_used, shard=shard)
+    sys.exit(report_fleet(run).exit_code)
 
 
 def _merge(merge: bool, shard_reports, settings: dict, collecting: dict, **kwargs):

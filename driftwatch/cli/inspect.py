@@ -7,7 +7,16 @@ import sys
 import click
 
 from ..errors import EXIT_DRIFT, EXIT_OK
-from .options import catalog_option, engine_files, ssh_options
+from .options import catalog_option, engine_files, ssh_options, target_request
+
+
+def _one(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, files):
+    """The one unit named, resolved as every command resolves its targets (run/targets.py): the
+    inventory (typed, or the config file's) only describes --host."""
+    from ..run.targets import CollectOptions, one_of, read_target
+    request = target_request(unit_files=(unit_file,) if unit_file else (), snapshots=(snapshot_file,) if snapshot_file
+                             else (), hosts=(host,) if host else (), unit=unit, inventory=inventory, one=True)
+    return read_target(one_of(request), CollectOptions(ssh, files, engine_version))  # type: ignore[arg-type]
 
 
 @click.command()
@@ -26,9 +35,7 @@ from .options import catalog_option, engine_files, ssh_options
 def show(unit_file, host, unit, snapshot_file, engine_version, show_all, fmt, inventory, ssh, files):
     """What driftwatch read from one unit: argv, launcher, typed flags, findings."""
     from ..report.show import render_show
-    from ..run.targets import one_target
-    snap = one_target(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, required=True,
-                      files=files)
+    snap = _one(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, files)
     click.echo(render_show(snap, fmt, show_all), nl=False)
     sys.exit(EXIT_OK)
 
@@ -51,10 +58,8 @@ def check(unit_file, host, unit, snapshot_file, engine_version, fmt, quiet, inve
     start-up crashes), 0 otherwise; one line per problem. For ExecStartPre= or CI."""
     from ..report.check import check_doc, problems, refused_doc, render_check
     from ..errors import UnitError
-    from ..run.targets import one_target
     try:
-        snap = one_target(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, required=True,
-                          files=files)
+        snap = _one(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, files)
     except UnitError as exc:  # systemd itself would refuse the unit: it cannot start either
         given = unit_file or snapshot_file or ""
         if fmt == "json":

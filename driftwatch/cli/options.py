@@ -196,3 +196,28 @@ def emit(text: str, output: str | None = None) -> None:
         write_atomic(output, text)
     else:
         click.echo(text, nl=False, color=True)  # coloured only where --color asked for it (terminal_format)
+
+
+# --------------------------------------------------------------------------- targets
+
+
+def target_request(*, inventory: str | None = None, limit: str | None = None, baseline: str | None = None,
+                   inventory_param: str = "inventory", limit_param: str = "limit",
+                   baseline_param: str = "baseline_spec", **named):
+    """The command's TargetRequest (run/targets.py): `named` as typed (unit_files, snapshots, hosts,
+    unit, one, changes_hosts); --inventory, --limit and --baseline split into what was typed and
+    what the config file (or the environment) gave, which may describe named targets but never
+    widen them."""
+    from ..run.targets import TargetRequest
+    from .config import typed
+
+    def split(param: str, value):
+        if value in (None, "", ()):
+            return None, None
+        return (value, None) if typed(param) else (None, value)
+
+    inv, config_inv = split(inventory_param, inventory)
+    lim, config_lim = split(limit_param, limit)
+    base, config_base = split(baseline_param, baseline)
+    return TargetRequest(inventory=inv, config_inventory=config_inv, limit=lim, config_limit=config_lim,
+                         baseline=base, config_baseline=config_base, **named)

@@ -10,7 +10,7 @@ import click
 from ..errors import EXIT_OK, EXIT_TROUBLE, InputError
 from ..report import format_names
 from .options import (baselines_dir_option, catalog_option, color_option, emit, engine_files, judging_options, shard_option,
-                      ssh_options, terminal_format, voice)
+                      ssh_options, target_request, terminal_format, voice)
 from .store_commands import STORE_HELP
 
 
@@ -54,12 +54,15 @@ def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_versio
         parallel = old_parallel
     if host_name and not unit_files:
         hosts, host_name = tuple(hosts) + (host_name,), None
+    from ..run.snapshots import SnapshotRun
+    from ..run.targets import CollectOptions, resolve_targets
+    targets = resolve_targets(target_request(unit_files=tuple(unit_files), hosts=tuple(hosts), unit=unit,
+                                             inventory=inventory, limit=limit))
     progress = _progress_line() if not quiet and sys.stderr.isatty() else None
     results: list[dict] | None = [] if fmt == "json" else None
-    trouble = snapshot_fleet(hosts, inventory, unit, unit_files, host_name, store, engine_version,
-                             replace(ssh, parallel=parallel or 32), files, voice(out=fmt == "text", aside=verbose),
-                             keep=keep, keep_baselines_dir=keep_baselines_dir, progress=progress, limit=limit,
-                             shard=shard, results=results)
+    run = SnapshotRun(tuple(targets), CollectOptions(replace(ssh, parallel=parallel or 32), files, engine_version),
+                      store, host_name, keep, keep_baselines_dir, shard, progress, results)
+    trouble = snapshot_fleet(run, voice(out=fmt == "text", aside=verbose))
     if results is not None:
         click.echo(json.dumps(snapshot_run_doc(results), indent=2))
     sys.exit(EXIT_TROUBLE if trouble else EXIT_OK)
@@ -129,11 +132,13 @@ def history(hosts, inventory, unit, store, since_text, baseline_spec, fmt, outpu
     """What changed when, per host and unit, from the snapshot store (newest first); with
     --baseline, since when each current finding is there and whether it ever went away."""
     from ..report import get_format
-    from ..run.history import store_history
-    from .config import typed
-    if hosts and not typed("inventory"):
-        inventory = None  # the config file's inventory: for a bare `history`, not on top of the hosts named
-    doc = store_history(hosts, inventory, unit, store, since_text, baseline_spec, baselines_dir, rules_dir, ignores,
-                        ignore_file, concurrency, engine_version, files, voice(), limit=limit)
+    from ..run.fleet import JudgingOptions
+    from ..run.history import HistoryQuery, store_history
+    # The hosts named are the whole set: the inventory (typed, or the config file's) only says
+    # which baseline each of their units is judged against; bare, the config file's inventory lists them.
+    request = target_request(hosts=tuple(hosts), unit=unit, inventory=inventory, limit=limit, baseline=baseline_spec)
+    query = HistoryQuery(store, since_text, JudgingOptions(rules_dir, tuple(ignores), ignore_file, concurrency,
+                                                           baselines_dir=baselines_dir), engine_version)
+    doc = store_history(request, query, files, voice())
     emit((get_format(fmt) if output or fmt != "text" else terminal_format(fmt, color)).render_history(doc), output)
     sys.exit(EXIT_OK)

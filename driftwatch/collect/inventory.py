@@ -11,7 +11,9 @@ driftwatch YAML::
 
 ``baseline: NAME`` (defaults, group or host) names the baseline a host's units are judged against;
 ``units: {vllm.service: vl-32b}`` (beside the list form) gives a unit its own, which wins over
-``baseline:``. Precedence: host > group (later groups win) > defaults. Ansible inventories: ``ansible_host``
+``baseline:``. Precedence: unit > host > group (later groups win) > defaults; ``none`` (or null) at
+any level opts out: the unit is read and stored, never judged, and no lower level fills in.
+Ansible inventories: ``ansible_host``
 (or ``ansible_ssh_host``), ``ansible_user``, ``ansible_port``, ``ansible_ssh_private_key_file``
 a ``driftwatch_units`` variable (a list, a comma-separated string, or a mapping unit: baseline) and
 a ``driftwatch_baseline`` variable, with Ansible's variable
@@ -39,14 +41,37 @@ class HostTarget:
     port: int | None = None
     units: list[str] = field(default_factory=list)
     identity: str | None = None
-    baseline: str | None = None  # the baseline every unit of the host is judged against
-    unit_baselines: dict[str, str] = field(default_factory=dict)  # a unit's own baseline (wins)
+    baseline: str | None = None  # the baseline every unit of the host is judged against (NO_BASELINE: none)
+    unit_baselines: dict[str, str] = field(default_factory=dict)  # a unit's own baseline (wins; NO_BASELINE: none)
     groups: list[str] = field(default_factory=list, compare=False)  # its groups (for --limit)
+    baseline_from: str = field(default="", compare=False)  # where `baseline` was set: host, group, defaults
 
     def baseline_for(self, unit: str) -> str | None:
         """The baseline NAME this unit is judged against: its own (``units: {unit: NAME}``), else
-        the host's ``baseline:`` (host > groups > defaults), else None."""
-        return self.unit_baselines.get(unit) or self.baseline
+        the host's ``baseline:`` (host > groups > defaults), else None (also when opted out)."""
+        return self.baseline_choice(unit)[0]
+
+    def baseline_choice(self, unit: str | None) -> tuple[str | None, str]:
+        """(baseline NAME or None, the level that decided: unit, host, group, defaults; "none" when a
+        level opted out with ``none``/null; "" when the inventory names none): an opt-out must stop
+        the config file's `baseline:` from filling in, so it is told apart from silence."""
+        if unit is not None and unit in self.unit_baselines:
+            name, level = self.unit_baselines[unit], "unit"
+        elif self.baseline:
+            name, level = self.baseline, self.baseline_from or "host"
+        else:
+            return None, ""
+        return (None, "none") if name == NO_BASELINE else (name, level)
+
+
+NO_BASELINE = "none"  # `baseline: none` (or null): the unit is not judged, whatever a lower level names
+
+
+def _baseline_name(value) -> str:
+    """A baseline value as written: a name, or NO_BASELINE for `none`/null."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null", "~")):
+        return NO_BASELINE
+    return str(value).strip()
 
 
 _HOST_CHARS = re.compile(r"[A-Za-z0-9._%:\-]+\Z")  # names, IPv4, IPv6 (inside brackets), zone ids
@@ -219,7 +244,7 @@ _DW_KEYS = {"address", "user", "port", "units", "identity", "baseline"}
 
 def _unit_baselines(value, where: str) -> tuple[list[str], dict[str, str]]:
     """``units:`` as a list (or a comma-separated string), or a mapping unit -> baseline NAME (a
-    null value: the unit has no baseline of its own)."""
+    null value or ``none``: the unit opts out of any baseline, NO_BASELINE)."""
     if isinstance(value, str) and value.strip().startswith("{"):
         try:
             value = ast.literal_eval(value.strip())
@@ -231,9 +256,8 @@ def _unit_baselines(value, where: str) -> tuple[list[str], dict[str, str]]:
             if not isinstance(unit, str) or not unit:
                 raise InputError(f"{where}: units: keys must be unit names")
             if name is not None and (not isinstance(name, str) or not name.strip()):
-                raise InputError(f"{where}: units: {unit}: the baseline must be a name")
-            if name:
-                own[unit] = name.strip()
+                raise InputError(f"{where}: units: {unit}: the baseline must be a name (or none)")
+            own[unit] = _baseline_name(name)
         return list(value), own
     return _units(value, where), {}
 
@@ -260,7 +284,7 @@ def _settings(path: str, mapping, what: str) -> dict:
         return {}
     if not isinstance(mapping, dict):
         raise InputError(f"{path}:{_line(mapping)}: {what} must be a mapping")
-    out = {}
+    out: dict[str, Any] = {}
     for key, value in mapping.items():
         where = f"{path}:{_line(mapping, key)}"
         if key not in _DW_KEYS:
@@ -270,6 +294,8 @@ def _settings(path: str, mapping, what: str) -> dict:
             out[key] = _check_port(value, where)
         elif key == "units":
             out[key], out["unit_baselines"] = _unit_baselines(value, where)
+        elif key == "baseline" and (value is None or isinstance(value, str) and value.strip()):
+            out[key] = _baseline_name(value)  # null or `none`: opted out, below this level too
         elif value is not None:
             if not isinstance(value, (str, int)) or isinstance(value, bool):
                 raise InputError(f"{where}: {key} must be a string")
@@ -313,9 +339,13 @@ def _load_driftwatch_yaml(path: str, doc: dict) -> list[HostTarget]:
         if not isinstance(name, str):
             raise InputError(f"{path}:{_line(hosts, name)}: host names must be strings")
         merged = dict(defaults)
+        merged["baseline_from"] = "defaults"
         for s in group_settings.get(name, []):
             merged.update(s)
-        merged.update(_settings(path, mapping, f"host {name!r}"))
+            merged["baseline_from"] = "group" if "baseline" in s else merged["baseline_from"]
+        own = _settings(path, mapping, f"host {name!r}")
+        merged.update(own)
+        merged["baseline_from"] = "host" if "baseline" in own else merged["baseline_from"]
         merged["groups"] = member_groups.get(name, [])
         targets.append(_target(path, _line(hosts, name), name, merged))
     return targets
@@ -332,7 +362,8 @@ def _target(path: str, line: int, name: str, s: dict) -> HostTarget:
     return HostTarget(name=name, address=s.get("address") or None, user=s.get("user") or None,
                       port=s.get("port"), units=list(s.get("units") or []), identity=s.get("identity"),
                       baseline=s.get("baseline") or None, unit_baselines=dict(s.get("unit_baselines") or {}),
-                      groups=list(s.get("groups") or []))
+                      groups=list(s.get("groups") or []),
+                      baseline_from=s.get("baseline_from", "") if s.get("baseline") else "")
 
 
 # --- Ansible ---------------------------------------------------------------------------------
@@ -440,14 +471,18 @@ class _AnsibleInventory:
             units, own = _unit_baselines(merged.get("driftwatch_units"), where)
             baseline = merged.get("driftwatch_baseline")
             if baseline is not None and (not isinstance(baseline, str) or not baseline.strip()):
-                raise InputError(f"{where}: driftwatch_baseline must be a baseline name")
+                raise InputError(f"{where}: driftwatch_baseline must be a baseline name (or none)")
+            if "driftwatch_baseline" in merged:  # null or `none`: opted out
+                baseline = _baseline_name(baseline)
+            level = ("host" if "driftwatch_baseline" in hvars else
+                     "group" if any("driftwatch_baseline" in self.group_vars.get(g, {}) for g in chain) else "defaults")
             s = {
                 "address": str(address) if address not in (None, "") else None,
                 "user": str(user) if user not in (None, "") else None,
                 "port": _check_port(port, where) if port not in (None, "") else None,
                 "units": units, "unit_baselines": own,
                 "identity": str(identity) if identity else None,
-                "baseline": baseline.strip() if baseline else None,
+                "baseline": baseline.strip() if baseline else None, "baseline_from": level,
                 "groups": chain + ["all"],
             }
             out.append(_target(self.path, self.host_lines[name], name, s))

@@ -125,10 +125,11 @@ class MarkdownFormat(Format):
             lines += ["", f"## {md(w.history_unit_title(u))}", ""]
             rows = [[md(r[0]), code(r[1]), md(r[2]), md(r[3])] for r in w.history_rows(u)]
             lines += table(w.HISTORY_COLUMNS, rows) if rows else ["*(no changes)*"]
-            if isinstance(doc.get("baseline"), dict):
+            judged = {"baseline": u["baseline"]} if isinstance(u.get("baseline"), dict) else doc  # own, or the run's
+            if isinstance(judged.get("baseline"), dict):
                 findings = [f for f in u.get("findings") or [] if isinstance(f, dict)]
-                lines += ["", f"Findings of the newest snapshot against {md(w.baseline_name(doc))}:" if findings
-                          else f"No drift from {md(w.baseline_name(doc))} in the newest snapshot.", ""]
+                lines += ["", f"Findings of the newest snapshot against {md(w.baseline_name(judged))}:" if findings
+                          else f"No drift from {md(w.baseline_name(judged))} in the newest snapshot.", ""]
                 lines += [f"{md(w.rank_text(f))}. {md(w.history_finding(f))}" for f in findings]
         problems = [p for p in doc.get("problems") or [] if p]
         if problems:

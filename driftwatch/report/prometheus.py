@@ -158,6 +158,7 @@ def render_textfile(doc: dict, report: str = "driftwatch") -> str:
         status = view.status(h)
         name = (view.comparison(h).get("baseline") or {}).get("name") \
             if isinstance(view.comparison(h).get("baseline"), dict) else None
+        name = name or (h.get("baseline") if isinstance(h.get("baseline"), str) else None)  # a down unit's too
         where = {"report": report, "host": h.get("host") or "?", "unit": h.get("unit") or "?",
                  "baseline": name or "none"}
         if status == "no_baseline":

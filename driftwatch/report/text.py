@@ -278,9 +278,10 @@ class TextFormat(Format):
             else:
                 lines.append("   (no changes" + (" in this period)" if doc.get("since") else ")"))
             findings = [f for f in u.get("findings") or [] if isinstance(f, dict)]
-            if isinstance(doc.get("baseline"), dict):
-                lines += ["", f"   findings of the newest snapshot against {w.baseline_name(doc)}:"
-                          if findings else f"   no drift from {w.baseline_name(doc)} in the newest snapshot"]
+            judged = {"baseline": u["baseline"]} if isinstance(u.get("baseline"), dict) else doc  # own, or the run's
+            if isinstance(judged.get("baseline"), dict):
+                lines += ["", f"   findings of the newest snapshot against {w.baseline_name(judged)}:"
+                          if findings else f"   no drift from {w.baseline_name(judged)} in the newest snapshot"]
                 for f in findings:
                     head = f"   {w.rank_text(f):>2}. "
                     lines += textwrap.wrap(w.history_finding(f), width=78 if self.width is None else max(40, self.width),

@@ -412,8 +412,11 @@ def status_text(h: dict) -> str:
 
 
 def host_baseline(h: dict) -> str:
-    """The baseline a unit was judged against ('none' when it has none)."""
+    """The baseline a unit was judged against ('none' when it has none); for a unit not read, the
+    one it was to be judged against (the entry's `baseline`)."""
     name = (view.comparison(h).get("baseline") or {}).get("name") if isinstance(view.comparison(h).get("baseline"), dict) else None
+    if not name and isinstance(h.get("baseline"), str):
+        name = h["baseline"]
     return clean(name) if name else "none"
 
 

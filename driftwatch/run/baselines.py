@@ -5,6 +5,7 @@ the file format); these functions decide which snapshot and which figures go in.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,25 +15,37 @@ if TYPE_CHECKING:
     from ..collect.sshoptions import SSHOptions
     from ..engines.files import EngineFiles
     from ..snapshots.baseline import Baseline
+    from .targets import CollectOptions, TargetRequest
 
 
-def save_named(name: str, *, from_snapshot: str | None, unit_file: str | None, host: str | None,
-               unit: str | None, host_name: str | None, metrics: tuple[str, ...], note: str | None, force: bool,
-               engine_version: str | None, inventory: str | None, baselines_dir: str | None,
-               ssh: SSHOptions, files: EngineFiles) -> Path:
-    """Save NAME from a snapshot, a unit file or a live host; the file written."""
+@dataclass(frozen=True)
+class SaveDetails:
+    """What `baseline save` records beside the unit: the host name (for a unit file), the figures
+    measured on it, why it is known-good, whether to replace one, where baselines live."""
+
+    host_name: str | None = None
+    metrics: tuple[str, ...] = ()
+    note: str | None = None
+    force: bool = False
+    baselines_dir: str | None = None
+
+
+def save_named(name: str, request: TargetRequest, collect: CollectOptions, details: SaveDetails) -> Path:
+    """Save NAME from the one unit `request` names (a snapshot, a unit file or a live host, looked
+    up in the inventory); the file written. `collect.engine_version` is recorded with the unit."""
     from ..findings.metrics import check_accept_length
-    from ..snapshots.baseline import baselines_dir as resolve_dir, save_baseline
+    from ..snapshots.baseline import baselines_dir as resolve_dir
+    from ..snapshots.baseline import save_baseline
     from ..snapshots.metrics import parse_metrics
-    from .targets import one_target
-    values = parse_metrics(metrics)
-    snap = one_target(unit_file, host, unit, from_snapshot, None, inventory, ssh, required=True, files=files)
-    if host_name:
-        snap.host = host_name
-    if engine_version:
-        snap.engine_version = engine_version
+    from .targets import one_of, read_target
+    values = parse_metrics(details.metrics)
+    snap = read_target(one_of(request), replace(collect, engine_version=None))  # type: ignore[arg-type]
+    if details.host_name:
+        snap.host = details.host_name
+    if collect.engine_version:
+        snap.engine_version = collect.engine_version
     check_accept_length(values, snap.engine, "--metric")
-    return save_baseline(resolve_dir(baselines_dir), name, snap, values, note, force)
+    return save_baseline(resolve_dir(details.baselines_dir), name, snap, values, details.note, details.force)
 
 
 def accept_drift(name: str, *, unit_file: str | None, snapshot_file: str | None, host: str | None,
@@ -42,7 +55,8 @@ def accept_drift(name: str, *, unit_file: str | None, snapshot_file: str | None,
     """Replace NAME with the unit now known to be good (by default the host and unit NAME records,
     read live); (the file written, whether the old metrics were dropped)."""
     from ..findings.metrics import check_accept_length
-    from ..snapshots.baseline import baselines_dir as resolve_dir, load_baseline, save_baseline
+    from ..snapshots.baseline import baselines_dir as resolve_dir
+    from ..snapshots.baseline import load_baseline, save_baseline
     from ..snapshots.metrics import parse_metrics
     from .targets import collect_one, one_target
     directory = resolve_dir(baselines_dir)
@@ -70,7 +84,8 @@ def list_named(baselines_dir: str | None) -> tuple[Path, list[dict]]:
     saved_by, note, error). A file that cannot be read is an item with its error, never a reason to
     hide the others."""
     from ..fileio import read_yaml
-    from ..snapshots.baseline import BASELINE_SCHEMA, baselines_dir as resolve_dir, list_baselines
+    from ..snapshots.baseline import BASELINE_SCHEMA, list_baselines
+    from ..snapshots.baseline import baselines_dir as resolve_dir
     directory = resolve_dir(baselines_dir)
     items = []
     for name in list_baselines(directory):

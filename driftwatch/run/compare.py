@@ -1,49 +1,76 @@
 """One unit against a known-good baseline (`driftwatch compare`): `compare_unit`.
 
-The current side is what the user named (a unit file, a snapshot, a live host) or, when nothing
-is named, the host and unit the baseline records, read live. Model and GPU facts given on the
+The current side is what the user named (a unit file, a snapshot, a live host looked up in the
+inventory) or, when nothing is named, the host and unit the baseline records, read live; the
+baseline is the target's own (run/targets.py: typed > the inventory's for the unit > config). Model and GPU facts given on the
 command line are recorded in the snapshots before they are judged.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from .voice import Voice
 
 if TYPE_CHECKING:
-    from ..collect.sshoptions import SSHOptions
-    from ..engines.files import EngineFiles
     from ..findings.compare import Comparison
+    from .fleet import JudgingOptions
+    from .targets import CollectOptions, TargetRequest
 
 
-def compare_unit(baseline_spec: str, *, unit_file: str | None, host: str | None, unit: str | None,
-                 snapshot_file: str | None, inventory: str | None, baselines_dir: str | None,
-                 baseline_metric: tuple[str, ...], current_metric: tuple[str, ...], rules_dir: str | None,
-                 ignores: tuple[str, ...], ignore_file: str | None, concurrency: int | None,
-                 engine_version: str | None, model_config: str | None, baseline_model_config: str | None,
-                 gpu: str | None, ssh: SSHOptions, files: EngineFiles, voice: Voice) -> Comparison:
-    """The ranked Comparison; an ignore that matched nothing is a warning (`voice.warn` and the
-    comparison's `warnings`). `files`: the engine configuration files the user gave."""
-    from ..findings.judging import load_judging
+@dataclass(frozen=True)
+class CompareFacts:
+    """What compare is told beside the units: figures measured on each side, the model's config.json
+    (each side's) and the current host's GPUs, for the physical impact models."""
+
+    baseline_metric: tuple[str, ...] = ()
+    current_metric: tuple[str, ...] = ()
+    model_config: str | None = None
+    baseline_model_config: str | None = None
+    gpu: str | None = None
+
+
+def compare_unit(request: TargetRequest, collect: CollectOptions, judging: JudgingOptions, facts: CompareFacts,
+                 voice: Voice) -> Comparison:
+    """The ranked Comparison of the one unit `request` names (or the host and unit the baseline
+    records) against its baseline: the typed --baseline, else the one the inventory names for it,
+    else the config file's. An ignore that matched nothing is a warning (`voice.warn` and the
+    comparison's `warnings`); a typed --baseline that differs from the inventory's is said once."""
     from ..snapshots.baseline import baselines_dir as resolve_dir
     from ..snapshots.metrics import parse_metrics
-    from .targets import collect_one, named_baseline, one_target
-    b_metrics = parse_metrics(baseline_metric, "--baseline-metric")
-    c_metrics = parse_metrics(current_metric, "--current-metric")
-    judging = load_judging(rules_dir, ignores, ignore_file, concurrency, engine_version)
-    base = named_baseline(baseline_spec, resolve_dir(baselines_dir), files)
-    current = one_target(unit_file, host, unit or (base.unit if host else None), snapshot_file, None, inventory,
-                         ssh, required=False, files=files)
-    if current is None:
+    from .targets import baseline_override_note, named_baseline, one_of, read_target, with_unit
+    b_metrics = parse_metrics(facts.baseline_metric, "--baseline-metric")
+    c_metrics = parse_metrics(facts.current_metric, "--current-metric")
+    rules = judging.load(collect.engine_version)
+    directory = resolve_dir(judging.baselines_dir)
+    target = one_of(request, required=False)
+    if target is None:  # nothing named: the host and unit the baseline records, read live
+        spec = request.baseline or request.config_baseline
+        if not spec:
+            raise InputError("compare needs --baseline NAME (or a unit named in an inventory that names its baseline)")
+        base = named_baseline(spec, directory, collect.files)
         if not base.host or not base.unit:
             raise InputError(f"baseline {base.name} records no host/unit to read; give --unit-file, --snapshot "
                              "or --host/--unit")
-        current = collect_one(base.host, base.unit, ssh, inventory, files=files)
-    _apply_facts(base, current, model_config, baseline_model_config, gpu)
-    result = judging.compare(base, current, b_metrics, c_metrics)
+        target = with_unit(one_of(replace(request, hosts=(base.host,), unit=base.unit)), base.unit)  # type: ignore[arg-type]
+    else:
+        if not target.baseline:
+            raise InputError(f"compare needs --baseline NAME: nothing names one for {target.label}"
+                             + (" (the inventory opts it out)" if target.baseline_from == "none"
+                                and target.address is not None and target.address.baseline_choice(target.unit)[1]
+                                == "none" else ""))
+        base = named_baseline(target.baseline, directory, collect.files)
+        if target.kind == "ssh" and not target.unit:
+            target = with_unit(target, base.unit) if base.unit else target
+    note = baseline_override_note([target])
+    if note:
+        voice.aside(note)
+    current = read_target(target, replace(collect, engine_version=None))
+    _apply_facts(base, current, facts.model_config, facts.baseline_model_config, facts.gpu)
+    result = rules.compare(base, current, b_metrics, c_metrics)
     _check_measured(result, {**base.metrics, **b_metrics}, c_metrics)
-    _warn_unused_ignores(result, judging, voice)
+    _warn_unused_ignores(result, rules, voice)
     return result
 
 
@@ -67,6 +94,7 @@ def _apply_draft_facts(*snapshots) -> None:
     directory holding config.json: its facts recorded as ``draft_model_facts``. A hub name or a path not
     on this machine stays unread (the drafter's cost then falls back to one layer of the target's shape)."""
     import os
+
     from ..errors import InputError
     from ..facts import load_draft_config
     for snap in snapshots:

@@ -1,8 +1,9 @@
 """The fleet report (`driftwatch report`), end to end, in one function: `report_fleet`.
 
-settings and baselines (`--baseline`, else each unit's own from the inventory) → the hosts
-(`--limit`, `--shard`) → local files compared → live hosts collected, each compared as its answer
-arrives → one `driftwatch.report/v1` document (drift told once in groups) → unused ignores checked on
+the targets, resolved once by the CLI (run/targets.py `resolve_targets`: what was named, or the
+inventory's hosts narrowed by `limit`; each with its own baseline) → `--shard` → every baseline
+named read → local files compared → live hosts collected, each compared as its answer arrives →
+one `driftwatch.report/v1` document (drift told once in groups) → unused ignores checked on
 the real findings of the whole fleet → "since" from the snapshot store → every unit read fed to the
 store → rendered, written, shown → mailed.
 
@@ -19,13 +20,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..engines.files import NO_FILES, EngineFiles
-from ..errors import DriftwatchError, EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, InputError, NotifyError
-from .shard import Shard, pick
+from ..errors import EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, DriftwatchError, InputError, NotifyError
+from .shard import Shard
+from .targets import CollectOptions, Target, TargetRequest, baseline_override_note, collect_targets, with_unit
 from .voice import Voice
 
 if TYPE_CHECKING:
     from ..collect.raw import RawUnit
-    from ..collect.sshoptions import SSHOptions
     from ..findings.compare import Comparison
     from ..findings.ignore import IgnoreEntry
     from ..findings.judging import Judging
@@ -34,29 +35,37 @@ if TYPE_CHECKING:
 
 
 class Judge:
-    """Units judged against their baselines, each becoming one entry of the report. `pick(host,
-    unit)` says which baseline a live unit is judged against (default: `baseline` for every one; None:
-    the unit has no baseline, its entry says so and it is not judged). Every Comparison is kept, so
-    the ignores that matched nothing are found on the real findings; every live unit read is kept in
-    `read` (for the snapshot store). Units are read with `files`, the engine configuration files the
-    user gave."""
+    """Units judged against their baselines, each becoming one entry of the report. A unit's
+    baseline is its Target's (resolved once, run/targets.py), read through `baselines`; without a
+    target, `pick(host, unit)` says which (default: `baseline` for every one; None: the unit has no
+    baseline, its entry says so and it is not judged). Every Comparison is kept, so the ignores
+    that matched nothing are found on the real findings; every live unit read is kept in `read`
+    (for the snapshot store). Units are read with `files`, the engine configuration files the
+    user gave. Every entry names the baseline it is (or would have been) judged against, an
+    unreadable one included."""
 
     def __init__(self, baseline: Baseline | None, judging: Judging, files: EngineFiles = NO_FILES,
-                 pick: Callable[[str, str], Baseline | None] | None = None):
+                 pick: Callable[[str, str], Baseline | None] | None = None, baselines: _Baselines | None = None):
         self.baseline = baseline
         self.judging = judging
         self.files = files
         self.pick = pick
+        self.baselines = baselines
         self.comparisons: list[Comparison] = []
         self.read: list[Snapshot] = []
 
-    def baseline_of(self, host: str | None, unit: str | None) -> Baseline | None:
+    def baseline_of(self, host: str | None, unit: str | None, target: Target | None = None) -> Baseline | None:
+        if target is not None and self.baselines is not None:
+            return self.baselines.get(target.baseline) if target.baseline else None
         return self.pick(host or "", unit or "") if self.pick is not None else self.baseline
 
-    def snapshot(self, snap: Snapshot, file: str | None = None) -> dict:
+    def snapshot(self, snap: Snapshot, file: str | None = None, target: Target | None = None) -> dict:
         """The entry of a unit read (labelled by `file`, the path the user gave, when it is one)."""
         from ..report.data import comparison_to_dict, host_entry
-        base = self.baseline if file is not None else self.baseline_of(snap.host, snap.unit)
+        if target is not None:
+            base = self.baseline_of(snap.host, snap.unit, target)
+        else:
+            base = self.baseline if file is not None else self.baseline_of(snap.host, snap.unit)
         label = file if file is not None else snap.host
         if base is None:
             return host_entry(label, snap.unit, "no_baseline", file=file)
@@ -64,9 +73,9 @@ class Judge:
         entry = host_entry(label, snap.unit, "drift" if result.drift else "clean",
                            comparison_to_dict(result), file=file)
         self.comparisons.append(result)
-        return entry
+        return _named(entry, base)
 
-    def unit_file(self, path: str) -> dict:
+    def unit_file(self, path: str, target: Target | None = None) -> dict:
         """A local unit file, labelled by the path as given; one that cannot be read or parsed is an
         entry with its error."""
         from ..report.data import host_entry
@@ -74,29 +83,40 @@ class Judge:
         try:
             snap = snapshot_from_unit_file(path, None, self.judging.engine_version, self.files)
         except DriftwatchError as exc:
-            return host_entry(path, path.rstrip("/").rsplit("/", 1)[-1], "error", error=str(exc),
-                              failure="invalid unit", file=path)
-        return self.snapshot(snap, file=path)
+            entry = host_entry(path, path.rstrip("/").rsplit("/", 1)[-1], "error", error=str(exc),
+                               failure="invalid unit", file=path)
+            return _named(entry, self.baseline_of(None, None, target) if target is not None else self.baseline)
+        if target is not None and target.unit:
+            snap.unit = target.unit  # the unit's name on its host, when the file is a copy named otherwise
+        return self.snapshot(snap, file=path, target=target)
 
-    def raw(self, raw: RawUnit) -> dict:
-        """One host and unit as collected; whatever goes wrong with it stays its own error."""
+    def raw(self, raw: RawUnit, target: Target | None = None) -> dict:
+        """One host and unit as collected; whatever goes wrong with it stays its own error (the
+        entry still names the unit's baseline: a down host keeps it in every output)."""
         from ..report.data import host_entry
         from .targets import raw_to_snapshot
+        base = self._quiet_baseline(raw, target)
         if raw.status not in ("ok", "fallback"):
             error = f"{raw.host}: {raw.unit}: {raw.status}" + (f": {raw.error}" if raw.error else "")
-            return host_entry(raw.host, raw.unit, "error", error=error, failure=raw.status)
+            return _named(host_entry(raw.host, raw.unit, "error", error=error, failure=raw.status), base)
         try:
             snap = raw_to_snapshot(raw, self.judging.engine_version, self.files)
         except DriftwatchError as exc:
-            return host_entry(raw.host, raw.unit, "error", error=str(exc), failure="invalid unit")
+            return _named(host_entry(raw.host, raw.unit, "error", error=str(exc), failure="invalid unit"), base)
         self.read.append(snap)
         try:
-            return self.snapshot(snap)
+            return self.snapshot(snap, target=target)
         except DriftwatchError as exc:
-            return host_entry(raw.host, raw.unit, "error", error=str(exc), failure="invalid unit")
+            return _named(host_entry(raw.host, raw.unit, "error", error=str(exc), failure="invalid unit"), base)
         except Exception as exc:  # noqa: BLE001 - a bug on one host's input must not cost the report
-            return host_entry(raw.host, raw.unit, "error", error=f"{raw.host}: {raw.unit}: internal error: "
-                              f"{type(exc).__name__}", failure="error")
+            return _named(host_entry(raw.host, raw.unit, "error", error=f"{raw.host}: {raw.unit}: internal error: "
+                                     f"{type(exc).__name__}", failure="error"), base)
+
+    def _quiet_baseline(self, raw: RawUnit, target: Target | None) -> Baseline | None:
+        try:
+            return self.baseline_of(raw.host, raw.unit, target)
+        except DriftwatchError:
+            return None
 
     def unused_ignores(self) -> list[IgnoreEntry] | None:
         """The ignores that matched no difference on any unit (None: nothing was compared, so no
@@ -106,6 +126,13 @@ class Judge:
             return None
         pairs = [(f.rule, f.difference) for c in self.comparisons for f in c.findings + c.ignored]
         return unused(list(self.judging.ignore), pairs)
+
+
+def _named(entry: dict, base: Baseline | None) -> dict:
+    """The entry with the name of the baseline its unit is judged against (None: none), also when
+    it could not be read: the report says which baseline a down host was to be judged against."""
+    entry["baseline"] = base.name if base is not None else None
+    return entry
 
 
 @dataclass
@@ -120,56 +147,132 @@ class FleetReport:
         return EXIT_DRIFT if self.doc["summary"]["drifted"] else EXIT_OK
 
 
-def report_fleet(options: dict, *, config_path: str | None, host: str | None, unit: str | None,
-                 unit_files: tuple[str, ...] | list[str], rules_dir: str | None, ignores: tuple[str, ...],
-                 ignore_file: str | None, concurrency: int | None, engine_version: str | None,
-                 baselines_dir: str | None, store: str | None, fmt: str, output: str | None,
-                 prometheus_file: str | None, always: bool, ssh: SSHOptions, files: EngineFiles, voice: Voice,
-                 show: Callable[[dict], None] | None = None, save: bool = True,
-                 limit: str | None = None, shard: Shard | None = None, workload: dict | None = None) -> FleetReport:
-    """Check the hosts and files against their baselines; write, show and mail one report; feed
-    the snapshot store with every live unit read (unless `save` is false).
+@dataclass(frozen=True)
+class JudgingOptions:
+    """How units are judged: rules, ignores, the workload the prediction is for, where named
+    baselines live."""
 
-    `options`: the command line's report settings (e-mail, SMTP, state, inventory, baseline), laid
-    over the config file's. `show(doc)` prints the document (after the files are written, before
-    the unreadable units are named and the mail goes). Notes, the document's own warnings and what
-    the mail did are said `aside`; the errors that make the exit code 2 are `say`d."""
+    rules_dir: str | None = None
+    ignores: tuple[str, ...] = ()
+    ignore_file: str | None = None
+    concurrency: int | None = None
+    workload: tuple[tuple[str, float], ...] = ()
+    baselines_dir: str | None = None
+
+    def load(self, engine_version: str | None) -> Judging:
+        from ..findings.judging import load_judging
+        judging = load_judging(self.rules_dir, self.ignores, self.ignore_file, self.concurrency, engine_version)
+        if self.workload:  # --workload-prefix-share / --workload-prompt-tokens (impact/workload.py)
+            judging = dataclasses.replace(judging, workload=tuple(self.workload))
+        return judging
+
+
+@dataclass(frozen=True)
+class FleetOutputs:
+    """Where the report goes: printed (`show`), --output, --prometheus, mail (`settings`: e-mail,
+    SMTP, state, laid over the config file's), and the snapshot store fed with every unit read."""
+
+    settings: dict
+    fmt: str = "text"
+    output: str | None = None
+    prometheus_file: str | None = None
+    always: bool = False
+    show: Callable[[dict], None] | None = None
+    store: str | None = None
+    save: bool = True
+
+
+@dataclass(frozen=True)
+class FleetRun:
+    """One fleet report: the targets (resolved once, run/targets.py, each with its baseline), how
+    they are read, judged and published."""
+
+    targets: tuple[Target, ...]
+    collect: CollectOptions
+    judging: JudgingOptions
+    outputs: FleetOutputs
+    voice: Voice
+    inventory: str | None = None  # the inventory the hosts came from (named in the document)
+    shard: Shard | None = None
+
+
+def report_settings(options: dict, config_path: str | None) -> tuple[dict, dict]:
+    """(the command line's report settings laid over the config file's, the config file's alone):
+    the second says what the file names (its inventory, baseline), never merged into the targets."""
     from ..notify.settings import load_report_settings, merge
-    from ..findings.judging import load_judging
-    from ..report.data import build_report
-    settings = merge(options, load_report_settings(config_path, os.environ))
+    from_file = load_report_settings(config_path, os.environ)
+    settings = merge(options, from_file)
     if settings.get("only_changes") and not settings.get("state"):
         raise InputError("--only-changes needs --state FILE (where the last report's fingerprint is kept)")
-    judging = load_judging(rules_dir, ignores, ignore_file, concurrency, engine_version)
-    if workload:  # --workload-prefix-share / --workload-prompt-tokens (impact/workload.py)
-        judging = dataclasses.replace(judging, workload=tuple(workload.items()))
-    baselines = _Baselines(baselines_dir, settings, files, voice)
-    # --baseline on the command line judges every unit; else each unit's own from the inventory
-    # (unit > host > groups > defaults), else the config file's `baseline:`.
-    forced = options.get("baseline") or None
-    fallback = settings.get("baseline") or None
-    if not forced and not (settings.get("inventory") and not host) and not fallback:
-        raise InputError("report needs --baseline NAME (or `baseline:` in the config file or the inventory)")
-    if unit_files and not (forced or fallback):
-        raise InputError("--unit-file needs --baseline NAME (or `baseline:` in the config file)")
-    default = baselines.get(forced or fallback) if (forced or fallback) else None
-    targets = _targets(settings, host, unit, default.unit if default else None, unit_files, limit, shard)
-    named = {} if forced or host or not settings.get("inventory") else _inventory_names(settings["inventory"], unit)
-    for name in sorted({n for n in named.values() if n}):
-        baselines.get(name)  # every baseline the inventory names, known before any host is read
-    judge = Judge(default, judging, files,
-                  pick=lambda h, u: baselines.get(named[(h, u)]) if named.get((h, u)) else default)
-    entries = [judge.unit_file(path) for path in unit_files]  # each labelled by the file the user named
-    entries += _judge_hosts(judge, targets, ssh, settings.get("inventory"), voice)
-    doc = build_report(default, entries, baselines.used(entries),
-                       os.path.abspath(settings["inventory"]) if settings.get("inventory") else None)
-    if shard is not None:
-        doc["shard"] = str(shard)  # what `report --merge` checks the shards by; a label on run-level metrics
+    return settings, from_file
+
+
+def report_fleet(run: FleetRun) -> FleetReport:
+    """Check the targets against their own baselines; write, show and mail one report; feed the
+    snapshot store with every live unit read (unless `outputs.save` is false). Notes, the
+    document's own warnings and what the mail did are said `aside`; the errors that make the exit
+    code 2 are `say`d."""
+    from ..report.data import build_report
+    voice, outputs = run.voice, run.outputs
+    judging = run.judging.load(run.collect.engine_version)
+    baselines = _Baselines(run.judging.baselines_dir, outputs.settings, run.collect.files, voice)
+    targets = _with_units(list(run.targets), baselines)
+    if run.shard is not None:
+        targets = [t for t in targets if t.kind != "ssh" or run.shard.holds(t.host or "")]
+    if not targets:
+        raise InputError("nothing to check: give --inventory FILE, --host H --unit U or --unit-file FILE")
+    for spec in dict.fromkeys(t.baseline for t in targets if t.baseline):
+        baselines.get(spec)  # every baseline named, known before any host is read
+    note = baseline_override_note(targets)
+    if note:
+        voice.aside(note)
+    specs = {t.baseline for t in targets}
+    only = specs.pop() if len(specs) == 1 else None
+    default = baselines.get(only) if only else None
+    judge = Judge(default, judging, run.collect.files, baselines=baselines)
+    entries = [judge.unit_file(t.path or "", t) for t in targets if t.kind == "unit-file"]
+    entries += _judge_hosts(judge, [t for t in targets if t.kind == "ssh"], dataclasses.replace(run.collect,
+                                                                                                  warn=voice.warn))
+    inventory = os.path.abspath(run.inventory) if run.inventory else None
+    doc = build_report(default, entries, baselines.used(entries), inventory)
+    if run.shard is not None:
+        doc["shard"] = str(run.shard)  # what `report --merge` checks the shards by; a label on run-level metrics
     _say_unused_ignores(doc, judge, voice)
-    _since_from_store(doc, store, baselines, judging, voice)
-    store_trouble = _feed_store(judge.read, store, voice) if save else False
-    return FleetReport(doc, publish(doc, settings, fmt=fmt, output=output, prometheus_file=prometheus_file,
-                                    always=always, voice=voice, show=show) or store_trouble)
+    _since_from_store(doc, outputs.store, baselines, judging, voice)
+    store_trouble = _feed_store(judge.read, outputs.store, voice) if outputs.save else False
+    return FleetReport(doc, publish(doc, outputs.settings, fmt=outputs.fmt, output=outputs.output,
+                                    prometheus_file=outputs.prometheus_file, always=outputs.always, voice=voice,
+                                    show=outputs.show) or store_trouble)
+
+
+def fleet_request_check(targets: list[Target], request: TargetRequest) -> None:
+    """A report must be able to judge what was named: a unit file needs a baseline (typed or the
+    config file's); a host typed and unknown to the inventory needs one too (the inventory's
+    silence or opt-out is a decision; a typo'd host without a baseline is not)."""
+    for t in targets:
+        if t.kind == "unit-file" and t.baseline is None:
+            raise InputError("--unit-file needs --baseline NAME (or `baseline:` in the config file)")
+        if t.kind == "ssh" and request.hosts and t.baseline is None and t.baseline_from == "none" \
+                and not _in_inventory(t):
+            raise InputError("report needs --baseline NAME (or `baseline:` in the config file or the inventory)")
+
+
+def _in_inventory(target: Target) -> bool:
+    return target.address is not None and bool(target.address.units or target.address.baseline
+                                               or target.address.unit_baselines or target.address.groups)
+
+
+def _with_units(targets: list[Target], baselines: _Baselines) -> list[Target]:
+    """A host named without --unit is read for the unit its baseline records."""
+    out = []
+    for t in targets:
+        if t.kind == "ssh" and not t.unit:
+            recorded = baselines.get(t.baseline).unit if t.baseline else None
+            if not recorded:
+                raise InputError("--host needs --unit (the baseline records none)")
+            t = with_unit(t, recorded)
+        out.append(t)
+    return out
 
 
 def publish(doc: dict, settings: dict, *, fmt: str, output: str | None, prometheus_file: str | None,
@@ -206,61 +309,32 @@ class _Baselines:
         return self.known[spec]
 
     def used(self, entries: list[dict]) -> list[Baseline]:
-        """The baselines the entries were judged against, in the order first used."""
+        """The baselines the entries were judged (or, unread, were to be judged) against, in the
+        order first used."""
         names = []
         for e in entries:
-            name = ((e.get("comparison") or {}).get("baseline") or {}).get("name")
+            name = ((e.get("comparison") or {}).get("baseline") or {}).get("name") or e.get("baseline")
             if name and name not in names:
                 names.append(name)
         by_name = {b.name: b for b in self.known.values()}
         return [by_name[n] for n in names if n in by_name]
 
 
-def _inventory_names(inventory: str, unit: str | None) -> dict[tuple[str, str], str | None]:
-    from .targets import inventory_baselines
-    return inventory_baselines(inventory, unit)
-
-
-def _targets(settings: dict, host: str | None, unit: str | None, baseline_unit: str | None,
-             unit_files, limit: str | None = None, shard: Shard | None = None) -> list[tuple[str, str]]:
-    """The (host, unit) pairs to read live: --host with --unit (default: the baseline's unit), or
-    the inventory's (every unit it lists, or --unit; only the hosts --limit selects); with `shard`,
-    only that slice's hosts."""
-    from ..collect.unitname import validate_unit_name
-    from .targets import inventory_targets
-    targets = []
-    if limit and (host or not settings.get("inventory")):
-        raise InputError("--limit chooses among an inventory's hosts: give --inventory FILE (and no --host)")
-    if host:
-        targets.append((host, unit or baseline_unit))
-    elif settings.get("inventory"):
-        targets.extend(inventory_targets(settings["inventory"], unit, limit))
-    targets = pick(targets, shard)
-    if not targets and not unit_files:
-        raise InputError("nothing to check: give --inventory FILE, --host H --unit U or --unit-file FILE")
-    for _, u in targets:
-        if not u:
-            raise InputError("--host needs --unit (the baseline records none)")
-        validate_unit_name(u)
-    return targets
-
-
-def _judge_hosts(judge: Judge, targets: list[tuple[str, str]], ssh: SSHOptions, inventory: str | None,
-                 voice: Voice) -> list[dict]:
+def _judge_hosts(judge: Judge, targets: list[Target], collect: CollectOptions) -> list[dict]:
     """The live hosts' entries, in the order they were named; each host is compared as its answer
     arrives, overlapping the others' reads."""
     if not targets:
         return []
-    from .targets import collect_live
+    from .answers import AnswerWorker
     compared: dict[int, dict] = {}
 
-    def arrived(raw) -> None:
-        compared[id(raw)] = judge.raw(raw)
+    def arrived(item) -> None:
+        raw, target = item
+        compared[id(raw)] = judge.raw(raw, target)
 
-    from .answers import AnswerWorker
     with AnswerWorker(arrived) as behind:  # compared off the collector's loop, in arrival order
-        raws = collect_live(targets, ssh, inventory, on_result=behind.put, warn=voice.warn, files=judge.files)
-    return [compared.get(id(raw)) or judge.raw(raw) for raw in raws]
+        raws = collect_targets(targets, collect, on_result=lambda raw, target: behind.put((raw, target)))
+    return [compared.get(id(raw)) or judge.raw(raw, target) for raw, target in zip(raws, targets, strict=True)]
 
 
 def _say_unused_ignores(doc: dict, judge: Judge, voice: Voice) -> None:
@@ -279,8 +353,8 @@ def _since_from_store(doc: dict, store: str | None, baselines: _Baselines, judgi
                       voice: Voice) -> None:
     """Each finding's "since" from the snapshot store, each unit against its own baseline (nothing
     when the store holds no snapshot of it)."""
-    from .history import annotate_since
     from ..snapshots.store import SnapshotStore
+    from .history import annotate_since
     opened = SnapshotStore(store or None, on_problem=lambda m: voice.aside(f"warning: {m}"))
     by_name: dict[str, list[dict]] = {}
     for entry in doc["hosts"]:
@@ -298,8 +372,8 @@ def _feed_store(snapshots: list[Snapshot], store: str | None, voice: Voice) -> b
     """Every live unit read saved to the snapshot store (after "since" was read from it), so history,
     "since" and "new since last run" work from the report's one cron job. True when one could not be
     saved (said; the report still goes out)."""
-    from .history import changes_between
     from ..snapshots.store import save_snapshot
+    from .history import changes_between
     trouble = False
     for snap in snapshots:
         try:

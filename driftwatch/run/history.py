@@ -35,6 +35,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import DriftwatchError, InputError
@@ -44,8 +46,10 @@ from ..timestamps import UTC, epoch_stamp, format_utc, parse_utc, utc_now
 
 if TYPE_CHECKING:  # a history read from kept changes types no snapshot: the engines stay unimported
     from ..engines.files import EngineFiles
-    from ..snapshots.snapshot import Snapshot
     from ..findings.judging import Judging
+    from ..snapshots.snapshot import Snapshot
+    from .fleet import JudgingOptions
+    from .targets import TargetRequest
     from .voice import Voice
 
 HISTORY_SCHEMA = "driftwatch.history/v1"
@@ -346,46 +350,70 @@ def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since
 
 def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, str | None]] | None = None,
                      since: _dt.datetime | None = None, baseline=None, judging: Judging | None = None, *,
-                     engine_version: str | None = None) -> dict:
+                     engine_version: str | None = None,
+                     baseline_of: Callable[[str | None, str | None], Any] | None = None) -> dict:
     """``driftwatch.history/v1`` for `groups` ((host, unit) pairs; None: every unit in the store).
     A pair with no snapshots is listed with zero snapshots, so a typo shows as such. Snapshots are
     read with `engine_version` (`judging.engine_version` when a judging is given); with a
-    `baseline`, each finding's history is judged by `judging` (give it the rules)."""
+    `baseline`, each finding's history is judged by `judging` (give it the rules). `baseline_of(host,
+    unit)`: each unit's own baseline (its target's: the inventory's for it), instead of one for all;
+    each unit's entry then names its `baseline`."""
     if groups is None:
         groups = store.groups()
     if judging is not None:
         engine_version = judging.engine_version
-    findings = None
-    if baseline is not None:
-        if judging is None:
-            from ..findings.judging import Judging
-            judging = Judging(engine_version=engine_version)
-        findings = _Findings(baseline, judging)
-    units, seen = [], set()
+    if (baseline is not None or baseline_of is not None) and judging is None:
+        from ..findings.judging import Judging
+        judging = Judging(engine_version=engine_version)
+    per_baseline: dict[int, _Findings] = {}
+
+    def findings_of(host, unit) -> tuple[_Findings | None, Any]:
+        base = baseline_of(host, unit) if baseline_of is not None else baseline
+        if base is None:
+            return None, None
+        if id(base) not in per_baseline:
+            per_baseline[id(base)] = _Findings(base, judging)  # type: ignore[arg-type]  # set above
+        return per_baseline[id(base)], base
+
+    units, seen, used = [], set(), {}  # type: ignore[var-annotated]
     groups = list(groups)
-    batch = _kept_batch(store, groups, since) if findings is None and engine_version is None else {}
+    judged_any = baseline is not None or baseline_of is not None
+    batch = _kept_batch(store, groups, since) if not judged_any and engine_version is None else {}
     for host, unit in groups:
         where = (safe_component(host, "local"), safe_component(unit, "unit"))
         if where in seen:
             continue
         seen.add(where)
         try:
+            findings, base = findings_of(host, unit)
             entry = _batched_entry(batch, where)
             units.append(entry if entry is not None else unit_history(store, host, unit, since, findings,
                                                                        engine_version))
+            if baseline_of is not None:
+                units[-1]["baseline"] = _baseline_ref(base)
+                if base is not None:
+                    used.setdefault(base.name, _baseline_ref(base))
         except DriftwatchError as exc:  # one unit's trouble is named, never fatal to the others
             store.problems.append(f"{where[0]}/{where[1]}: skipped: {exc}")
+    one = _baseline_ref(baseline) if baseline is not None else (next(iter(used.values())) if len(used) == 1 else None)
     doc = {
         "schema": HISTORY_SCHEMA,
         "generated_at": utc_now(),
         "store": str(store.root),
         "since": format_utc(since) if since is not None else None,
-        "baseline": None if baseline is None else {"name": baseline.name, "host": baseline.host,
-                                                   "unit": baseline.unit, "metrics": dict(baseline.metrics)},
+        "baseline": one,
         "units": units,
         "problems": list(store.problems),
     }
+    if baseline_of is not None:
+        doc["baselines"] = list(used.values())
     return doc
+
+
+def _baseline_ref(baseline) -> dict | None:
+    if baseline is None:
+        return None
+    return {"name": baseline.name, "host": baseline.host, "unit": baseline.unit, "metrics": dict(baseline.metrics)}
 
 
 def groups_for(store: SnapshotStore, hosts: Iterable[str] = (), unit: str | None = None,
@@ -548,31 +576,57 @@ def _since_from_changes(store, host: str | None, unit: str | None, wanted: set, 
 # --------------------------------------------------------------------------- the use case
 
 
-def store_history(hosts: Iterable[str], inventory: str | None, unit: str | None, store: str | None,
-                  since_text: str | None, baseline_spec: str | None, baselines_dir: str | None,
-                  rules_dir: str | None, ignores: tuple[str, ...], ignore_file: str | None,
-                  concurrency: int | None, engine_version: str | None, files: EngineFiles, voice: Voice,
-                  limit: str | None = None) -> dict:
+@dataclass(frozen=True)
+class HistoryQuery:
+    """What `history` is asked: the store, since when, and (with a request's baselines) the rules."""
+
+    store: str | None = None
+    since_text: str | None = None
+    judging: JudgingOptions | None = None
+    engine_version: str | None = None
+
+
+def store_history(request: TargetRequest, query: HistoryQuery, files: EngineFiles, voice: Voice) -> dict:
     """`driftwatch history`: the ``driftwatch.history/v1`` document for the named hosts (or the
-    inventory's, or every unit in the store), since `since_text`; with `baseline_spec`, each current
-    finding's history too. An unreadable store entry is a warning (`voice.warn`) and a problem
-    the document names."""
-    since = parse_when(since_text) if since_text else None
-    st = SnapshotStore(store or None, on_problem=voice.warn)
-    base = judging = None
-    if baseline_spec:
-        from ..findings.judging import load_judging
+    inventory's, or every unit in the store), since `query.since_text`; each unit's current findings
+    against its own baseline (run/targets.py: the typed --baseline, else the inventory's for the
+    unit, else the config file's) with since when each is there. An unreadable store entry is a
+    warning (`voice.warn`) and a problem the document names."""
+    from .targets import judged_pair, resolve_targets
+    since = parse_when(query.since_text) if query.since_text else None
+    st = SnapshotStore(query.store or None, on_problem=voice.warn)
+    targets = resolve_targets(request)  # checks --limit; the inventory's (host, unit) pairs when it is the set
+    hosts = list(request.hosts)
+    pairs = [] if hosts else [(t.host or "", t.unit or "") for t in targets if t.kind == "ssh"]
+    inventory_run = bool(pairs)
+    _refuse_unknown(st, hosts, request.unit)
+    groups = groups_for(st, hosts, request.unit, pairs) if hosts or inventory_run else groups_for(st, (), request.unit)
+    by_pair = {(t.host, t.unit): t.baseline for t in targets if t.kind == "ssh"}
+    specs: dict[tuple, str | None] = {}
+    for host, unit in groups:
+        specs[(host, unit)] = by_pair[(host, unit)] if (host, unit) in by_pair else judged_pair(request, host, unit)[0]
+    judging, cache = None, {}
+    if any(specs.values()):
         from ..snapshots.baseline import baselines_dir as resolve_dir
+        from .fleet import JudgingOptions
         from .targets import named_baseline
-        base = named_baseline(baseline_spec, resolve_dir(baselines_dir), files)
-        judging = load_judging(rules_dir, ignores, ignore_file, concurrency, engine_version)
-    pairs = []
-    if inventory:
-        from .targets import inventory_targets
-        pairs = inventory_targets(inventory, unit, limit)
-    _refuse_unknown(st, list(hosts), unit)
-    return history_document(st, groups_for(st, list(hosts), unit, pairs), since, base, judging,
-                            engine_version=engine_version)
+        options = query.judging or JudgingOptions()
+        judging = options.load(query.engine_version)
+        directory = resolve_dir(options.baselines_dir)
+        for spec in dict.fromkeys(v for v in specs.values() if v):
+            cache[spec] = named_baseline(spec, directory, files)
+    note = _override_note(request, groups, specs)
+    if note:
+        voice.aside(note)
+    return history_document(st, groups, since, None, judging, engine_version=query.engine_version,
+                            baseline_of=(lambda h, u: cache.get(specs.get((h, u)) or "")) if cache else None)
+
+
+def _override_note(request: TargetRequest, groups, specs) -> str | None:
+    from .targets import baseline_override_note, judged_pair
+    if not request.baseline:
+        return None
+    return baseline_override_note([judged_pair(request, h, u)[1] for h, u in groups])
 
 
 def _refuse_unknown(store: SnapshotStore, hosts: list[str], unit: str | None) -> None:
@@ -589,5 +643,5 @@ def _refuse_unknown(store: SnapshotStore, hosts: list[str], unit: str | None) ->
                          f"(it holds {shown or 'no snapshots'})")
 
 
-__all__ = ["HISTORY_SCHEMA", "annotate_since", "changes_between", "groups_for", "history_document",
+__all__ = ["HISTORY_SCHEMA", "HistoryQuery", "annotate_since", "changes_between", "groups_for", "history_document",
            "parse_duration", "parse_when", "store_history", "unit_history"]

@@ -5,51 +5,67 @@ others are still being read; its line is said in the order the hosts were named.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..errors import DriftwatchError, InputError
 from .answers import AnswerWorker
-from .shard import Shard, pick
 from .prune import prune_store
+from .shard import Shard
 from .voice import Voice, unheard
 
 if TYPE_CHECKING:
-    from ..collect.sshoptions import SSHOptions
-    from ..engines.files import EngineFiles
+    from .targets import CollectOptions, Target
 
 
-def snapshot_fleet(hosts: tuple[str, ...] | list[str], inventory: str | None, unit: str | None,
-                   unit_files: tuple[str, ...] | list[str], host_name: str | None, store: str | None,
-                   engine_version: str | None, ssh: SSHOptions, files: EngineFiles, voice: Voice, *,
-                   keep: int | None = None, keep_baselines_dir: str | None = None, progress=None,
-                   limit: str | None = None, shard: Shard | None = None, results: list | None = None) -> bool:
-    """Read `unit_files` (recorded as `host_name`) and the live hosts (`hosts` or the inventory's),
-    save one snapshot each and say one line each (`voice.out`: host, unit, status, where it was saved
-    or `-`; why a unit failed is said once, through `voice.say`); `results`,
-    when given, gets each unit's record ({host, unit, status, snapshot, error}: `snapshot --format json`);
-    with `keep`, then prune the store as `prune --keep` would. True when a host could not be read
-    or saved. `voice.aside` hears each host's timings (the CLI's --verbose). `files`: the engine
-    configuration files the user gave. `limit`: an Ansible host pattern choosing the inventory's hosts;
-    `shard`: only the hosts of that slice (`--shard I/N`)."""
+@dataclass(frozen=True)
+class SnapshotRun:
+    """One `snapshot` run: the targets (resolved once, run/targets.py), how they are read, the store
+    they go to (`host_name` recorded for unit files), and what is done after (`keep`: prune as
+    `prune --keep` would, sparing `keep_baselines_dir`'s baselines). `shard`: only that slice's
+    hosts; `results`, when given, gets each unit's record ({host, unit, status, snapshot, error}:
+    `snapshot --format json`); `progress(done, total, raw)` hears each host read."""
+
+    targets: tuple[Target, ...]
+    collect: CollectOptions
+    store: str | None = None
+    host_name: str | None = None
+    keep: int | None = None
+    keep_baselines_dir: str | None = None
+    shard: Shard | None = None
+    progress: Callable | None = None
+    results: list | None = None
+
+
+def snapshot_fleet(run: SnapshotRun, voice: Voice) -> bool:
+    """Read the run's unit files and live hosts, save one snapshot each and say one line each
+    (`voice.out`: host, unit, status, where it was saved or `-`; why a unit failed is said once,
+    through `voice.say`). True when a host could not be read or saved. `voice.aside` hears each
+    host's timings (the CLI's --verbose)."""
+    from ..snapshots.store import save_snapshot
     from .history import changes_between
     from .targets import snapshot_from_unit_file
-    from ..snapshots.store import save_snapshot
-    if not hosts and not inventory and not unit_files:
+    if not run.targets:
         raise InputError("nothing to snapshot: give HOST..., --inventory FILE or --unit-file FILE")
     trouble = False
-    for path in unit_files:
-        snap = snapshot_from_unit_file(path, host=host_name, engine_version=engine_version, files=files)
+    engine_version, files = run.collect.engine_version, run.collect.files
+    for target in run.targets:
+        if target.kind != "unit-file":
+            continue
+        snap = snapshot_from_unit_file(target.path or "", host=run.host_name, engine_version=engine_version,
+                                       files=files)
         if engine_version:
             snap.engine_version = engine_version  # the operator says which release runs it
-        saved = save_snapshot(snap, store, changes=changes_between)  # history reads them, never diffs
-        _said(voice, results, {"host": snap.host or "local", "unit": snap.unit, "status": "ok",
-                               "snapshot": str(saved), "error": None})
-    if hosts or inventory:
-        trouble = _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, voice, progress, limit,
-                                 shard, results)
-    if keep:
-        prune_store(store, keep, None, keep_baselines_dir, replace(voice, out=unheard, aside=unheard))
+        saved = save_snapshot(snap, run.store, changes=changes_between)  # history reads them, never diffs
+        _said(voice, run.results, {"host": snap.host or "local", "unit": snap.unit, "status": "ok",
+                                   "snapshot": str(saved), "error": None})
+    live = [t for t in run.targets if t.kind == "ssh" and (run.shard is None or run.shard.holds(t.host or ""))]
+    if live:
+        trouble = _snapshot_live(live, run, voice)
+    if run.keep:
+        prune_store(run.store, run.keep, None, run.keep_baselines_dir, replace(voice, out=unheard, aside=unheard))
     return trouble
 
 
@@ -61,23 +77,14 @@ def _said(voice: Voice, results: list | None, record: dict) -> None:
         results.append(record)
 
 
-def _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, voice: Voice, progress,
-                   limit: str | None = None, shard: Shard | None = None, results: list | None = None) -> bool:
-    from ..collect.unitname import validate_unit_name
-    from .history import changes_between
-    from .targets import collect_live, inventory_targets, raw_to_snapshot
+def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> bool:
     from ..snapshots.store import save_snapshot
-    if limit and (hosts or not inventory):
-        raise InputError("--limit chooses among an inventory's hosts: give --inventory FILE (and no HOST)")
-    if hosts:
-        if not unit:
-            raise InputError("reading hosts needs --unit UNIT (or an --inventory that lists units)")
-        targets = [(h, unit) for h in hosts]
-    else:
-        targets = inventory_targets(inventory, unit, limit)
-    targets = pick(targets, shard)
-    for _, u in targets:
-        validate_unit_name(u)
+    from .history import changes_between
+    from .targets import collect_targets, raw_to_snapshot
+    for t in targets:
+        if not t.unit:
+            raise InputError("reading hosts needs --unit UNIT (or an inventory that lists the host's units)")
+    engine_version, files, store, results = run.collect.engine_version, run.collect.files, run.store, run.results
     outcomes: dict[int, dict] = {}  # id(raw) -> its record
 
     def record(raw, status: str, saved=None, error: str | None = None) -> dict:
@@ -96,7 +103,8 @@ def _snapshot_live(hosts, inventory, unit, store, engine_version, ssh, files, vo
                                                             f"{type(exc).__name__}")
 
     with AnswerWorker(save) as behind:  # parsed and saved off the collector's loop, in arrival order
-        raws = collect_live(targets, ssh, inventory, progress, on_result=behind.put, warn=voice.warn, files=files)
+        raws = collect_targets(targets, dataclasses.replace(run.collect, warn=voice.warn), run.progress,
+                               on_result=behind.put)
     failed = False
     for raw in raws:  # in the order the hosts were named, whatever order they answered in
         done = outcomes.get(id(raw)) or record(raw, raw.status, error=f"{raw.host}: {raw.unit}: {raw.error}")

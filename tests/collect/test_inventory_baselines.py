@@ -37,7 +37,8 @@ def test_driftwatch_yaml_precedence_host_over_groups_over_defaults(tmp_path):
         """)
     assert plan(path) == {("a", "sglang.service"): "sg-qwen27b", ("b", "sglang.service"): "sg-canary",
                           ("c", "sglang.service"): "sg-late", ("v", "vllm.service"): "vl-32b",
-                          ("v", "sidecar.service"): "base-default", ("lone", "sglang.service"): "base-default"}
+                          ("v", "sidecar.service"): None,  # null opts the unit out (issue 32), never inherits
+                          ("lone", "sglang.service"): "base-default"}
 
 
 def test_a_unit_with_no_baseline_anywhere_is_none(tmp_path):
@@ -53,7 +54,7 @@ def test_a_units_own_baseline_wins_over_the_hosts(tmp_path):
         hosts:
           a: {baseline: sg, units: {vllm.service: vl, sglang.service: null}}
         """)
-    assert plan(path) == {("a", "vllm.service"): "vl", ("a", "sglang.service"): "sg"}
+    assert plan(path) == {("a", "vllm.service"): "vl", ("a", "sglang.service"): None}  # null: opted out
 
 
 def test_ansible_ini_driftwatch_baseline(tmp_path):
