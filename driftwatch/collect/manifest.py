@@ -227,19 +227,34 @@ def choose_container(read: ManifestRead, container: str | None, files: EngineFil
 
 
 # ------------------------------------------------------------------------------------- snapshot
-def _synthetic_unit(spec: ContainerSpec) -> tuple[str, int]:
+_SHELLS = {"sh", "bash", "dash", "zsh", "ash"}
+
+
+def _at_start(words: list[str], late: set[str]) -> list[str]:
+    """The words with a shell's `$NAME`/`${NAME}` of a variable set only when the pod starts written
+    `$(NAME)`, as the kubelet leaves a reference it cannot resolve: the engine's parser then reads the
+    value as "set when the pod starts" rather than the shell dropping it (an unset variable)."""
+    if not late or not any(os.path.basename(w) in _SHELLS for w in words):
+        return list(words)
+    pattern = re.compile(r"\$(?:\{(" + "|".join(map(re.escape, sorted(late))) + r")\}|("
+                         + "|".join(map(re.escape, sorted(late))) + r")(?![A-Za-z0-9_]))")
+    return [pattern.sub(lambda m: f"$({m.group(1) or m.group(2)})", w) for w in words]
+
+
+def _synthetic_unit(spec: ContainerSpec) -> tuple[str, int, list[str]]:
     """The unit `[Service] ExecStart=docker run --entrypoint=ARGV0 -e NAME=VALUE … IMAGE ARGV1…` the
-    container is equivalent to, and the index of the image word. A variable whose value is not in the
-    file holds `$(NAME)`, as the kubelet writes a reference it cannot resolve, so that a shell inside
-    (`sh -c '… $NAME …'`) passes a word the engine's parser reads as "set when the pod starts"."""
+    container is equivalent to, the index of the image word, and the argv as handed over. Variables
+    whose value is not in the file are not passed (their markers are added to the snapshot after)."""
     from ..findings.restore import quote_word
-    argv = list(spec.argv)
+    late = {v.name for v in spec.env if v.value is None}
+    argv = _at_start(list(spec.argv), late)
     words = ["docker", "run", f"--entrypoint={argv[0]}"]
     for name, var in {v.name: v for v in spec.env}.items():
-        words += ["-e", f"{name}={var.value if var.value is not None else f'$({name})'}"]
+        if var.value is not None:
+            words += ["-e", f"{name}={var.value}"]
     image_index = len(words)
     words += [spec.image or "unknown-image", *argv[1:]]
-    return "[Service]\nExecStart=" + " ".join(quote_word(w) for w in words) + "\n", image_index
+    return "[Service]\nExecStart=" + " ".join(quote_word(w) for w in words) + "\n", image_index, argv
 
 
 def snapshot_from_container(spec: ContainerSpec, engine_version: str | None = None,
@@ -253,7 +268,7 @@ def snapshot_from_container(spec: ContainerSpec, engine_version: str | None = No
     if not spec.argv:
         raise EngineError(f"{where}: the command the container runs is not known"
                           + (f" ({spec.notes[-1]})" if spec.notes else ""))
-    text, image_index = _synthetic_unit(spec)
+    text, image_index, handed = _synthetic_unit(spec)
     path = os.path.abspath(spec.origin.file) if spec.origin.file != "standard input" else spec.origin.file
     raw = RawUnit(host="", unit=label, text=text, source="manifest", paths=[path])
     if spec.gpus:
@@ -263,6 +278,9 @@ def snapshot_from_container(spec: ContainerSpec, engine_version: str | None = No
     words = snap.expanded_argv  # systemd's `$$` read back as `$`
     entry = words[2].split("=", 1)[1] if len(words) > 2 and "=" in words[2] else spec.argv[0]
     container_argv = [entry, *words[image_index + 1:]]
+    # A word rewritten for the engine's parser (`$NAME` -> `$(NAME)`) is shown as written, unless redacted.
+    container_argv = [spec.argv[i] if i < len(handed) and w == handed[i] != spec.argv[i] else w
+                      for i, w in enumerate(container_argv)]
     snap.argv = list(container_argv)
     snap.expanded_argv = list(container_argv)
     snap.prefixes = ""
