@@ -56,7 +56,7 @@ def split_documents(text: str) -> list[tuple[int, str]]:
     that a YAML error names the line of the file."""
     docs: list[tuple[int, str]] = []
     lines = text.splitlines(keepends=True)
-    start, current = 0, []
+    start, current = 0, []  # type: tuple[int, list[str]]
     for i, line in enumerate(lines):
         stripped = line.rstrip("\r\n")
         if _DOC_START.match(stripped) or _DOC_END.match(stripped):
@@ -159,7 +159,7 @@ def read_manifests(request: ManifestRequest) -> ManifestRead:
     for path in request.files:
         text, shown = _read_source(path)
         docs = []
-        for index, (line, doc_text) in enumerate(split_documents(text)):
+        for index, (_line, doc_text) in enumerate(split_documents(text)):
             data = load_yaml_text(doc_text, shown, "manifest")
             if data is not None:
                 docs.append((index, data))

@@ -166,19 +166,17 @@ def _environment(value, where: str, environ: Mapping[str, str], dotenv: Mapping[
     elif isinstance(value, list):
         items = []
         for entry in value:
-            name, eq, val = str(entry).partition("=")
-            items.append((name, val if eq else None))
+            key, eq, text = str(entry).partition("=")
+            items.append((key, text if eq else None))
     else:
         raise InputError(f"{where}: environment is neither a mapping nor a list")
     for name, val in items:
         if val is None:  # `NAME` alone: from the environment Compose runs in
-            found = environ.get(name, dotenv.get(name))
+            found: str | None = environ.get(name, dotenv.get(name))
             if found is not None:
                 out.append(EnvVar(name, found, "shell"))
             continue
-        if isinstance(val, bool):
-            val = "true" if val else "false"
-        out.append(EnvVar(name, str(val)))
+        out.append(EnvVar(name, ("true" if val else "false") if isinstance(val, bool) else str(val)))
     return out
 
 

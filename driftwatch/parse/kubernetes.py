@@ -198,7 +198,7 @@ def pod_specs(doc: dict) -> list[tuple[str | None, dict]]:
         return [(None, found)] if found else []
     if kind == "LeaderWorkerSet":
         lwt = spec.get("leaderWorkerTemplate") or {}
-        out = []
+        out: list[tuple[str | None, dict]] = []
         worker = (lwt.get("workerTemplate") or {}).get("spec")
         leader = (lwt.get("leaderTemplate") or {}).get("spec") or worker  # no leader template: the worker's
         if isinstance(leader, dict):
@@ -207,7 +207,7 @@ def pod_specs(doc: dict) -> list[tuple[str | None, dict]]:
             out.append(("worker", worker))
         return out
     if kind in _RUNTIME_KINDS:
-        out = [(None, spec)]
+        out = [(None, spec)]  # the runtime's own containers, then a multi-node runtime's workers
         if isinstance(spec.get("workerSpec"), dict):
             out.append(("worker", spec["workerSpec"]))
         return out
@@ -300,7 +300,8 @@ def _inference_service(obj: dict, index: int | None, file: str, runtimes: list[d
     if isinstance(model, dict):
         runtime = _runtime_for(obj, runtimes)
         if runtime is None:
-            wanted = model.get("runtime") or f"a runtime for model format {(model.get('modelFormat') or {}).get('name')}"
+            fmt = (model.get("modelFormat") or {}).get("name")
+            wanted = model.get("runtime") or f"a runtime for model format {fmt}"
             raise InputError(f"{file}: InferenceService/{name}: predictor.model runs {wanted}, which is not among "
                              "the manifests read (give its ServingRuntime with another --manifest)")
         for c in (runtime.get("spec") or {}).get("containers") or []:

@@ -7,7 +7,6 @@ import shutil
 import subprocess
 
 import pytest
-
 from cli_helpers import BASELINES, EXAMPLES, REPO, assert_one_line_error
 
 MANIFESTS = REPO / "tests" / "fixtures" / "manifests"

@@ -171,7 +171,8 @@ def podman_image():
     subprocess.run(["tar", "cf", str(tar), "-T", "/dev/null"], check=True)
     try:
         done = subprocess.run([PODMAN, "import", "--change", 'ENTRYPOINT ["vllm","serve"]', "--change",
-                               'CMD ["--model","default"]', str(tar), name], capture_output=True, text=True, timeout=120)
+                               'CMD ["--model","default"]', str(tar), name],
+                              capture_output=True, text=True, timeout=120)
     finally:
         tar.unlink()
     if done.returncode != 0:

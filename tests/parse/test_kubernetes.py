@@ -11,8 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.collect.manifest import (ManifestRequest, choose_container, read_manifests, snapshot_from_container,
-                                         snapshot_from_manifests, split_documents)
+from driftwatch.collect.manifest import (
+    ManifestRequest,
+    choose_container,
+    read_manifests,
+    snapshot_from_container,
+    snapshot_from_manifests,
+    split_documents,
+)
 from driftwatch.errors import DriftwatchError, InputError
 from driftwatch.fileio import load_yaml_text
 from driftwatch.parse.containers import Origin, table_command
@@ -92,7 +98,8 @@ def test_command_replaces_the_entrypoint_and_drops_the_cmd():
         return ImageCommand(("vllm", "serve"), ("--model", "default"), "test")
     assert spec_of({"name": "c", "image": "x", "command": ["python3", "-m", "sglang.launch_server"]},
                    image).argv == ("python3", "-m", "sglang.launch_server")
-    assert spec_of({"name": "c", "image": "x", "args": ["--model", "m"]}, image).argv == ("vllm", "serve", "--model", "m")
+    assert spec_of({"name": "c", "image": "x", "args": ["--model", "m"]},
+                   image).argv == ("vllm", "serve", "--model", "m")
     assert spec_of({"name": "c", "image": "x"}, image).argv == ("vllm", "serve", "--model", "default")
 
 
