@@ -21,9 +21,7 @@ import shlex
 from collections.abc import Callable, Mapping
 
 from ..errors import InputError
-from .containers import ContainerSpec, EnvVar, ImageCommand, Origin, string_list, table_command
-
-ImageLookup = Callable[[str | None], "ImageCommand | None"]
+from .containers import ContainerSpec, EnvVar, ImageLookup, Origin, no_images, string_list
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _BRACED = re.compile(r"\$\{(" + _NAME + r")(?:(:?[-?+])(.*))?\}", re.S)
@@ -217,7 +215,7 @@ def _gpus(service: dict, where: str) -> tuple[int | None, str | None]:
 
 
 def read_compose(data: dict, file: str, environ: Mapping[str, str] | None = None,
-                 dotenv: Mapping[str, str] | None = None, images: ImageLookup = table_command
+                 dotenv: Mapping[str, str] | None = None, images: ImageLookup = no_images
                  ) -> tuple[list[ContainerSpec], list[str]]:
     """(the services' containers, warnings) of one Compose file already loaded from YAML."""
     environ = os.environ if environ is None else environ

@@ -3,12 +3,12 @@
 The platforms' own rules (Kubernetes `command`/`args`, Compose `entrypoint`/`command`) are applied
 by parse/kubernetes.py and parse/compose.py; this module holds what they share: the ContainerSpec,
 environment values whose value is not in the file (a Secret, a ConfigMap, the downward API), and the
-small table of the engines' published images' own ENTRYPOINT/CMD (docs/engines.md, "Containers
-and Kubernetes", cites each row).
+ImageCommand an image lookup answers (engines/images.py: the engines' published images; podman).
 """
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import InputError
@@ -94,43 +94,11 @@ class ImageCommand:
     source: str  # "table: vllm/vllm-openai ≥ 0.15" | "podman image inspect" | …
 
 
-_VLLM_IMAGES = ("vllm-openai", "vllm-openai-rocm", "vllm-openai-cpu", "vllm-cpu")
-_SGLANG_IMAGES = ("sglang",)
+ImageLookup = Callable[[str | None], "ImageCommand | None"]
 
 
-def image_repository(image: str) -> str:
-    """`docker.io/vllm/vllm-openai:v0.8.5@sha256:…` -> `vllm/vllm-openai` (registry host and tag cut)."""
-    name = image.partition("@")[0]
-    last = name.rsplit("/", 1)[-1]
-    repo = name.rsplit(":", 1)[0] if ":" in last else name
-    parts = repo.split("/")
-    if len(parts) > 1 and ("." in parts[0] or ":" in parts[0] or parts[0] == "localhost"):
-        parts = parts[1:]  # a registry host
-    if parts[:1] == ["library"]:
-        parts = parts[1:]
-    return "/".join(parts).lower()
-
-
-def table_command(image: str | None) -> ImageCommand | None:
-    """The ENTRYPOINT/CMD of an engine's published image, from the images' Dockerfiles (docs/engines.md):
-    vLLM's `vllm/vllm-openai` runs `vllm serve` (docker/Dockerfile `ENTRYPOINT ["vllm", "serve"]`; before
-    0.15 driftwatch reads it as the older `python3 -m vllm.entrypoints.openai.api_server`, as the
-    vLLM engine's `docker run` reading does); SGLang's `lmsysorg/sglang` sets no server entry point
-    (its command line is the whole command). None: an image this table does not know."""
-    if not image:
-        return None
-    repo = image_repository(image)
-    base = repo.rsplit("/", 1)[-1]
-    if base in _VLLM_IMAGES:  # any registry or namespace, as the vLLM engine's `docker run` reading
-        from ..engines.registry import get_engine
-        from ..engines.versions import version_key
-        release = get_engine("vllm").release_from_image(image)
-        if release is not None and version_key(release) < version_key("0.15"):
-            return ImageCommand(("python3", "-m", "vllm.entrypoints.openai.api_server"), (),
-                                "table: vllm/vllm-openai before 0.15")
-        return ImageCommand(("vllm", "serve"), (), "table: vllm/vllm-openai")
-    if base in _SGLANG_IMAGES and repo.startswith("lmsysorg/"):
-        return ImageCommand((), (), "table: lmsysorg/sglang (no server entry point)")
+def no_images(image: str | None) -> ImageCommand | None:
+    """The lookup that knows no image (each image's ENTRYPOINT is then said to be unknown)."""
     return None
 
 

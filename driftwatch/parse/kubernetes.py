@@ -19,9 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import InputError
-from .containers import ContainerSpec, EnvVar, ImageCommand, Origin, gpu_count, string_list, table_command
-
-ImageLookup = Callable[[str | None], "ImageCommand | None"]
+from .containers import ContainerSpec, EnvVar, ImageLookup, Origin, gpu_count, no_images, string_list
 
 _POD_TEMPLATE_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController"}
 _RUNTIME_KINDS = {"ServingRuntime", "ClusterServingRuntime"}
@@ -116,7 +114,7 @@ LWS_VARIABLES = ("LWS_LEADER_ADDRESS", "LWS_GROUP_SIZE", "LWS_WORKER_INDEX")
 
 
 def container_spec(container: dict, origin: Origin, *, init: bool = False,
-                   images: ImageLookup = table_command, injected: tuple[EnvVar, ...] = ()) -> ContainerSpec:
+                   images: ImageLookup = no_images, injected: tuple[EnvVar, ...] = ()) -> ContainerSpec:
     """One container after the kubelet's rules (see the module docstring). `injected`: variables a
     controller adds to the pod's containers (LeaderWorkerSet's LWS_*), values unknown here."""
     where = f"{origin.file}: {origin.label}"
@@ -251,7 +249,7 @@ def _merge_runtime(runtime_container: dict, model: dict, isvc_name: str) -> dict
     return merged
 
 
-def read_objects(objects: list[tuple[str, int | None, dict]], images: ImageLookup = table_command
+def read_objects(objects: list[tuple[str, int | None, dict]], images: ImageLookup = no_images
                  ) -> list[ContainerSpec]:
     """Every container of every workload among `objects` ((file, document index, object), every file
     read: an InferenceService may run a ServingRuntime given in another file); a `List` is read item

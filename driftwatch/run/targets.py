@@ -106,7 +106,7 @@ def resolve_targets(request: TargetRequest) -> list[Target]:
     out += [_local("snapshot", p, request) for p in request.snapshots]
     if request.container and not request.manifests:
         raise InputError("--container chooses among a manifest's containers: give --manifest FILE")
-    if request.manifests:  # the files together hold one container (collect/manifest.py)
+    if request.manifests:  # the files together hold one container (run/manifest.py)
         if request.unit:
             raise InputError("--unit names a systemd unit; a manifest's container is chosen with --container NAME")
         baseline, level = _fallback(request)
@@ -431,7 +431,7 @@ def read_target(target: Target, collect: CollectOptions) -> Snapshot:
     """The Snapshot of one target: its unit file, its stored snapshot, its manifests' engine container,
     or its unit read live."""
     if target.kind == "manifest":
-        from ..collect.manifest import ManifestRequest, snapshot_from_manifests
+        from .manifest import ManifestRequest, snapshot_from_manifests
         return snapshot_from_manifests(ManifestRequest(target.manifests or (target.path or "",), target.unit),
                                        collect.engine_version, collect.files)
     if target.kind == "unit-file":

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.collect.manifest import ManifestRequest, podman_image_command, read_manifests, snapshot_from_manifests
+from driftwatch.engines.images import table_command
 from driftwatch.errors import InputError
 from driftwatch.parse.compose import interpolate, read_compose, read_dotenv
 from driftwatch.parse.containers import ImageCommand
+from driftwatch.run.manifest import ManifestRequest, image_command, read_manifests, snapshot_from_manifests
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "manifests"
 
@@ -78,10 +79,9 @@ def test_process_environment_overrides_the_dotenv_file(tmp_path):
 
 
 # ----------------------------------------------------------------- entrypoint / command / env forms
-def services(text: str, images=None):
+def services(text: str, images=table_command):
     import yaml
-    kw = {"images": images} if images else {}
-    specs, _ = read_compose(yaml.safe_load(textwrap.dedent(text)), "compose.yaml", {}, {}, **kw)
+    specs, _ = read_compose(yaml.safe_load(textwrap.dedent(text)), "compose.yaml", {}, {}, images)
     return {s.origin.name: s for s in specs}
 
 
@@ -205,7 +205,7 @@ def podman_argv(image: str, entrypoint: list[str] | None, command: list[str] | N
     (["python3", "-m", "vllm.entrypoints.openai.api_server"], ["--model", "m"]),
 ])
 def test_entrypoint_and_command_as_podman_runs_them(podman_image, entrypoint, command):
-    known = podman_image_command(podman_image)  # the image's own ENTRYPOINT/CMD, read with podman
+    known = image_command(podman_image)  # the image's own ENTRYPOINT/CMD, read with podman
     assert known == ImageCommand(("vllm", "serve"), ("--model", "default"), "podman image inspect")
     service = {"image": podman_image}
     if entrypoint is not None:
@@ -213,5 +213,5 @@ def test_entrypoint_and_command_as_podman_runs_them(podman_image, entrypoint, co
     if command is not None:
         service["command"] = command
     specs, _ = read_compose({"services": {"s": service}}, "compose.yaml", {}, {},
-                            images=lambda image: podman_image_command(image))
+                            images=image_command)
     assert specs[0].argv == podman_argv(podman_image, entrypoint, command)

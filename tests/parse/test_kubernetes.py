@@ -11,18 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from driftwatch.collect.manifest import (
-    ManifestRequest,
-    choose_container,
-    read_manifests,
-    snapshot_from_container,
-    snapshot_from_manifests,
-    split_documents,
-)
+from driftwatch.engines.images import table_command
 from driftwatch.errors import DriftwatchError, InputError
 from driftwatch.fileio import load_yaml_text
-from driftwatch.parse.containers import Origin, table_command
+from driftwatch.parse.containers import Origin
 from driftwatch.parse.kubernetes import container_spec, expand, read_objects
+from driftwatch.run.manifest import ManifestRequest, read_manifests, snapshot_from_manifests, split_documents
+from driftwatch.snapshots.container import choose_container, snapshot_from_container
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "manifests"
 KUBECTL = shutil.which("kubectl")
@@ -166,9 +161,9 @@ def test_init_containers_and_sidecars_are_read_never_chosen():
     names = {c.name: c for c in got.containers}
     assert set(names) == {"fetch-model", "sglang", "metrics-exporter"}
     assert names["fetch-model"].init
-    assert choose_container(got, None).name == "sglang"
+    assert choose_container(got.containers, None).name == "sglang"
     with pytest.raises(InputError, match="init container"):
-        choose_container(got, "fetch-model")
+        choose_container(got.containers, "fetch-model")
 
 
 def test_several_engine_containers_need_container_naming_them():
@@ -176,10 +171,10 @@ def test_several_engine_containers_need_container_naming_them():
     got = read_manifests(ManifestRequest((path,), environ={}, use_podman=False))
     with pytest.raises(InputError, match=r"several engine containers: LeaderWorkerSet/sglang/leader/sglang-leader, "
                                          r"LeaderWorkerSet/sglang/worker/sglang-worker; choose one with --container"):
-        choose_container(got, None)
-    assert choose_container(got, "sglang-worker").origin.role == "worker"
+        choose_container(got.containers, None)
+    assert choose_container(got.containers, "sglang-worker").origin.role == "worker"
     with pytest.raises(InputError, match="no container nope"):
-        choose_container(got, "nope")
+        choose_container(got.containers, "nope")
 
 
 def test_a_manifest_without_an_engine_says_which_containers_it_has(tmp_path):
@@ -239,7 +234,7 @@ def test_lws_vllm_leader_runs_the_api_server_after_a_ray_script():
 
 def test_lws_vllm_worker_runs_no_engine_of_its_own():
     got = read_manifests(ManifestRequest((str(FIXTURES / "lws-vllm-gpu.yaml"),), environ={}, use_podman=False))
-    assert choose_container(got, None).name == "vllm-leader"  # the worker only joins the Ray cluster
+    assert choose_container(got.containers, None).name == "vllm-leader"  # the worker only joins the Ray cluster
 
 
 def test_kserve_vllm_serving_runtime():
@@ -309,7 +304,7 @@ def test_the_objects_kubectl_reads_give_the_same_containers(name):
         data, end = decoder.raw_decode(text, len(text) - len(text[at:].lstrip()))
         objects.extend(data["items"] if data.get("kind") == "List" else [data])
         at = end
-    theirs = read_objects([(str(path), None, o) for o in objects])
+    theirs = read_objects([(str(path), None, o) for o in objects], table_command)
     ours = read_manifests(ManifestRequest((str(path),), environ={}, use_podman=False)).containers
     key = [(c.origin.kind, c.origin.name, c.name, c.argv, c.environment(), c.gpus) for c in ours]
     assert [(c.origin.kind, c.origin.name, c.name, c.argv, c.environment(), c.gpus) for c in theirs] == key
