@@ -81,3 +81,19 @@ def test_a_file_that_is_neither_is_one_line(dw, tmp_path):
     f = tmp_path / "x.yaml"
     f.write_text("just: a mapping\n")
     assert_one_line_error(dw("show", "--manifest", f), "not a Kubernetes object")
+
+
+@needs_kubectl
+def test_baseline_saved_from_a_deployment_judges_its_overlay_and_a_unit(dw, tmp_path):
+    saved = dw("baseline", "save", "dep70", "--manifest", BASE, "--metric", "throughput=70",
+               "--baselines-dir", tmp_path)
+    assert saved.code == 0, saved
+    overlay = dw("compare", "--baseline", "dep70", "--baselines-dir", tmp_path, "--manifest", OVERLAY,
+                 "--format", "json")
+    assert [f["key"] for f in overlay.json()["findings"]] == ["speculative_num_steps"]  # the values change alone
+    same = dw("compare", "--baseline", "dep70", "--baselines-dir", tmp_path, "--manifest", BASE)
+    assert same.code == 0, same
+    unit = dw("compare", "--baseline", "dep70", "--baselines-dir", tmp_path, "--unit-file",
+              EXAMPLES / "sglang-qwen-70toks.service", "--format", "json")
+    keys = [f["key"] for f in unit.json()["findings"]]
+    assert "launcher.runtime" in keys and not [k for k in keys if k.startswith(("unit.", "speculative"))]
