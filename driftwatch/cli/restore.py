@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from .manifest import manifest_options
 from .options import baselines_dir_option, catalog_option, emit, engine_files, judging_options, ssh_options, voice
 
 
@@ -39,11 +40,18 @@ from .options import baselines_dir_option, catalog_option, emit, engine_files, j
 @catalog_option
 @ssh_options
 @engine_files
+@manifest_options
 def restore(baseline_spec, unit_file, host, unit, inventory, limit, keep, write_dir, apply, yes, restart, expect_state,
-            reload_command, restart_command, fmt, rules_dir, ignores, ignore_file, baselines_dir, ssh, files):
+            reload_command, restart_command, fmt, rules_dir, ignores, ignore_file, baselines_dir, ssh, files,
+            manifests, container):
     """Write the drop-in that brings a unit back to its baseline, checked before it is offered.
+    With --manifest: the patch (Kubernetes) or compose.override.yaml (Compose) instead.
 
     Exit codes: 0 nothing to restore, 1 restorable (or restored), 2 trouble."""
+    if manifests or container:
+        from .manifest import restore_manifests
+        restore_manifests(manifests, container, baseline_spec, unit_file or host or unit, apply, keep, write_dir,
+                          fmt, (rules_dir, ignores, ignore_file, baselines_dir))
     from ..report.restore import render_plans
     from ..run.restore import restore_units
     from .config import typed

@@ -250,6 +250,8 @@ def read_compose(data: dict, file: str, environ: Mapping[str, str] | None = None
             path = env_file.get("path") if isinstance(env_file, dict) else env_file
             notes.append(f"env_file {path}: its variables are not read (value unknown)")
         gpus, gpus_note = _gpus(service, where)
+        extra = {"entrypoint": entrypoint, "command": command, "head_len": 0 if entrypoint is not None else
+                 len(known.entrypoint) if known else 0}
         specs.append(ContainerSpec(origin=origin, image=image, argv=tuple(argv), env=tuple(env), gpus=gpus,
-                                   gpus_note=gpus_note, notes=tuple(notes), platform="compose"))
+                                   gpus_note=gpus_note, notes=tuple(notes), platform="compose", extra=extra))
     return specs, warnings

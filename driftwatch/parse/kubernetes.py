@@ -139,12 +139,14 @@ def container_spec(container: dict, origin: Origin, *, init: bool = False,
                 notes.append(f"$({name}) is set when the pod starts (from "
                              f"{next(v.source for v in env if v.name == name)}): its value is not in the manifest")
     words: list[str]
+    head_len = 0  # words of the image's ENTRYPOINT in front of `args` (args alone)
     if command is not None:  # command replaces ENTRYPOINT; the image's CMD is dropped too
         words = [expand(w, mapping) for w in command] + [expand(w, mapping) for w in (args or [])]
     else:
         known = images(image)
         if args is not None:  # args replace CMD; the image's ENTRYPOINT stays
             head = list(known.entrypoint) if known else []
+            head_len = len(head)
             if known is None:
                 notes.append(f"the image {image}'s ENTRYPOINT is not known here: only `args` are read")
             words = head + [expand(w, mapping) for w in args]
@@ -161,8 +163,10 @@ def container_spec(container: dict, origin: Origin, *, init: bool = False,
             if isinstance(table, dict) and "nvidia.com/gpu" in table:
                 gpus = gpu_count(table["nvidia.com/gpu"], where)
                 break
+    # As written (before expansion), for a patch that writes the container back (run/manifest_restore.py).
+    extra = {"command": command, "args": args, "head_len": head_len, "env": list(container.get("env") or [])}
     return ContainerSpec(origin=origin, image=image, argv=tuple(words), env=tuple(env), gpus=gpus, init=init,
-                         notes=tuple(dict.fromkeys(notes)), platform="kubernetes")
+                         notes=tuple(dict.fromkeys(notes)), platform="kubernetes", extra=extra)
 
 
 # ------------------------------------------------------------------------------------- workloads
@@ -171,6 +175,21 @@ def _meta(doc: dict) -> tuple[str, str | None]:
     if not isinstance(meta, dict):
         meta = {}
     return str(meta.get("name") or "?"), (str(meta["namespace"]) if meta.get("namespace") else None)
+
+
+def pod_path(kind: str, role: str | None, doc: dict) -> list[str]:
+    """Where a workload keeps the pod spec `pod_specs` found for `role` (keys from the object's root)."""
+    if kind == "Pod" or (kind in _RUNTIME_KINDS and role is None):
+        return ["spec"]
+    if kind in _RUNTIME_KINDS:
+        return ["spec", "workerSpec"]
+    if kind == "CronJob":
+        return ["spec", "jobTemplate", "spec", "template", "spec"]
+    if kind == "LeaderWorkerSet":
+        lwt = (doc.get("spec") or {}).get("leaderWorkerTemplate") or {}
+        which = "leaderTemplate" if role == "leader" and lwt.get("leaderTemplate") else "workerTemplate"
+        return ["spec", "leaderWorkerTemplate", which, "spec"]
+    return ["spec", "template", "spec"]
 
 
 def pod_specs(doc: dict) -> list[tuple[str | None, dict]]:
@@ -273,13 +292,15 @@ def read_objects(objects: list[tuple[str, int | None, dict]], images: ImageLooku
                 containers = pod.get(key) or []
                 if not isinstance(containers, list):
                     raise InputError(f"{file}: {kind}/{name}: {key} is not a list")
-                for c in containers:
+                for position, c in enumerate(containers):
                     cname = str(c.get("name") or "?") if isinstance(c, dict) else "?"
                     origin = Origin(file, index, str(kind), name, namespace, cname,
                                     "init" if init and not role else (f"{role}/init" if init else role))
                     injected = tuple(EnvVar(n, None, "the LeaderWorkerSet controller")
                                      for n in LWS_VARIABLES) if kind == "LeaderWorkerSet" else ()
-                    specs.append(container_spec(c, origin, init=init, images=images, injected=injected))
+                    spec = container_spec(c, origin, init=init, images=images, injected=injected)
+                    spec.extra.update(pod_path=pod_path(str(kind), role, obj), list=key, index=position, object=obj)
+                    specs.append(spec)
     return specs
 
 

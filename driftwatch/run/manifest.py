@@ -40,6 +40,7 @@ class ManifestRead:
 
     containers: list[ContainerSpec] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    texts: dict[str, str] = field(default_factory=dict)  # name shown -> the text read (kustomize: rendered)
 
 
 # ------------------------------------------------------------------------------------ documents
@@ -79,8 +80,9 @@ def image_command(image: str | None, use_podman: bool = True) -> ImageCommand | 
     return ImageCommand(tuple(found[0]), tuple(found[1]), "podman image inspect") if found else None
 
 
-def read_manifests(request: ManifestRequest) -> ManifestRead:
-    """Every container of every workload or service the named files hold."""
+def read_manifests(request: ManifestRequest, texts: Mapping[str, str] | None = None) -> ManifestRead:
+    """Every container of every workload or service the named files hold. `texts`: a file's text
+    given rather than read (a patch laid over it, read again; run/manifest_restore.py)."""
     if not request.files:
         raise InputError("--manifest: no file named")
     use_podman = request.use_podman
@@ -91,7 +93,9 @@ def read_manifests(request: ManifestRequest) -> ManifestRead:
     out = ManifestRead()
     objects: list[tuple[str, int | None, dict]] = []
     for path in request.files:
-        text, shown = read_source(path)
+        text, shown = (texts[path], "standard input" if path == STDIN else path) if texts and path in texts \
+            else read_source(path)
+        out.texts[shown] = text
         docs = []
         for index, (_line, doc_text) in enumerate(split_documents(text)):
             data = load_yaml_text(doc_text, shown, "manifest")

@@ -3,6 +3,7 @@ the seed story as a Deployment (a kustomize overlay turning MTP 3 steps into 1) 
 unit's baseline, standard input, and the one-line errors."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -97,3 +98,62 @@ def test_baseline_saved_from_a_deployment_judges_its_overlay_and_a_unit(dw, tmp_
               EXAMPLES / "sglang-qwen-70toks.service", "--format", "json")
     keys = [f["key"] for f in unit.json()["findings"]]
     assert "launcher.runtime" in keys and not [k for k in keys if k.startswith(("unit.", "speculative"))]
+
+
+# ------------------------------------------------------------------------------ restore as a patch
+@needs_kubectl
+def test_seed_story_restores_as_a_patch_with_no_drift_left(dw, tmp_path):
+    run = dw("restore", "--baseline", BASELINES / "70toks.yaml", "--manifest", OVERLAY, "--format", "json")
+    assert run.code == 1, run
+    doc = run.json()
+    assert doc["patch_kind"] == "strategic-merge" and doc["undoes"] == ["--speculative-num-steps"]
+    assert doc["still_differs"] == [] and doc["checked_with"] == "kubectl kustomize"
+    assert "$(MODEL_DIR)/Qwen3.6-27B" in doc["patch"]  # written as the manifest writes it, not expanded
+    assert {left["reason"] for left in doc["left"]} == {"launcher", "referenced", "set-at-start"}
+    # Lay it over the overlay as a user would (a kustomize overlay of the overlay), and compare again.
+    layer = tmp_path / "restored"
+    layer.mkdir()
+    (layer / "patch.yaml").write_text(doc["patch"])
+    overlay = os.path.relpath(OVERLAY, layer)  # kustomize takes a directory by a relative path
+    (layer / "kustomization.yaml").write_text(f"resources:\n  - {overlay}\npatches:\n  - path: patch.yaml\n")
+    after = dw("compare", "--baseline", BASELINES / "70toks.yaml", "--manifest", layer, "--format", "json")
+    assert "speculative_num_steps" not in [f["key"] for f in after.json()["findings"]], after
+
+
+@needs_kubectl
+def test_a_custom_resource_gets_the_smallest_json6902_patch(dw, tmp_path):
+    assert dw("baseline", "save", "lws", "--manifest", MANIFESTS / "lws-sglang.yaml", "--container", "sglang-leader",
+              "--baselines-dir", tmp_path).code == 0
+    drifted = tmp_path / "lws4.yaml"
+    drifted.write_text((MANIFESTS / "lws-sglang.yaml").read_text().replace('- "2" # Size', '- "4" # Size', 1))
+    run = dw("restore", "--baseline", "lws", "--baselines-dir", tmp_path, "--manifest", drifted, "--container",
+             "sglang-leader", "--format", "json")
+    assert run.code == 1, run
+    doc = run.json()
+    assert doc["patch_kind"] == "json6902" and doc["still_differs"] == []
+    assert doc["patch"] == ("- op: replace\n  path: /spec/leaderWorkerTemplate/leaderTemplate/spec/containers/0/"
+                            "command/6\n  value: '2'\n")
+
+
+def test_compose_restores_as_an_override_file(dw, tmp_path):
+    assert dw("baseline", "save", "comp", "--manifest", MANIFESTS / "sglang-compose.yaml",
+              "--baselines-dir", tmp_path).code == 0
+    drifted = tmp_path / "compose.yaml"
+    drifted.write_text((MANIFESTS / "sglang-compose.yaml").read_text().replace(
+        "--port 30000", "--port 30000 --max-running-requests 8"))
+    run = dw("restore", "--baseline", "comp", "--baselines-dir", tmp_path, "--manifest", drifted,
+             "--write", tmp_path / "out")
+    assert run.code == 1, run
+    written = (tmp_path / "out" / "compose.override.yaml").read_text()
+    assert "entrypoint" not in written and "--max-running-requests" not in written and "sglang:" in written
+    assert "no drift left" in run.stdout
+    again = dw("restore", "--baseline", "comp", "--baselines-dir", tmp_path, "--manifest", drifted,
+               "--write", tmp_path / "out")
+    assert_one_line_error(again, "already exists")
+    assert_one_line_error(dw("restore", "--baseline", "comp", "--baselines-dir", tmp_path, "--manifest", drifted,
+                             "--apply"), "--apply is not offered for --manifest")
+
+
+def test_nothing_to_restore_exits_0(dw):
+    run = dw("restore", "--baseline", BASELINES / "70toks.yaml", "--manifest", BASE)
+    assert run.code == 0 and "nothing to restore" in run.stdout, run
