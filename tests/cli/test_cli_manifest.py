@@ -157,3 +157,39 @@ def test_compose_restores_as_an_override_file(dw, tmp_path):
 def test_nothing_to_restore_exits_0(dw):
     run = dw("restore", "--baseline", BASELINES / "70toks.yaml", "--manifest", BASE)
     assert run.code == 0 and "nothing to restore" in run.stdout, run
+
+
+# ------------------------------------------------------------------ the template against its live Pod
+def _live_pods(tmp_path, steps: str) -> str:
+    """`kubectl get pods -o json` as an API server answers for the Deployment's running Pod (a List
+    of Pods with owner, node and status), made with `kubectl label --local` where no API server runs."""
+    import json
+
+    import yaml
+    deployment = yaml.safe_load(BASE.read_text())
+    spec = json.loads(json.dumps(deployment["spec"]["template"]["spec"]))
+    args = spec["containers"][0]["args"]
+    args[args.index("--speculative-num-steps") + 1] = steps
+    spec["nodeName"] = "gpu-node-1"
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "sglang-qwen-6f7c9d8b5-x2x7k", "namespace": "inference",
+                        "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                             "name": "sglang-qwen-6f7c9d8b5", "uid": "0", "controller": True}]},
+           "spec": spec, "status": {"phase": "Running"}}
+    source = tmp_path / f"pod-{steps}.yaml"
+    source.write_text(yaml.safe_dump(pod))
+    done = subprocess.run([shutil.which("kubectl"), "label", "--local", "-f", str(source), "driftwatch-test=1",
+                           "-o", "json"], capture_output=True, text=True, timeout=60, check=True)
+    out = tmp_path / f"pods-{steps}.json"
+    out.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [json.loads(done.stdout)]}))
+    return str(out)
+
+
+@needs_kubectl
+def test_a_workloads_template_against_its_live_pod(dw, tmp_path):
+    assert dw("baseline", "save", "template", "--manifest", BASE, "--baselines-dir", tmp_path).code == 0
+    same = dw("compare", "--baseline", "template", "--baselines-dir", tmp_path, "--manifest", _live_pods(tmp_path, "3"))
+    assert same.code == 0, same
+    older = dw("compare", "--baseline", "template", "--baselines-dir", tmp_path, "--manifest",
+               _live_pods(tmp_path, "1"), "--format", "json")
+    assert older.code == 1 and [f["key"] for f in older.json()["findings"]] == ["speculative_num_steps"], older
