@@ -179,12 +179,14 @@ def _environment(value, where: str, environ: Mapping[str, str], dotenv: Mapping[
 
 
 def _gpus(service: dict, where: str) -> tuple[int | None, str | None]:
-    devices = ((((service.get("deploy") or {}).get("resources") or {}).get("reservations") or {})
-               .get("devices") or [])
+    devices = service.get("deploy")
+    for key in ("resources", "reservations", "devices"):
+        devices = devices.get(key) if isinstance(devices, dict) else None
     total, note = 0, None
     seen = False
     for d in devices if isinstance(devices, list) else []:
-        if not isinstance(d, dict) or "gpu" not in (d.get("capabilities") or []):
+        capabilities = d.get("capabilities") if isinstance(d, dict) else None
+        if not isinstance(capabilities, list) or "gpu" not in capabilities:
             continue
         seen = True
         if isinstance(d.get("device_ids"), list):
@@ -203,6 +205,8 @@ def _gpus(service: dict, where: str) -> tuple[int | None, str | None]:
             note = "all"
         elif isinstance(gpus, list):
             for g in gpus:
+                if not isinstance(g, dict):
+                    raise InputError(f"{where}: gpus entries are mappings (count, device_ids)")
                 if isinstance(g, dict) and isinstance(g.get("device_ids"), list):
                     total += len(g["device_ids"])
                 elif isinstance(g, dict) and str(g.get("count", "all")).lower() != "all":

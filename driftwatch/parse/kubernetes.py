@@ -177,6 +177,15 @@ def _meta(doc: dict) -> tuple[str, str | None]:
     return str(meta.get("name") or "?"), (str(meta["namespace"]) if meta.get("namespace") else None)
 
 
+def _at(data, *keys):
+    """data[k1][k2]… when every level is a mapping, else None (a hand-written manifest may hold anything)."""
+    for key in keys:
+        if not isinstance(data, dict):
+            return None
+        data = data.get(key)
+    return data
+
+
 def pod_path(kind: str, role: str | None, doc: dict) -> list[str]:
     """Where a workload keeps the pod spec `pod_specs` found for `role` (keys from the object's root)."""
     if kind == "Pod" or (kind in _RUNTIME_KINDS and role is None):
@@ -186,8 +195,8 @@ def pod_path(kind: str, role: str | None, doc: dict) -> list[str]:
     if kind == "CronJob":
         return ["spec", "jobTemplate", "spec", "template", "spec"]
     if kind == "LeaderWorkerSet":
-        lwt = (doc.get("spec") or {}).get("leaderWorkerTemplate") or {}
-        which = "leaderTemplate" if role == "leader" and lwt.get("leaderTemplate") else "workerTemplate"
+        which = "leaderTemplate" if role == "leader" and _at(doc, "spec", "leaderWorkerTemplate", "leaderTemplate") \
+            else "workerTemplate"
         return ["spec", "leaderWorkerTemplate", which, "spec"]
     return ["spec", "template", "spec"]
 
@@ -211,13 +220,12 @@ def pod_specs(doc: dict) -> list[tuple[str | None, dict]]:
         found = template(spec)
         return [(None, found)] if found else []
     if kind == "CronJob":
-        found = template((spec.get("jobTemplate") or {}).get("spec"))
+        found = template(_at(spec, "jobTemplate", "spec"))
         return [(None, found)] if found else []
     if kind == "LeaderWorkerSet":
-        lwt = spec.get("leaderWorkerTemplate") or {}
         out: list[tuple[str | None, dict]] = []
-        worker = (lwt.get("workerTemplate") or {}).get("spec")
-        leader = (lwt.get("leaderTemplate") or {}).get("spec") or worker  # no leader template: the worker's
+        worker = _at(spec, "leaderWorkerTemplate", "workerTemplate", "spec")
+        leader = _at(spec, "leaderWorkerTemplate", "leaderTemplate", "spec") or worker  # none: the worker's
         if isinstance(leader, dict):
             out.append(("leader", leader))
         if isinstance(worker, dict):
@@ -234,17 +242,19 @@ def pod_specs(doc: dict) -> list[tuple[str | None, dict]]:
 def _runtime_for(isvc: dict, runtimes: list[dict]) -> dict | None:
     """The ServingRuntime an InferenceService's `predictor.model` names (or the one auto-selected for
     its model format), among the documents read."""
-    model = ((isvc.get("spec") or {}).get("predictor") or {}).get("model") or {}
+    model = _at(isvc, "spec", "predictor", "model") or {}
     wanted = model.get("runtime")
-    fmt = (model.get("modelFormat") or {}).get("name")
+    fmt = _at(model, "modelFormat", "name")
     for rt in runtimes:
         if wanted and _meta(rt)[0] == wanted:
             return rt
     if wanted:
         return None
+    def formats(rt: dict) -> list:
+        found = _at(rt, "spec", "supportedModelFormats")
+        return found if isinstance(found, list) else []
     matches = [rt for rt in runtimes
-               if any(isinstance(f, dict) and f.get("name") == fmt and f.get("autoSelect")
-                      for f in (rt.get("spec") or {}).get("supportedModelFormats") or [])]
+               if any(isinstance(f, dict) and f.get("name") == fmt and f.get("autoSelect") for f in formats(rt))]
     return matches[0] if len(matches) == 1 else None
 
 
@@ -253,6 +263,10 @@ def _merge_runtime(runtime_container: dict, model: dict, isvc_name: str) -> dict
     `args` concatenated (runtime then InferenceService), `env` merged by name; `{{.Name}}` in the
     runtime's args is the InferenceService's name."""
     merged = dict(runtime_container)
+    for key in ("args", "env"):  # the two fields merged rather than replaced: lists, or Kubernetes refuses
+        for side, where in ((runtime_container, "the ServingRuntime's container"), (model, "predictor.model")):
+            if side.get(key) is not None and not isinstance(side.get(key), list):
+                raise InputError(f"InferenceService/{isvc_name}: {key} of {where} is not a list")
     for key, value in model.items():
         if key in ("modelFormat", "runtime", "storageUri", "protocolVersion", "args", "env", "name"):
             continue
@@ -307,11 +321,14 @@ def read_objects(objects: list[tuple[str, int | None, dict]], images: ImageLooku
 def _inference_service(obj: dict, index: int | None, file: str, runtimes: list[dict],
                        images: ImageLookup) -> list[ContainerSpec]:
     name, namespace = _meta(obj)
-    predictor = (obj.get("spec") or {}).get("predictor") or {}
+    predictor = _at(obj, "spec", "predictor") or {}
     if not isinstance(predictor, dict):
         return []
     out = []
-    for c in predictor.get("containers") or []:
+    containers = predictor.get("containers") or []
+    if not isinstance(containers, list):
+        raise InputError(f"{file}: InferenceService/{name}: predictor.containers is not a list")
+    for c in containers:
         if isinstance(c, dict):
             origin = Origin(file, index, "InferenceService", name, namespace, str(c.get("name") or "?"))
             out.append(container_spec(c, origin, images=images))
@@ -319,11 +336,12 @@ def _inference_service(obj: dict, index: int | None, file: str, runtimes: list[d
     if isinstance(model, dict):
         runtime = _runtime_for(obj, runtimes)
         if runtime is None:
-            fmt = (model.get("modelFormat") or {}).get("name")
+            fmt = _at(model, "modelFormat", "name")
             wanted = model.get("runtime") or f"a runtime for model format {fmt}"
             raise InputError(f"{file}: InferenceService/{name}: predictor.model runs {wanted}, which is not among "
                              "the manifests read (give its ServingRuntime with another --manifest)")
-        for c in (runtime.get("spec") or {}).get("containers") or []:
+        runtime_containers = _at(runtime, "spec", "containers")
+        for c in runtime_containers if isinstance(runtime_containers, list) else []:
             if isinstance(c, dict):
                 merged = _merge_runtime(c, model, name)
                 origin = Origin(file, index, "InferenceService", name, namespace, str(c.get("name") or "?"))

@@ -193,3 +193,25 @@ def test_a_workloads_template_against_its_live_pod(dw, tmp_path):
     older = dw("compare", "--baseline", "template", "--baselines-dir", tmp_path, "--manifest",
                _live_pods(tmp_path, "1"), "--format", "json")
     assert older.code == 1 and [f["key"] for f in older.json()["findings"]] == ["speculative_num_steps"], older
+
+
+@pytest.mark.parametrize("text", [
+    "kind: Pod\nspec: {containers: 5}\n",
+    "kind: Pod\nspec: {containers: [{name: a, command: [python3, -m, sglang.launch_server, --tp, null]}]}\n",
+    "kind: LeaderWorkerSet\nspec: {leaderWorkerTemplate: 5}\n",
+    "kind: InferenceService\nspec: {predictor: {containers: 5}}\n",
+    "kind: InferenceService\nmetadata: {name: x}\nspec: {predictor: {model: {modelFormat: 5, args: 5}}}\n---\n"
+    "kind: ServingRuntime\nmetadata: {name: r}\nspec: {supportedModelFormats: 5, containers: 5}\n",
+    "kind: CronJob\nspec: {jobTemplate: 5}\n",
+    "services: {a: {command: [python3, -m, sglang.launch_server], deploy: {resources: {reservations: "
+    "{devices: [5, {capabilities: 5}]}}}, gpus: [5]}}\n",
+    "services: {a: {command: \"python3 ${X\"}}\n",
+    "- a\n- b\n",
+    "kind: List\nitems: 5\n",
+])
+def test_a_malformed_manifest_is_one_line_never_a_crash(dw, tmp_path, text):
+    f = tmp_path / "m.yaml"
+    f.write_text(text)
+    run = dw("show", "--manifest", f)
+    assert_one_line_error(run)
+    assert "internal error" not in run.stderr
