@@ -10,7 +10,8 @@ def manifest_options(func):
     and --container, passed to the command as `manifests` and `container`."""
     func = click.option("--container", "container", metavar="NAME",
                         help="The engine container of --manifest, when several run an engine (a container name, "
-                             "or KIND/NAME/CONTAINER).")(func)
+                             "or KIND/NAME/CONTAINER); with --host: a running container, read with `podman inspect` "
+                             "(else `docker inspect`) over SSH.")(func)
     return click.option("--manifest", "manifests", multiple=True, metavar="FILE",
                         help="A Kubernetes manifest (multi-document; `helm template` output), a kustomize directory "
                              "(rendered with `kubectl kustomize`) or a Compose file; `-`: standard input "

@@ -136,3 +136,25 @@ def snapshot_from_manifests(request: ManifestRequest, engine_version: str | None
     snap = snapshot_from_container(spec, engine_version, files)
     snap.warnings.extend(read.warnings)
     return snap
+
+
+def live_container(target, collect) -> Snapshot:
+    """The Snapshot of a running container (`--host HOST --container NAME`): `podman inspect` over
+    SSH, else `docker inspect` when the host has no podman (collect/containers.py)."""
+    from ..collect.containers import inspect_containers
+    from ..errors import CollectError
+    from ..parse.inspect import read_inspect
+    from ..snapshots.container import snapshot_from_container
+    answer = None
+    for runtime in ("podman", "docker"):
+        [answer] = inspect_containers(target.address, [target.unit], collect.ssh, runtime, label=target.host)
+        if answer.text is not None or "not found" not in (answer.error or "") or answer.status != "error":
+            break
+    if answer is None or answer.text is None:
+        raise CollectError(f"{target.host}: container {target.unit}: {answer.error if answer else 'not read'}")
+    specs = read_inspect(answer.text, answer.host, answer.runtime)
+    if not specs:
+        raise CollectError(f"{target.host}: container {target.unit}: {answer.runtime} inspect gave nothing")
+    snap = snapshot_from_container(specs[0], collect.engine_version, collect.files)
+    snap.host = target.host
+    return snap

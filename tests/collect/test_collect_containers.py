@@ -72,3 +72,30 @@ def test_a_missing_container_is_said_not_raised(loopback, known_hosts, options, 
 def test_a_bad_name_is_refused_before_anything_is_sent(loopback, known_hosts, options):
     with pytest.raises(InputError, match="not a container name"):
         inspect_containers(target(loopback), ["x; reboot"], options(known_hosts(loopback)))
+
+
+def test_show_and_compare_a_running_container_from_the_command_line(lab, loopback, known_hosts, engine_container,
+                                                                     tmp_path):
+    import json
+    import sys
+    name, _ = engine_container
+    dw = str(Path(sys.executable).with_name("driftwatch"))
+    ssh = ["--host", f"root@{loopback.address}:{loopback.port}", "--container", name,
+           "--known-hosts", known_hosts(loopback), "-i", lab.client_key, "--ssh-config", "none"]
+    shown = subprocess.run([dw, "show", *ssh, "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    doc = json.loads(shown.stdout)
+    assert doc["container"]["argv"][:3] == ["python3", "-m", "sglang.launch_server"]
+    assert doc["host"] == f"{loopback.address}:{loopback.port}"
+    base = Path(__file__).resolve().parents[1] / "fixtures" / "manifests" / "seed-000" / "base" / "deployment.yaml"
+    saved = subprocess.run([dw, "baseline", "save", "template", "--manifest", str(base), "--baselines-dir",
+                            str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert saved.returncode == 0, saved.stderr
+    compared = subprocess.run([dw, "compare", "--baseline", "template", "--baselines-dir", str(tmp_path), *ssh,
+                               "--format", "json"], capture_output=True, text=True, timeout=120)
+    assert compared.returncode == 1, compared.stderr  # the Deployment's flags against the podman container's
+    keys = [f["key"] for f in json.loads(compared.stdout)["findings"]]
+    assert "model_path" in keys and "speculative_num_steps" not in keys  # 3 steps on both sides
+    missing = subprocess.run([dw, "show", *ssh[:2], "--container", "dw-no-such-container", *ssh[4:]],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "no such container" in missing.stderr and "Traceback" not in missing.stderr
