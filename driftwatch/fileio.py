@@ -6,7 +6,9 @@ one YAML loader and dumper.
 - `write_atomic` / `write_new`: nothing a user keeps is ever half-written. The text goes to a
   synced temp file in the target's directory (same filesystem), then is renamed over the target
   (`write_atomic`) or hard-linked to it, which fails if it exists (`write_new`: never overwrites,
-  no race); the directory is synced after, so the new name survives a crash.
+  no race); the directory is synced after, so the new name survives a crash. Only a regular file is
+  replaced: a character device or FIFO (`-o /dev/null`, `/dev/stdout`) is written in place and stays
+  what it is; a symbolic link to anything else, a directory or a socket is refused (one line).
 - `read_yaml` / `load_yaml_text`: ``yaml.safe_load`` only, bounded; errors name the file and the line.
   libyaml's parser does the reading when installed; a text it might read differently, or refuses, is
   read by the pure loader, so values and messages are PyYAML's.
@@ -207,9 +209,117 @@ def _removed_on_failure(tmp: str, target: Path):
         raise
 
 
+MAX_LINK_HOPS = 40  # as the kernel's own limit on symbolic links followed in one path
+
+
+def _open_descriptor(path: str) -> int | None:
+    """The descriptor N when `path` names one of this process's open files (`/dev/stdout`, `/dev/fd/N`,
+    `/proc/self/fd/N`, or a link leading to one), else None: such a name is a stream already open, and
+    is written where it stands (after what was written to it), as the shell's `>` left it."""
+    try:
+        ours = os.path.realpath("/proc/self/fd")
+    except OSError:  # pragma: no cover - no /proc
+        return None
+    current = path
+    for _ in range(MAX_LINK_HOPS):
+        head, tail = os.path.split(current)
+        if tail.isdigit() and os.path.realpath(head or ".") == ours:
+            return int(tail)
+        try:
+            if not stat.S_ISLNK(os.lstat(current).st_mode):
+                return None
+            current = os.path.join(head, os.readlink(current))
+        except OSError:
+            return None
+    return None
+
+
+def _write_stream(fd: int, text: str) -> None:
+    """All of text's bytes to an open descriptor (a short write on a pipe is continued)."""
+    data = memoryview(text.encode("utf-8"))
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _write_in_place(target: Path, text: str) -> bool:
+    """True when `target` is a stream written in place: a character device or FIFO (`/dev/null`, a
+    named pipe a reader waits on), or a symbolic link to one (`/dev/stdout`). Refused with one line: a
+    directory, a socket, a block device, and a symbolic link to anything else (a link is never
+    replaced, and never written through into a file). False: a regular file or nothing, replaced or
+    created atomically by the caller."""
+    name = os.fspath(target)
+    try:
+        mode = os.lstat(name).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise InputError(f"{name}: cannot write: {exc.strerror or exc}") from None
+    if stat.S_ISREG(mode):
+        return False
+    if stat.S_ISDIR(mode):
+        raise InputError(f"{name}: is a directory, not a file to write")
+    link = stat.S_ISLNK(mode)
+    if link:
+        descriptor = _open_descriptor(name)
+        if descriptor is not None:
+            _flush_standard_streams(descriptor)
+            try:
+                _write_stream(descriptor, text)
+            except OSError as exc:
+                raise InputError(f"{name}: cannot write: {exc.strerror or exc}") from None
+            return True
+        try:
+            mode = os.stat(name).st_mode
+        except OSError:
+            mode = 0
+        if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+            raise InputError(f"{name}: is a symbolic link (to {_link_text(name)}); driftwatch does not replace "
+                             "a link or write through it into a file: give the file itself")
+    elif not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        raise InputError(f"{name}: is {_kind(mode)}, not a file driftwatch can write")
+    flags = os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | (0 if link else getattr(os, "O_NOFOLLOW", 0))
+    try:
+        fd = os.open(name, flags)  # a FIFO: waits for its reader, as the shell's `>` does
+    except OSError as exc:
+        raise InputError(f"{name}: cannot write: {exc.strerror or exc}") from None
+    try:
+        opened = os.fstat(fd).st_mode
+        if not (stat.S_ISCHR(opened) or stat.S_ISFIFO(opened)):  # swapped for a file since it was looked at
+            raise InputError(f"{name}: changed while being opened ({_kind(opened)}); not written")
+        _write_stream(fd, text)
+    except OSError as exc:
+        raise InputError(f"{name}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    return True
+
+
+def _link_text(name: str) -> str:
+    try:
+        return os.readlink(name)
+    except OSError:  # pragma: no cover - removed since lstat
+        return "?"
+
+
+def _flush_standard_streams(descriptor: int) -> None:
+    """What Python buffered for stdout or stderr goes out before bytes written to the same descriptor."""
+    import sys
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None and stream.fileno() == descriptor:
+                stream.flush()
+        except (AttributeError, OSError, ValueError):
+            continue
+
+
 def write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> None:
-    """Replace path with text in one rename: readers see the old file or the new one, never half."""
+    """Replace path with text in one rename: readers see the old file or the new one, never half.
+    Only a regular file (or a new name) is replaced: a character device or FIFO (`-o /dev/null`,
+    `-o /dev/stdout`) is written in place and stays what it is; a directory, a symbolic link to a file
+    and a socket are refused with one line (`_write_in_place`)."""
     target = Path(path)
+    if _write_in_place(target, text):
+        return
     tmp = _temp_copy(target, text, mode)
     with _removed_on_failure(tmp, target):
         os.replace(tmp, target)

@@ -15,7 +15,13 @@ class FindingId(NamedTuple):
     key: str
 
     def __str__(self) -> str:
-        return f"{self.host}/{self.unit}/{self.key}"
+        """``host/unit/key``; a ``/`` or ``%`` in the host or unit escaped (``gpu%2F01``), so host
+        ``gpu/01`` and host ``gpu`` with a unit ``01/…`` never read alike; other names as ever."""
+        return f"{_part(self.host)}/{_part(self.unit)}/{self.key}"
+
+
+def _part(name: str) -> str:
+    return name.replace("%", "%25").replace("/", "%2F") if ("/" in name or "%" in name) else name
 
 
 def finding_id(host: Any, unit: Any, key: Any) -> FindingId:

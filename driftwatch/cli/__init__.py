@@ -111,6 +111,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def _main(argv: list[str] | None = None) -> None:
     as_json = _wants_json(list(sys.argv[1:] if argv is None else argv))
+    from .params import argv_problem  # bytes that are not UTF-8: one line, before any file is named
+    if argv_problem(list(sys.argv[1:] if argv is None else argv)):
+        _fail(str(argv_problem(list(sys.argv[1:] if argv is None else argv))), EXIT_TROUBLE, as_json)
     try:
         rv = cli.main(args=argv, prog_name="driftwatch", standalone_mode=False)
         sys.exit(rv if isinstance(rv, int) else EXIT_OK)
@@ -135,6 +138,9 @@ def _main(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         sys.exit(EXIT_TROUBLE)
     except Exception as exc:  # noqa: BLE001 - last resort: one line, never a traceback
+        from .params import path_error_line  # a path the system refuses (too long, NUL): bad input, exit 2
+        if path_error_line(exc):
+            _fail(str(path_error_line(exc)), EXIT_TROUBLE, as_json)
         if os.environ.get("DRIFTWATCH_DEBUG"):
             raise
         _fail(f"internal error: {type(exc).__name__}: {exc} (set DRIFTWATCH_DEBUG=1 for a traceback)",

@@ -64,10 +64,13 @@ def baseline_save(name, from_snapshot, unit_file, host, unit, host_name, metrics
 def baseline_accept(name, unit_file, snapshot_file, host, unit, reason, metrics, keep_metrics, inventory,
                     baselines_dir, ssh, files):
     """Turn today's accepted drift into the new NAME baseline (the old one is replaced atomically)."""
-    from ..run.baselines import accept_drift
-    path, dropped = accept_drift(name, unit_file=unit_file, snapshot_file=snapshot_file, host=host, unit=unit,
-                                 reason=reason, metrics=metrics, keep_metrics=keep_metrics, inventory=inventory,
-                                 baselines_dir=baselines_dir, ssh=ssh, files=files)
+    from ..run.baselines import AcceptDetails, accept_drift
+    from ..run.targets import CollectOptions
+    request = target_request(unit_files=(unit_file,) if unit_file else (),
+                             snapshots=(snapshot_file,) if snapshot_file else (), hosts=(host,) if host else (),
+                             unit=unit, inventory=inventory, one=True)
+    path, dropped = accept_drift(name, request, CollectOptions(ssh, files),
+                                 AcceptDetails(reason, tuple(metrics), keep_metrics, baselines_dir))
     dropped = " (old metrics dropped: re-measure and pass --metric)" if dropped else ""
     click.echo(f"accepted: baseline {name} in {path} now holds the current unit{dropped}")
     sys.exit(EXIT_OK)

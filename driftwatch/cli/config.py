@@ -12,9 +12,9 @@ environment variable, so that is all this module does (docs/config.md is the ref
   (--host, --unit, --output, --apply, --yes …): an unknown key is an error naming the known ones;
 - relative paths are relative to the file's directory;
 - report's own keys (email, from, smtp, state, …) stay notify/settings.py's: report reads them there;
-- where an inventory means "every host" rather than naming --host (`history HOST…`, `restore
-  --host/--unit-file`), the file's inventory does not turn a run about one host into one about all
-  (`typed`: the command then uses it only when typed).
+- the file's `inventory`, `limit` and `baseline` are never merged into what was typed: each command
+  hands both to run/targets.py (`resolve_targets`), where the file's inventory only describes the
+  hosts named and is the target set only when nothing is named (`typed` tells them apart).
 """
 from __future__ import annotations
 
@@ -138,8 +138,17 @@ def _resolve_path(value: str, base: Path) -> str:
     return str(path if path.is_absolute() else base / path)
 
 
-def _resolve(key: str, value: Any, base: Path) -> Any:
-    from ..notify.settings import COMMAND_PATH_KEYS
+def _resolve(key: str, value: Any, base: Path, path: str = "") -> Any:
+    """A path key's value made absolute against the config file's directory (`base`), as a relative
+    path typed in that directory would be; a sentinel word (`ssh_config: none`, `-`) is kept as the
+    option reads it; true/false where a path is wanted is refused (`ssh_config: no` is YAML's false)."""
+    from ..notify.settings import COMMAND_PATH_KEYS, is_path_sentinel
+    path_key = key in COMMAND_PATH_KEYS or key in ("inventory", "baselines_dir", "engine_config")
+    if path_key and any(isinstance(v, bool) for v in (value if isinstance(value, list) else [value])):
+        raise InputError(f"{path}: {key} takes a path, not true/false (YAML reads yes/no/on/off as booleans; "
+                         "quote the word if it is a file name)")
+    if path_key and is_path_sentinel(key, value):
+        return value
     if key == "engine_config":  # [PATH=]FILE: PATH names a file on the server, FILE one here
         def one(item: str) -> str:
             server, sep, local = item.rpartition("=")
@@ -158,8 +167,14 @@ def _checked(key: str, value: Any, options: list[click.Option], path: str) -> An
     option = options[0]
     if option.multiple and not isinstance(value, list):
         value = [value]
-    if option.is_flag and not isinstance(value, bool):
-        raise InputError(f"{path}: {key} must be true or false, not {value!r}")
+    if option.is_flag:  # a yes/no word as the option's environment variable takes it
+        from ..notify.settings import parse_boolean
+        return parse_boolean(value, f"{path}: {key}")
+    if any(isinstance(item, bool) for item in (value if option.multiple else [value])):
+        if isinstance(option.type, click.types._NumberParamTypeBase):  # int(True) is 1: not a number here
+            raise InputError(f"{path}: {key} must be a number, not {value!r}")
+        raise InputError(f"{path}: {key} takes a value, not true/false (YAML reads yes/no/on/off as booleans; "
+                         "quote the word if you meant it)")
     if any(isinstance(item, (dict, list)) for item in (value if option.multiple else [value])):
         what = "a value or a list of values" if option.multiple else "a single value"
         raise InputError(f"{path}: {key} must be {what}, not {type(value).__name__} {value!r}")
@@ -169,6 +184,8 @@ def _checked(key: str, value: Any, options: list[click.Option], path: str) -> An
                 option.type.convert(item, option, ctx)
     except click.BadParameter as exc:
         raise InputError(f"{path}: {key}: {exc.message}") from None
+    except (OverflowError, ValueError, TypeError):  # YAML's .inf for a whole number: int() overflows
+        raise InputError(f"{path}: {key}: {value!r} is not a finite number") from None
     return value
 
 
@@ -200,7 +217,7 @@ def load(ctx: click.Context, group: click.Group, before: str | None) -> dict[str
         known = ", ".join(sorted(COMMAND_KEYS | REPORT_KEYS))
         raise InputError(f"{path}: unknown setting(s) {', '.join(unknown)} (known: {known}; docs/config.md)")
     base = Path(path).resolve().parent
-    values = {k: _resolve(k, v, base) for k, v in doc.items() if v is not None}
+    values = {k: _resolve(k, v, base, path) for k, v in doc.items() if v is not None}
     options: dict[str, list[click.Option]] = {}
     for command_path, command in _commands(group):
         for key, option in _keyed_options(command_path[-1], command):

@@ -9,6 +9,7 @@ import click
 from ..errors import EXIT_DRIFT, EXIT_OK
 from ..report import format_names
 from .manifest import manifest_options
+from .params import PORT, SHARE
 from .options import (baselines_dir_option, catalog_option, color_option, emit, engine_files, facts_options, judging_options,
                       shard_option, ssh_options, target_request, terminal_format, voice)
 
@@ -17,7 +18,7 @@ def workload_options(func):
     """--workload-prefix-share / --workload-prompt-tokens: the workload the prediction is for."""
     func = click.option("--workload-prompt-tokens", type=click.IntRange(1, 10**8),
                         help="Typical prompt length in tokens: prices a prefill chunk size change.")(func)
-    return click.option("--workload-prefix-share", type=click.FloatRange(0, 1),
+    return click.option("--workload-prefix-share", type=SHARE,
                         help="Share of prompt tokens that repeat an earlier request's prefix (0-1): prices "
                              "prefix caching.")(func)
 
@@ -85,7 +86,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
                                                  "from the inventory, else `baseline:` in the config file].")
 @click.option("--email", "email", multiple=True, help="Recipient (repeatable). Without one, nothing is mailed.")
 @click.option("--smtp-host", help="SMTP server [default: localhost].")
-@click.option("--smtp-port", type=int, help="SMTP port [default: 587 for starttls, 465 for ssl, 25 for plain].")
+@click.option("--smtp-port", type=PORT, help="SMTP port [default: 587 for starttls, 465 for ssl, 25 for plain].")
 @click.option("--smtp-user", help="SMTP user (password from $DRIFTWATCH_SMTP_PASSWORD or --smtp-password-file).")
 @click.option("--smtp-password-file", type=str, help="File holding the SMTP password (must not be readable by others).")
 @click.option("--smtp-starttls", "smtp_security", flag_value="starttls", help="STARTTLS when offered (default).")
@@ -99,7 +100,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @click.option("--always", is_flag=True, help="Mail even when every host matches.")
 @click.option("--format", "fmt", type=click.Choice(format_names("fleet")), default="text", show_default=True,
               help="How to print and write the report (json: driftwatch.report/v1).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the report here (atomically).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here instead of printing it (a file atomically; a device or FIFO in place).")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the report (still mailed / written).")
 @color_option
 @click.option("--config", "config_path", help="Config file [default: ~/.config/driftwatch/config.yaml, "

@@ -18,7 +18,8 @@ def manifest_options(func):
                              "(repeatable: an InferenceService and its ServingRuntime).")(func)
 
 
-def restore_manifests(manifests, container, baseline_spec, unit_named, apply, keep, write_dir, fmt, judging) -> None:
+def restore_manifests(manifests, container, baseline_spec, unit_named, apply, keep, write_dir, fmt, judging,
+                      allow_engine_change: bool = False) -> None:
     """`restore --manifest`: print (or --write) the checked patch; exits with its code."""
     import sys
 
@@ -30,12 +31,14 @@ def restore_manifests(manifests, container, baseline_spec, unit_named, apply, ke
         raise InputError("--container chooses among a manifest's containers: give --manifest FILE")
     if unit_named:
         raise InputError("give one of --manifest or --unit-file/--host/--unit")
+    if not baseline_spec:
+        raise InputError("restore --manifest needs --baseline NAME (the baseline the container is brought back to)")
     if apply:
         raise InputError("--apply is not offered for --manifest: apply the patch from git (kustomize, Helm values, "
                          "Compose override; GitOps), or write it with --write DIR")
     rules_dir, ignores, ignore_file, baselines_dir = judging
     doc, code = run_manifest_restore(ManifestRestoreRequest(tuple(manifests), container, baseline_spec, baselines_dir,
                                                             tuple(keep), rules_dir, tuple(ignores), ignore_file,
-                                                            write_dir), voice())
+                                                            write_dir, allow_engine_change), voice())
     emit(render_manifest_restore(doc, fmt))
     sys.exit(code)

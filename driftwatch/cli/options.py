@@ -17,6 +17,7 @@ import click
 from ..engines.files import NO_FILES, EngineFiles
 from ..errors import InputError
 from ..run.voice import Voice, unheard
+from .params import COMMAND_TIMEOUT, CONNECT_TIMEOUT, CheckedPath
 
 _SSH_FIELDS = ("known_hosts", "accept_new", "identity", "ssh_config", "connect_timeout", "command_timeout", "probe")
 
@@ -31,12 +32,12 @@ def ssh_options(func):
         return func(*args, **kw)
 
     options = [
-        click.option("--known-hosts", type=click.Path(dir_okay=False), help="known_hosts file (default ~/.ssh/known_hosts)."),
+        click.option("--known-hosts", type=CheckedPath(dir_okay=False), help="known_hosts file (default ~/.ssh/known_hosts)."),
         click.option("--accept-new", is_flag=True, help="Trust and record unknown host keys (changed keys are still refused)."),
-        click.option("-i", "--identity", type=click.Path(dir_okay=False), help="SSH private key file."),
-        click.option("--ssh-config", type=click.Path(dir_okay=False), help="ssh_config file (default ~/.ssh/config)."),
-        click.option("--connect-timeout", type=float, default=10.0, show_default=True, help="Seconds to connect, name resolution included."),
-        click.option("--command-timeout", type=float, default=30.0, show_default=True, help="Seconds for the remote read."),
+        click.option("-i", "--identity", type=CheckedPath(dir_okay=False), help="SSH private key file."),
+        click.option("--ssh-config", type=CheckedPath(dir_okay=False), help="ssh_config file (default ~/.ssh/config)."),
+        click.option("--connect-timeout", type=CONNECT_TIMEOUT, default=10.0, show_default=True, help="Seconds to connect, name resolution included."),
+        click.option("--command-timeout", type=COMMAND_TIMEOUT, default=30.0, show_default=True, help="Seconds for the remote read."),
         click.option("--probe", is_flag=True,
                      help="Also ask each engine's HTTP endpoint (/server_info, /metrics) on the host's loopback, "
                           "through the SSH connection: what the server really runs with."),
@@ -97,7 +98,7 @@ def _add_catalog_dirs(ctx, param, values):
 
 catalog_option = click.option(
     "--catalog-dir", "catalog_dirs", multiple=True, expose_value=False, callback=_add_catalog_dirs,
-    envvar="DRIFTWATCH_CATALOG_DIR", type=click.Path(file_okay=False),
+    envvar="DRIFTWATCH_CATALOG_DIR", type=CheckedPath(file_okay=False),
     help="Extra flag catalogs (ENGINE-RELEASE.json from tools/catalog, e.g. for a patched build); repeatable.")
 
 baselines_dir_option = click.option("--baselines-dir", envvar="DRIFTWATCH_BASELINES",
@@ -132,9 +133,9 @@ def facts_options(func):
     """compare: the model's config.json and the GPUs, for the physical impact models (issue 13)."""
     func = click.option("--gpu", "gpu", help="The current host's GPUs, NAME[xN] as nvidia-smi names them, "
                         "e.g. 'H200' or 'RTX A6000x2'.")(func)
-    func = click.option("--baseline-model-config", type=click.Path(dir_okay=True),
+    func = click.option("--baseline-model-config", type=CheckedPath(dir_okay=True),
                         help="config.json of the baseline's model (default: --model-config's).")(func)
-    func = click.option("--model-config", type=click.Path(dir_okay=True),
+    func = click.option("--model-config", type=CheckedPath(dir_okay=True),
                         help="The model's config.json (or its directory / HF cache folder); never downloaded.")(func)
     return func
 

@@ -9,6 +9,7 @@ import click
 
 from ..errors import EXIT_OK, EXIT_TROUBLE, InputError
 from ..report import format_names
+from .params import COUNT
 from .options import (baselines_dir_option, catalog_option, color_option, emit, engine_files, judging_options, shard_option,
                       ssh_options, target_request, terminal_format, voice)
 from .store_commands import STORE_HELP
@@ -32,7 +33,7 @@ from .store_commands import STORE_HELP
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
 @click.option("--verbose", "-v", is_flag=True,
               help="Say on stderr where each host's time went: connect, round trip, each remote step, probe.")
-@click.option("--keep", type=click.IntRange(1, None), default=None,
+@click.option("--keep", type=COUNT, default=None,
               help="Then keep only the newest N snapshots of each host/unit in the store (as `prune --keep N`).")
 @click.option("--baselines-dir", "keep_baselines_dir", envvar="DRIFTWATCH_BASELINES",
               help="With --keep: baselines whose snapshots are never deleted [default: ./baselines].")
@@ -91,7 +92,7 @@ def _progress_line():
 
 
 @click.command()
-@click.option("--keep", type=click.IntRange(1, None), help="Keep the newest N snapshots of each host/unit.")
+@click.option("--keep", type=COUNT, help="Keep the newest N snapshots of each host/unit.")
 @click.option("--older-than", help="Delete snapshots older than D (30m, 12h, 7d, 2w, 1d12h).")
 @click.option("--store", help=STORE_HELP)
 @click.option("--host", help="Only this host's snapshots.")

@@ -30,7 +30,10 @@ def store_import(directory, store):
 
     Give the same directory as --store to convert a store in place: the database is created in it
     and the YAML files are left where they are (delete them once you are satisfied). Running it
-    again imports nothing twice."""
+    again imports nothing twice. Each file is checked as the store's own reads check it and
+    redacted as `snapshot` redacts; a file that is not a snapshot, or a file or folder that is a
+    symlink out of DIRECTORY, is not imported (one warning each, with the reason).
+    Exit 0 when every file was imported, 1 when one was refused, 2 on bad input."""
     from ..run.history import changes_between
     from ..snapshots.store import DEFAULT_STORE
     from ..snapshots.store_sql import DatabaseStore
@@ -40,7 +43,8 @@ def store_import(directory, store):
     click.echo(f"driftwatch: imported {done.snapshots} snapshot{'s' if done.snapshots != 1 else ''} and "
                f"{done.runs} unchanged run{'s' if done.runs != 1 else ''} into {target.root}"
                + (f"; {done.present} already there" if done.present else "")
-               + (f"; {done.skipped} unreadable, not imported" if done.skipped else ""), err=True)
+               + (f"; {done.skipped} refused, not imported" if done.skipped else ""), err=True)
+    sys.exit(EXIT_DRIFT if done.skipped else EXIT_OK)
 
 
 @store_group.command("export")

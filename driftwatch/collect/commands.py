@@ -16,32 +16,33 @@ content can forge a header. Sections, in order:
                                not run: no ``/run/systemd/system``, nothing is loaded);
 ``PROC <pid>``                ``/proc/PID/cmdline`` as hex (``od``): MainPID's or, only where
                                systemd cannot be asked, every process whose command line
-                               mentions sglang or vllm (at most 16); one of those is taken as the unit's
+                               holds an engine's process word (at most 16); one of those is taken as the unit's
                                server only on evidence (``match_process``, the command lines read by the
                                caller's ``UnitReader``): its command line is the unit's, or it serves the
                                unit's ``--port``; else the running process is unknown;
-``INTERP``/``VERSION``/``VERSIONRC``  the unit's interpreter and the ``Version:`` of the
-                               ``sglang-*.dist-info/METADATA`` (``vllm-*`` when the unit starts
-                               vLLM) beside it (read, never executed);
+``INTERP``/``VERSION``/``VERSIONRC``  the unit's interpreter and the ``Version:`` of an engine's
+                               ``NAME-*.dist-info/METADATA`` beside it (read, never executed): the
+                               engine whose process word the unit text holds first;
 ``GPU``/``GPURC``             ``nvidia-smi --query-gpu=index,name,memory.total``;
 ``TOPO``/``TOPORC``           ``nvidia-smi topo -m`` (first 16 KiB), only on a host with more than one
                                GPU: how the GPUs are linked (NVLink or PCIe), for the all-reduce cost;
-``JOURNAL``                   ``journalctl`` of the unit's current invocation (-n 500) lines with ``accept len`` or
-                               ``gen throughput`` (SGLang), ``Avg generation throughput``, ``Mean
-                               acceptance length`` or ``Speculative metrics:`` (vLLM) (the last 20);
-                               only where systemd runs
+``JOURNAL``                   ``journalctl`` of the unit's current invocation (-n 500) lines with one
+                               of the engines' journal markers (the last 20), read into figures by
+                               the engines' journal parsers; only where systemd runs
                                (``/run/systemd/system`` exists, systemd's own sd_booted test);
 ``STARTUP``                   the lines, among the first 20 000 of the current invocation, that hold
                                one of the start-up markers the caller passes (the engines', from its
-                               ``UnitReader``: SGLang's ``ServerArgs(...)``, its memory pool and scheduler
-                               lines, vLLM's non-default args and KV-cache size); only with an InvocationID, never an
+                               ``UnitReader``: the server's arguments, its memory pool and scheduler
+                               lines); only with an InvocationID, never an
                                older run's; at most 400 lines and 2 MiB;
 ``ENV <path>``                ``EnvironmentFile=`` files named in the unit (first 64 KiB each);
-``CFG <path>``/``CFGX <path>`` the vLLM ``--config FILE`` (or ``--config=FILE``) named in the last
+``CFG <path>``/``CFGX <path>`` an engine's config file (``--config FILE`` or ``--config=FILE``: the
+                               engines' ``config_flags``) named in the last
                                ``ExecStart=`` (at most 4): its content, read only when it is a regular
                                readable file of at most 64 KiB (as an environment file), else why not;
 ``MODEL <name>``               the ``config.json`` of the model the last ``ExecStart=`` names
-                               (``--model-path``/``--model``/``vllm serve MODEL``, at most 2): from a
+                               (the engines' ``model_flags``, or the word after one of their
+                               ``model_after`` words: ``… serve MODEL``; at most 2): from a
                                local directory, or for ``ORG/NAME`` the newest snapshot in the Hugging
                                Face cache (``$HF_HOME/hub``, ``/root/.cache``, ``$HOME/.cache``); first
                                64 KiB; nothing is ever downloaded;
@@ -53,7 +54,9 @@ Every optional step runs under ``timeout`` (when the host has it) so a hung ``nv
 one step, not the host; and the whole script, when it has a process group of its own (an SSH
 session does), kills that group at its deadline (driftwatch's ``--command-timeout`` plus a grace), so a
 host without a working ``timeout`` keeps nothing running after driftwatch has given up. The unit name is validated (``unitname.py``) and then shell-quoted; every
-other value substituted into the script is a fixed path derived from it, also quoted.
+other value substituted into the script is a fixed path derived from it, also quoted, or an engine's
+marker (``reader.EngineMarks``: plain words the engine's declaration checked), also quoted. This
+module names no engine: what it looks for comes from the markers the caller passes.
 """
 from __future__ import annotations
 
@@ -72,7 +75,7 @@ from driftwatch.collect.local import (
 )
 from driftwatch.collect.unitname import validate_unit_name
 from driftwatch.collect.raw import RawUnit
-from driftwatch.collect.reader import UnitReader
+from driftwatch.collect.reader import EngineMarks, UnitReader
 from driftwatch.facts.gpu import parse_topology
 
 MAX_OUTPUT_BYTES = 32 << 20
@@ -176,7 +179,7 @@ if [ -n "$PID" ] && [ -r "/proc/$PID/cmdline" ]; then
   sec "PROC $PID"; od -An -v -tx1 "/proc/$PID/cmdline"
 elif [ -z "$SHOW" ]; then  # no systemd to ask: look for the engine; with systemd, MainPID=0 means stopped
   n=0
-  for f in $(grep -l -a -e 'sglan[g]' -e 'vll[m]' /proc/[0-9]*/cmdline 2>/dev/null); do
+  for f in @PROCFILES@; do
     p=${f#/proc/}; p=${p%/cmdline}
     sec "PROC $p"; od -An -v -tx1 "$f"
     n=$((n + 1)); if [ "$n" -ge @MAXPROCS@ ]; then break; fi
@@ -184,8 +187,9 @@ elif [ -z "$SHOW" ]; then  # no systemd to ask: look for the engine; with system
 fi
 tick proc
 # one awk pass over the unit text: X = first word of the last ExecStart=, E = EnvironmentFile= paths,
-# C = --config files, D = model directories
-EXTRACT=$(printf '%s\n' "$UNITTEXT" | awk '
+# C = the engines' config files (CF: their flags), D = model directories (MF: their flags; MP: the
+# words a positional model follows); each list is space-separated with a space at both ends
+EXTRACT=$(printf '%s\n' "$UNITTEXT" | awk -v CF=@CONFIGFLAGS@ -v MF=@MODELFLAGS@ -v MP=@MODELAFTER@ '
   # the last ExecStart= block word by word into w[1..nw], its continuation backslashes dropped
   # (appended to an array: joining the lines into one string costs the square of their number)
   function words(s,   part, n, j) { sub(/\\$/, "", s); gsub(/\\[ \t]/, " ", s); n = split(s, part, /[ \t]+/)
@@ -197,13 +201,13 @@ EXTRACT=$(printf '%s\n' "$UNITTEXT" | awk '
   k { words($0); k = ($0 ~ /\\$/) }
   /^[ \t]*ExecStart[ \t]*=/ { nw = 0; v = $0; sub(/^[ \t]*ExecStart[ \t]*=/, "", v); words(v); k = ($0 ~ /\\$/) }
   END { gsub(/["\047]/, "", x); if (x != "") print "X " x
-        for (i = 1; i <= nw; i++) { p = ""
-          if (w[i] == "--config" && i < nw) p = w[i + 1]; else if (w[i] ~ /^--config=/) p = substr(w[i], 10)
+        for (i = 1; i <= nw; i++) { p = ""; q = index(w[i], "="); f = q > 1 ? " " substr(w[i], 1, q - 1) " " : ""
+          if (index(CF, " " w[i] " ") && i < nw) p = w[i + 1]; else if (f != "" && index(CF, f)) p = substr(w[i], q + 1)
           gsub(/["\047;]/, "", p); if (p != "" && m++ < @MAXCFGN@) print "C " p
           d = ""
-          if ((w[i] == "--model-path" || w[i] == "--model") && i < nw) d = w[i + 1]
-          else if (w[i] ~ /^--model(-path)?=/) { d = w[i]; sub(/^[^=]*=/, "", d) }
-          else if (w[i] == "serve" && i < nw && w[i + 1] !~ /^-/) d = w[i + 1]
+          if (index(MF, " " w[i] " ") && i < nw) d = w[i + 1]
+          else if (f != "" && index(MF, f)) d = substr(w[i], q + 1)
+          else if (index(MP, " " w[i] " ") && i < nw && w[i + 1] !~ /^-/) d = w[i + 1]
           gsub(/["\047;]/, "", d); if (d != "" && md++ < 2) print "D " d } }')
 PY=$HINT; UX=; ENVFILES=; CFGFILES=; MODELS=
 while IFS= read -r line; do
@@ -221,7 +225,7 @@ if [ -z "$PY" ]; then PY=$SP; fi
 if [ -z "$PY" ] && [ -n "$PID" ]; then PY=$(tr '\000' '\n' <"/proc/$PID/cmdline" | head -n 1); fi
 case "${PY##*/}" in
   python*) ;;
-  sglang|vllm)
+  @SCRIPTS@)  # an engine's console script: its `#!` line names the Python
     l=$(head -n 1 "$PY" 2>/dev/null)
     case "$l" in '#!'*) PY=${l#??}; PY=${PY#"${PY%%[! ]*}"}; PY=${PY%% *} ;; *) PY= ;; esac
     case "${PY##*/}" in python*) ;; *) PY= ;; esac ;;
@@ -234,7 +238,7 @@ if [ -n "$PY" ]; then
   sec INTERP; printf '%s\n' "$PY"
   V=; R=${PY%/bin/*}
   # the engine the unit starts decides whose metadata is read (a venv may hold both)
-  case "$UNITTEXT" in *vllm*) DISTS="vllm sglang" ;; *) DISTS="sglang vllm" ;; esac
+  @DISTCASE@
   for d in $DISTS; do
     for m in "$R"/lib/python3*/site-packages/$d-*.dist-info/METADATA \
              "$R"/lib/python3*/dist-packages/$d-*.dist-info/METADATA \
@@ -268,8 +272,7 @@ if [ -d /run/systemd/system ] && command -v journalctl >/dev/null 2>&1; then
     $T journalctl _SYSTEMD_INVOCATION_ID="$IID" -n 500 --no-pager -o cat
   else
     $T journalctl -u "$U" -n 500 --no-pager -o cat
-  fi | grep -a -e 'accept len' -e 'gen throughput' -e 'Avg generation throughput' -e 'Mean acceptance length' \
-         -e 'Speculative metrics:' | tail -n 20
+  fi | @JOURNALGREP@ | tail -n 20
   tick journal
   if [ -n "$IID" ] && [ @HASMARKERS@ = 1 ]; then  # what the server printed at start-up, this run only
     sec STARTUP
@@ -285,7 +288,7 @@ while IFS= read -r e; do
 done <<EOS
 $ENVFILES
 EOS
-while IFS= read -r e; do  # vLLM's --config FILE: a regular file of sane size only, never truncated
+while IFS= read -r e; do  # --config FILE: a regular file of sane size only, never truncated
   [ -n "$e" ] || continue
   case "$e" in /*) ;; *) sec "CFGX $e"; echo "a relative path: not read"; continue ;; esac
   case "$e" in *%*|*'$'*|*'*'*|*'?'*|*'['*) sec "CFGX $e"; echo "names a variable or pattern: not read"; continue ;; esac
@@ -334,11 +337,43 @@ class RemoteCommand:
     skipped: tuple[str, ...] = ()  # steps this script leaves out (no GPUs asked, no start-up markers)
 
 
+def _engine_shell(engines: tuple[EngineMarks, ...]) -> dict[str, str]:
+    """The script's engine-dependent pieces, from the engines' markers (every word shell-quoted).
+    No engines: no process is looked for, no version read, no journal line kept."""
+    q = shlex.quote
+    words = [w for e in engines for w in e.process_words]
+    # `wor[d]`: the pattern matches the word, and never grep's own command line that holds it
+    procs = " ".join(f"-e {q(w[:-1] + '[' + w[-1] + ']')}" for w in dict.fromkeys(words))
+    scripts = "|".join(q(s) for s in dict.fromkeys(s for e in engines for s in e.scripts))
+    every = [d for e in engines for d in e.dists]
+    # The engine the unit text names is read first (a venv may hold several); when it names more
+    # than one, the engine registered last is tried first.
+    cases = [f"*{q(w)}*) DISTS={q(' '.join(dict.fromkeys([*e.dists, *every])))} ;;"
+             for e in reversed(engines) if e.dists for w in e.process_words]
+    cases.append(f"*) DISTS={q(' '.join(dict.fromkeys(every)))} ;;")
+    journal = " ".join(f"-e {q(m)}" for m in dict.fromkeys(m for e in engines for m in e.journal_markers))
+
+    def words(field: str) -> str:  # " a b " (awk looks for " WORD "), every engine's, once each
+        return q(" " + " ".join(dict.fromkeys(w for e in engines for w in getattr(e, field))) + " ")
+
+    return {
+        "@CONFIGFLAGS@": words("config_flags"),
+        "@MODELFLAGS@": words("model_flags"),
+        "@MODELAFTER@": words("model_after"),
+        "@PROCFILES@": f"$(grep -l -a {procs} /proc/[0-9]*/cmdline 2>/dev/null)" if procs else "",
+        "@SCRIPTS@": scripts or "/",  # no script: a pattern no base name matches
+        "@DISTCASE@": f'case "$UNITTEXT" in {" ".join(cases)} esac',
+        "@JOURNALGREP@": f"grep -a -F {journal}" if journal else "head -n 0",
+    }
+
+
 def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = None,
                   step_timeout: float = 10.0, deadline: float = 60.0,
-                  markers: tuple[str, ...] = ()) -> RemoteCommand:
+                  markers: tuple[str, ...] = (), engines: tuple[EngineMarks, ...] = ()) -> RemoteCommand:
     """Script collecting ``unit`` (validated here; InputError when systemd would refuse the name).
-    ``markers``: the fixed strings selecting the start-up lines (none: no ``STARTUP`` section)."""
+    ``markers``: the fixed strings selecting the start-up lines (none: no ``STARTUP`` section);
+    ``engines``: every engine's markers (``UnitReader.engine_markers``), for the process, version and
+    journal steps."""
     unit = validate_unit_name(unit)
     nonce = secrets.token_hex(8)
     q = shlex.quote
@@ -361,6 +396,7 @@ def build_command(unit: str, *, gpus: bool = True, interpreter: str | None = Non
         "@STARTUPSCAN@": str(STARTUP_SCAN_LINES),
         "@STARTUPLINES@": str(STARTUP_MAX_LINES),
         "@STARTUPBYTES@": str(STARTUP_MAX_BYTES),
+        **_engine_shell(engines),
     }
     # One pass: text already substituted (a unit name like `x@FRAGMENTS@.service`) is never rescanned.
     script = re.sub(r"@[A-Z]+@", lambda m: values.get(m.group(0), m.group(0)), _SCRIPT)
@@ -404,17 +440,6 @@ def split_sections(output: bytes, nonce: str) -> Sections:
 
 
 _HEADER = re.compile(r"^# (/\S.*)$")
-_ACCEPT = re.compile(r"accept len:\s*([0-9]+(?:\.[0-9]+)?)")
-_THROUGHPUT = re.compile(r"gen throughput \(token/s\):\s*([0-9]+(?:\.[0-9]+)?)")
-# vLLM (vllm/v1/metrics/loggers.py, vllm/v1/spec_decode/metrics.py, 0.10 - 0.33; V0's
-# vllm/engine/metrics.py in 0.8.x): the periodic stats line, and the speculative-decoding line whose
-# mean acceptance length counts the bonus token, as SGLang's accept len does. 0.8.x's V0 line gives
-# the system efficiency (emitted / (k + 1) per step) and k instead.
-_VLLM_THROUGHPUT = re.compile(r"Avg generation throughput:\s*([0-9]+(?:\.[0-9]+)?) tokens/s"
-                              r"(?:.*?Running:\s*([0-9]+) reqs)?")
-_VLLM_ACCEPT = re.compile(r"Mean acceptance length:\s*([0-9]+(?:\.[0-9]+)?)")
-_VLLM_V0_SPEC = re.compile(r"Speculative metrics:.*?System efficiency:\s*([0-9.]+).*?"
-                           r"Number of speculative tokens:\s*([0-9]+)")
 _VERSION = re.compile(r"^[0-9][0-9A-Za-z.+!_-]*$")
 _CHANGED = "changed on disk"
 
@@ -470,7 +495,7 @@ def match_process(text: str | None, unit: str, candidates: list[tuple[int, list[
     evidence only: its command line is the unit's (the whole argv, or the same engine with the same
     arguments behind other wrappers), else it is the one process of that engine serving the unit's
     port (``--port``, or both the engine's default). None: the running process is unknown; an
-    unrelated SGLang on the host is never taken for this unit's server. ``reader`` reads the command
+    unrelated server of the same engine on the host is never taken for this unit's server. ``reader`` reads the command
     lines (the unit's with its ``EnvironmentFile=`` texts)."""
     unit_command = reader.command(text, unit, environment_files or None) if text else None
     if unit_command is None or not candidates:
@@ -490,10 +515,17 @@ def match_process(text: str | None, unit: str, candidates: list[tuple[int, list[
     return by_port[0] if len(by_port) == 1 else None
 
 
-def is_engine_argv(argv: list[str]) -> bool:
-    if any("sglang.launch_server" in a or "vllm.entrypoints.openai.api_server" in a for a in argv):
+def is_engine_argv(argv: list[str], engines: tuple[EngineMarks, ...]) -> bool:
+    """Whether a process's command line starts one of ``engines``: it names an entry module, or runs
+    an engine's command (its script, by base name, then the command's other words)."""
+    if any(module in a for e in engines for module in e.modules for a in argv):
         return True
-    return any(posixpath.basename(a) in ("sglang", "vllm") and b == "serve" for a, b in zip(argv, argv[1:]))
+    for words in (c.split() for e in engines for c in e.commands):
+        n = len(words)
+        if any(posixpath.basename(argv[i]) == words[0] and argv[i + 1:i + n] == words[1:]
+               for i in range(len(argv) - n + 1)):
+            return True
+    return False
 
 
 def parse_gpus(text: str) -> list[dict] | None:
@@ -506,28 +538,13 @@ def parse_gpus(text: str) -> list[dict] | None:
     return gpus or None
 
 
-def parse_journal(text: str) -> dict[str, float]:
-    """The last accept length and decode throughput the engine logged (SGLang or vLLM lines).
-    vLLM's interval lines with no running request (idle) say nothing about speed and are skipped."""
+def parse_journal(text: str, engines: tuple[EngineMarks, ...]) -> dict[str, float]:
+    """The last figures (accept length, decode throughput) the engine logged: each line read by every
+    engine's journal parser in the registry's order, a later figure replacing an earlier one."""
     measured: dict[str, float] = {}
     for line in text.splitlines():
-        m = _ACCEPT.search(line)
-        if m:
-            measured["accept_length"] = float(m.group(1))
-        m = _THROUGHPUT.search(line)
-        if m:
-            measured["throughput"] = float(m.group(1))
-        m = _VLLM_THROUGHPUT.search(line)
-        if m and float(m.group(1)) > 0 and (m.group(2) is None or int(m.group(2)) > 0):
-            measured["throughput"] = float(m.group(1))
-        m = _VLLM_ACCEPT.search(line)
-        if m:
-            measured["accept_length"] = float(m.group(1))
-        m = _VLLM_V0_SPEC.search(line)
-        if m:
-            efficiency, k = float(m.group(1)), int(m.group(2))
-            if efficiency == efficiency and k > 0:  # not nan
-                measured["accept_length"] = round(efficiency * (k + 1), 3)
+        for engine in engines:
+            measured.update(engine.journal_line(line))
     return measured
 
 
@@ -608,16 +625,16 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, reader: UnitRe
     raw.main_pid = pid if pid else None
     raw.active_state = show.get("ActiveState") or None
 
-    procs = []
+    procs: list[tuple[int, list[str]]] = []
     for arg, content in s.all("PROC"):
-        p, argv = _int(arg), parse_cmdline_hex(content)
-        if p is not None and argv:
-            procs.append((p, argv))
+        proc_pid, argv = _int(arg), parse_cmdline_hex(content)
+        if proc_pid is not None and argv:
+            procs.append((proc_pid, argv))
     environment_files = {a: c.decode("utf-8", "replace") for a, c in s.all("ENV")}
     if raw.main_pid is not None:
         raw.running_argv = next((a for p, a in procs if p == raw.main_pid), None)
     else:  # no systemd to ask: a process is this unit's only on argv or port evidence
-        engines = [(p, a) for p, a in procs if is_engine_argv(a)]
+        engines = [(p, a) for p, a in procs if is_engine_argv(a, reader.engine_markers)]
         raw.running_argv = match_process(raw.text, unit, engines, reader, environment_files)
 
     version = (s.text("VERSION") or "").strip()
@@ -627,7 +644,7 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, reader: UnitRe
         raw.gpus = parse_gpus(s.text("GPU") or "")
     if _int(s.text("TOPORC")) == 0:
         raw.interconnect = parse_topology(s.text("TOPO") or "")
-    raw.measured = parse_journal(s.text("JOURNAL") or "")
+    raw.measured = parse_journal(s.text("JOURNAL") or "", reader.engine_markers)
     startup = s.text("STARTUP")
     if startup is not None:
         raw.startup_lines = startup.splitlines()

@@ -31,6 +31,9 @@ from dataclasses import dataclass
 
 from driftwatch.collect.interface import HOST_KEY_REFUSED, HostError
 
+DEFAULT_KNOWN_HOSTS = "~/.ssh/known_hosts"  # the user's, written by --accept-new
+GLOBAL_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"  # the system's, read only
+
 
 class HostKeyRefused(HostError):
     status = HOST_KEY_REFUSED

@@ -606,22 +606,35 @@ def select_hosts(targets: list[HostTarget], pattern: str) -> list[HostTarget]:
     ``a:b`` union, ``a:&b`` intersection, ``a:!b`` exclusion (unions first, then intersections,
     then exclusions, as Ansible does). A pattern that selects nothing is an InputError."""
     import fnmatch
+
+    from .hostpatterns import compile_host_regex
     terms = [t.strip() for t in re.split(r"[:,]", pattern or "") if t.strip()]
     if not terms:
         raise InputError(f"--limit {pattern!r}: an empty host pattern")
+    # names and group names indexed once: an exact term is a lookup, so a:b:... of k names costs
+    # k + hosts, not k x hosts; a glob or a regex is tested once per distinct name, not per membership
+    members: dict[str, set[str]] = {}
+    for t in targets:
+        members.setdefault(t.name, set()).add(t.name)
+        for g in t.groups:
+            members.setdefault(g, set()).add(t.name)
+    where = f"--limit {pattern!r}" if len(pattern) <= 300 else f"--limit '{pattern[:200]}…'"
 
     def matches(term: str) -> set[str]:
         if term in ("all", "*"):
             return {t.name for t in targets}
         if term.startswith("~"):
-            try:
-                rx = re.compile(term[1:])
-            except re.error as exc:
-                raise InputError(f"--limit {pattern!r}: bad regular expression {term[1:]!r}: {exc}") from None
+            rx = compile_host_regex(term[1:], where)
             test = lambda name: bool(rx.match(name))  # noqa: E731
+        elif not any(c in term for c in "*?["):
+            return set(members.get(term, ()))
         else:
             test = lambda name: fnmatch.fnmatchcase(name, term)  # noqa: E731
-        return {t.name for t in targets if test(t.name) or any(test(g) for g in t.groups)}
+        found: set[str] = set()
+        for name, hosts in members.items():
+            if test(name):
+                found |= hosts
+        return found
 
     union: set[str] = set()
     for term in terms:
@@ -637,5 +650,5 @@ def select_hosts(targets: list[HostTarget], pattern: str) -> list[HostTarget]:
             union -= matches(term[1:])
     chosen = [t for t in targets if t.name in union]
     if not chosen:
-        raise InputError(f"--limit {pattern!r} matches no host in the inventory")
+        raise InputError(f"{where} matches no host in the inventory")
     return chosen

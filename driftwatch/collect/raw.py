@@ -20,7 +20,7 @@ class RawUnit:
     main_pid: int | None = None
     active_state: str | None = None
     running_argv: list[str] | None = None  # /proc/MAINPID/cmdline of the engine process
-    engine_version: str | None = None  # `python -c 'import sglang; print(sglang.__version__)'`
+    engine_version: str | None = None  # the engine package's dist-info Version: beside the unit's Python
     gpus: list[dict] | None = None  # [{index, name, memory_total}]
     interconnect: str | None = None  # GPU-to-GPU link from `nvidia-smi topo -m`: nvlink | pcie | none
     measured: dict[str, float] = field(default_factory=dict)  # from the journal: accept_length, throughput
@@ -29,7 +29,7 @@ class RawUnit:
     probe: dict[str, bytes] | None = None  # `--probe`: loopback HTTP path -> body of the engine's answer
     probe_problems: dict[str, str] = field(default_factory=dict)  # such a path -> why there is no answer
     environment_files: dict[str, str] = field(default_factory=dict)  # EnvironmentFile= path -> content
-    engine_files: dict[str, str] = field(default_factory=dict)  # vLLM `--config FILE` path (as in ExecStart=) -> content
+    engine_files: dict[str, str] = field(default_factory=dict)  # `--config FILE` path (as in ExecStart=) -> content
     engine_file_problems: dict[str, str] = field(default_factory=dict)  # such a path -> why it was not read
     incomplete: str | None = None  # the unit text arrived but the script did not end: what was not read
     step_seconds: dict[str, float] = field(default_factory=dict)  # remote step -> seconds (for --verbose)

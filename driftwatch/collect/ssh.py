@@ -19,7 +19,7 @@ import time
 from driftwatch.collect.commands import MAX_ENV_FILE_BYTES, build_command, parse_output
 from driftwatch.collect.hostkeys import KnownHosts, host_lookup_name
 from driftwatch.collect.interface import (
-    AUTH_FAILED, ERROR, READ_STATUSES, TIMEOUT, UNREACHABLE, Collector, HostError,
+    AUTH_FAILED, ERROR, READ_STATUSES, TIMEOUT, UNREACHABLE, CollectOptions, Collector, CollectTarget, HostError,
 )
 from driftwatch.collect.probe import PROBE_TIMEOUT, probe_unit
 from driftwatch.collect.reader import UnitReader
@@ -295,7 +295,54 @@ def _load_key(path: str, errors: list[str]):
 
 class SSHCollector(Collector):
     """Collects units of one host over one SSH connection (opened on first use). ``reader`` reads
-    command lines: the engines' start-up markers, which process is the unit's, where ``--probe`` asks."""
+    command lines and gives the engines' markers: which processes to look for, whose version to read,
+    which journal and start-up lines to keep, which process is the unit's, where ``--probe`` asks."""
+
+    kind = "ssh"
+    remote = True
+
+    @classmethod
+    def prepare(cls, options: CollectOptions) -> tuple:
+        """The ssh config and known_hosts every host of the run shares (InputError: unreadable)."""
+        from driftwatch.collect.hostkeys import DEFAULT_KNOWN_HOSTS, GLOBAL_KNOWN_HOSTS
+        from driftwatch.collect.sshconfig import default_ssh_config, load_ssh_config
+
+        o = options.ssh
+        cfg_path = o.ssh_config
+        if cfg_path is None:
+            cfg_path = default_ssh_config()
+        elif cfg_path.lower() in ("", "none"):
+            cfg_path = None
+        config = load_ssh_config(cfg_path)
+        if o.known_hosts:
+            known = KnownHosts(o.known_hosts, o.accept_new)
+        else:
+            extra = (GLOBAL_KNOWN_HOSTS,) if os.path.exists(GLOBAL_KNOWN_HOSTS) else ()
+            known = KnownHosts(DEFAULT_KNOWN_HOSTS, o.accept_new, extra)
+        return config, known
+
+    @classmethod
+    def open(cls, target: CollectTarget, options: CollectOptions, prepared: tuple) -> SSHCollector:
+        from driftwatch.collect.inventory import HostTarget
+        from driftwatch.collect.sshconfig import resolve as resolve_endpoint
+
+        config, known = prepared
+        address = target.address or HostTarget(name=target.host or "")
+        o = options.ssh
+        endpoint = resolve_endpoint(address, config, o.identity)
+        return cls(endpoint, known, reader=options.reader, connect_timeout=o.connect_timeout,
+                   command_timeout=o.command_timeout, password=o.password, allow_agent=o.allow_agent,
+                   look_for_keys=o.look_for_keys, probe=o.probe, probe_timeout=o.probe_timeout)
+
+    @classmethod
+    def group_key(cls, target: CollectTarget) -> tuple:
+        a = target.address
+        return (target.kind, target.host) + ((a.name, a.address, a.user, a.port, a.identity) if a else ())
+
+    def budget(self, units: int) -> float:
+        """Its connection (and each jump's), then each unit's command and probe."""
+        return (self.connect_timeout * (1 + len(self.endpoint.jumps)) + self.command_timeout * units
+                + (3 * self.probe_timeout * units if self.probe else 0))
 
     def __init__(self, endpoint: Endpoint, known_hosts: KnownHosts, *, reader: UnitReader,
                  connect_timeout: float = 10,
@@ -305,6 +352,7 @@ class SSHCollector(Collector):
         self.endpoint = endpoint
         self.host = host or endpoint.name
         self.reader = reader
+        self.connect_timeout = connect_timeout
         self.command_timeout = command_timeout
         self.probe = probe  # --probe: also ask the engine's HTTP endpoint on the host's loopback
         self.probe_timeout = probe_timeout
@@ -331,7 +379,8 @@ class SSHCollector(Collector):
         """
         step = max(1.0, min(10.0, self.command_timeout / 3))
         cmd = build_command(unit, gpus=not self._gpus_done, interpreter=interpreter, step_timeout=step,
-                            deadline=self.command_timeout + 2, markers=self.reader.startup_markers)
+                            deadline=self.command_timeout + 2, markers=self.reader.startup_markers,
+                            engines=tuple(self.reader.engine_markers))
         if self._failure is not None:
             status, error = self._failure
             return RawUnit(host=self.host, unit=cmd.unit, source="", status=status, error=error,

@@ -9,7 +9,7 @@ Rules as in systemd's ``unit_name_is_valid()`` (src/basic/unit-name.c):
   (the instance may contain further ``@``); the prefix is never empty.
 
 A name with no unit-type suffix gets ``.service`` appended, as ``systemctl`` does
-(``sglang-qwen`` -> ``sglang-qwen.service``). Anything else is refused with an ``InputError`` that
+(``llm-qwen`` -> ``llm-qwen.service``). Anything else is refused with an ``InputError`` that
 names the unit.
 """
 from __future__ import annotations
@@ -127,8 +127,8 @@ def _dropin_names(name: str) -> list[str]:
 def dropin_dir_names(name: str) -> tuple[list[str], str]:
     """(unit-specific names in priority order, top-level type name) for drop-in directory lookup.
 
-    For ``sglang-qwen.service``: (['sglang-qwen.service', 'sglang-.service'], 'service') meaning
-    directories ``sglang-qwen.service.d``, ``sglang-.service.d`` in each search directory, and
+    For ``llm-qwen.service``: (['llm-qwen.service', 'llm-.service'], 'service') meaning
+    directories ``llm-qwen.service.d``, ``llm-.service.d`` in each search directory, and
     finally ``service.d`` in each search directory (systemd >= 249 top-level drop-ins).
     """
     return list(dict.fromkeys(_dropin_names(name))), split_unit(name)[2]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from ..concepts import Binding
 from .config import EngineConfig
 from .files import EngineFiles
+from .markers import NO_MARKERS, EngineMarkers
 from .startup import StartupValues
 
 
@@ -75,6 +76,8 @@ class Engine(ABC):
         """The canonical option string of a native field (`--speculative-num-steps`), for labels."""
         return None
 
+    # How collecting finds the engine on a host: its processes, package and journal figures (markers.py)
+    markers: EngineMarkers = NO_MARKERS
     # What the server says about itself (engines/startup.py). Engines without readers report nothing.
     startup_markers: tuple[str, ...] = ()  # fixed strings selecting its start-up lines in the journal
     # loopback HTTP paths `--probe` asks, in order; a tuple is alternatives: the first that answers

@@ -10,23 +10,16 @@ from ..parse.launcher import Launcher
 from ..parse.wrappers import NO_ENGINE, peel_wrappers
 from .files import NO_FILES, EngineFiles
 from .interface import Engine
+from .markers import EngineMarkers
 from .none import NONE_ENGINE
 from .sglang.engine import ENGINE as SGLANG
 from .vllm.engine import ENGINE as VLLM
 
+# Detection, markers and start-up markers try engines in this order.
 ENGINES: dict[str, Engine] = {
     SGLANG.name: SGLANG,
     VLLM.name: VLLM,
 }
-
-
-def register(engine: Engine) -> None:
-    """Add an engine (tests and plug-ins); detection tries engines in registration order."""
-    ENGINES[engine.name] = engine
-
-
-def unregister(name: str) -> None:
-    ENGINES.pop(name, None)
 
 
 def get_engine(name: str | None) -> Engine:
@@ -52,6 +45,12 @@ def startup_markers() -> tuple[str, ...]:
                 raise DriftwatchError(f"engine {engine.name}: start-up marker {marker!r} is not plain ASCII text")
             markers[marker] = None
     return tuple(markers)
+
+
+def engine_markers() -> tuple[EngineMarkers, ...]:
+    """The markers of every registered engine, in registration order (the collectors' order: the
+    journal's figures are read engine by engine, a later engine's figure in a line wins)."""
+    return tuple(engine.markers for engine in ENGINES.values())
 
 
 def carried_files(engine: str | None, engine_argv: list[str]) -> EngineFiles:

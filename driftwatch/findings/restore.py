@@ -26,7 +26,10 @@ from ..snapshots.baseline import Baseline
 from ..snapshots.snapshot import Snapshot, build_snapshot
 from .compare import Comparison, Finding
 
-DROPIN_NAME = "50-driftwatch-restore.conf"
+# Named to sort after every drop-in a unit usually has (`override.conf` from `systemctl edit`,
+# `zz-…`): systemd applies drop-ins in file-name order, so the last one wins. A unit with a drop-in
+# sorting after this one is refused, naming that file (see `overriding`).
+DROPIN_NAME = "zzzz-driftwatch-restore.conf"
 # Findings no drop-in can undo: the installed release, the GPUs, what the running server reports or
 # measured (a restart may), the loaded-vs-disk state (daemon-reload does).
 _NOT_BY_DROPIN = ("engine.version", "host.gpus", "effective.", "measured.", "systemd.loaded", "process.argv",
@@ -35,6 +38,15 @@ _NOT_BY_DROPIN = ("engine.version", "host.gpus", "effective.", "measured.", "sys
 # ignoring": the earlier value would stay): one the baseline leaves unset is removed by hand.
 EMPTY_REFUSED = frozenset({"Restart", "Type", "KillMode", "NotifyAccess", "ExitType", "StandardInput",
                            "StandardOutput", "StandardError", "KillSignal", "RestartKillSignal", "FinalKillSignal"})
+
+
+# Dependency keys: systemd adds each assignment's units to the list and an empty assignment resets
+# nothing (config_parse_unit_deps), so a drop-in can add a dependency but never take one away.
+DEPENDENCY_KEYS = frozenset({
+    "Wants", "Requires", "Requisite", "BindsTo", "PartOf", "Upholds", "Conflicts", "Before", "After", "OnFailure",
+    "OnSuccess", "PropagatesReloadTo", "ReloadPropagatedFrom", "PropagatesStopTo", "StopPropagatedFrom",
+    "JoinsNamespaceOf", "RequiresMountsFor", "WantsMountsFor", "WantedBy", "RequiredBy", "UpheldBy", "Also", "Alias",
+})
 
 
 def dropin_path(unit: str) -> str:
@@ -63,7 +75,8 @@ class RestorePlan:
     exec_head: int = 1  # words of exec_start before the engine's arguments (the launch)
     environment: dict[str, str] = field(default_factory=dict)
     unset_environment: list[str] = field(default_factory=list)
-    unit_keys: dict[str, str | None] = field(default_factory=dict)  # Key -> value (None: back to default)
+    unit_keys: dict[str, str | None] = field(default_factory=dict)  # "Section.Key" -> value (None: reset)
+    exec_refs: set[int] = field(default_factory=set)  # exec_start words kept as the unit wrote them ($VAR)
     left: list[Left] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)  # clear values written (masked wherever shown)
     state_hash: str | None = None  # of the current unit as compared (apply refuses when it moved)
@@ -82,14 +95,16 @@ class RestorePlan:
 
 # ------------------------------------------------------------------------------------ quoting
 _PLAIN = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+_PLAIN_REFERENCE = re.compile(r"^[A-Za-z0-9_@%+=:,./${}-]+$")
 
 
-def quote_word(word: str) -> str:
+def quote_word(word: str, reference: bool = False) -> str:
     """One ExecStart= word as systemd reads it back, spelt as a person writes units: bare when it can
     be, 'single quotes' for JSON and spaces, "double quotes" with C escapes otherwise. `$` and `%`
-    are doubled (no variable or specifier expansion of a value taken literally)."""
-    word = word.replace("%", "%%").replace("$", "$$")
-    if word and _PLAIN.match(word):
+    are doubled (no variable or specifier expansion of a value taken literally); a `reference` word
+    (the unit's own `${API_KEY}`) keeps its `$`, so systemd expands it as the unit did."""
+    word = word.replace("%", "%%") if reference else word.replace("%", "%%").replace("$", "$$")
+    if word and (_PLAIN.match(word) or reference and _PLAIN_REFERENCE.match(word)):
         return word
     if "'" not in word and "\\" not in word and not re.search(r"[\x00-\x1f\x7f]", word):
         return f"'{word}'"
@@ -108,17 +123,19 @@ def quote_env(name: str, value: str) -> str:
     return f'"{body}"'
 
 
-def exec_start_lines(prefixes: str, argv: list[str], head: int = 1) -> list[str]:
+def exec_start_lines(prefixes: str, argv: list[str], head: int = 1, refs: set[int] | frozenset = frozenset()) \
+        -> list[str]:
     """`ExecStart=` written as the examples are: the launch (`head` words: interpreter, module,
     wrappers and their options, image) and the words up to the first option on the first line, then
-    one option with its values per continuation line."""
-    groups: list[list[str]] = [list(argv[:max(1, head)])]
-    for word in argv[max(1, head):]:
+    one option with its values per continuation line. `refs`: indexes of words kept as references."""
+    quoted = [quote_word(w, i in refs) for i, w in enumerate(argv)]
+    groups: list[list[str]] = [quoted[:max(1, head)]]
+    for word, q in zip(argv[max(1, head):], quoted[max(1, head):], strict=False):
         if word.startswith("-") and len(word) > 1 and not word[1:2].isdigit():  # -1 is a value
-            groups.append([word])
+            groups.append([q])
         else:
-            groups[-1].append(word)
-    lines = [" ".join(quote_word(w) for w in g) for g in groups]
+            groups[-1].append(q)
+    lines = [" ".join(g) for g in groups]
     out = [f"ExecStart={prefixes}{lines[0]}"] + [f"  {line}" for line in lines[1:]]
     return [line + " \\" for line in out[:-1]] + [out[-1]]
 
@@ -178,8 +195,9 @@ def _unredact(words: list[str], clear_pool: list[str], secrets: list[str],
     return out, missing
 
 
-def _script_words(script: str) -> tuple[list[str], list[int]] | None:
-    """The shell words of a `bash -c` script and where each starts in its text (None: not splittable)."""
+def _script_words(script: str) -> tuple[list[str], list[str], list[int]] | None:
+    """The shell words of a `bash -c` script, each one's spelling in its text and where it starts
+    (None: not splittable)."""
     import io
     lex = shlex.shlex(io.StringIO(script), posix=True)
     lex.whitespace_split = True
@@ -195,35 +213,94 @@ def _script_words(script: str) -> tuple[list[str], list[int]] | None:
             starts.append(start)
     except ValueError:  # unbalanced quotes
         return None
-    return words, starts
+    ends = starts[1:] + [len(script)]
+    spellings = [script[a:b].strip() for a, b in zip(starts, ends, strict=False)]
+    starts = [a + (len(script[a:b]) - len(script[a:b].lstrip())) for a, b in zip(starts, ends, strict=False)]
+    return words, spellings, starts
 
 
-def _shell_script(clear: Clear, new_engine: list[str]) -> tuple[list[str], int] | None:
+# Characters a shell gives a meaning to when unquoted: a word holding one is written only as a unit's
+# script spelt it (quoting would take the meaning away: `~/models`, `/data/{a,b}`, `$HOME`, `*.bin`).
+_SHELL_MEANING = re.compile(r"[~{}$*?\[\]`!]")
+
+
+def _shell_script(clear: Clear, new_engine: list[str], spelt: dict[str, str] | None = None) \
+        -> tuple[list[str], int] | str:
     """`bash -c 'SCRIPT'` whose script ends with the engine's arguments: (the command line with the
-    script's text kept as written up to them and the new arguments after, words before the script)."""
+    script's text kept as written up to them and the new arguments after, words before the script),
+    or why not (a problem code). Each new word is spelt as the unit's script (else the baseline's,
+    `spelt`) spells it; otherwise bare when the shell reads it as it is, quoted when quoting changes
+    nothing the shell would do; a word whose meaning quoting would change is not rewritten."""
     if not clear.expanded:
-        return None
+        return "no-tail"
+    if len(clear.argv) != len(clear.expanded) or "${" in clear.argv[-1].replace("$$", ""):
+        return "script-variables"  # systemd expands ${VAR} inside the script: never inline its value
+    # (`$$` is systemd's literal `$`: the script as expanded, written back with `$` doubled, is the same)
     script = clear.expanded[-1]
     split = _script_words(script)
     e = clear.engine_argv
     if split is None or not e:
-        return None
-    words, starts = split
+        return "no-tail"
+    words, spellings, starts = split
     if len(words) < len(e) or words[len(words) - len(e):] != e:
-        return None
-    head = script[:starts[len(words) - len(e)]].rstrip()
-    prefix = clear.argv[:-1] if len(clear.argv) == len(clear.expanded) else clear.expanded[:-1]
-    return prefix + [(head + " " + shlex.join(new_engine)).strip()], len(prefix) + 1
+        return "no-tail"
+    first = len(words) - len(e)
+    spelling = dict(zip(words[first:], spellings[first:], strict=False))
+    for word, spelt_as in (spelt or {}).items():
+        spelling.setdefault(word, spelt_as)
+    out = []
+    for word in new_engine:
+        if word in spelling:
+            out.append(spelling[word])
+        elif shlex.quote(word) == word:
+            out.append(word)
+        elif _SHELL_MEANING.search(word):
+            return f"shell-meaning:{word}"
+        else:
+            out.append(shlex.quote(word))
+    head = script[:starts[first]].rstrip()
+    prefix = clear.argv[:-1]
+    return prefix + [(head + " " + " ".join(out)).strip()], len(prefix) + 1
+
+
+def script_spellings(argv: list[str]) -> dict[str, str]:
+    """Each shell word of a `… -c SCRIPT` command line's script and how the script spells it."""
+    if not argv:
+        return {}
+    split = _script_words(argv[-1])
+    if split is None or len(split[0]) < 2:
+        return {}
+    return {w: sp for w, sp in zip(split[0], split[1], strict=False) if not has_fingerprint(w)}
+
+
+def migration(result: Comparison) -> str | None:
+    """What makes the baseline another server than the unit's (another engine, model or launcher
+    family), in words; None when it is the same server with other settings. A restore is a revert,
+    not a migration: such a unit is not rewritten unless asked (`--allow-engine-change`)."""
+    b, c = result.baseline.snapshot, result.current
+    if b.launcher.engine != c.launcher.engine:
+        return f"engine {c.launcher.engine} -> {b.launcher.engine}"
+    if (b.launcher.image is None) != (c.launcher.image is None):
+        return "launcher family " + ("container" if c.launcher.image else "host") + " -> " + \
+            ("container" if b.launcher.image else "host")
+    for f in result.findings:
+        if f.difference.concept == "model.path" or f.difference.key in ("model", "model_path"):
+            return f"model {f.difference.current} -> {f.difference.baseline}"
+    return None
 
 
 def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
-                 files: EngineFiles = NO_FILES) -> RestorePlan:
+                 files: EngineFiles = NO_FILES, allow_engine_change: bool = False) -> RestorePlan:
     """The smallest drop-in that undoes `result`'s findings on the unit `raw` holds in clear."""
     from fnmatch import fnmatchcase
     base: Baseline = result.baseline
     cur: Snapshot = result.current
     unit = cur.unit or base.unit or "unit.service"
     plan = RestorePlan(host=cur.host, unit=unit, baseline=base.name, path=dropin_path(unit))
+    change = None if allow_engine_change else migration(result)
+    if change:
+        plan.problems.append(f"engine-change:{change}")
+        return plan
     clear = read_clear(raw, files)
     bsnap = base.snapshot
     need_exec, launcher_drift = False, False
@@ -263,12 +340,16 @@ def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
             plan.undoes.append(f)
             continue
         if d.key.startswith("unit."):
-            key = d.key.split(".", 2)[2]
+            key = d.key[len("unit."):]  # "Service.User": the key lands in its own section
             if has_fingerprint(d.baseline) or d.secret:
                 plan.left.append(Left(d.label, d.key, "secret"))
                 continue
-            if d.baseline is None and key in EMPTY_REFUSED:
+            if d.baseline is None and key.startswith("Service.") and key.split(".", 1)[1] in EMPTY_REFUSED:
                 plan.left.append(Left(d.label, d.key, "remove-by-hand"))
+                continue
+            if key.split(".", 1)[1] in DEPENDENCY_KEYS and \
+                    not set(str(d.current or "").split()) <= set(str(d.baseline or "").split()):
+                plan.left.append(Left(d.label, d.key, "dependency"))  # only adding is possible
                 continue
             plan.unit_keys[key] = None if d.baseline is None else str(d.baseline)
             plan.undoes.append(f)
@@ -373,11 +454,14 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
             plan.problems.append("secret-in-launcher")
             return
         plan.exec_start = words
-        plan.exec_prefixes = bsnap.prefixes
+        plan.exec_prefixes = clear.prefixes  # the unit's own (+, !, -): never a privilege the unit did not give
+        if b_argv is bsnap.argv or list(b_argv) == list(bsnap.argv):
+            plan.exec_refs = {i for i, (w, e) in enumerate(zip(bsnap.argv, bsnap.expanded_argv, strict=False))
+                              if i < len(words) and w == words[i] and w != e and "$" in w}
     elif in_script:
-        script = _shell_script(clear, new_engine)
-        if script is None:
-            plan.problems.append("no-tail")
+        script = _shell_script(clear, new_engine, script_spellings(list(bsnap.argv)))
+        if isinstance(script, str):
+            plan.problems.append(script)
             return
         plan.exec_start, plan.exec_head = script
         plan.exec_prefixes = clear.prefixes
@@ -386,10 +470,14 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
         if c_implied != b_implied:
             plan.problems.append("no-tail")
             return
-        source = clear.argv if len(clear.argv) == len(clear.expanded) else clear.expanded
-        plan.exec_start = source[:len(clear.expanded) - c_written] + new_engine
+        if len(clear.argv) != len(clear.expanded):
+            # a whole-word $VAR split into several words: the words as written cannot be lined up
+            plan.problems.append("variables")
+            return
+        plan.exec_start = clear.argv[:len(clear.expanded) - c_written] + new_engine
         plan.exec_head = len(clear.expanded) - c_written
         plan.exec_prefixes = clear.prefixes
+        _keep_references(plan, clear)
     # A word the baseline recorded redacted and the current unit does not (an over-cautious older
     # policy: `vllm serve`'s subcommand) is public; the others are masked wherever the plan is shown.
     redacted_now = {w for w in list(cur.argv) + list(cur.expanded_argv) + list(cur.launcher.engine_argv)
@@ -400,6 +488,36 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
         return
     plan.secrets.extend(s for s in secrets if s and (fingerprint(s) in redacted_now or
                                                      any(fingerprint(s) in w for w in redacted_now)))
+
+
+def _flag_of(words: list[str], i: int) -> str | None:
+    """The option a word belongs to: its own `--flag=` or the option before it (None: positional)."""
+    w = words[i]
+    if w.startswith("-") and "=" in w:
+        return w.split("=", 1)[0]
+    if i > 0 and words[i - 1].startswith("-") and len(words[i - 1]) > 1 and "=" not in words[i - 1]:
+        return words[i - 1]
+    return None
+
+
+def _keep_references(plan: RestorePlan, clear: Clear) -> None:
+    """Words the unit writes as a variable reference (`--api-key ${API_KEY}`) stay references in the
+    drop-in wherever the new command line has the value they expand to now (possibly empty when the
+    EnvironmentFile= was not readable): the value itself, a secret perhaps, is never inlined."""
+    assert plan.exec_start is not None
+    written = {}
+    for j, (w, e) in enumerate(zip(clear.argv, clear.expanded, strict=False)):
+        if w != e and "$" in w:
+            written[(_flag_of(clear.expanded, j), e)] = w
+    for i, word in enumerate(plan.exec_start):
+        if i < plan.exec_head:
+            if clear.argv[i] != clear.expanded[i] and "$" in word:
+                plan.exec_refs.add(i)  # the launch as the unit writes it
+            continue
+        ref = written.get((_flag_of(plan.exec_start, i), word))
+        if ref is not None:
+            plan.exec_start[i] = ref
+            plan.exec_refs.add(i)
 
 
 def _current_value(engine_argv: list[str], flag: str, index: int, words: list[str]):
@@ -416,24 +534,76 @@ def _current_value(engine_argv: list[str], flag: str, index: int, words: list[st
     return None
 
 
+_SECTION_ORDER = ("Unit", "Service", "Install")
+_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+_SECTION = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def unsafe_values(plan: RestorePlan) -> list[str]:
+    """Problem codes for what could not be written as one assignment of its own: a key or section
+    name systemd would not read as one, a value holding a control character (a newline would add a
+    directive) or ending in a backslash (it would continue onto the next line)."""
+    out = []
+    for name, value in plan.unit_keys.items():
+        section, _, key = name.partition(".")
+        if not _SECTION.match(section) or not _KEY.match(key):
+            out.append(f"unsafe:{name}")
+        elif value is not None and (re.search(r"[\x00-\x1f\x7f]", value) or value.rstrip().endswith("\\")):
+            out.append(f"unsafe:{name}")
+    for name in list(plan.environment) + list(plan.unset_environment):
+        if not _ENV_NAME.match(name):
+            out.append(f"unsafe:{name}")
+    return out
+
+
 def dropin_body(plan: RestorePlan) -> list[str]:
-    """The drop-in's [Service] lines (no comments)."""
-    lines = ["[Service]"]
+    """The drop-in's sections and assignments (no comments): every key in its own section."""
+    sections: dict[str, list[str]] = {}
+    service = sections.setdefault("Service", [])
     if plan.exec_start is not None:
-        lines.append("ExecStart=")
-        lines.extend(exec_start_lines(plan.exec_prefixes, plan.exec_start, plan.exec_head))
+        service.append("ExecStart=")
+        service.extend(exec_start_lines(plan.exec_prefixes, plan.exec_start, plan.exec_head, plan.exec_refs))
     for name, value in sorted(plan.environment.items()):
-        lines.append(f"Environment={quote_env(name, value)}")
+        service.append(f"Environment={quote_env(name, value)}")
     if plan.unset_environment:
-        lines.append("UnsetEnvironment=" + " ".join(sorted(plan.unset_environment)))
-    for key, value in sorted(plan.unit_keys.items()):
+        service.append("UnsetEnvironment=" + " ".join(sorted(plan.unset_environment)))
+    for name, value in sorted(plan.unit_keys.items()):
+        section, _, key = name.partition(".")
+        lines = sections.setdefault(section, [])
         # A list is reset first (an empty assignment), then given the baseline's value; a scalar's
         # last assignment wins; a key the baseline leaves unset is reset (see EMPTY_REFUSED).
-        if key in LIST_KEYS or value is None:
+        if (key in LIST_KEYS or value is None) and key not in DEPENDENCY_KEYS:
             lines.append(f"{key}=")
         if value is not None:
             lines.append(f"{key}={value}")
-    return lines
+    order = [x for x in _SECTION_ORDER if sections.get(x)] + sorted(x for x in sections
+                                                                    if x not in _SECTION_ORDER and sections[x])
+    out: list[str] = []
+    for section in order:
+        if out:
+            out.append("")
+        out.append(f"[{section}]")
+        out.extend(sections[section])
+    return out or ["[Service]"]
+
+
+def written_keys(dropin_text: str) -> set[str]:
+    """"Section.Key" of every assignment the drop-in text makes, read back as systemd reads it."""
+    unit = parse_unit_text(dropin_text, name="x.service", path="/x.conf")
+    return {f"{a.section}.{a.key}" for a in unit.assignments}
+
+
+def overriding(raw: RawUnit, path: str) -> list[str]:
+    """The unit's drop-ins applied after one at `path` (a later file name) or replacing it (the same
+    file name in another directory): each of them would win over the restore."""
+    import os
+
+    from ..parse.unitfile import split_files
+    _, _, parts, _ = split_files(raw.text or "", name=raw.unit or None, path=raw.paths[0] if raw.paths else None)
+    name = os.path.basename(path)
+    paths = [p for p, _ in parts[1:] if p] + [p for p in raw.paths[1:] if p]
+    return sorted({p for p in paths if p.endswith(".conf") and p != path and os.path.basename(p) >= name})
 
 
 def laid_over(raw: RawUnit, plan: RestorePlan, dropin_text: str) -> RawUnit:
@@ -441,6 +611,7 @@ def laid_over(raw: RawUnit, plan: RestorePlan, dropin_text: str) -> RawUnit:
     order (the fragment, then every drop-in by file name), replacing an earlier restore drop-in of
     the same path. The running server's state is left out: it is the unit that is judged."""
     import os
+
     from ..parse.unitfile import split_files
     _, _, files, _ = split_files(raw.text, name=raw.unit or None, path=raw.paths[0] if raw.paths else None)
     first = raw.paths[0] if raw.paths else f"/etc/systemd/system/{plan.unit}"
@@ -460,12 +631,17 @@ def verify(plan: RestorePlan, raw: RawUnit, dropin_text: str, baseline: Baseline
     """Lay the drop-in over the unit, read it again and compare it with the baseline: whether systemd
     and the engine would accept it go into `plan.problems`, what still differs (beyond what is kept
     or left by hand) into `plan.left` as "still-differs"; the comparison is `plan.after`."""
+    plan.problems.extend(f"overridden:{p}" for p in overriding(raw, plan.path))
+    plan.problems.extend(unsafe_values(plan))
+    if plan.problems:
+        return
     after_raw = laid_over(raw, plan, dropin_text)
     try:
         snap = build_snapshot(after_raw, origin=plan.path, files=files)
     except DriftwatchError as exc:
         plan.problems.append(f"refused:{exc}")
         return
+    _check_every_key(plan, dropin_text, snap, baseline)
     for issue in snap.issues:
         if issue.severity == "error":
             plan.problems.append(f"engine:{issue.message}")
@@ -483,3 +659,55 @@ def verify(plan: RestorePlan, raw: RawUnit, dropin_text: str, baseline: Baseline
             continue
         plan.left.append(Left(d.label, d.key, "still-differs"))
         plan.problems.append(f"still:{d.label}")
+
+
+# Keys the comparison of the engine and its environment checks (ExecStart= and the variables):
+# every other key the drop-in writes is checked against the baseline's own record of it.
+_CHECKED_BY_COMPARISON = {"Service.ExecStart", "Service.Environment", "Service.UnsetEnvironment"}
+
+
+def _check_every_key(plan: RestorePlan, dropin_text: str, after: Snapshot, baseline: Baseline) -> None:
+    """Whatever the baseline says about `all_unit_keys`: each key the drop-in writes (Exec hooks and
+    [Unit] included) is one the plan meant to write, and with the drop-in installed it reads as the
+    baseline records it. A key the baseline does not record is not written (nothing to check it by)."""
+    meant = {k for k in plan.unit_keys} | _CHECKED_BY_COMPARISON
+    bkeys = baseline.snapshot.unit_keys
+    for key in sorted(written_keys(dropin_text)):
+        if key not in meant:
+            plan.problems.append(f"unplanned:{key}")
+            continue
+        if key in _CHECKED_BY_COMPARISON:
+            continue
+        if key not in bkeys and plan.unit_keys.get(key) is not None:
+            plan.problems.append(f"unchecked:{key}")
+        elif after.unit_keys.get(key) != bkeys.get(key):
+            if not (after.unit_keys.get(key) in (None, "") and bkeys.get(key) in (None, "")):
+                plan.problems.append(f"still:{key}=")
+
+
+def unit_secrets(text: str, name: str) -> set[str]:
+    """The clear secrets `compare` would redact in a unit's text (credential options, secret-named
+    variables, `bash -c 'export HF_TOKEN=…'`, `docker run -e AWS_SECRET_ACCESS_KEY=…`): what restore
+    masks wherever it shows a drop-in, and what makes a file holding one 0600."""
+    from ..redact import Redactor, load_public_env
+    from ..snapshots.snapshot import credential_options
+    try:
+        unit = parse_unit_text(text, name=name, path=f"/etc/systemd/system/{name}")
+        policy = Redactor(public_env=load_public_env(), credential_options=credential_options())
+        policy.unit_text(unit)
+        for value in unit.values("Service", "ExecStart"):
+            policy.text(value)
+            try:
+                policy.words(shlex.split(value))
+            except ValueError:
+                pass
+        result = resolve_exec_start(unit, None)
+        launcher = find_launcher(list(result.expanded_argv), dict(result.environment))
+        for k, v in launcher.env.items():
+            policy.env_value(k, v)
+        for k, v in result.environment.items():
+            policy.env_value(k, v)
+    except (DriftwatchError, ValueError):
+        return set()
+    reference = re.compile(r"^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$")  # `${API_KEY}` names a secret, holds none
+    return {s for s in policy.strong | (policy.weak - policy.typed_public) if len(s) >= 4 and not reference.match(s)}

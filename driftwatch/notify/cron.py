@@ -80,6 +80,62 @@ def _systemd_word(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+VAR_LIB = "/var/lib"
+_SYSTEMD_PATH_UNSAFE = re.compile(r"[\s\"'\\;]")  # split or unquoted by ReadWritePaths=, Environment=
+
+
+def _systemd_path(name: str, value: str) -> str:
+    """A path as it is written in a [Service] setting that takes paths (WorkingDirectory=,
+    ReadWritePaths=, Environment=HOME=): `%` doubled (specifiers); whitespace, quotes, backslashes and
+    `;` refused (each setting splits or unquotes them its own way)."""
+    if _SYSTEMD_PATH_UNSAFE.search(value):
+        raise InputError(f"cron-example: the {name} {value!r} has a space, quote, backslash or ';', which "
+                         "systemd's path settings would split or unquote: choose a plainer path")
+    return value.replace("%", "%%")
+
+
+def _inside(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def writable_paths(state_dir: str, prometheus: str | None) -> list[str]:
+    """Every directory the job writes in, as ReadWritePaths= must list them: the state directory
+    (store, lock, --output, --state, the SSH client's home) and the Prometheus file's directory (its
+    temp file is renamed there), unless inside the state directory."""
+    paths = [state_dir]
+    if prometheus:
+        folder = os.path.dirname(prometheus) or "/"
+        if not _inside(folder, state_dir):
+            paths.append(folder)
+    return paths
+
+
+def _service_sandbox(state_dir: str, user: str, prometheus: str | None) -> dict[str, str]:
+    """The service's {install} comment lines and {writable} settings: StateDirectory= only for a state
+    directory under /var/lib (systemd creates it there, owned by the user), ReadWritePaths= for every
+    directory the job writes (ProtectSystem=strict leaves everything else read-only), and a home
+    created by useradd (the SSH client keeps its known_hosts and keys there)."""
+    paths = writable_paths(state_dir, prometheus)
+    # settings get `%` doubled (specifiers); comments, which systemd and cron leave alone, the paths as they are
+    quoted = [_systemd_path("state dir" if i == 0 else "Prometheus file's directory", p) for i, p in enumerate(paths)]
+    install = [f"#   useradd --system --home-dir {paths[0]} --create-home --shell /usr/sbin/nologin {user}"]
+    for folder in paths[1:]:
+        install.append(f"#   install -d -m 0755 {folder} && setfacl -m u:{user}:rwx {folder}  "
+                       f"# {user} writes the Prometheus file here")
+    lines = [f"# Writable under ProtectSystem=strict: only what the job writes. {paths[0]}: the store, the",
+             "# lock, the last report (--output) and the SSH client's home."]
+    if len(paths) > 1:
+        lines.append(f"# {paths[1]}: the Prometheus file (--prometheus; its temp file is renamed there).")
+    lines.append("# Add a ReadWritePaths= line if you point --output or --state elsewhere.")
+    if _inside(state_dir, VAR_LIB) and state_dir.rstrip("/") != VAR_LIB:
+        lines.append(f"# StateDirectory= creates {paths[0]} owned by {user} before the job starts.")
+        lines += [f"StateDirectory={quoted[0][len(VAR_LIB) + 1:]}", "StateDirectoryMode=0700"]
+    else:
+        lines.append(f"# {paths[0]} is outside {VAR_LIB}, so no StateDirectory=: useradd --create-home makes it.")
+    lines += [f"ReadWritePaths={p}" for p in quoted]
+    return {"install": "\n".join(install), "writable": "\n".join(lines)}
+
+
 def _argv(driftwatch: str, inventory: str, baseline: str | None, email: str, state_dir: str, baselines_dir: str,
           quiet: bool = False, prometheus: str | None = None) -> list[str]:
     """The one report job: every unit against its own baseline (or --baseline for all), the store
@@ -134,7 +190,9 @@ def cron_example(driftwatch: str = DEFAULTS["driftwatch"], inventory: str = DEFA
     cron_argv = _argv(driftwatch, inventory, baseline, email, state_dir, baselines_dir, quiet=True,
                       prometheus=prometheus)
     lock = f"{state_dir}/report.lock"
+    sandbox = _service_sandbox(state_dir, user, prometheus)  # the same user, home and directories for both
     cron = fill_template(TEMPLATES["cron"], state_dir=state_dir, user=user, mailto=",".join(addrs),
+                         install=sandbox["install"],
                          lock=_cron_word(lock), lock_msg=lock, command=" ".join(_cron_word(a) for a in cron_argv))
     # systemd: the report printed on stdout goes to the journal
     argv = _argv(driftwatch, inventory, baseline, email, state_dir, baselines_dir, prometheus=prometheus)
@@ -149,7 +207,8 @@ def cron_example(driftwatch: str = DEFAULTS["driftwatch"], inventory: str = DEFA
             lines.append(words[i])
             i += 1
     exec_start = " \\\n    ".join(lines)
-    service = fill_template(TEMPLATES["service"], state_dir=state_dir, user=user, exec_start=exec_start)
+    service = fill_template(TEMPLATES["service"], state_dir=_systemd_path("state dir", state_dir), user=user,
+                            exec_start=exec_start, **sandbox)
     return {"cron": cron, "service": service, "timer": fill_template(TEMPLATES["timer"])}
 
 
@@ -219,4 +278,5 @@ def path_warnings(driftwatch: str, user: str, paths: dict[str, str] | None = Non
     return out
 
 
-__all__ = ["cron_example", "path_warnings", "fill_template", "DEFAULTS", "FILES", "STATE_DIR", "TEMPLATES"]
+__all__ = ["cron_example", "path_warnings", "writable_paths", "fill_template", "DEFAULTS", "FILES", "STATE_DIR",
+           "TEMPLATES"]

@@ -84,6 +84,32 @@ COMMAND_KEYS = frozenset({
 COMMAND_PATH_KEYS = frozenset({"store", "known_hosts", "identity", "ssh_config", "rules", "ignore_file", "catalog_dir",
                                "engine_config", "prometheus", "fingerprint_key_file"})
 _PATH_KEYS = ("inventory", "state", "baselines_dir", "smtp_password_file", "smtp_ca_file")
+# Words a path key's option reads as something other than a file: kept as written, never made
+# relative to the config file (`ssh_config: none` is `--ssh-config none`: no ssh config at all).
+PATH_SENTINELS: dict[str, frozenset[str]] = {"ssh_config": frozenset({"none", ""})}
+ANY_PATH_SENTINELS = frozenset({"-"})  # standard input or output, never a file beside the config
+
+
+def is_path_sentinel(key: str, value: Any) -> bool:
+    """Whether `value` of the path key `key` is a sentinel word (compared ignoring case), not a path."""
+    if not isinstance(value, str):
+        return False
+    word = value.strip().lower()
+    return word in ANY_PATH_SENTINELS or word in PATH_SENTINELS.get(key, ())
+
+
+def parse_boolean(value: Any, where: str) -> bool:
+    """A yes/no value read as click reads a flag's environment variable (true/false, yes/no, on/off,
+    1/0, y/n, t/f, any case; `where` names the key), so `always: "yes"` in the file is `--always`, as DRIFTWATCH_ALWAYS=yes is."""
+    import click
+    if isinstance(value, int) and not isinstance(value, bool):  # YAML's 1 and 0: the variable's "1" and "0"
+        value = str(value)
+    try:
+        if not isinstance(value, (bool, str)):
+            raise click.BadParameter(repr(value))
+        return click.BOOL.convert(value, None, None)
+    except click.BadParameter:
+        raise InputError(f"{where} must be true or false (yes/no, on/off, 1/0), not {value!r}") from None
 _ENV = {"DRIFTWATCH_SMTP_HOST": "smtp_host", "DRIFTWATCH_SMTP_PORT": "smtp_port",
         "DRIFTWATCH_SMTP_USER": "smtp_user", "DRIFTWATCH_SMTP_SECURITY": "smtp_security",
         "DRIFTWATCH_EMAIL": "email", "DRIFTWATCH_FROM": "sender"}
@@ -139,8 +165,8 @@ def _timeout(value: Any, where: str) -> float:
             raise ValueError
     except (TypeError, ValueError):
         raise InputError(f"{where}: SMTP timeout must be a number of seconds, not {value!r}") from None
-    if not t > 0:
-        raise InputError(f"{where}: SMTP timeout must be positive, not {value!r}")
+    if not 0 < t <= 3600:  # nan and inf too: a socket timeout must be finite
+        raise InputError(f"{where}: SMTP timeout must be positive and at most 3600 seconds, not {value!r}")
     return t
 
 
@@ -169,9 +195,7 @@ def _normalize(key: str, value: Any, where: str) -> Any:
     if key == "smtp_security":
         return _security(value, where)
     if key == "only_changes":
-        if not isinstance(value, bool):
-            raise InputError(f"{where}: only_changes must be true or false, not {value!r}")
-        return value
+        return parse_boolean(value, where)
     return _string(value, where, key)
 
 
@@ -218,7 +242,7 @@ def _flatten_config(doc: dict, path: str) -> dict:
             out[key] = _normalize(key, v, f"{path}: {k}")
     base = Path(path).resolve().parent
     for key in _PATH_KEYS:
-        if out.get(key):
+        if out.get(key) and not is_path_sentinel(key, out[key]):
             p = Path(os.path.expanduser(out[key]))
             out[key] = str(p if p.is_absolute() else base / p)
     b = out.get("baseline")
@@ -331,4 +355,6 @@ def merge(cli: Mapping[str, Any], settings: Mapping[str, Any]) -> dict:
     return out
 
 
-__all__ = ["COMMAND_KEYS", "COMMAND_PATH_KEYS", "REPORT_KEYS", "read_config", "DEFAULTS", "baseline_search_dirs", "resolve_baselines_dir", "default_config_paths", "load_report_settings", "merge"]
+__all__ = ["COMMAND_KEYS", "COMMAND_PATH_KEYS", "PATH_SENTINELS", "is_path_sentinel", "parse_boolean", "REPORT_KEYS",
+           "read_config", "DEFAULTS", "baseline_search_dirs", "resolve_baselines_dir", "default_config_paths",
+           "load_report_settings", "merge"]

@@ -233,8 +233,8 @@ def _baseline_summary(doc: dict, anchors: dict[int, str]) -> list[str]:
         if worst is not None:
             lines.append(f'<div style="{_P}">worst: {_link(anchors[id(worst)], esc(w.host_title(worst)))}, '
                          f'predicted {esc(w.predicted(worst))}</div>')
-        unread = [h for h in hs if view.status(h) == "error"]
-        if unread:  # a down unit is named on its baseline's card (or the "(not read)" one), never only counted
+        unread = [h for h in hs if view.status(h) == "error"] if name == "(not read)" else []
+        if unread:  # the card of units read against no baseline names them, never only counts them
             links = ", ".join(_link(anchors.get(id(h)), esc(w.host_title(h))) if anchors.get(id(h))
                               else esc(w.host_title(h)) for h in unread)
             lines.append(f'<div style="{_P}">not read: {links}</div>')

@@ -21,6 +21,8 @@ REASONS = {
     "remove-by-hand": "the baseline leaves it unset and systemd refuses an empty value: remove it from the unit "
                       "by hand",
     "still-differs": "still differs with the drop-in installed",
+    "dependency": "a dependency the baseline does not have: systemd cannot remove one in a drop-in; remove it "
+                  "from the unit by hand",
 }
 
 PROBLEMS = {
@@ -32,6 +34,16 @@ PROBLEMS = {
     "refused": "systemd would refuse the unit with the drop-in",
     "engine": "the engine would refuse to start with the drop-in",
     "still": "still differs from the baseline with the drop-in installed",
+    "engine-change": "the baseline runs another server (a restore is a revert, not a migration; "
+                     "--allow-engine-change writes it anyway)",
+    "overridden": "a drop-in applied after the restore drop-in would override it; remove or rename that file",
+    "unsafe": "a value that cannot be written as one assignment (a control character or a trailing backslash)",
+    "unplanned": "the drop-in would set a key the restore did not mean to write",
+    "unchecked": "the baseline does not record this key, so its value cannot be checked",
+    "script-variables": "the `bash -c` script holds ${VAR} references systemd expands: rewriting it would "
+                        "inline their values",
+    "shell-meaning": "a word of the `bash -c` script whose shell meaning quoting would change",
+    "variables": "a $VAR of the command line expands to several words: it cannot be kept as written",
 }
 
 
@@ -45,6 +57,8 @@ def _finding_phrase(f) -> str:
 
 def problem_text(code: str) -> str:
     kind, _, detail = code.partition(":")
+    if kind == "engine-change":
+        return clean(f"engine change ({detail}): {PROBLEMS[kind]}")
     words = PROBLEMS.get(kind, kind)
     return clean(f"{words}: {detail}" if detail else words)
 
@@ -52,12 +66,12 @@ def problem_text(code: str) -> str:
 def dropin_text(plan: RestorePlan) -> str:
     """The drop-in file: a comment naming the baseline and each finding it undoes (and what it
     leaves), then the [Service] lines. Holds clear values the unit itself holds (see `shown`)."""
-    lines = [f"# Written by `driftwatch restore`: brings {plan.unit} back to baseline {plan.baseline}.",
+    lines = [f"# Written by `driftwatch restore`: brings {clean(plan.unit)} back to baseline {clean(plan.baseline)}.",
              "# Remove this file and run `systemctl daemon-reload` to undo it."]
     for f in plan.undoes:
         lines.append(f"# undoes {_finding_phrase(f)}")
     for left in plan.left:
-        if left.reason in ("secret", "kept", "remove-by-hand", "env-file"):
+        if left.reason in ("secret", "kept", "remove-by-hand", "env-file", "dependency"):
             lines.append(f"# left alone: {clean(left.label)} ({REASONS[left.reason]})")
     return "\n".join(lines + dropin_body(plan)) + "\n"
 
@@ -101,11 +115,20 @@ def render_plans(docs: list[dict], fmt: str = "text") -> str:
         return json.dumps({"schema": RESTORE_SCHEMA, "units": docs}, indent=2) + "\n"
     out: list[str] = []
     for doc in docs:
-        name = f"{doc['host']}:{doc['unit']}" if doc.get("host") else doc["unit"]
-        if doc.get("error"):
-            out.append(f"{name}: error: {clean(doc['error'])}")
-            continue
+        name = clean(f"{doc['host']}:{doc['unit']}" if doc.get("host") else doc["unit"])
         status = doc["status"]
+        if status == "no-baseline":
+            out.append(f"{name}: not restored: {clean(doc.get('why', 'no baseline'))}")
+            continue
+        if status == "planned" or (doc.get("error") and status == "error"):
+            if doc.get("error"):
+                out.append(f"{name}: error: {clean(doc['error'])}")
+            else:
+                out.append(f"{name}: planned drop-in {doc.get('path')} (baseline {clean(doc.get('baseline'))})")
+            for key in ("applied", "reload", "restarted", "after"):
+                if doc.get(key):
+                    out.append(f"  {key}: {clean(doc[key])}")
+            continue
         if status == "nothing-to-restore":
             out.append(f"{name}: matches baseline {doc['baseline']}: nothing to restore")
         elif status == "by-hand":
@@ -122,7 +145,7 @@ def render_plans(docs: list[dict], fmt: str = "text") -> str:
             out.append("")
             out.extend(doc["dropin"].rstrip("\n").split("\n"))
             out.append("")
-        for key in ("written", "applied", "reload", "restarted", "after"):
+        for key in ("written", "planned", "applied", "reload", "restarted", "after", "error"):
             if doc.get(key):
                 out.append(f"  {key}: {clean(doc[key])}")
     return "\n".join(out) + "\n"

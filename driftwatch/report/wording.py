@@ -460,15 +460,18 @@ def group_hosts_text(g: dict) -> str:
 
 def restore_command(g: dict, report: dict) -> str | None:
     """The command that writes the group's units back to their baseline (`driftwatch restore`, whose
-    plan is checked before it is offered): the group's hosts of the report's inventory, or its one
-    host; None when neither names them."""
+    plan is checked before it is offered): the group's hosts of the report's inventory (numbered
+    hosts as one ``~regex`` that matches exactly them, not thousands of names), or its one host; None
+    when neither names them."""
     import shlex
     hosts = list(dict.fromkeys(str(h.get("host") or "") for h in view.group_hosts(g)))
     base = ["driftwatch", "restore", "--baseline", str(g.get("baseline_name") or "")]
     if not base[-1] or not all(hosts):
         return None
     if isinstance(report.get("inventory"), str):
-        words = base + ["--inventory", report["inventory"], "--limit", ":".join(hosts)]
+        from ..collect.hostpatterns import names_regex  # numbered hosts: one exact pattern, not each name
+        exact = names_regex(hosts)
+        words = base + ["--inventory", report["inventory"], "--limit", "~" + exact if exact else ":".join(hosts)]
     elif len(view.group_hosts(g)) == 1:
         words = base + ["--host", hosts[0], "--unit", str(view.group_hosts(g)[0].get("unit") or "")]
     else:

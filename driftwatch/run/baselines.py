@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from ..errors import DriftwatchError, InputError
 
 if TYPE_CHECKING:
-    from ..collect.sshoptions import SSHOptions
     from ..engines.files import EngineFiles
     from ..snapshots.baseline import Baseline
     from .targets import CollectOptions, TargetRequest
@@ -48,35 +47,47 @@ def save_named(name: str, request: TargetRequest, collect: CollectOptions, detai
     return save_baseline(resolve_dir(details.baselines_dir), name, snap, values, details.note, details.force)
 
 
-def accept_drift(name: str, *, unit_file: str | None, snapshot_file: str | None, host: str | None,
-                 unit: str | None, reason: str, metrics: tuple[str, ...], keep_metrics: bool,
-                 inventory: str | None, baselines_dir: str | None, ssh: SSHOptions,
-                 files: EngineFiles) -> tuple[Path, bool]:
-    """Replace NAME with the unit now known to be good (by default the host and unit NAME records,
-    read live); (the file written, whether the old metrics were dropped)."""
+@dataclass(frozen=True)
+class AcceptDetails:
+    """Why today's drift is accepted, the figures measured on the new unit, whether the old ones
+    still hold, and where baselines live."""
+
+    reason: str
+    metrics: tuple[str, ...] = ()
+    keep_metrics: bool = False
+    baselines_dir: str | None = None
+
+
+def accept_drift(name: str, request: TargetRequest, collect: CollectOptions,
+                 details: AcceptDetails) -> tuple[Path, bool]:
+    """Replace NAME with the unit now known to be good: the one `request` names (a host looked up in
+    the inventory), by default the host and unit NAME records, read live; (the file written, whether
+    the old metrics were dropped)."""
     from ..findings.metrics import check_accept_length
     from ..snapshots.baseline import baselines_dir as resolve_dir
     from ..snapshots.baseline import load_baseline, save_baseline
     from ..snapshots.metrics import parse_metrics
-    from .targets import collect_one, one_target
-    directory = resolve_dir(baselines_dir)
+    from .targets import one_of, read_target, with_unit
+    directory = resolve_dir(details.baselines_dir)
     old = load_baseline(name, directory)
-    snap = one_target(unit_file, host, unit or (old.unit if host else None), snapshot_file, None, inventory, ssh,
-                      required=False, files=files)
-    if snap is None:
+    target = one_of(request, required=False)
+    if target is None:
         if not old.host or not old.unit:
             raise InputError(f"baseline {name} records no host/unit; give --unit-file, --snapshot or --host/--unit")
-        snap = collect_one(old.host, old.unit, ssh, inventory, files=files)
+        target = one_of(replace(request, hosts=(old.host,), unit=old.unit))
+    elif target.kind == "ssh" and not target.unit and old.unit:
+        target = with_unit(target, old.unit)
+    snap = read_target(target, replace(collect, engine_version=None))  # type: ignore[arg-type]
     if not snap.host:
         snap.host = old.host
-    if snap.source == "file" and not unit and old.unit:
+    if snap.source == "file" and not request.unit and old.unit:
         snap.unit = old.unit  # a local copy of the unit stands for the unit the baseline names
-    values = dict(old.metrics) if keep_metrics else {}
-    values.update(parse_metrics(metrics))
+    values = dict(old.metrics) if details.keep_metrics else {}
+    values.update(parse_metrics(details.metrics))
     check_accept_length(values, snap.engine, "--metric")
-    note = f"accepted drift on {snap.collected_at}: {reason}" + (f" (was: {old.note})" if old.note else "")
+    note = f"accepted drift on {snap.collected_at}: {details.reason}" + (f" (was: {old.note})" if old.note else "")
     path = save_baseline(directory, name, snap, values, note, force=True)
-    return path, bool(old.metrics) and not keep_metrics
+    return path, bool(old.metrics) and not details.keep_metrics
 
 
 def list_named(baselines_dir: str | None) -> tuple[Path, list[dict]]:

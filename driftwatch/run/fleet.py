@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING
 
 from ..engines.files import NO_FILES, EngineFiles
 from ..errors import EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, DriftwatchError, InputError, NotifyError
-from .shard import Shard
 from .targets import CollectOptions, Target, TargetRequest, baseline_override_note, collect_targets, with_unit
 from .voice import Voice
 
 if TYPE_CHECKING:
     from ..collect.raw import RawUnit
+    from .shard import Shard
     from ..findings.compare import Comparison
     from ..findings.ignore import IgnoreEntry
     from ..findings.judging import Judging
@@ -86,8 +86,6 @@ class Judge:
             entry = host_entry(path, path.rstrip("/").rsplit("/", 1)[-1], "error", error=str(exc),
                                failure="invalid unit", file=path)
             return _named(entry, self.baseline_of(None, None, target) if target is not None else self.baseline)
-        if target is not None and target.unit:
-            snap.unit = target.unit  # the unit's name on its host, when the file is a copy named otherwise
         return self.snapshot(snap, file=path, target=target)
 
     def raw(self, raw: RawUnit, target: Target | None = None) -> dict:
@@ -282,7 +280,7 @@ def publish(doc: dict, settings: dict, *, fmt: str, output: str | None, promethe
     a unit was unreadable, a file not written or the mail not sent."""
     trouble = doc["summary"]["unreadable"] > 0
     trouble = _write(doc, fmt, output, prometheus_file, voice) or trouble
-    if show is not None:
+    if show is not None and not output:  # -o FILE: the document is the file's, not stdout's too
         show(doc)
     for entry in doc["hosts"]:  # even when quiet: exit 2 must come with a reason cron can mail
         if entry["status"] == "error":

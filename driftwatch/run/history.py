@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import DriftwatchError, InputError
 from ..identity import finding_id
-from ..snapshots.store import SnapshotStore, StoredSnapshot, safe_component, since_window
+from ..snapshots.store import SnapshotStore, StoredSnapshot, component_name, safe_component, since_window
 from ..timestamps import UTC, epoch_stamp, format_utc, parse_utc, utc_now
 
 if TYPE_CHECKING:  # a history read from kept changes types no snapshot: the engines stay unimported
@@ -266,7 +266,8 @@ def _kept_entry(host, unit, pairs, stats: dict[int, tuple[int, int]], count: int
         at, name = new.stamp, new.name
         per_pair.append([{"at": at, "snapshot": name, **change, "previous": previous} for change in changes])
     return {
-        "host": safe_component(host, "local"), "unit": safe_component(unit, "unit"),
+        "host": component_name(safe_component(host, "local")),
+        "unit": component_name(safe_component(unit, "unit")),
         "snapshots": count, "readable": count,
         "runs": runs,
         "first": _record_ref(first) if first is not None else None,
@@ -312,7 +313,7 @@ def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since
             return _kept_unit_history(store, host, unit, since, engine_version)
         except DriftwatchError:
             pass  # a row that cannot be read: the reading path below skips it and names it
-    records = store.records(safe_component(host, "local"), safe_component(unit, "unit"))
+    records = store.records(host or "local", unit or "unit")  # names: records() makes them store names
     if since is not None and findings is None:  # read from the snapshot before the cut, not the whole unit
         loaded = store.load(host, unit, since, engine_version=engine_version, previous=True)
         readable = len(records) - (len(since_window(records, since)) - len(loaded))  # the window `load` read
@@ -335,7 +336,8 @@ def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since
         first = StoredSnapshot(records[0], first.snapshot)  # named only (_ref): the oldest row
     newest = loaded[-1] if loaded else None
     entry = {
-        "host": safe_component(host, "local"), "unit": safe_component(unit, "unit"),
+        "host": component_name(safe_component(host, "local")),
+        "unit": component_name(safe_component(unit, "unit")),
         "snapshots": len(records), "readable": readable,
         "runs": sum(s.runs for s in seen.values()),
         "first": _ref(first), "latest": _ref(newest),
@@ -426,7 +428,8 @@ def groups_for(store: SnapshotStore, hosts: Iterable[str] = (), unit: str | None
         units = [unit] if unit is not None else [u for _, u in store.groups(safe_component(host, "local"))]
         pairs += [(host, u) for u in units] or [(host, unit or "unit")]
     if not pairs and not hosts and not inventory_pairs:
-        pairs = [(h, u) for h, u in store.groups() if unit is None or u == safe_component(unit, "unit")]
+        pairs = [(h, u) for h, u in store.groups()
+                 if unit is None or safe_component(u, "unit") == safe_component(unit, "unit")]
     return pairs
 
 
@@ -633,7 +636,7 @@ def _refuse_unknown(store: SnapshotStore, hosts: list[str], unit: str | None) ->
     """A host named on the command line of which the store holds no snapshot (of `unit`) is bad
     input, most often a typo: one line naming the hosts the store does hold (exit 2)."""
     wanted = unit is None or safe_component(unit, "unit")  # each named host's own rows: one index range
-    missing = [h for h in hosts if not any(wanted is True or ku == wanted
+    missing = [h for h in hosts if not any(wanted is True or safe_component(ku, "unit") == wanted
                                            for _, ku in store.groups(safe_component(h, "local")))]
     if missing:
         held = sorted({h for h, _ in store.groups()})

@@ -210,9 +210,10 @@ def _compose_merge(base: dict, override: dict) -> dict:
 
 
 # -------------------------------------------------------------------------------------- the run
-def restore_manifest(request: ManifestRequest, baseline, judging, keep: tuple[str, ...] = ()) -> ManifestRestore:
+def restore_manifest(request: ManifestRequest, baseline, judging, keep: tuple[str, ...] = (),
+                     allow_engine_change: bool = False) -> ManifestRestore:
     """Plan the patch for the engine container the manifests hold and check it (module docstring)."""
-    from ..findings.restore import plan_restore
+    from ..findings.restore import migration, plan_restore
     read = read_manifests(request)
     spec = choose_container(read.containers, request.container)
     current = snapshot_from_container(spec)
@@ -220,7 +221,11 @@ def restore_manifest(request: ManifestRequest, baseline, judging, keep: tuple[st
     out = ManifestRestore(spec.origin.label, "none")
     text, _image_index, handed = _synthetic_unit(spec)
     raw = RawUnit(host="", unit=spec.origin.label, text=text, source="manifest", paths=[spec.origin.file])
-    plan = plan_restore(result, raw, tuple(keep) + _KEEP_LAUNCHER)
+    # The container stays in its image, so a unit baseline's host launcher is no migration here;
+    # another engine or model is (as for a unit), unless --allow-engine-change.
+    change = migration(result)
+    plan = plan_restore(result, raw, tuple(keep) + _KEEP_LAUNCHER, allow_engine_change=allow_engine_change or (
+        change is not None and change.startswith("launcher family")))
     out.undoes = [f.difference.label for f in plan.undoes]
     out.left = [(left.label, "launcher" if left.key.startswith("launcher.") else left.reason) for left in plan.left
                 if not left.key.startswith("env.")]
@@ -341,6 +346,7 @@ class ManifestRestoreRequest:
     ignores: tuple[str, ...] = ()
     ignore_file: str | None = None
     write_dir: str | None = None
+    allow_engine_change: bool = False
 
 
 def run_manifest_restore(request: ManifestRestoreRequest, voice=None) -> tuple[dict, int]:
@@ -354,7 +360,7 @@ def run_manifest_restore(request: ManifestRestoreRequest, voice=None) -> tuple[d
     judging = load_judging(request.rules_dir, request.ignores, request.ignore_file, None, None)
     base = named_baseline(request.baseline, resolve_dir(request.baselines_dir))
     restored = restore_manifest(ManifestRequest(request.manifests, request.container), base, judging,
-                                request.keep)
+                                request.keep, request.allow_engine_change)
     doc = restored.doc()
     if restored.patch is None:
         return doc, 0

@@ -96,8 +96,9 @@ def resolve_targets(request: TargetRequest) -> list[Target]:
     """The targets of one run, in the order named: unit files, snapshots, then hosts (typed, or the
     inventory's). Bad combinations are one InputError each."""
     inventory = request.inventory or request.config_inventory
-    known = {t.name: t for t in _inventory(inventory)} if inventory else {}
     whole = _inventory_is_the_set(request)
+    # read only when it lists or describes a host: a run on unit files never depends on the inventory
+    known = _by_name(inventory) if inventory and (whole or request.hosts) else {}
     if request.limit and not whole:
         raise InputError("--limit chooses among an inventory's hosts: give --inventory FILE (and no --host, "
                          "HOST, --unit-file or --snapshot)" if inventory or request.named else
@@ -213,7 +214,7 @@ def judged_pair(request: TargetRequest, host: str, unit: str | None) -> tuple[st
     list (e.g. a named host's units in the snapshot store): the host's inventory entry (typed, or
     the config file's) still decides its baseline, as for every other command."""
     inventory = request.inventory or request.config_inventory
-    entry = {t.name: t for t in _inventory(inventory)}.get(host) if inventory else None
+    entry = _by_name(inventory).get(host) if inventory else None
     baseline, level, inventory_named = _judged(request, entry, unit)
     target = Target("ssh", unit, host, None, entry, baseline, level, inventory_named)
     return baseline, target
@@ -240,8 +241,10 @@ def with_unit(target: Target, unit: str) -> Target:
 def collect_targets(targets: list[Target], options: CollectOptions, progress=None,
                     on_result=None) -> list[RawUnit]:
     """Read the ssh targets live (each as its inventory entry or typed spec says), in the order
-    given; `on_result(raw, target)` runs as each answer arrives, with the host's recorded name."""
-    from ..collect.fleet import collect_fleet
+    given, through the collect seam (collect/fleet.py `collect_targets`: the collector of each
+    target's kind); `on_result(raw, target)` runs as each answer arrives, with the host's recorded name."""
+    from ..collect.fleet import collect_targets as collect_pairs
+    from ..collect.interface import CollectOptions as HowToCollect
     from ..collect.unitname import validate_unit_name
     from ..snapshots.reader import EngineReader
     live = [t for t in targets if t.kind == "ssh"]
@@ -258,8 +261,8 @@ def collect_targets(targets: list[Target], options: CollectOptions, progress=Non
         if on_result is not None:
             on_result(raw, live[i])
 
-    pairs: list = [(t.address, t.unit) for t in live]  # ssh targets carry both
-    return collect_fleet(pairs, options.ssh, EngineReader(options.files), progress=progress, on_result=arrived)
+    pairs = [(t, t.unit or "") for t in live]
+    return collect_pairs(pairs, HowToCollect(options.ssh, EngineReader(options.files)), progress, arrived)
 
 
 def parallel_ceiling() -> int:
@@ -308,16 +311,36 @@ _INVENTORIES: dict[tuple, list] = {}
 def _inventory(path: str) -> list:
     """The inventory's hosts, parsed once per run however often they are asked for (a 1 000-host
     inventory is read to list the targets and again to resolve them); re-read when the file changes."""
+    return list(_parsed(path)[1])
+
+
+def _parsed(path: str) -> tuple[tuple | None, list]:
+    """(the file's identity, its hosts: the cached list itself, not to be changed)."""
     from ..collect.inventory import load_inventory
     try:
         st = os.stat(path)
         key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino)
     except OSError:
-        return load_inventory(path)  # its own clear error
+        return None, load_inventory(path)  # its own clear error
     if key not in _INVENTORIES:
         _INVENTORIES.clear()
         _INVENTORIES[key] = load_inventory(path)
-    return list(_INVENTORIES[key])
+    return key, _INVENTORIES[key]
+
+
+_BY_NAME: dict[tuple, dict] = {}
+
+
+def _by_name(path: str) -> dict:
+    """The inventory's hosts by name, built once per parsed inventory (a history of 10^5 units asks
+    for each unit's host)."""
+    key, hosts = _parsed(path)
+    if key is None:
+        return {t.name: t for t in hosts}
+    if key not in _BY_NAME:
+        _BY_NAME.clear()
+        _BY_NAME[key] = {t.name: t for t in hosts}
+    return _BY_NAME[key]
 
 
 def inventory_targets(inventory: str, unit: str | None = None, limit: str | None = None) -> list[tuple[str, str]]:

@@ -8,12 +8,20 @@ read alike when the collector matches its process, plans its probe, and builds i
 """
 from __future__ import annotations
 
+import dataclasses
+import os
+
+from ..collect.interface import READ_STATUSES, SOURCE_FILE, SOURCE_SNAPSHOT
+from ..collect.local import STDIN
 from ..collect.raw import RawUnit
 from ..collect.reader import Command, Server
 from ..engines.files import NO_FILES, EngineFiles
-from ..engines.registry import find_launcher, get_engine, startup_markers
+from ..engines.markers import EngineMarkers
+from ..engines.registry import engine_markers, find_launcher, get_engine, startup_markers
+from ..errors import DriftwatchError
 from ..parse.execstart import resolve_exec_start
 from ..parse.unitfile import parse_unit_text
+from .snapshot import Snapshot, build_snapshot
 
 
 class EngineReader:
@@ -25,6 +33,10 @@ class EngineReader:
     @property
     def startup_markers(self) -> tuple[str, ...]:
         return startup_markers()  # the engines registered now (the tests register a toy one)
+
+    @property
+    def engine_markers(self) -> tuple[EngineMarkers, ...]:
+        return engine_markers()  # how collecting finds each engine's processes, version and figures
 
     def command(self, text: str, unit: str, environment_files: dict[str, str] | None = None) -> Command | None:
         try:
@@ -60,6 +72,32 @@ class EngineReader:
         values, _ = config.concept_values()
         return Server(paths=paths, container=False, port=values.get("server.port"),
                       host=values.get("server.host"), api_key=_api_key(config))
+
+
+def snapshot_from_raw(raw: RawUnit, engine_version: str | None = None, files: EngineFiles = NO_FILES,
+                      origin: str | None = None) -> Snapshot:
+    """The Snapshot of what any collector brought back. A stored snapshot (source "snapshot") is
+    read by the store, from its file or a database store's listing; a unit file (source "file") is
+    named as `--unit-file` names it: its `# /path` headers, else the file's name, its `--unit` kept
+    apart from the parse; anything else is built from the host's unit text. A unit that could not
+    be read raises DriftwatchError with its status and error."""
+    if raw.source == SOURCE_SNAPSHOT:
+        from .store import read_snapshot_file
+        return read_snapshot_file(raw.paths[0], engine_version)
+    if raw.status not in READ_STATUSES:
+        raise DriftwatchError(f"{raw.host}: {raw.unit}: {raw.status}" + (f": {raw.error}" if raw.error else ""))
+    if raw.source != SOURCE_FILE or not raw.paths:
+        return build_snapshot(raw, engine_version=engine_version, origin=origin or f"{raw.host}:{raw.unit}",
+                              files=files)
+    path = raw.paths[0]
+    stdin = path == STDIN
+    snap = build_snapshot(dataclasses.replace(raw, unit="", paths=[]), engine_version=engine_version,
+                          origin=origin or ("standard input" if stdin else path), files=files)
+    if not snap.paths and not stdin:
+        snap.paths = [os.path.abspath(path)]
+    snap.unit = raw.unit or snap.unit or ("stdin" if stdin else os.path.basename(path))
+    snap.host = raw.host or None
+    return snap
 
 
 def _host_network(wrapper_args: list[str]) -> bool:

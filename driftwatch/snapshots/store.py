@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Callable
 from ..errors import InputError
 from .store_records import (DEFAULT_STORE, LATEST, MAX_PER_SECOND, RUNS, BaselineSource, SaveResult, Seen,
                             SnapshotKey, SnapshotRecord, StoreBase, StoredSnapshot, baseline_protections,
-                            check_prune_request, read_yaml_snapshot, safe_component, since_window, snapshot_hash,
-                            source_hash, state_hash)
+                            check_prune_request, component_name, read_yaml_snapshot, safe_component, since_window,
+                            snapshot_hash, source_hash, state_hash)
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -122,5 +122,5 @@ def save_snapshot(snapshot: Snapshot, store: str | os.PathLike | None, *, dedupe
 
 __all__ = ["DEFAULT_STORE", "LATEST", "LOCK", "MAX_PER_SECOND", "RUNS", "BaselineSource", "FileStore", "SaveResult",
            "Seen", "SnapshotKey", "SnapshotRecord", "SnapshotStore", "StoreBase", "StoredSnapshot",
-           "baseline_protections", "check_prune_request", "is_file_store", "open_store", "read_snapshot_file",
-           "safe_component", "save_snapshot", "since_window", "snapshot_hash", "source_hash", "state_hash"]
+           "baseline_protections", "check_prune_request", "component_name", "is_file_store", "open_store",
+           "read_snapshot_file", "safe_component", "save_snapshot", "since_window", "snapshot_hash", "source_hash", "state_hash"]

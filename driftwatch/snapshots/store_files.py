@@ -50,7 +50,8 @@ from ..errors import DriftwatchError, InputError
 from ..fileio import dump_yaml_readable, link_atomic, read_yaml, write_atomic, write_new
 from .store_records import (DEFAULT_STORE, LATEST, MAX_PER_SECOND, RUNS, BaselineSource, SaveResult, Seen,
                             SnapshotKey, SnapshotRecord, StoreBase, StoredSnapshot, check_prune_request,
-                            safe_component, since_window, snapshot_dict, source_hash, stamped, state_hash)
+                            component_name, safe_component, since_window, snapshot_dict, source_hash, stamped,
+                            state_hash)
 from ..timestamps import UTC, file_stamp, format_utc, parse_file_stamp, parse_utc
 
 if TYPE_CHECKING:
@@ -330,9 +331,10 @@ class FileStore(StoreBase):
         return SnapshotRecord(path, host, unit, moment)
 
     def groups(self, host: str | None = None) -> list[tuple[str, str]]:
-        """(host, unit) folder names that hold snapshots (of `host`, a folder name, when given)."""
+        """(host, unit) names (`component_name` of the folders) that hold snapshots (of `host`, a folder
+        name, when given): what `records`, `runs`, ... take back."""
         hosts = self._dirs(self.root) if host is None else [self.root / host]
-        return [(h.name, u.name) for h in hosts for u in self._dirs(h)]
+        return [(component_name(h.name), component_name(u.name)) for h in hosts for u in self._dirs(h)]
 
     def records(self, host: str | None = None, unit: str | None = None) -> list[SnapshotRecord]:
         """Snapshot files, oldest first (by `collected_at`, then sequence); filter by host and/or unit
@@ -347,7 +349,7 @@ class FileStore(StoreBase):
 
     def _group(self, host: str | None, unit: str | None) -> list[SnapshotRecord]:
         """The records of one host/unit; None names them as `save` does ("local", "unit")."""
-        return self.records(safe_component(host, "local"), safe_component(unit, "unit"))
+        return self.records(host or "local", unit or "unit")  # records() makes them store names
 
     def latest(self, host: str | None, unit: str | None) -> SnapshotRecord | None:
         """The newest snapshot of a host/unit (by `collected_at`), or None."""

@@ -29,15 +29,39 @@ MAX_PER_SECOND = 100  # sequence numbers 00..99 keep the names fixed-width
 _DERIVED_FIELDS = ("engine", "issues")
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9@._:-]+\Z")
+_HASHED = re.compile(r"[A-Za-z0-9@._:%-]{100}-[0-9a-f]{16}\Z")
+
+
 def safe_component(text: str | None, default: str = "local") -> str:
-    """A host or unit name as one directory name (no '/', no '..' tricks, at most 128 characters:
-    a longer name keeps its start and a hash of the whole)."""
-    cleaned = re.sub(r"[^A-Za-z0-9@._:-]", "_", text or default) or default
-    cleaned = "_" * len(cleaned) if set(cleaned) == {"."} else cleaned
+    """A host or unit name as one directory name and store key, distinct for distinct names.
+
+    A name of ``[A-Za-z0-9@._:-]`` only is kept as it is (the names stores have always used); any
+    other character is escaped as ``%XX`` per UTF-8 byte (``gpu/01`` is ``gpu%2F01``, never
+    ``gpu_01``, so two hosts never share one history); a name of dots only is all ``%2E``. A name
+    of over 128 characters keeps its start and a hash of the whole. `component_name` reverses it."""
+    name = text or default
+    if _HASHED.match(name):  # already a long name's form: the same again (groups() lists it as it is)
+        return name
+    if _PLAIN_NAME.match(name) and set(name) != {"."}:
+        cleaned = name
+    elif set(name) == {"."}:
+        cleaned = "%2E" * len(name)
+    else:
+        cleaned = "".join(c if _PLAIN_NAME.match(c) else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
+                          for c in name)
     if len(cleaned) > 128:
         import hashlib  # only for such names and for hashing: a question that reads rows needs neither
         cleaned = cleaned[:100] + "-" + hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return cleaned
+
+
+def component_name(component: str) -> str:
+    """The host or unit name a `safe_component` stands for (a long name's hashed form stays as it is)."""
+    if "%" not in component or _HASHED.match(component):
+        return component
+    from urllib.parse import unquote
+    return unquote(component, errors="surrogateescape")
 
 
 def snapshot_hash(snapshot: Snapshot | dict) -> str:
@@ -351,4 +375,4 @@ def baseline_protections(directory: str | os.PathLike,
 
 __all__ = ["DEFAULT_STORE", "LATEST", "MAX_PER_SECOND", "RUNS", "BaselineSource", "RowHashes", "row_hashes", "SaveResult", "Seen", "SnapshotKey",
            "SnapshotRecord", "StoreBase", "StoredSnapshot", "baseline_protections", "check_prune_request",
-           "read_yaml_snapshot", "safe_component", "snapshot_hash", "source_hash", "state_hash"]
+           "read_yaml_snapshot", "safe_component", "component_name", "snapshot_hash", "source_hash", "state_hash"]

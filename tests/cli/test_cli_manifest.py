@@ -68,7 +68,7 @@ def test_helm_template_output_with_several_workloads_needs_container(dw):
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["--container", "x", "--unit-file", str(EXAMPLES / "sglang-qwen-70toks.service")], "--container chooses"),
+    (["--container", "x", "--unit-file", str(EXAMPLES / "sglang-qwen-70toks.service")], "--container names"),
     (["--manifest", str(BASE), "--unit-file", str(EXAMPLES / "sglang-qwen-70toks.service")], "give one of"),
     (["--manifest", str(BASE), "--unit", "x.service"], "--container NAME"),
     (["--manifest", "/nonexistent.yaml"], "no such file"),

@@ -51,7 +51,8 @@ def test_pieces():
     assert parse_cmdline_hex(b" 70 79 00 2d 6d 00\n 73 00\n") == ["py", "-m", "s"]
     assert parse_cmdline_hex(b"") is None
     assert parse_journal("accept len: 3.20, gen throughput (token/s): 70.1\nfoo\n"
-                         "accept len: 1.5\n") == {"accept_length": 1.5, "throughput": 70.1}
+                         "accept len: 1.5\n", READER.engine_markers) == {"accept_length": 1.5, "throughput": 70.1}
+    assert parse_journal("accept len: 3.20\n", ()) == {}  # no engine's parser: no figure
 
 
 @pytest.mark.parametrize("unit", ["x@FRAGMENTS@.service", "a@MAXENV@.service", "b@UNIT@.service"])
@@ -216,7 +217,7 @@ def test_a_config_file_after_100_000_continuation_lines_is_read_within_the_deadl
     (fake / "systemctl").chmod(0o755)
     booted = tmp_path / "run-systemd-system"
     booted.mkdir()
-    cmd = build_command("v.service", gpus=False, deadline=20)
+    cmd = build_command("v.service", gpus=False, deadline=20, engines=READER.engine_markers)
     script = cmd.script.replace("PATH=/usr/local/sbin:", f"PATH={fake}:/usr/local/sbin:")
     script = script.replace("/run/systemd/system", str(booted))
     out = subprocess.run(["/bin/sh", "-s"], input=script.encode(), capture_output=True, timeout=60).stdout

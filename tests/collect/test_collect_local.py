@@ -1,12 +1,11 @@
 import os
 
 import pytest
+from unit_tree import read_unit_tree
 
-from driftwatch.collect.local import LocalCollector, read_unit_tree, render_unit_text
+from driftwatch.collect.interface import Where, collector_for
+from driftwatch.collect.local import UnitFileCollector, render_unit_text
 from driftwatch.errors import InputError
-from driftwatch.snapshots.reader import EngineReader
-
-READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
 
 UNIT = "sglang-qwen.service"
 
@@ -42,31 +41,43 @@ def test_tree_order_masking(tmp_path):
     assert f"# /etc/systemd/system/{UNIT}.d/20-m.conf\n\n# /usr" in text
 
 
-def test_collector_not_found(tmp_path):
-    raw = LocalCollector(str(tmp_path), host="box", reader=READER).collect("nothing")
-    assert raw.status == "unit not found" and raw.unit == "nothing.service" and raw.host == "box"
+def test_tree_without_the_unit(tmp_path):
+    assert read_unit_tree(str(tmp_path), "nothing") == (None, [])
 
 
-def test_from_unit_file(tmp_path):
+def unit_file(path, host=None):
+    """The unit-file collector as a run gets it: from the registry, by the target's kind."""
+    return collector_for("unit-file").open(Where("unit-file", host=host, path=str(path)))
+
+
+def test_unit_file_collector_brings_back_the_text_only(tmp_path):
     p = write(tmp_path, "/x/my.service", "[Service]\nExecStart=/bin/true\n")
-    raw = LocalCollector.from_unit_file(p)
-    assert (raw.source, raw.unit, raw.paths, raw.status) == ("file", "my.service", [str(p)], "ok")
-    assert raw.text == p.read_text()
+    raw = unit_file(p).collect("")
+    assert (raw.source, raw.unit, raw.paths, raw.status, raw.host) == ("file", "", [str(p)], "ok", "")
+    assert raw.text == p.read_text() and raw.collected_at
+    # the name is the parser's to find; a typed --unit is validated and kept
+    assert unit_file(p, host="ct129").collect("my-copy").unit == "my-copy.service"
+    with pytest.raises(InputError):
+        unit_file(p).collect("../etc/passwd")
 
 
-def test_from_saved_systemctl_cat_output(tmp_path):
+def test_saved_systemctl_cat_output_is_named_by_its_header_when_built(tmp_path):
+    from driftwatch.snapshots.snapshot import build_snapshot
     text = "# /etc/systemd/system/a-b.service\n[Service]\nExecStart=/bin/true\n"
     p = write(tmp_path, "/saved.txt", text)
-    raw = LocalCollector.from_unit_file(str(p), host="ct129")
-    assert (raw.text, raw.unit, raw.host) == (text, "a-b.service", "ct129")
+    raw = unit_file(p, host="ct129").collect("")
+    assert (raw.text, raw.host) == (text, "ct129")
+    assert build_snapshot(raw).unit == "a-b.service"
 
 
-@pytest.mark.parametrize("content,msg", [(b"\0\1\2", "binary"), (b"\xff\xfe[", "not UTF-8"),
-                                         (b"a" * (1 << 20 + 1), "larger than")])
-def test_from_unit_file_rejects(tmp_path, content, msg):
+@pytest.mark.parametrize("content,msg", [(b"\0\1\2", "binary"), (b"\xff\xfe[", "not valid UTF-8"),
+                                         (b"a" * ((1 << 20) + 1), "too large"), (b"  \n", "empty")])
+def test_unit_file_collector_rejects(tmp_path, content, msg):
     p = tmp_path / "u.service"
     p.write_bytes(content)
     with pytest.raises(InputError, match=msg):
-        LocalCollector.from_unit_file(p)
+        UnitFileCollector(str(p)).collect()
     with pytest.raises(InputError, match="no such file"):
-        LocalCollector.from_unit_file(tmp_path / "missing.service")
+        UnitFileCollector(str(tmp_path / "missing.service")).collect()
+    with pytest.raises(InputError, match="is a directory"):
+        UnitFileCollector(str(tmp_path)).collect()

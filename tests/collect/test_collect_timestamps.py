@@ -6,7 +6,8 @@ import re
 from dw_sshlab import UNIT
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
-from driftwatch.collect.local import LocalCollector
+from driftwatch.collect.interface import Where
+from driftwatch.collect.local import UnitFileCollector
 from driftwatch.snapshots.reader import EngineReader
 
 READER = EngineReader()  # reads command lines for the collectors, as driftwatch's runs do
@@ -15,13 +16,10 @@ RFC3339_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 UNIT_TEXT = "[Service]\nExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /m\n"
 
 
-def test_local_collector_stamps(tmp_path):
-    units = tmp_path / "etc" / "systemd" / "system"
-    units.mkdir(parents=True)
-    (units / "sglang.service").write_text(UNIT_TEXT)
-    assert RFC3339_Z.match(LocalCollector(str(tmp_path), reader=READER).collect("sglang.service").collected_at)
-    assert RFC3339_Z.match(LocalCollector(str(tmp_path), reader=READER).collect("missing.service").collected_at)
-    assert RFC3339_Z.match(LocalCollector.from_unit_file(str(units / "sglang.service")).collected_at)
+def test_unit_file_collector_stamps(tmp_path):
+    path = tmp_path / "sglang.service"
+    path.write_text(UNIT_TEXT)
+    assert RFC3339_Z.match(UnitFileCollector.open(Where("unit-file", path=str(path))).collect().collected_at)
 
 
 def test_ssh_collector_stamps(loopback, known_hosts, options):

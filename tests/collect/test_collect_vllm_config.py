@@ -1,5 +1,5 @@
-"""vLLM `--config FILE` fetched from the host like an EnvironmentFile= (issue 10, item 1): locally
-and over a real sshd on 127.0.0.1 (tests/collect/dw_sshlab.py), bounded, regular files only, a
+"""vLLM `--config FILE` fetched from the host like an EnvironmentFile= (issue 10, item 1): over a
+real sshd on 127.0.0.1 (tests/collect/dw_sshlab.py), bounded, regular files only, a
 missing file a warning; its values typed with the command line winning, and a drift inside the file
 found by `compare`."""
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 from driftwatch.collect.commands import MAX_ENV_FILE_BYTES
 from driftwatch.collect.fleet import collect_fleet
 from driftwatch.collect.inventory import HostTarget
-from driftwatch.collect.local import LocalCollector
+from driftwatch.collect.local import render_unit_text
+from driftwatch.collect.raw import RawUnit
 from driftwatch.findings.compare import compare
 from driftwatch.snapshots.baseline import Baseline
 from driftwatch.engines.files import NO_FILES
@@ -44,24 +45,18 @@ def yaml_text(seqs: int, tp: int = 4) -> str:
     return f"max-num-seqs: {seqs}\ntensor-parallel-size: {tp}\ngpu-memory-utilization: 0.85\n"
 
 
-# ---------------------------------------------------------------- local collector
+# ---------------------------------------------------------------- a fetched file, read by the snapshot
 
-def write(root, path, text, mode=0o644):
-    local = os.path.join(root, path.lstrip("/"))
-    os.makedirs(os.path.dirname(local), exist_ok=True)
-    with open(local, "w") as fh:
-        fh.write(text)
-    os.chmod(local, mode)
-    return local
+def fetched(cfg_text: str | None = None, problem: str | None = None) -> RawUnit:
+    """The unit as a collector brings it back with its `--config` file fetched (or why not)."""
+    path = f"/etc/systemd/system/{UNIT}"
+    return RawUnit(host="h", unit=UNIT, text=render_unit_text([(path, vllm_unit())]), source="disk",
+                   paths=[path], engine_files={CFG: cfg_text} if cfg_text is not None else {},
+                   engine_file_problems={CFG: problem} if problem else {})
 
 
-def test_local_collector_reads_the_config_file_cli_wins(tmp_path):
-    root = str(tmp_path)
-    write(root, f"/etc/systemd/system/{UNIT}", vllm_unit())
-    write(root, CFG, yaml_text(64))
-    raw = LocalCollector(root, host="h", reader=READER).collect(UNIT)
-    assert raw.engine_files == {CFG: yaml_text(64)} and raw.engine_file_problems == {}
-    snap = build_snapshot(raw)
+def test_a_fetched_config_file_is_read_cli_wins():
+    snap = build_snapshot(fetched(yaml_text(64)))
     flags = snap.engine.flags
     assert flags["max_num_seqs"].value == 64 and flags["max_num_seqs"].source == EXPLICIT
     assert flags["max_num_seqs"].note == f"from --config {CFG}"
@@ -71,37 +66,9 @@ def test_local_collector_reads_the_config_file_cli_wins(tmp_path):
     assert any(w.startswith(config_file.PAYLOAD_PREFIX) for w in snap.launcher.engine_argv)
 
 
-def test_fetched_files_are_per_unit_only(tmp_path):
-    root = str(tmp_path)
-    write(root, f"/etc/systemd/system/{UNIT}", vllm_unit())
-    write(root, CFG, yaml_text(64))
-    build_snapshot(LocalCollector(root, host="h", reader=READER).collect(UNIT), files=NO_FILES)
+def test_fetched_files_are_per_unit_only():
+    build_snapshot(fetched(yaml_text(64)), files=NO_FILES)
     assert NO_FILES.text(CFG) is None  # nothing leaks to the next unit or host
-
-
-@pytest.mark.parametrize("make, why", [
-    (None, "no such file on the host"),
-    ("big", f"larger than {MAX_ENV_FILE_BYTES} bytes"),
-    ("fifo", "not a regular file"),
-    ("dir", "not a regular file"),
-])
-def test_local_config_file_not_read_is_a_warning(tmp_path, make, why):
-    root = str(tmp_path)
-    write(root, f"/etc/systemd/system/{UNIT}", vllm_unit())
-    local = os.path.join(root, CFG.lstrip("/"))
-    os.makedirs(os.path.dirname(local), exist_ok=True)
-    if make == "big":
-        write(root, CFG, "max-num-seqs: 64\n" + "#" * MAX_ENV_FILE_BYTES)
-    elif make == "fifo":
-        os.mkfifo(local)
-    elif make == "dir":
-        os.mkdir(local)
-    raw = LocalCollector(root, host="h", reader=READER).collect(UNIT)
-    assert raw.engine_files == {} and why in raw.engine_file_problems[CFG]
-    snap = build_snapshot(raw)  # no crash
-    assert any(CFG in w and why in w for w in snap.warnings), snap.warnings
-    assert "engine-config" in [i.kind for i in snap.issues]
-    assert "max_num_seqs" not in snap.engine.explicit()
 
 
 # ---------------------------------------------------------------- over a real sshd
@@ -133,6 +100,27 @@ def test_config_file_drift_found_over_ssh(loopback, known_hosts, options):
     keys = {f.key for f in result.findings}
     assert any("max_num_seqs" in k for k in keys), keys
     assert not any("tensor_parallel_size" in k for k in keys), keys  # the file changes it, the CLI holds it
+
+
+@pytest.mark.parametrize("make, why", [
+    ("fifo", "not a regular file"),
+    ("dir", "not a regular file"),
+])
+def test_config_file_not_read_over_ssh_is_a_warning(loopback, known_hosts, options, make, why):
+    unit = f"vllm-{make}.service"
+    loopback.write(f"/etc/systemd/system/{unit}", vllm_unit(f"--config /root/vllm/{make}.yaml"))
+    local = loopback.local_path(f"/root/vllm/{make}.yaml")
+    os.makedirs(os.path.dirname(local), exist_ok=True)
+    if make == "fifo":
+        os.mkfifo(local)
+    else:
+        os.mkdir(local)
+    raw = collect(loopback, options(known_hosts(loopback)), unit)
+    assert raw.engine_files == {} and why in raw.engine_file_problems[f"/root/vllm/{make}.yaml"]
+    snap = build_snapshot(raw)  # no crash
+    assert any(f"{make}.yaml" in w and why in w for w in snap.warnings), snap.warnings
+    assert "engine-config" in [i.kind for i in snap.issues]
+    assert "max_num_seqs" not in snap.engine.explicit()
 
 
 def test_missing_and_equals_spelling_over_ssh(loopback, known_hosts, options):

@@ -2,7 +2,7 @@
 
 Everything the toy engine is lives in tests/engines/toy/ (its real argparse parser and entry point,
 a catalog dumped from that parser, a concept map, `ToyEngine(ArgparseEngine)`, a rules dir); the
-only line that touches driftwatch is `registry.register(ToyEngine())` in the `toy` fixture. With it,
+only line that touches driftwatch is the toy's entry in `registry.ENGINES` in the `toy` fixture. With it,
 `show`, `compare` (shipped rules and a user rule matching the toy's concepts) and `report` work on
 toy units, run in-process through click's CliRunner (registration is in-process).
 """
@@ -35,14 +35,11 @@ BASE_ARGS = "--model /models/toy-7b --shards 2 --max-batch 32"
 # --------------------------------------------------------------------------- fixtures and helpers
 
 @pytest.fixture
-def toy():
+def toy(monkeypatch):
     """The one registry line, undone afterwards."""
     engine = ToyEngine()
-    registry.register(engine)
-    try:
-        yield engine
-    finally:
-        registry.unregister(engine.name)
+    monkeypatch.setitem(registry.ENGINES, engine.name, engine)
+    return engine
 
 
 class Run:
@@ -99,16 +96,15 @@ def real_parse(argv: list[str]):
 
 # --------------------------------------------------------------------------- the seam itself
 
-def test_registration_is_one_line_and_undone(toy):
+def test_registration_is_one_line_and_undone(toy, monkeypatch):
     argv = ["/opt/toy/bin/python", "-m", "toy.server", "--shards", "2"]
     assert registry.get_engine("toy") is toy
     launcher = registry.find_launcher(argv)
     assert (launcher.engine, launcher.entry, launcher.interpreter, launcher.venv) == (
         "toy", "python -m toy.server", "/opt/toy/bin/python", "/opt/toy")
     assert launcher.engine_argv == ["--shards", "2"]
-    registry.unregister("toy")
+    monkeypatch.delitem(registry.ENGINES, "toy")
     assert registry.find_launcher(argv).engine == "none"  # nothing else knows the toy
-    registry.register(toy)
 
 
 def test_without_registration_a_toy_unit_is_engine_none(dw, unit):

@@ -210,4 +210,6 @@ def test_html_content(report):
     assert "driftwatch: 2 of 14 hosts drifted from 70toks, 1 unreadable" in text
     assert "--speculative-num-steps" in text and "42 tok/s (\u00d70.60)" in text
     assert "Unreadable hosts (1)" in text and "timeout after 10 s" in text
-    assert text.index("ct129") < text.index("ct131") < text.index("ct200") < text.index("ct140")
+    assert "(not read)1 unit: error&#160;1not read: ct200 sglang-qwen.service" in text  # the card names it (issue 32)
+    table = text[text.index("Hosts (14)"):]
+    assert table.index("ct129") < table.index("ct131") < table.index("ct200") < table.index("ct140")

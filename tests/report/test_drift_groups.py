@@ -92,11 +92,13 @@ def test_each_group_names_the_restore_command_for_its_hosts(baseline, rules, tmp
     doc = dict(doc, inventory=str(inventory))
     group = doc["drift_groups"][0]
     command = wording.restore_command(group, doc)
-    words = command.split()
+    import shlex
+    words = shlex.split(command)
     assert words[:4] == ["driftwatch", "restore", "--baseline", "70toks"]
     limit = words[words.index("--limit") + 1]
     selected = [h for h, _ in inventory_targets(str(inventory), None, limit)]
     assert selected == [f"gpu{i:02d}" for i in range(20)]  # the group's hosts, not `odd`
+    assert len(limit) < len(":".join(selected))  # numbered hosts: one exact pattern, not each name
     for fmt in ("text", "markdown", "html"):
         assert command.split(" --limit")[0] in " ".join(get_format(fmt).render_fleet(doc).split()), fmt
     bad = CliRunner().invoke(cli, ["restore", "--baseline", "70toks", "--limit", "gpu00"])

@@ -6,17 +6,14 @@ import json
 import os
 import re
 import sys
-from pathlib import Path
 
 import pytest
-import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
-from dw_restore import (BASELINES, EXAMPLES, SYSTEMD_ANALYZE, dw, laid_over, no_traceback,  # noqa: E402
-                        systemd_accepts)
+from dw_restore import BASELINES, EXAMPLES, SYSTEMD_ANALYZE, dw, laid_over, no_traceback, systemd_accepts  # noqa: E402
 
 UNIT = "sglang-qwen.service"
-DROPIN = "50-driftwatch-restore.conf"
+DROPIN = "zzzz-driftwatch-restore.conf"
 U40 = EXAMPLES / "sglang-qwen-40toks.service"
 U70 = EXAMPLES / "sglang-qwen-70toks.service"
 BASE = ("--baselines-dir", BASELINES)
@@ -95,19 +92,47 @@ def test_seed_story_with_a_dropin_that_reset_exec_start(tmp_path):
 
 
 def test_a_later_dropin_would_override_it_so_it_is_not_offered(tmp_path):
-    """A drop-in sorting after 50-driftwatch-restore.conf resets ExecStart= again: the check lays the
-    restore drop-in in systemd's order, finds the drift left and says so (exit 2, nothing written)."""
+    """A drop-in sorting after zzzz-driftwatch-restore.conf would win over it: restore names that file
+    and refuses (exit 2, nothing written)."""
     late = "[Service]\nExecStart=\n" + exec_start_block(U40.read_text()) + "\n"
     current = tmp_path / "current.service"
-    current.write_text(laid_over(U70.read_text(), UNIT, {"90-late.conf": late}))
+    current.write_text(laid_over(U70.read_text(), UNIT, {"zzzzz-late.conf": late}))
     doc, r = restore_json(tmp_path, "--baseline", "70toks", "--unit-file", current, "--write", tmp_path / "out")
     assert r.returncode == 2
     [u] = doc["units"]
     assert u["status"] == "cannot-restore"
-    assert any("still differs" in p and "--speculative-num-steps" in p for p in u["problems"]), u["problems"]
+    assert any("would override it" in p and p.endswith(f"/etc/systemd/system/{UNIT}.d/zzzzz-late.conf")
+               for p in u["problems"]), u["problems"]
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("*.conf"))
     text = dw("restore", *BASE, "--baseline", "70toks", "--unit-file", current, cwd=tmp_path)
     assert text.returncode == 2 and "cannot restore" in text.stdout
+
+
+def test_the_seed_story_override_conf_from_systemctl_edit_is_restored(tmp_path):
+    """The seed story's own shape: `systemctl edit` wrote override.conf resetting ExecStart= (and a
+    `zz-` drop-in sets more): the restore drop-in sorts after both and wins, with no drift left."""
+    seed = EXAMPLES / "ddtree" / "sglang-qwen-current.service"
+    text = seed.read_text()
+    fragment, override = text.split("\n\n# /etc/systemd/system/sglang-qwen.service.d/override.conf\n")
+    override = override.replace("--speculative-num-steps 3", "--speculative-num-steps 1")
+    zz = "[Service]\nEnvironment=NCCL_DEBUG=INFO\n"
+    current = tmp_path / "current.service"
+    current.write_text(laid_over(fragment, UNIT, {"override.conf": override, "zz-debug.conf": zz}))
+    base = tmp_path / "base.service"
+    base.write_text(laid_over(fragment, UNIT, {"override.conf": override.replace(
+        "--speculative-num-steps 1", "--speculative-num-steps 3")}))
+    before = dw("compare", "--baseline", base, "--unit-file", current, cwd=tmp_path)
+    assert before.returncode == 1, before.stdout
+    dropin = written(tmp_path, UNIT, "--baseline", base, "--unit-file", current)
+    assert "--speculative-num-steps 3" in dropin and "UnsetEnvironment=NCCL_DEBUG" in dropin
+    combined = tmp_path / "after.service"
+    combined.write_text(laid_over(fragment, UNIT, {"override.conf": override, "zz-debug.conf": zz, DROPIN: dropin}))
+    after = dw("compare", "--baseline", base, "--unit-file", combined, cwd=tmp_path)
+    assert after.returncode == 0, after.stdout
+    if SYSTEMD_ANALYZE:
+        ok, said = systemd_accepts(tmp_path, UNIT, fragment, {"override.conf": override, "zz-debug.conf": zz,
+                                                               DROPIN: dropin})
+        assert ok, said
 
 
 def test_vllm_speculative_config(tmp_path):

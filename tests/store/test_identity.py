@@ -35,3 +35,11 @@ def test_fingerprint_unchanged_for_state_files_written_before():
 
 
 OLD_FINGERPRINT = "sha256:8af879b37fe5aab9e3afbdd030f80ca29f604dc7cef898fd0e7f13cf6ae699f7"
+
+
+def test_a_host_with_a_slash_never_reads_as_another_host_and_unit():
+    assert str(finding_id("gpu/01", "x.service", "k")) == "gpu%2F01/x.service/k"
+    assert str(finding_id("gpu/01", "x", "k")) != str(finding_id("gpu", "01/x", "k"))
+    assert str(finding_id("gpu_01", "x", "k")) != str(finding_id("gpu/01", "x", "k"))
+    assert str(finding_id("a%2Fb", "x", "k")) != str(finding_id("a/b", "x", "k"))
+    assert str(finding_id("ct129", "sglang-qwen.service", "a/b")) == "ct129/sglang-qwen.service/a/b"  # as ever

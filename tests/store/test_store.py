@@ -92,12 +92,12 @@ def test_save_snapshot_and_host_names_as_folders(tmp_path):
     p2 = save_snapshot(snap(host=".."), str(tmp_path))
     p3 = save_snapshot(replace(snap(), host=None), str(tmp_path))
     assert p1.parent == tmp_path / "gpu7.example.internal:2222" / UNIT
-    assert p2.resolve().is_relative_to(tmp_path.resolve()) and p2.parent.parent.name == "__"
+    assert p2.resolve().is_relative_to(tmp_path.resolve()) and p2.parent.parent.name == "%2E%2E"
     assert p3.parent.parent.name == "local"
     store = open_store(tmp_path)  # save_snapshot writes the default store: the database in the directory
     assert [r.path for r in store.records("gpu7.example.internal:2222")] == [p1]
     assert [r.path for r in store.records(None, UNIT)] == sorted([p1, p2, p3], key=lambda p: p.parent.parent.name)
-    assert sorted(store.groups()) == sorted([("gpu7.example.internal:2222", UNIT), ("__", UNIT), ("local", UNIT)])
+    assert sorted(store.groups()) == sorted([("gpu7.example.internal:2222", UNIT), ("..", UNIT), ("local", UNIT)])
     later = save_snapshot(snap(host="zz", at="2026-11-29T00:00:00Z"), str(tmp_path))
     assert store.latest(None, UNIT).path == p3  # no host: this machine's snapshots, not everyone's
     assert store.latest("zz", UNIT).path == later and store.latest("zz", "other.service") is None

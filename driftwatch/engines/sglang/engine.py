@@ -17,6 +17,7 @@ from ..startup import StartupValues
 from .converters import CONVERTERS
 from .probe import parse_probe
 from .rewrites import apply_rewrites
+from .journal import MARKERS as COLLECT_MARKERS
 from .startup_log import MARKERS, parse_startup_log
 
 MODULES = {"sglang.launch_server": "python -m sglang.launch_server"}
@@ -30,6 +31,7 @@ class SGLangEngine(ArgparseEngine):
     allow_abbrev = True  # SGLang's parser keeps argparse's prefix matching: --tp is --tp-size
     image_names = ("sglang",)  # lmsysorg/sglang:v0.5.5-cu126
     startup_markers = MARKERS
+    markers = COLLECT_MARKERS  # its processes, package and journal figures, for the collectors
     # /server_info from 0.5.12 (the old name still answers, logging a deprecation); /metrics needs
     # --enable-metrics
     probe_paths = (("/server_info", "/get_server_info"), "/metrics")

@@ -26,6 +26,7 @@ from .flexible import SERVE
 from ..startup import StartupValues
 from .probe import PROBE_PATHS, parse_probe
 from .rewrites import apply_rewrites
+from .journal import MARKERS as COLLECT_MARKERS
 from .startup_log import MARKERS, parse_startup_log
 
 API_SERVER = "vllm.entrypoints.openai.api_server"
@@ -60,6 +61,7 @@ class VLLMEngine(ArgparseEngine):
     positional_note = "takes one positional argument, the model"
     image_names = IMAGE_NAMES
     startup_markers = MARKERS
+    markers = COLLECT_MARKERS  # its processes, package and journal figures, for the collectors
     probe_paths = PROBE_PATHS  # /server_info answers only with VLLM_SERVER_DEV_MODE=1
 
     @functools.cached_property

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from driftwatch.collect.commands import is_engine_argv, parse_journal
+from driftwatch.engines.registry import engine_markers
 
 REPO = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO / "tests" / "collect"))
@@ -52,21 +53,23 @@ EXAMPLES = REPO / "examples"
      {"throughput": 44.2, "accept_length": 2.2}),
 ])
 def test_vllm_journal_lines(lines, expected):
-    assert parse_journal("\n".join(lines)) == pytest.approx(expected)
+    assert parse_journal("\n".join(lines), engine_markers()) == pytest.approx(expected)
 
 
 def test_sglang_journal_lines_unchanged():
-    assert parse_journal("accept len: 3.20, gen throughput (token/s): 70.1\n") == {"accept_length": 3.2,
-                                                                                  "throughput": 70.1}
+    line = "accept len: 3.20, gen throughput (token/s): 70.1\n"
+    assert parse_journal(line, engine_markers()) == {"accept_length": 3.2, "throughput": 70.1}
 
 
 @pytest.mark.parametrize("argv, yes", [
     (["/opt/v/bin/vllm", "serve", "M"], True),
     (["/usr/bin/python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "M"], True),
+    (["/usr/bin/python3", "-m", "vllm.entrypoints.cli.main", "serve", "M"], True),
     (["/usr/bin/vllm", "chat"], False),
+    (["/usr/bin/vllm"], False),
 ])
 def test_engine_processes_found_without_systemd(argv, yes):
-    assert is_engine_argv(argv) is yes
+    assert is_engine_argv(argv, engine_markers()) is yes
 
 
 # ---------------------------------------------------------------- real sshd hosts
