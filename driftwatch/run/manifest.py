@@ -86,9 +86,12 @@ def read_manifests(request: ManifestRequest, texts: Mapping[str, str] | None = N
     if not request.files:
         raise InputError("--manifest: no file named")
     use_podman = request.use_podman
+    asked: dict[str | None, ImageCommand | None] = {}  # one `podman image inspect` per image, however many use it
 
     def images(image: str | None) -> ImageCommand | None:
-        return image_command(image, use_podman)
+        if image not in asked:
+            asked[image] = image_command(image, use_podman)
+        return asked[image]
 
     out = ManifestRead()
     objects: list[tuple[str, int | None, dict]] = []

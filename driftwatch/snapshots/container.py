@@ -29,6 +29,14 @@ def _quote(word: str) -> str:
     return f'"{body}"'
 
 
+def _listed(labels: list[str], most: int = 10) -> str:
+    """Labels for one line: the first `most`, then how many more (a rendered chart may hold hundreds)."""
+    if not labels:
+        return "none"
+    more = f" and {len(labels) - most} more" if len(labels) > most else ""
+    return ", ".join(labels[:most]) + more
+
+
 def engine_of(spec: ContainerSpec, files: EngineFiles = NO_FILES) -> str:
     """The engine a container's argv starts (`none` when it starts none)."""
     if not spec.argv or spec.init:
@@ -46,12 +54,12 @@ def choose_container(containers: list[ContainerSpec], container: str | None, fil
         named = [c for c in containers if c.name == container or c.origin.label == container
                  or c.origin.label.endswith("/" + container)]
         if not named:
-            names = ", ".join(c.origin.label for c in containers) or "none"
+            names = _listed([c.origin.label for c in containers])
             raise InputError(f"{where}: no container {container} (containers: {names})")
         engines = [c for c in named if not c.init and engine_of(c, files) != NO_ENGINE]
         if len(named) > 1 and len(engines) != 1:
             raise InputError(f"{where}: --container {container} names several containers: "
-                             f"{', '.join(c.origin.label for c in named)} (give KIND/NAME/CONTAINER)")
+                             f"{_listed([c.origin.label for c in named])} (give KIND/NAME/CONTAINER)")
         chosen = engines[0] if engines else named[0]
         if chosen.init:
             raise InputError(f"{where}: {chosen.origin.label} is an init container, not the server")
@@ -60,9 +68,9 @@ def choose_container(containers: list[ContainerSpec], container: str | None, fil
     if len(engines) == 1:
         return engines[0]
     if not engines:
-        names = ", ".join(c.origin.label for c in containers) or "none"
+        names = _listed([c.origin.label for c in containers])
         raise EngineError(f"{where}: no container runs an inference engine driftwatch knows (containers: {names})")
-    raise InputError(f"{where}: several engine containers: {', '.join(c.origin.label for c in engines)}; "
+    raise InputError(f"{where}: several engine containers: {_listed([c.origin.label for c in engines])}; "
                      "choose one with --container NAME")
 
 
