@@ -52,18 +52,20 @@ class TargetRequest:
     config_baseline: str | None = None     # the config file's baseline: (below every inventory level)
     one: bool = False                      # a one-unit command (show, check, compare, baseline save): the
                                            # inventory only describes the unit named, never lists the set
+    manifests: tuple[str, ...] = ()        # --manifest FILE|DIR|- (all of them: one container's input)
+    container: str | None = None           # --container NAME (which engine container of the manifests)
 
     @property
     def named(self) -> bool:
         """Targets were named (unit files, snapshots, hosts): they are the whole set."""
-        return bool(self.unit_files or self.snapshots or self.hosts)
+        return bool(self.unit_files or self.snapshots or self.hosts or self.manifests)
 
 
 @dataclass(frozen=True)
 class Target:
     """One unit a command acts on, with the baseline it is judged against (resolved once)."""
 
-    kind: str                    # "unit-file" | "snapshot" | "ssh"
+    kind: str                    # "unit-file" | "snapshot" | "ssh" | "manifest" | "container" (unit: its name)
     unit: str | None
     host: str | None             # the host's recorded name (inventory name, or HOST[:PORT] as typed)
     path: str | None             # unit file or snapshot path (kind unit-file/snapshot)
@@ -71,6 +73,7 @@ class Target:
     baseline: str | None         # the baseline NAME/PATH this target is judged against; None: none
     baseline_from: str           # "typed" | "unit" | "host" | "group" | "defaults" | "config" | "none"
     inventory_baseline: str | None = None  # what the inventory names (a differing typed --baseline is said once)
+    manifests: tuple[str, ...] = ()  # kind manifest: every --manifest (an InferenceService's runtime may be in another)
 
     @property
     def label(self) -> str:
@@ -102,7 +105,21 @@ def resolve_targets(request: TargetRequest) -> list[Target]:
                          "--limit chooses among an inventory's hosts: give --inventory FILE")
     out = [_local("unit-file", p, request) for p in request.unit_files]
     out += [_local("snapshot", p, request) for p in request.snapshots]
-    if request.hosts:
+    if request.container and not request.manifests and not request.hosts:
+        raise InputError("--container names a manifest's container (with --manifest FILE) or a running "
+                         "container (with --host HOST)")
+    if request.manifests:  # the files together hold one container (run/manifest.py)
+        if request.unit:
+            raise InputError("--unit names a systemd unit; a manifest's container is chosen with --container NAME")
+        baseline, level = _fallback(request)
+        out.append(Target("manifest", request.container, None, request.manifests[0], None, baseline, level,
+                          manifests=tuple(request.manifests)))
+    if request.hosts and request.container and not request.manifests:  # a running container, read live
+        if request.unit:
+            raise InputError("give --unit (a systemd unit) or --container (a running container), not both")
+        out += [replace(t, kind="container", unit=request.container) for spec in request.hosts
+                for t in _host_targets(spec, known, replace(request, unit=request.container))[:1]]
+    elif request.hosts:
         for spec in request.hosts:
             out += _host_targets(spec, known, request)
     elif whole:
@@ -418,9 +435,12 @@ def one_of(request: TargetRequest, required: bool = True) -> Target | None:
     """The one target a one-unit command names (request.one): --unit-file, --snapshot, or --host
     with --unit (or the one unit the inventory lists for the host). None when nothing is named and
     `required` is false."""
-    chosen = [x for x in (request.unit_files, request.snapshots, request.hosts) if x]
-    if len(chosen) > 1 or any(len(x) > 1 for x in chosen):
-        raise InputError("give one of --unit-file, --snapshot or --host/--unit")
+    if request.container and not request.manifests and not request.hosts:
+        raise InputError("--container names a manifest's container (with --manifest FILE) or a running "
+                         "container (with --host HOST)")
+    chosen = [x for x in (request.unit_files, request.snapshots, request.hosts, request.manifests) if x]
+    if len(chosen) > 1 or any(len(x) > 1 for x in chosen if x is not request.manifests):
+        raise InputError("give one of --unit-file, --snapshot, --manifest or --host/--unit")
     if request.limit:
         raise InputError("--limit chooses among an inventory's hosts: this command reads one unit "
                          "(--unit-file, --snapshot or --host/--unit)")
@@ -438,7 +458,15 @@ def one_of(request: TargetRequest, required: bool = True) -> Target | None:
 
 
 def read_target(target: Target, collect: CollectOptions) -> Snapshot:
-    """The Snapshot of one target: its unit file, its stored snapshot, or its unit read live."""
+    """The Snapshot of one target: its unit file, its stored snapshot, its manifests' engine container,
+    or its unit read live."""
+    if target.kind == "manifest":
+        from .manifest import ManifestRequest, snapshot_from_manifests
+        return snapshot_from_manifests(ManifestRequest(target.manifests or (target.path or "",), target.unit),
+                                       collect.engine_version, collect.files)
+    if target.kind == "container":
+        from .manifest import live_container
+        return live_container(target, collect)
     if target.kind == "unit-file":
         snap = snapshot_from_unit_file(target.path or "", host=None, engine_version=collect.engine_version,
                                        files=collect.files)

@@ -542,6 +542,17 @@ def _runtime_from(data: Any, f: _Fields) -> dict[str, Any]:
                 elif item is not None and not isinstance(item, bool):
                     r.number(item, f"model_facts.{name}", 0, 1e15)
         out["model_facts"] = {str(k): v for k, v in facts.items()}
+    if data.get("container") is not None:  # a manifest's container (collect/manifest.py)
+        c = r.mapping(data, "container")
+        cf = _Fields(f.origin, f.what, f"{r.prefix}container.")
+        record: dict[str, Any] = {"platform": cf.text(c, "platform"), "argv": cf.texts(c, "argv"),
+                                  "image": cf.text(c, "image"), "origin": cf.scalars(c, "origin")}
+        if c.get("gpus") is not None:
+            record["gpus"] = c["gpus"] if isinstance(c["gpus"], str) else cf.number(c["gpus"], "gpus", 0, 4096,
+                                                                                     integer=True)
+        if c.get("notes") is not None:
+            record["notes"] = cf.texts(c, "notes")
+        out["container"] = record
     for kind in REPORTED_KINDS:
         if data.get(kind) is not None:
             out[kind] = _reported_from(r.mapping(data, kind), _Fields(f.origin, f.what, f"{r.prefix}{kind}."))
