@@ -19,6 +19,7 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..errors import InputError
 from .containers import ContainerSpec, EnvVar, ImageLookup, Origin, no_images, string_list
@@ -101,7 +102,7 @@ class _Interpolator:
             return str(found)
         return "" if empty else self.text(arg or "", key)  # "+": the alternative when set
 
-    def walk(self, data, key: str = ""):
+    def walk(self, data: Any, key: str = "") -> Any:
         if isinstance(data, str):
             return self.text(data, key)
         if isinstance(data, list):
@@ -133,7 +134,7 @@ def read_dotenv(text: str) -> dict[str, str]:
     return out
 
 
-def interpolate(data, where: str, environ: Mapping[str, str], dotenv: Mapping[str, str]):
+def interpolate(data: Any, where: str, environ: Mapping[str, str], dotenv: Mapping[str, str]) -> tuple[Any, list[str]]:
     """(data with every string interpolated, the variables that were unset)."""
     def lookup(name: str) -> str | None:
         return environ[name] if name in environ else dotenv.get(name)
@@ -142,7 +143,7 @@ def interpolate(data, where: str, environ: Mapping[str, str], dotenv: Mapping[st
     return out, list(dict.fromkeys(interp.unset))
 
 
-def _words(value, where: str, what: str) -> list[str] | None:
+def _words(value: Any, where: str, what: str) -> list[str] | None:
     """A `command`/`entrypoint`: a list as is, a string split as a shell would (not run by one)."""
     if value is None:
         return None
@@ -154,7 +155,7 @@ def _words(value, where: str, what: str) -> list[str] | None:
     return string_list(value, where, what)
 
 
-def _environment(value, where: str, environ: Mapping[str, str], dotenv: Mapping[str, str]) -> list[EnvVar]:
+def _environment(value: Any, where: str, environ: Mapping[str, str], dotenv: Mapping[str, str]) -> list[EnvVar]:
     out: list[EnvVar] = []
     items: list[tuple[str, object]]
     if value is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import InputError
 
@@ -103,7 +104,7 @@ def no_images(image: str | None) -> ImageCommand | None:
 
 
 # --------------------------------------------------------------------------- small shared checks
-def string_list(value, where: str, what: str) -> list[str] | None:
+def string_list(value: Any, where: str, what: str) -> list[str] | None:
     """A `command`/`args` list as the platform accepts it: strings only (Kubernetes refuses a number:
     quote it). None when absent."""
     if value is None:
@@ -119,7 +120,7 @@ def string_list(value, where: str, what: str) -> list[str] | None:
     return out
 
 
-def _kind(value) -> str:
+def _kind(value: Any) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -133,7 +134,7 @@ def _kind(value) -> str:
     return "a string" if isinstance(value, str) else type(value).__name__
 
 
-def gpu_count(value, where: str) -> int | None:
+def gpu_count(value: Any, where: str) -> int | None:
     """`nvidia.com/gpu: "8"` / `8` -> 8 (a Kubernetes quantity of whole devices)."""
     if value is None:
         return None

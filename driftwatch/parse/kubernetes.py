@@ -17,6 +17,7 @@ Rules (each cited in docs/engines.md, "Containers and Kubernetes", and tested):
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..errors import InputError
 from .containers import ContainerSpec, EnvVar, ImageLookup, Origin, gpu_count, no_images, string_list
@@ -177,7 +178,7 @@ def _meta(doc: dict) -> tuple[str, str | None]:
     return str(meta.get("name") or "?"), (str(meta["namespace"]) if meta.get("namespace") else None)
 
 
-def _at(data, *keys):
+def _at(data: Any, *keys: str) -> Any:
     """data[k1][k2]… when every level is a mapping, else None (a hand-written manifest may hold anything)."""
     for key in keys:
         if not isinstance(data, dict):
@@ -208,7 +209,7 @@ def pod_specs(doc: dict) -> list[tuple[str | None, dict]]:
     if not isinstance(spec, dict):
         return []
 
-    def template(holder) -> dict | None:
+    def template(holder: Any) -> dict | None:
         if not isinstance(holder, dict):
             return None
         inner = (holder.get("template") or {}).get("spec") if isinstance(holder.get("template"), dict) else None

@@ -11,7 +11,7 @@ import os
 import re
 
 from ..engines.files import NO_FILES, EngineFiles
-from ..errors import EngineError, InputError
+from ..errors import InputError
 from ..parse.containers import ContainerSpec
 from ..parse.wrappers import NO_ENGINE
 from .snapshot import Snapshot, build_snapshot
@@ -69,7 +69,7 @@ def choose_container(containers: list[ContainerSpec], container: str | None, fil
         return engines[0]
     if not engines:
         names = _listed([c.origin.label for c in containers])
-        raise EngineError(f"{where}: no container runs an inference engine driftwatch knows (containers: {names})")
+        raise InputError(f"{where}: no container runs an inference engine driftwatch knows (containers: {names})")
     raise InputError(f"{where}: several engine containers: {_listed([c.origin.label for c in engines])}; "
                      "choose one with --container NAME")
 
@@ -111,7 +111,7 @@ def snapshot_from_container(spec: ContainerSpec, engine_version: str | None = No
     label = spec.origin.label
     where = f"{spec.origin.file}: {label}"
     if not spec.argv:
-        raise EngineError(f"{where}: the command the container runs is not known"
+        raise InputError(f"{where}: the command the container runs is not known"
                           + (f" ({spec.notes[-1]})" if spec.notes else ""))
     text, image_index, handed = _synthetic_unit(spec)
     path = os.path.abspath(spec.origin.file) if spec.origin.file != "standard input" else spec.origin.file
