@@ -20,7 +20,7 @@ MODELS_MD = REPO / "docs" / "impact.md"
 @pytest.fixture(scope="module")
 def rows():
     cases = fit.load_cases(fit.DEFAULT_CASES)
-    assert len(cases) >= 24
+    assert len(cases) >= 60
     return fit.evaluate(fit.Runner(cases), cases)
 
 
@@ -59,16 +59,25 @@ def test_seeds_within_15_percent(rows):
 
 
 def test_the_copy_is_the_shared_set():
-    if not os.path.isdir(fit.SHARED_CASES):
-        pytest.skip(f"no shared calibration set at {fit.SHARED_CASES} to compare the copy with")
-    cmp = filecmp.dircmp(fit.SHARED_CASES, fit.DEFAULT_CASES)
-    pending = [cmp]
+    """tools/calibration_cases holds ../shared/calibration and ../shared/calibration-more, file for file."""
+    shared = [d for d in fit.SHARED_SETS if os.path.isdir(d)]
+    if not shared:
+        pytest.skip(f"no shared calibration set at {fit.SHARED_SETS} to compare the copy with")
     differ = []
-    while pending:
-        c = pending.pop()
-        differ += [os.path.join(c.left, n) for n in c.diff_files + c.left_only + c.right_only]
-        pending += list(c.subdirs.values())
-    assert differ == [], "tools/calibration_cases differs from ../shared/calibration: copy it again"
+    for folder in shared:
+        for name in sorted(os.listdir(folder)):
+            left, right = os.path.join(folder, name), os.path.join(fit.DEFAULT_CASES, name)
+            if name == "README.md":
+                continue
+            if not os.path.isdir(right):
+                differ.append(right)
+                continue
+            cmp = filecmp.dircmp(left, right)
+            differ += [os.path.join(left, n) for n in cmp.diff_files + cmp.left_only + cmp.right_only]
+    copied = {n for n in os.listdir(fit.DEFAULT_CASES) if os.path.isdir(os.path.join(fit.DEFAULT_CASES, n))}
+    known = {n for folder in shared for n in os.listdir(folder)}
+    differ += sorted(copied - known) if len(shared) == len(fit.SHARED_SETS) else []
+    assert differ == [], "tools/calibration_cases differs from ../shared/calibration{,-more}: copy them again"
 
 
 def test_the_baseline_servers_step_is_read_from_the_details(rows):
