@@ -214,7 +214,7 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
                 low[s] = shallow.get(s) or expected_tokens(min(floor, alphas[s]), sp.steps, decay, 1)
         ratio_low = (low["current"] / cost_c) / (low["baseline"] / cost_b)
         if (ratio - 1.0) * (ratio_low - 1.0) < 0:
-            return _direction_unknown(base, cur, physical, expected, low, ratio, ratio_low, batch, dim)
+            return _direction_unknown(base, cur, physical, expected, low, (ratio, ratio_low), batch, dim)
 
     srcs = {source[s] for s, sp in sides.items() if sp.on}
     if srcs == {"measured"}:
@@ -548,21 +548,27 @@ def _physical_costs(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: d
     return out
 
 
-def _direction_unknown(base: SpecSide, cur: SpecSide, physical: dict, expected: dict, low: dict, ratio: float,
-                       ratio_low: float, batch: int, dim: str) -> Estimate:
-    """The sign depends on the unmeasured acceptance: no ratio, the break-even instead."""
+def _direction_unknown(base: SpecSide, cur: SpecSide, physical: dict, expected: dict, low: dict,
+                       readings: tuple[float, float], batch: int, dim: str) -> Estimate:
+    """The sign depends on the unmeasured acceptance: the break-even, and an interval that holds both
+    readings (the prior's and a weak drafter's) widened by UNSETTLED_SPREAD, with the middle of the two
+    as the most likely value (issue 35: an answer wherever the size is bounded, even if it holds ×1)."""
+    ratio, ratio_low = readings
     lead, terms = _physical_words(base, cur, physical, expected, ratio, batch)
     cost_b, cost_c = physical["baseline"].total, physical["current"].total
     side = "current" if cur.on else "baseline"
     other = "baseline" if side == "current" else "current"
     need = expected[other] * (cost_c / cost_b if side == "current" else cost_b / cost_c)
     what = lead.split("; a step takes")[0]
+    point = math.sqrt(ratio * ratio_low)
+    lo, hi = uncertainty.hull((ratio, ratio_low), cal.UNSETTLED_SPREAD)
     detail = (f"{what}: a step takes {cost_b * 1e3:.1f} → {cost_c * 1e3:.1f} ms, so this pays off only if the "
               f"{side} side yields more than {need:.2f} tokens per step — with the acceptance prior it yields "
               f"{expected[side]:.2f} (×{ratio:.2f}), with a weak drafter {low[side]:.2f} (×{ratio_low:.2f}): whether "
-              f"it is faster or slower depends on the drafter's acceptance on this workload; measure the accept "
-              f"length on the {side} side. Details: {terms}")
-    return Estimate(None, LOW, detail, dim)
+              f"it is faster or slower is not settled (the interval holds ×1): it depends on the drafter's acceptance "
+              f"on this workload (×{lo:.2f}–{hi:.2f}, most likely ×{point:.2f}, between the two); measure the accept length on the {side} side. "
+              f"Details: {terms}")
+    return Estimate(point, LOW, detail, dim, (lo, hi))
 
 
 class _Step:

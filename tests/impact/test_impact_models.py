@@ -140,9 +140,26 @@ def test_tp_at_concurrency_and_dp_and_dp_attention():
 
 # --- kernels, features, versions, environment, none -----------------------------------------
 def test_kernel_choice_has_no_number():
-    for key in ("kernel.attention_backend", "quant.method", "kv.cache_dtype", "kernel.sampling_backend", "weird"):
+    for key in ("quant.method", "kv.cache_dtype", "kernel.sampling_backend", "weird"):
         e = get_model("kernel_choice")(key, "a", "b", ctx(), {})
         assert e.throughput_ratio is None and e.confidence == "low" and key in e.detail
+
+
+def test_a_kernel_switch_is_x1_within_the_public_spread():
+    """Issue 35: an attention/MoE backend or torch.compile switch answers ×1 with the calibrated spread
+    around it (direction unknown), not "not quantified"."""
+    import math
+
+    from driftwatch.impact import calibration as cal
+    from driftwatch.impact.uncertainty import direction
+    for key in ("kernel.attention_backend", "kernel.moe_backend", "compile.torch_compile",
+                "env.VLLM_ATTENTION_BACKEND"):
+        e = get_model("kernel_choice")(key, "flashinfer", "fa3", ctx(), {})
+        assert e.throughput_ratio == 1.0 and key in e.detail
+        assert e.interval == pytest.approx((math.exp(-cal.KERNEL_SWITCH_SPREAD), math.exp(cal.KERNEL_SWITCH_SPREAD)))
+        assert direction(e.throughput_ratio, e.interval) == "unknown" and e.confidence == "low"
+    e = get_model("environment")("env.VLLM_ATTENTION_BACKEND", "XFORMERS", "FLASHINFER", ctx(), {})
+    assert e.throughput_ratio == 1.0 and e.interval[1] > 1.2
 
 
 def test_overlap_schedule_prior():
