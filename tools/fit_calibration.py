@@ -793,33 +793,40 @@ def loso_objective(rows: list[Row]) -> float:
 
 
 def loso_rows(runner: Runner, cases: list[Case]) -> tuple[list[Row], dict]:
-    """Every case predicted with the LOSO_FREE point chosen on the other sources' cases; returns the
-    rows and, per constant, the range of the values chosen across sources."""
-    import itertools
+    """Every case predicted with the LOSO_FREE values chosen on the other sources' cases; returns the
+    rows and, per constant, the range of the values chosen across sources. The constants touch
+    different families, so each is searched along its own grid with the others at their shipped
+    values (one evaluation per grid point), then every case is run once more with its source's choice."""
     names = list(LOSO_FREE)
     shipped = {n: _get(n) for n in names}
-    points = list(itertools.product(*(LOSO_FREE[n] for n in names))) if names else [()]
-    by_point = []
-    for combo in points:
-        for n, v in zip(names, combo):
-            _set(n, v)
-        by_point.append((combo, evaluate(runner, cases)))
-    for n, v in shipped.items():
-        _set(n, v)
     groups = sorted({source_group(c) for c in cases})
-    chosen: dict = {}
+    chosen: dict = {g: {} for g in groups}
+    for n in names:
+        by_value = []
+        for v in LOSO_FREE[n]:
+            _set(n, v)
+            by_value.append(evaluate(runner, cases))
+        _set(n, shipped[n])
+        for g in groups:
+            scores = [loso_objective([r for r in rows if source_group(r.case) != g]) for rows in by_value]
+            chosen[g][n] = LOSO_FREE[n][min(range(len(scores)), key=lambda i: (round(scores[i], 9), i))]
     out: dict = {}
     for g in groups:
-        scores = [loso_objective([r for r in rows if source_group(r.case) != g]) for _, rows in by_point]
-        best = by_point[min(range(len(scores)), key=lambda i: (round(scores[i], 9), i))]
-        chosen[g] = best[0]
-        out.update({r.case.name: r for r in best[1] if source_group(r.case) == g})
-    ranges = {n: (min(chosen[g][i] for g in groups), max(chosen[g][i] for g in groups)) for i, n in enumerate(names)}
+        for n, v in chosen[g].items():
+            _set(n, v)
+        mine = [c for c in cases if source_group(c) == g]
+        out.update({r.case.name: r for r in evaluate(runner, mine)})
+    for n, v in shipped.items():
+        _set(n, v)
+    ranges = {n: (min(chosen[g][n] for g in groups), max(chosen[g][n] for g in groups)) for n in names}
     return [out[c.name] for c in cases], ranges
 
 
 def render_scorecard(rows: list[Row], naive: dict, ranges: dict, groups: int) -> str:
-    consts = "; ".join(f"{n} = {_get(n):g} (chosen per source: {lo:g}–{hi:g})" for n, (lo, hi) in ranges.items())
+    def g(v) -> str:
+        return "(" + ", ".join(f"{x:g}" for x in v) + ")" if isinstance(v, tuple) else f"{v:g}"
+
+    consts = "; ".join(f"{n} = {g(_get(n))} (chosen per source: {g(lo)} … {g(hi)})" for n, (lo, hi) in ranges.items())
     return (f"{len(rows)} cases from {groups} sources, leave-one-source-out. "
             + (f"Constants chosen leave-one-source-out: {consts}.\n\n" if consts else "\n\n")
             + scorecard(rows, naive) + "\n\n" + scorecard_cases(rows, naive))

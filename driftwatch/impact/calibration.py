@@ -60,6 +60,12 @@ ALLREDUCE_US = {"nvlink": 10.0, "xgmi": 10.0, "pcie": 80.0, "network": 150.0, "n
 # the same experts (routing is trained to balance load over a corpus, not within one step's batch).
 ROUTING_POOL = 0.4
 EAGER_LAYER_US = 20.0  # per decoder layer per forward without CUDA graphs; at the grid's bottom (see docs/impact.md)
+# The same on a workstation or consumer part (roofline.Hardware.launch_class "desktop": RTX, RTX PRO, GB10).
+# Searched leave-one-source-out on the public graph on/off cases (issue 35, docs/impact.md): a larger desktop
+# cost (160 µs, chosen by most sources) made the family's coverage and width worse, because on one GPU (RTX
+# 4090) one source gained ≤ 6 % from graphs and another ×5.8: the launch cost is the host's and the batch's,
+# not the GPU's. Kept equal to the datacenter one until public data separate them.
+EAGER_LAYER_US_DESKTOP = 20.0
 CONTEXT_TOKENS = 2048.0  # tokens of context per request when the workload is not known (KV reads)
 
 # --- Intervals (uncertainty.py): every ratio carries an 80 % interval [lo, hi]. -------------------------
@@ -136,6 +142,9 @@ ASSUMED_SETTING_SPREAD = 0.15
 # models and busy hosts), widened by GRAPH_BASE_SPREAD (partial/piecewise graphs run slower on some
 # architectures: the calibration's vLLM piecewise cases).
 EAGER_LAYER_US_RANGE = (20.0, 150.0)
+# The same ends on a desktop launch class (issue 35): the public RTX/A6000 cases put eager mode anywhere from
+# 0.02 to 2 ms per layer; a wider desktop range was searched leave-one-source-out and did not pay (see above).
+EAGER_LAYER_US_RANGE_DESKTOP = (20.0, 150.0)
 GRAPH_BASE_SPREAD = 0.05
 
 # --- Non-speculative changes (issue 24 item 5): physics bounds, each a judgement checked on the calibration

@@ -49,10 +49,11 @@ def kernel_choice(name: str, baseline_value: Any, current_value: Any, ctx: Impac
                     f"— re-measure")
 
 
-def kernel_switch(text: str) -> Estimate:
+def kernel_switch(text: str, depends: str | None = "GPU, model and release") -> Estimate:
     """×1 within the public spread of kernel and compile switches (KERNEL_SWITCH_SPREAD): the direction is
     not known, the size is bounded by what such switches were measured to do."""
     s = cal.KERNEL_SWITCH_SPREAD
     lo, hi = math.exp(-s), math.exp(s)
-    return Estimate(1.0, LOW, f"{text}; which way depends on GPU, model and release: ×{lo:.2f}–{hi:.2f} (the spread "
+    which = f"which way depends on {depends}" if depends else "either way"
+    return Estimate(1.0, LOW, f"{text}; {which}: ×{lo:.2f}–{hi:.2f} (the spread "
                     f"measured for such switches in public before/after runs) — re-measure to know", None, (lo, hi))
