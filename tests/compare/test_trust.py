@@ -5,6 +5,7 @@ is tests/cli/test_cli_trust.py.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -298,7 +299,11 @@ def test_10_measured_ratio_and_explained_share(compare_units):
                            current_metrics={"throughput": 40})
     assert result.measured_throughput_ratio == pytest.approx(40 / 70, abs=0.001)
     assert math.isclose(result.predicted_throughput_ratio, 0.608, abs_tol=0.01)
-    assert "the findings explain ×0.61 of the observed ×0.57" in summary(result)
+    # the measured change against the predicted interval (issue 35): inside it, explained
+    assert re.search(r"measured ×0\.57, the drift explains ×0\.\d\d–0\.\d\d: explained", summary(result)), summary(result)
+    verdict = comparison_to_dict(result)["measured_vs_predicted"]
+    assert verdict["verdict"] == "explained" and verdict["look_at"] == []
+    assert verdict["interval"][0] <= verdict["measured"] <= verdict["interval"][1]
     assert comparison_to_dict(result)["measured_throughput_ratio"] == result.measured_throughput_ratio
 
 
