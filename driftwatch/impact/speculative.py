@@ -566,7 +566,8 @@ def _direction_unknown(base: SpecSide, cur: SpecSide, physical: dict, expected: 
               f"{side} side yields more than {need:.2f} tokens per step — with the acceptance prior it yields "
               f"{expected[side]:.2f} (×{ratio:.2f}), with a weak drafter {low[side]:.2f} (×{ratio_low:.2f}): whether "
               f"it is faster or slower is not settled (the interval holds ×1): it depends on the drafter's acceptance "
-              f"on this workload (×{lo:.2f}–{hi:.2f}, most likely ×{point:.2f}, between the two); measure the accept length on the {side} side. "
+              f"on this workload (×{lo:.2f}–{hi:.2f}, most likely ×{point:.2f}, between the two); measure the accept "
+              f"length on the {side} side. "
               f"Details: {terms}")
     return Estimate(point, LOW, detail, dim, (lo, hi))
 

@@ -300,7 +300,8 @@ def test_10_measured_ratio_and_explained_share(compare_units):
     assert result.measured_throughput_ratio == pytest.approx(40 / 70, abs=0.001)
     assert math.isclose(result.predicted_throughput_ratio, 0.608, abs_tol=0.01)
     # the measured change against the predicted interval (issue 35): inside it, explained
-    assert re.search(r"measured ×0\.57, the drift explains ×0\.\d\d–0\.\d\d: explained", summary(result)), summary(result)
+    said = summary(result)
+    assert re.search(r"measured ×0\.57, the drift explains ×0\.\d\d–0\.\d\d: explained", said), said
     verdict = comparison_to_dict(result)["measured_vs_predicted"]
     assert verdict["verdict"] == "explained" and verdict["look_at"] == []
     assert verdict["interval"][0] <= verdict["measured"] <= verdict["interval"][1]

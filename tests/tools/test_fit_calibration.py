@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 from driftwatch.impact import calibration as cal
-from driftwatch.impact.uncertainty import direction
 from tools import fit_calibration as fit
 
 REPO = Path(__file__).resolve().parents[2]
@@ -191,7 +190,8 @@ def test_sources_of_one_thread_leave_together():
         assert fit.source_group(cases[pair[0]]) == fit.source_group(cases[pair[1]]), pair
     # an unquoted "#N" in case.yaml is a YAML comment: the group is read from the file's own line
     assert fit.source_group(cases["more-p08-eagle3-bigtree"]) == "tencent/angelslim#9"
-    assert fit.source_group(cases["more-p08-eagle3-bigtree"]) != fit.source_group(cases["more-n04-eagle3-tree-added-qwen3moe-tp4-bs64"])
+    n04 = cases["more-n04-eagle3-tree-added-qwen3moe-tp4-bs64"]
+    assert fit.source_group(cases["more-p08-eagle3-bigtree"]) != fit.source_group(n04)
 
 
 def test_the_naive_formula_is_e_k_at_alpha_07_and_x1_elsewhere():
