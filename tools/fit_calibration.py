@@ -768,6 +768,9 @@ def scorecard_cases(rows: list[Row], naive: dict) -> str:
 LOSO_FREE: dict[str, list] = {
     "UNSETTLED_SPREAD": [0.1, 0.0, 0.05, 0.15, 0.2, 0.3],
     "KERNEL_SWITCH_SPREAD": [0.4, 0.2, 0.3, 0.5, 0.6, 0.7],
+    "TREE_EXPONENT": [0.5, 0.2, 0.3, 0.4, 0.6],
+    "ALPHA_PRIOR.EAGLE": [0.85, 0.7, 0.75, 0.8, 0.9],
+    "ALPHA_PRIOR.EAGLE3": [0.85, 0.7, 0.75, 0.8, 0.9],
 }
 
 
@@ -792,6 +795,9 @@ def loso_objective(rows: list[Row]) -> float:
     return objective(rows) + family_interval_objective(rows)
 
 
+ALL_SOURCES = "(every source)"
+
+
 def loso_rows(runner: Runner, cases: list[Case]) -> tuple[list[Row], dict]:
     """Every case predicted with the LOSO_FREE values chosen on the other sources' cases; returns the
     rows and, per constant, the range of the values chosen across sources. The constants touch
@@ -807,6 +813,8 @@ def loso_rows(runner: Runner, cases: list[Case]) -> tuple[list[Row], dict]:
             _set(n, v)
             by_value.append(evaluate(runner, cases))
         _set(n, shipped[n])
+        scores = [loso_objective(rows) for rows in by_value]  # every source: what calibration.py ships
+        chosen.setdefault(ALL_SOURCES, {})[n] = LOSO_FREE[n][min(range(len(scores)), key=lambda i: (round(scores[i], 9), i))]
         for g in groups:
             scores = [loso_objective([r for r in rows if source_group(r.case) != g]) for rows in by_value]
             chosen[g][n] = LOSO_FREE[n][min(range(len(scores)), key=lambda i: (round(scores[i], 9), i))]
@@ -819,6 +827,10 @@ def loso_rows(runner: Runner, cases: list[Case]) -> tuple[list[Row], dict]:
     for n, v in shipped.items():
         _set(n, v)
     ranges = {n: (min(chosen[g][n] for g in groups), max(chosen[g][n] for g in groups)) for n in names}
+    mismatch = {n: v for n, v in chosen.get(ALL_SOURCES, {}).items() if v != shipped[n]}
+    if mismatch:  # calibration.py must ship what every source together chooses
+        print("calibration.py should ship (chosen on every source): "
+              + ", ".join(f"{n} = {v}" for n, v in mismatch.items()), file=sys.stderr)
     return [out[c.name] for c in cases], ranges
 
 

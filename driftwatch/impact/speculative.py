@@ -386,7 +386,10 @@ def _prior_alpha(ctx: ImpactContext, side: str, sp: SpecSide) -> float:
     fam = _family(ctx, side, sp)
     if fam in cal.ALPHA_PRIOR_FAMILY:
         return cal.ALPHA_PRIOR_FAMILY[fam]
-    return cal.ALPHA_PRIOR.get(_prior_key(ctx, side, sp), -1.0)
+    key = _prior_key(ctx, side, sp)
+    if fam == "MTP" and key == "EAGLE":  # the model's own head, its config.json unread: not an EAGLE-1 head
+        return cal.ALPHA_PRIOR_FAMILY["MTP.unread"]
+    return cal.ALPHA_PRIOR.get(key, -1.0)
 
 
 def alpha_range(ctx: ImpactContext, side: str, sp: SpecSide, point: float) -> tuple[float, float]:
