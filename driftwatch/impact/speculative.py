@@ -9,6 +9,7 @@ change that drags topk/draft along, whatever the engine calls those fields. Thro
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -499,6 +500,24 @@ def _draft_model(ctx: ImpactContext, side: str) -> Any:
     return values.get("speculative.draft_model") if isinstance(values, dict) else None
 
 
+_SIZE_IN_NAME = re.compile(r"(?<![0-9.A-Za-z])(\d+(?:\.\d+)?)\s*([BbMm])(?![A-Za-z0-9])")
+
+
+def draft_size_from_name(name: Any) -> float | None:
+    """Parameters of a draft model from its name or path's last part ("Qwen/Qwen3-0.6B" -> 6e8,
+    "/models/llama-68m" -> 6.8e7; an MoE's active count "…-30B-A3B" -> 3e9); None when it names none."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    last = name.rstrip("/").split("/")[-1]
+    active = re.search(r"-A(\d+(?:\.\d+)?)B(?![A-Za-z0-9])", last)
+    if active:
+        return float(active.group(1)) * 1e9
+    m = _SIZE_IN_NAME.search(last)
+    if not m:
+        return None
+    return float(m.group(1)) * (1e9 if m.group(2).lower() == "b" else 1e6)
+
+
 def draft_facts(ctx: ImpactContext, side: str):
     """The draft head's own config.json facts for a side (read where its path is a local directory:
     run/compare.py), else None: one decoder layer of the target's shape stands in."""
@@ -528,9 +547,19 @@ def physical_step(m, hw, sp: SpecSide, ctx: ImpactContext, side: str, params: di
         else:
             draft = roofline.draft_time(m, hw, batch, sp.topk, native_mtp=native, params=params)
         draft_s = sp.steps * draft.total
-    else:  # a separate draft model of unknown size: the prior fraction of a target step per pass
-        d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm, cal.DEFAULT_DRAFT_COST))
-        draft_s = sp.steps * d * roofline.forward_time(m, hw, batch, 1, params=params).total
+    else:  # a separate draft model: its own config.json, else its size from its name, else the prior fraction
+        own = draft_facts(ctx, side)
+        size = draft_size_from_name(_draft_model(ctx, side))
+        target = m.active_params if m.is_moe and m.active_params else m.params
+        if own is not None:
+            draft = roofline.forward_time(own, hw, batch, 1, moe=own.is_moe, params=params,
+                                          overhead_s=param(params, "draft_overhead_ms", cal.DRAFT_OVERHEAD_MS) * 1e-3)
+            draft_s = sp.steps * draft.total
+        else:
+            d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm, cal.DEFAULT_DRAFT_COST))
+            if size and target and size < target and "draft_cost" not in params:
+                d = size / target  # a pass reads the draft's weights as the target's forward reads its own
+            draft_s = sp.steps * d * roofline.forward_time(m, hw, batch, 1, params=params).total
     iteration_s = param(params, "spec_step_overhead_ms", cal.SPEC_STEP_OVERHEAD_MS) * 1e-3
     return _Step(verify, draft_s, iteration_s), draft
 
