@@ -357,10 +357,10 @@ def test_large_modelled_product_keeps_its_prediction_and_names_what_it_leaves_ou
 
 
 def test_an_unquantified_medium_change_beside_a_small_product_keeps_the_prediction(baseline_70, shipped_rules, snap):
-    # only high-severity unknowns can withhold: a medium one (the prefix cache at concurrency 8, no
+    # only high-severity unknowns can withhold: a medium one (the scheduling policy at concurrency 8, no
     # number) is named beside the prediction instead
-    result, cache = _with_unmodelled(baseline_70, shipped_rules, snap, "kv.prefix_cache",
-                                     ("--tp-size 2", "--tp-size 2 --disable-overlap-schedule --disable-radix-cache"),
+    result, cache = _with_unmodelled(baseline_70, shipped_rules, snap, "scheduler.policy",
+                                     ("--tp-size 2", "--tp-size 2 --disable-overlap-schedule --schedule-policy lpm"),
                                      concurrency=8)
     assert cache.throughput_ratio is None and cache.rule.severity == "medium"
     assert result.prediction_withheld is None

@@ -176,7 +176,8 @@ def test_overlap_schedule_prior():
 def test_radix_and_policy():
     f = get_model("feature_toggle")
     assert f("kv.prefix_cache", True, False, ctx(conc=1), {}).throughput_ratio == 1.0
-    assert f("kv.prefix_cache", True, False, ctx(conc=32), {}).throughput_ratio is None
+    off = f("kv.prefix_cache", True, False, ctx(conc=32), {})  # no stated share: bounded, not unknown (issue 35)
+    assert off.throughput_ratio < 1.0 and off.interval[0] < off.throughput_ratio < off.interval[1]
     assert f("scheduler.policy", "fcfs", "lpm", ctx(conc=1), {}).throughput_ratio == 1.0
     assert f("scheduler.policy", "fcfs", "lpm", ctx(conc=32), {}).throughput_ratio is None
 
