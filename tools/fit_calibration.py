@@ -815,7 +815,8 @@ def loso_rows(runner: Runner, cases: list[Case]) -> tuple[list[Row], dict]:
             by_value.append(evaluate(runner, cases))
         _set(n, shipped[n])
         scores = [loso_objective(rows) for rows in by_value]  # every source: what calibration.py ships
-        chosen.setdefault(ALL_SOURCES, {})[n] = LOSO_FREE[n][min(range(len(scores)), key=lambda i: (round(scores[i], 9), i))]
+        best = min(range(len(scores)), key=lambda i: (round(scores[i], 9), i))
+        chosen.setdefault(ALL_SOURCES, {})[n] = LOSO_FREE[n][best]
         for g in groups:
             scores = [loso_objective([r for r in rows if source_group(r.case) != g]) for rows in by_value]
             chosen[g][n] = LOSO_FREE[n][min(range(len(scores)), key=lambda i: (round(scores[i], 9), i))]
