@@ -81,6 +81,8 @@ class Case:
     @property
     def measured(self) -> float:
         ratio = self.spec.get("measured_ratio", (self.spec.get("expect") or {}).get("measured_ratio"))
+        if ratio is None:
+            raise SystemExit(f"{self.name}: case.yaml has no measured_ratio (nor expect.measured_ratio)")
         return float(ratio)
 
     @property
@@ -719,7 +721,7 @@ def family_score(rows: list[Row], naive: dict) -> dict:
     the naive formula's."""
     soft = [r for r in rows if not r.case.spec.get("hard")]
     answered = [r for r in soft if r.interval is not None]
-    widths = sorted(r.interval[1] / r.interval[0] for r in answered)
+    widths = sorted(r.interval[1] / r.interval[0] for r in answered if r.interval is not None)
     median = None
     if widths:
         half = len(widths) // 2
