@@ -772,6 +772,7 @@ LOSO_FREE: dict[str, list] = {
     "KERNEL_SWITCH_SPREAD": [0.4, 0.2, 0.3, 0.5, 0.6, 0.7],
     "TREE_EXPONENT": [0.5, 0.2, 0.3, 0.4, 0.6],
     "PREFIX_UNSTATED_GAIN": [2.0, 1.5, 2.5, 3.0, 4.0],
+    "TREE_PASS_OVERHEAD_MS": [0.0, 0.25, 0.5, 1.0, 1.5, 2.0],
 
     "ALPHA_PRIOR.EAGLE": [0.85, 0.7, 0.75, 0.8, 0.9],
     "ALPHA_PRIOR.EAGLE3": [0.85, 0.7, 0.75, 0.8, 0.9],

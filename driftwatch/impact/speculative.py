@@ -547,6 +547,8 @@ def physical_step(m, hw, sp: SpecSide, ctx: ImpactContext, side: str, params: di
         else:
             draft = roofline.draft_time(m, hw, batch, sp.topk, native_mtp=native, params=params)
         draft_s = sp.steps * draft.total
+        if sp.topk > 1:  # a tree: each pass also selects topk × topk candidates and extends the tree mask
+            draft_s += sp.steps * param(params, "tree_pass_overhead_ms", cal.TREE_PASS_OVERHEAD_MS) * 1e-3
     else:  # a separate draft model: its own config.json, else its size from its name, else the prior fraction
         own = draft_facts(ctx, side)
         size = draft_size_from_name(_draft_model(ctx, side))

@@ -177,7 +177,7 @@ def test_models_md_holds_todays_scorecard():
     # the targets of issue 35 that the shipped models meet, leave-one-source-out
     s = fit.family_score(rows, naive)
     assert s["answered"] >= 0.85 * s["soft"] and s["covered"] >= 0.8 * s["answered"], s
-    assert s["median_width"] <= 2.0 and s["within"] >= s["naive_within"], s
+    assert s["median_width"] <= 2.0 and s["within"] > s["naive_within"] and s["wrong"] == 0, s
     seeds = [r for r in rows if r.case.seed]
     assert len(seeds) == 3 and all(fit.covered(r.interval, r.case.measured) for r in seeds)
 
