@@ -15,6 +15,7 @@ from ..diff import Difference, EnginePair, diff_snapshots, read_pair
 from ..diff.reported import reported_concepts, reported_figures
 from ..engines.config import folded_issues
 from ..facts import facts_context
+from .explained import MeasuredVsPredicted, host_facts, judge
 from .ignore import IgnoreEntry
 from ..impact import ImpactContext, combine, combine_intervals, direction, get_model
 from ..redact import mask_fingerprints
@@ -81,6 +82,8 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)  # what makes the numbers less trustworthy
     measured_throughput_ratio: float | None = None  # measured now ÷ measured on the baseline, when both are
     predicted_throughput_interval: tuple[float, float] | None = None  # 80 % interval of the predicted ratio
+    # the measured ratio against that interval, and the host facts to look at where it is not explained
+    measured_vs_predicted: MeasuredVsPredicted | None = None
 
     @property
     def predicted_direction(self) -> str:
@@ -198,6 +201,9 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
         interval = (ratio, ratio)
     throughput = b_metrics.get("throughput")
     predicted = round(throughput * ratio, 1) if ratio is not None and throughput is not None else None
+    verdict = judge(_measured_ratio(b_metrics, c_metrics), _configuration_interval(findings, withheld, interval),
+                    host_facts(baseline.snapshot, pair.baseline.version, b_metrics),
+                    host_facts(current, pair.current.version, c_metrics))
     notes = list(dict.fromkeys(pair.baseline.notes + pair.current.notes))
     partial = [f"{side} {snap.host or 'local'}:{snap.unit}: {snap.runtime['not_read']}"
                for side, snap in (("baseline", baseline.snapshot), ("current", current))
@@ -210,7 +216,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
                       predicted_throughput=predicted, notes=notes, prediction_withheld=withheld,
                       warnings=partial + _warnings(b_metrics, ctx.concurrency, concurrency),
                       measured_throughput_ratio=_measured_ratio(b_metrics, c_metrics),
-                      predicted_throughput_interval=interval)
+                      predicted_throughput_interval=interval, measured_vs_predicted=verdict)
 
 
 def _fold_environment_files(findings: list[Finding], b: Snapshot, c: Snapshot) -> list[Finding]:
@@ -321,6 +327,22 @@ def _warnings(b_metrics: dict[str, float], compared_at: int, asked: int | None) 
         return [f"the baseline's throughput was measured at concurrency {measured_at:g}, the prediction is for "
                 f"concurrency {compared_at}: tok/s figures are not comparable without re-measuring"]
     return []
+
+
+def _configuration_interval(findings: list[Finding], withheld: str | None,
+                            interval: tuple[float, float] | None) -> tuple[float, float] | None:
+    """What the configuration drift explains, for the measured-against-predicted verdict: the comparison's
+    interval, except that host facts (host.gpus: the GPUs the host shows) are what the verdict points at,
+    not part of the drift; None where a configuration change has no number (nothing to hold the
+    measurement against), ×1 where nothing in the configuration moved."""
+    config = [f for f in findings if not f.key.startswith("host.")]
+    if len(config) == len(findings):
+        return interval
+    if withheld and any(f.key in ("engine.startup", "launcher.engine") for f in config):
+        return None
+    if any(f.performance and f.throughput_ratio is None for f in config):
+        return None
+    return combine_intervals((f.throughput_ratio, f.interval) for f in config) or (1.0, 1.0)
 
 
 def _measured_ratio(b_metrics: dict[str, float], c_metrics: dict[str, float]) -> float | None:
