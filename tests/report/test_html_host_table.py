@@ -81,17 +81,17 @@ def _pixels(png: bytes) -> list[list[tuple[int, ...]]]:
     n = 3 if colour == 2 else 4
     raw, stride, rows, prev = zlib.decompress(data), width * n, [], bytearray(width * n)
     for y in range(height):
-        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        filt, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
         for i in range(stride):
             a = line[i - n] if i >= n else 0
             b, c = prev[i], prev[i - n] if i >= n else 0
-            if kind == 1:
+            if filt == 1:
                 line[i] = (line[i] + a) & 255
-            elif kind == 2:
+            elif filt == 2:
                 line[i] = (line[i] + b) & 255
-            elif kind == 3:
+            elif filt == 3:
                 line[i] = (line[i] + (a + b) // 2) & 255
-            elif kind == 4:
+            elif filt == 4:
                 p = a + b - c
                 pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
                 line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
