@@ -25,7 +25,7 @@ from typing import Any
 
 from ..engines.config import DEFAULT, RUNTIME, SOURCE_WORDS
 from ..redact import CHANGED_FINGERPRINT, UNKNOWN_FINGERPRINT, has_fingerprint, mask_fingerprints, visible
-from . import view
+from . import unreadable, view
 
 ARROW = "\u2192"  # →
 DASH = "\u2014"  # —
@@ -523,7 +523,8 @@ def hosts_text(hs: list[dict]) -> str:
 
 
 def host_error(h: dict) -> str:
-    return clean(h.get("error") or "unknown error")
+    """Why the host could not be read, without repeating its host and unit (`unreadable.reason`)."""
+    return clean(unreadable.reason(h.get("host"), h.get("unit"), h.get("error")) or "unknown error")
 
 
 def predicted(h: dict) -> str:
@@ -543,7 +544,7 @@ def predicted(h: dict) -> str:
 def top_finding(h: dict, width: int = 32) -> str:
     """The host's first finding as one change line, or why it could not be read."""
     if view.status(h) == "error":
-        return shorten(clean(h.get("error") or "unreadable"), 2 * width)
+        return shorten(clean(unreadable.reason(h.get("host"), h.get("unit"), h.get("error")) or "unreadable"), 2 * width)
     if view.status(h) == "no_baseline":
         return NO_BASELINE_TEXT
     fs = view.findings(h)
