@@ -54,6 +54,7 @@ class TargetRequest:
                                            # inventory only describes the unit named, never lists the set
     manifests: tuple[str, ...] = ()        # --manifest FILE|DIR|- (all of them: one container's input)
     container: str | None = None           # --container NAME (which engine container of the manifests)
+    recorded_names: bool = False           # hosts are names in the store (history), not addresses to reach
 
     @property
     def named(self) -> bool:
@@ -171,6 +172,9 @@ def _host_targets(spec: str, known: dict, request: TargetRequest) -> list[Target
     baseline; every unit it lists when --unit is not given), else the spec as typed."""
     from ..collect.inventory import parse_target
     entry = known.get(spec)
+    if entry is None and request.recorded_names:  # a store's name (`gpu/01`): never parsed as an address
+        baseline, level, _ = _judged(request, None, request.unit)
+        return [Target("ssh", request.unit, spec, None, None, baseline, level)]
     address = entry or parse_target(spec)
     # Hosts typed as ADDR:PORT keep the port in their recorded name: two servers behind one
     # address (port forwards, containers) must not overwrite each other's snapshots.
