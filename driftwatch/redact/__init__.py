@@ -61,6 +61,8 @@ from .scanners import (
     cut_credentials,
     detect_secrets_in,
     is_plain_public,
+    is_plain_word,
+    is_reference,
     looks_random,
     names_key_material,
 )
@@ -71,8 +73,9 @@ __all__ = [
     "PUBLIC_ENV_PREFIXES", "REDACTED_PREFIX", "SECRET_SHORT_WORDS", "SECRET_WORDS", "UNKNOWN_FINGERPRINT",
     "Redactor", "comparable_fingerprints", "credential_kind", "cut_credentials", "default_key_path",
     "detect_secrets_in", "engine_env_types", "fingerprint", "fingerprint_key", "fingerprint_schemes",
-    "has_fingerprint", "is_fingerprint_of", "is_plain_public", "is_public_env_name", "is_redacted",
-    "is_secret_env", "is_secret_field", "is_secret_name", "is_secret_option", "key_problem", "known_type",
-    "load_public_env", "looks_random", "mask_fingerprints", "mask_for_show", "mask_tree", "name_value_secret",
-    "names_key_material", "parses_as", "redact_value", "shown", "split_name", "use_config_key_file", "visible",
+    "has_fingerprint", "is_fingerprint_of", "is_plain_public", "is_plain_word", "is_public_env_name", "is_redacted",
+    "is_reference", "is_secret_env", "is_secret_field", "is_secret_name", "is_secret_option", "key_problem",
+    "known_type", "load_public_env", "looks_random", "mask_fingerprints", "mask_for_show", "mask_tree",
+    "name_value_secret", "names_key_material", "parses_as", "redact_value", "shown", "split_name",
+    "use_config_key_file", "visible"
 ]

@@ -66,7 +66,7 @@ SECRET_SHORT_WORDS = frozenset({"pw", "pin", "sig", "pat", "otp", "sas", "psk", 
 _HARMLESS_WORDS = frozenset({"tokens", "tokenizer", "tokenizers", "tokenize", "tokenized", "tokenization",
                              "keyboard", "bypass", "passthrough", "passive", "compass", "monkey", "keys",
                              "keyframe", "keyframes", "keyword", "keywords", "author", "authors", "passes",
-                             "sessions", "credits", "dskey"})
+                             "sessions", "credits", "dskey", "tiktoken"})
 # Names whose value is known not to be a credential (`known_type`): operational variables of common
 # software, and fields of engine JSON flags. The engines' own tables are in data/engine_env_types.json.
 _KNOWN_TYPES = {
@@ -75,9 +75,21 @@ _KNOWN_TYPES = {
     "LOGLEVEL": "text", "LOG_FORMAT": "text", "LOG_DIR": "text", "APP_ENV": "text", "ENVIRONMENT": "text",
     "DEPLOYMENT": "text", "REGION": "text", "PORT": "int", "HOST": "text", "HOSTNAME": "text",
     "PWD": "text", "OLDPWD": "text", "SSH_AUTH_SOCK": "text", "KEYBOARD": "text",
+    # the curated table of harmless variables real inference units set (issue 34): their values are
+    # settings (a backend, a dtype, a verbosity, a directory, a capability list, a stage), never a
+    # credential; each is still scanned, so key material under one of them is hidden all the same
+    "ATTENTION_BACKEND": "text", "KV_CACHE_DTYPE": "text", "TRANSFORMERS_VERBOSITY": "text",
+    "HF_HUB_VERBOSITY": "text", "DATASETS_VERBOSITY": "text", "TIKTOKEN_CACHE_DIR": "text",
+    "TIKTOKEN_RS_CACHE_DIR": "text", "TIKTOKEN_ENCODINGS_BASE": "text", "NVIDIA_DRIVER_CAPABILITIES": "text",
+    "NVIDIA_REQUIRE_CUDA": "text", "NVIDIA_DISABLE_REQUIRE": "text", "NVIDIA_PRODUCT_NAME": "text",
+    "NVIDIA_MIG_CONFIG_DEVICES": "text", "DEPLOY_ENV": "text", "DEPLOY_STAGE": "text", "NODE_ENV": "text",
+    "RAY_ADDRESS": "text", "OTEL_SERVICE_NAME": "text", "UVICORN_LOG_LEVEL": "text", "GRADIO_SERVER_NAME": "text",
+    "PROMETHEUS_MULTIPROC_DIR": "text", "LMCACHE_CONFIG_FILE": "text", "LMCACHE_REMOTE_SERDE": "text",
+    "LMCACHE_LOCAL_CPU": "bool", "LMCACHE_CHUNK_SIZE": "int", "LMCACHE_MAX_LOCAL_CPU_SIZE": "float",
     # fields inside engine JSON flags (--kv-transfer-config, --hicache-storage-backend-extra-config …)
     "key_prefix": "text", "key_suffix": "text", "key_separator": "text", "cache_key_prefix": "text",
     "key_type": "text", "kv_role": "text", "tokenizer": "text", "tokenizer_mode": "text",
+    "cache_key": "text",  # LMCache and the engines: how a cache entry is keyed (sha256, builtin), not a key
 }
 _NUMERIC_KINDS = {"bool", "int", "float"}
 _BOOL_WORDS = {"0", "1", "true", "false", "yes", "no", "on", "off", "y", "n", "t", "f", ""}

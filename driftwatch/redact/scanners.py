@@ -81,6 +81,65 @@ def is_plain_public(value: Any) -> bool:
     return False
 
 
+# --------------------------------------------------------------------------- plain words and references
+
+# `${NAME}` (any name) or `$NAME` (capitals): a reference to another variable, not a value of its own
+_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]{0,80}\}|\$[A-Z_][A-Z0-9_]{0,80}(?![a-z])")
+_BRACED_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]{0,80}\}")
+_BETWEEN_REFERENCES = re.compile(r"[\s/:,._@+-]*")
+# a word or an identifier: a backend, a dtype, a stage, a region, an image name, a list of words, a path
+_WORD = re.compile(r"[A-Za-z0-9_%~./][A-Za-z0-9_.+:/@%,~<>=-]{0,1023}")
+_PUNCTUATION = re.compile(r"[^A-Za-z0-9\s]{1,3}")  # a stray `\`, `;`, `&&`: nothing to hide
+_WORD_PIECES = re.compile(r"[^/:,._@+~%<>=-]+")
+_MIXED = (re.compile(r"[a-z]"), re.compile(r"[A-Z]"), re.compile(r"[0-9]"))
+
+
+def is_reference(value: str, braced_only: bool = False) -> bool:
+    """A value made only of references to other variables (``${VLLM_USE_FLASHINFER_MOE_FP8}``,
+    ``${HOME}/models``): it names where a value comes from and holds none. `braced_only`: ``${NAME}``
+    only (under a secret name, a password such as ``$ECRET`` must not pass for a reference)."""
+    if not isinstance(value, str) or "$" not in value:
+        return False
+    pattern = _BRACED_REFERENCE if braced_only else _REFERENCE
+    rest = pattern.sub("", value)
+    if rest == value or _BETWEEN_REFERENCES.fullmatch(rest) is None:
+        return False
+    # a name of a random or a password's shape (`${Zq4xPLANTEDv8kW3}`) is a secret written like a reference
+    names = (m.group(0).strip("${}") for m in pattern.finditer(value))
+    return not any(looks_random(n) or _password_like(p) for n in names for p in n.split("_"))
+
+
+def _password_like(piece: str) -> bool:
+    """A piece of 8 characters or more mixing lower case, capitals and digits with no separator
+    (``P4ssw0rd9``, ``Summer2024``): the shape of a chosen password, not of a setting's word."""
+    return len(piece) >= 8 and all(p.search(piece) for p in _MIXED)
+
+
+def is_plain_word(value: Any) -> bool:
+    """A value made of plain words or identifiers (``flashinfer``, ``fp8_e5m2``, ``all,video``,
+    ``staging``, ``vllm/vllm-openai:v0.11.0``, ``${HOME}/models``, a stray ``\\``): shown under a name that
+    says nothing secret. Not one: a word the detectors flag (detect-secrets' plugins, a random-looking or
+    password-shaped piece, a long hex run), a path or word naming key material (``…/server.key``,
+    ``my-secret``), credentials inside (a URL's userinfo or query), an option (``--api-key …``: see
+    `is_plain_public`), quotes or other punctuation (``Summer2024!``)."""
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    if not text or len(text) > 4096:
+        return not text
+    if detect_secrets_in(text) or cut_credentials(text)[0] != text:
+        return False
+    for token in text.split():
+        if _PUNCTUATION.fullmatch(token) and not token.startswith("-"):
+            continue
+        bare = _REFERENCE.sub(lambda m: "x" if is_reference(m.group(0)) else m.group(0), token)
+        if not _WORD.fullmatch(bare) or names_key_material(bare):
+            return False
+        if any(looks_random(p) or _password_like(p) for p in _WORD_PIECES.findall(bare)):
+            return False
+    return True
+
+
 # --------------------------------------------------------------------------- the secret detector
 
 _DETECTOR: list | None = None

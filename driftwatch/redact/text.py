@@ -23,7 +23,19 @@ from .policy import (
     known_type,
     parses_as,
 )
-from .scanners import _PLAIN, _URL, ASSIGNMENT, cut_credentials, detect_secrets_in, is_plain_public
+from .scanners import (
+    _PLAIN,
+    _SHAPES,
+    _URL,
+    ASSIGNMENT,
+    _password_like,
+    cut_credentials,
+    detect_secrets_in,
+    is_plain_public,
+    is_plain_word,
+    is_reference,
+    looks_random,
+)
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
@@ -49,6 +61,20 @@ _OPTION_TEXT = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9_-]{0,80})(=|[ \t]{1
                           r"(\"[^\"]{0,4096}\"|'[^']{0,4096}'|[^\s\"';&|]{1,4096})")
 _ASSIGN_TEXT = re.compile(r"(?<![\w./$-])([A-Za-z_][A-Za-z0-9_]{0,80})="
                           r"(\"[^\"]{0,4096}\"|'[^']{0,4096}'|[^\s\"';&|]{1,4096})")
+def _credential_source(source: str) -> bool:
+    """`LoadCredential=ID:SOURCE`'s source: an absolute path (a file, a directory, an AF_UNIX socket)
+    or a credential name searched in the credential store. It says where the secret is, so it is shown
+    unless a piece of it looks like key material itself (a random segment, a token's shape)."""
+    if not source or detect_secrets_in(source) or cut_credentials(source)[0] != source:
+        return False
+    segments = [seg for seg in source.split("/") if seg]
+    return bool(segments) and all(_SOURCE_SEGMENT.fullmatch(seg) and not looks_random(seg) and not _SHAPES.search(seg)
+                                  and not _password_like(seg) for seg in segments)
+
+
+_SOURCE_SEGMENT = re.compile(r"[A-Za-z0-9_.@%+:,=~-]{1,255}")
+
+
 _TO_ESCAPE = re.compile(r"[\"\\\x00-\x1f\x7f]")
 
 
@@ -171,17 +197,20 @@ class Redactor:
             value = str(value)
         if is_redacted(value):
             return value
+        secret_name = is_secret_env(name)
+        if is_reference(value, braced_only=secret_name):
+            return value  # `${VLLM_USE_FLASHINFER_MOE_FP8}` names where the value comes from, and holds none
         kind = known_type(name)
         if kind in _NUMERIC_KINDS or kind == "choice":
             return value if parses_as(kind, value) else self.fp(value)
-        if is_secret_env(name):
+        if secret_name:
             return self.fp(value)
         if kind in ("text", "str"):
             return self.scan(value)
         cut = self.cut(value)
         if is_public_env_name(name, self.public_env):
             return self.scan(value)
-        if is_plain_public(cut):
+        if is_plain_public(cut) or is_plain_word(cut):
             return cut
         return self.fp(value, strong=False)
 
@@ -194,8 +223,8 @@ class Redactor:
             return f"{ident}:{self.fp(data)}" if colon else self.fp(value)
         if key in ("LoadCredential", "LoadCredentialEncrypted"):
             ident, colon, source = value.partition(":")
-            if colon and is_plain_public(source) and not _URL.match(source):
-                return value
+            if colon and (is_plain_public(source) or _credential_source(source)) and not _URL.match(source):
+                return value  # where the credential is read from (a path, a socket, a name), not the credential
             return f"{ident}:{self.fp(source)}" if colon else value if _PATTERN.match(ident) else self.fp(value)
         if key in ("LogExtraFields", "Environment", "UnsetEnvironment") or _like_environment(key):
             return self.assignments(value, env=key != "LogExtraFields")
@@ -371,9 +400,16 @@ class Redactor:
         return self.scan(word)
 
     def _typed_word(self, word: str) -> str:
-        """A word of a typed command line that no typed option explains: public only when plainly so."""
+        """A word of a typed command line that no typed option explains (a stray ``\\``, a
+        ``Restart=on-failure`` a continuation line swallowed): shown when plainly public or a plain word;
+        ``NAME=value`` as an environment assignment (its name decides); else hidden."""
         cut = self.cut(word)
         if word in self.typed_public or cut in self.typed_public or is_plain_public(cut):
+            return cut
+        m = ASSIGNMENT.match(word)
+        if m:
+            return f"{m.group(1)}={self.env_value(m.group(1), m.group(2))}"
+        if is_plain_word(cut):
             return cut
         return self.fp(word, strong=False)
 
