@@ -232,7 +232,8 @@ class Redactor:
             return self.assignment_value(section, key, value)
         if key.startswith("X-") or section.startswith("X-") or is_secret_field(key) or is_secret_env(key):
             cut = self.cut(value)
-            return cut if is_plain_public(cut) and not is_secret_field(key) else self.fp(value, strong=False)
+            plain = is_plain_public(cut) or (is_plain_word(cut) and not is_secret_env(key))
+            return cut if plain and not is_secret_field(key) else self.fp(value, strong=False)
         return self.text(value)
 
     def assignments(self, value: str, env: bool = True) -> str:

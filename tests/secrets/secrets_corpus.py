@@ -235,6 +235,8 @@ HARMLESS = [
          shown_in=("show text", "show json", "store file snapshot", "baseline file")),
     Case("a word value of an unknown flag of a program", "ExecStartPre=/usr/local/bin/warmup --mode eager\n"
          f"ExecStart={PY}", value="--mode eager", shown_in=("store file snapshot", "baseline file")),
+    Case("a vendor X- key", f"X-Deploy-Env=canary\nExecStart={PY}", value=_env("X-Deploy-Env", "canary"),
+         shown_in=UNIT_KEYS),
     Case("an e-mail address", f"Environment=ALERT_TO=ops@example.com\nExecStart={PY}", value="ops@example.com"),
 ]
 

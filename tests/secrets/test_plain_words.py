@@ -86,6 +86,13 @@ def test_load_credential_source_shown_unless_it_looks_like_a_key():
     assert "<redacted:" in policy.unit_value("Service", "LoadCredential", "hf:Zq9xPLANTEDv8kW3")
 
 
+def test_a_vendor_key_shows_a_word_unless_its_name_says_secret():
+    policy = Redactor()
+    assert policy.unit_value("Service", "X-Deploy-Env", "canary") == "canary"
+    assert policy.unit_value("Service", "X-Deploy-Secret", "canary").startswith("<redacted:")
+    assert policy.unit_value("Service", "X-Deploy-Env", "Summer2024!").startswith("<redacted:")
+
+
 def test_cache_key_in_an_engine_json_flag_is_shown_and_a_secret_beside_it_is_not():
     vllm = "/opt/venv/bin/vllm serve Qwen/Qwen3-8B"
     s = snap(f"ExecStart={vllm} --kv-transfer-config '{{\"kv_connector\": \"LMCacheConnectorV1\", "
