@@ -175,11 +175,11 @@ def mask_for_show(value: Any) -> Any:
     return value
 
 
-def is_redacted(value) -> bool:
+def is_redacted(value: Any) -> bool:
     return isinstance(value, str) and value.startswith(REDACTED_PREFIX) and value.endswith(">")
 
 
-def redact_value(value):
+def redact_value(value: Any) -> Any:
     if value is None or is_redacted(value):
         return value
     return fingerprint(value)

@@ -11,6 +11,7 @@ import functools
 import json
 import os
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .fingerprints import fingerprint, is_redacted
@@ -262,7 +263,7 @@ def _secret_query_key(name: str, value: str = "") -> bool:
 _SEGMENT = re.compile(r"[^/]+")
 
 
-def _url_path(path: str, keep) -> str:
+def _url_path(path: str, keep: Callable[[str], str]) -> str:
     """Tokens in a URL's path: random-looking segments, a bot token (``/bot123:ABC``), and what follows
     a segment named like a secret (``/webhooks/ID/TOKEN``, ``/token/…``, ``/key/…``)."""
     segments = path.split("/")

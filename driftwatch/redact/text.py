@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -146,7 +147,7 @@ class Redactor:
         self.add(value, strong)
         return value if is_redacted(value) else fingerprint(value)
 
-    def learn_typed(self, flags: dict, is_credential) -> None:
+    def learn_typed(self, flags: dict, is_credential: Callable[[str, Any], bool]) -> None:
         """Typed engine flags: credential values are strong secrets; other string values are public."""
         for key, value in flags.items():
             credential = is_credential(key, value.value)
@@ -492,7 +493,7 @@ class Redactor:
         return self._bnd
 
     # -- the stored unit text
-    def unit_text(self, unit) -> str:
+    def unit_text(self, unit: Any) -> str:
         """The unit as stored: re-rendered from its parsed assignments (one file after another, with the
         `# /path` headers of `systemctl cat`), every value through the policy; comments fingerprinted,
         `Exec*=` hooks keep their executable only."""

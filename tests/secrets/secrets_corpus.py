@@ -1,12 +1,13 @@
 """The secrets corpus of docs/secrets.md: one planted secret per class, one harmless value per class,
 and every output driftwatch writes.
 
-    .venv/bin/python tests/secrets/secrets_corpus.py      # figures: planted x outputs, leaks, hidden
+    PYTHONPATH=. .venv/bin/python tests/secrets/secrets_corpus.py      # figures: planted x outputs, leaks, hidden
 
 A secret case is a unit (plus, for what only a live host supplies, RawUnit fields: start-up lines,
 probe answers, engine config files) holding one planted secret; a leak is an (output, case) pair
-where the secret, or any 8-character piece of it, appears. A harmless case holds one value an
-operator needs; it is hidden when an output that shows its setting does not show the value.
+where the secret, or any 8-character piece of it, appears (a secret under 8 characters: as a word).
+A harmless case holds one value an operator needs; it is hidden when an output that shows its
+setting does not show the value.
 """
 from __future__ import annotations
 
