@@ -191,9 +191,11 @@ class Redactor:
     def env_value(self, name: str, value: str) -> str:
         """An environment variable's value as stored: in clear (credentials cut) or a fingerprint.
 
-        Known variables (the engines' own tables, common operational names) are shown while the value
-        is of their type; a name with a secret word anywhere is secret; other names are shown when on
-        the allowlist or when the value is plainly public (a number, a path naming no key material…)."""
+        References (``${VAR}``) are shown: they hold no value. Known variables (the engines' own tables,
+        the curated table) are shown while the value is of their type; a name with a secret word
+        anywhere is secret; other names show a value that is plainly public (a number, a path naming no
+        key material…) or a plain word (``flashinfer``, ``staging``), and hide one of a secret's shape
+        (``Summer2024!``, a token) unless the name is on the allowlist (then it is only scanned)."""
         if not isinstance(value, str):
             value = str(value)
         if is_redacted(value):
