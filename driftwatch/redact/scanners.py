@@ -110,10 +110,19 @@ def is_reference(value: str, braced_only: bool = False) -> bool:
     return not any(looks_random(n) or _password_like(p) for n in names for p in n.split("_"))
 
 
+_LETTERS_DIGITS = re.compile(r"(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])")
+
+
 def _password_like(piece: str) -> bool:
     """A piece of 8 characters or more mixing lower case, capitals and digits with no separator
-    (``P4ssw0rd9``, ``Summer2024``): the shape of a chosen password, not of a setting's word."""
-    return len(piece) >= 8 and all(p.search(piece) for p in _MIXED)
+    (``P4ssw0rd9``, ``Summer2024``), or of 10 or more where letters and digits alternate four times or
+    more (``x7k2m9p4q8w1``, a generated password too short for the entropy test): the shape of a
+    password, not of a setting's word (``fp8_e5m2``, ``Qwen3``, ``llama3instruct`` are none)."""
+    if len(piece) < 8:
+        return False
+    if all(p.search(piece) for p in _MIXED):
+        return True
+    return len(piece) >= 10 and len(_LETTERS_DIGITS.findall(piece)) >= 4
 
 
 def is_plain_word(value: Any) -> bool:

@@ -116,6 +116,8 @@ SECRETS = [
     Case("password starting with $", f"Environment=DB_PASSWORD={{S}}\nExecStart={PY}", secret="$ecret99x"),
     Case("punctuated password under an unknown name", f"Environment=LOGIN={{S}}\nExecStart={PY}",
          secret="Summer2024!"),
+    Case("generated lower-case password under an unknown name", f"Environment=MY_CONN={{S}}\nExecStart={PY}",
+         secret="x7k2m9p4q8w1"),
     Case("leet password under an unknown name", f"Environment=DB_LOGIN={{S}}\nExecStart={PY}", secret="P4ssw0rd9"),
     Case("HF_TOKEN real shape", f"Environment=HF_TOKEN={{S}}\nExecStart={PY}",
          secret="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"),

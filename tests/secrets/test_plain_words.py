@@ -20,7 +20,7 @@ def snap(body: str):
 @pytest.mark.parametrize("value", [
     "flashinfer", "fp8_e5m2", "info", "staging", "eu-west-1", "all,video", "cuda>=12.4", "H100", "main",
     "vllm/vllm-openai:v0.11.0", "Qwen/Qwen3-8B", "/srv/tiktoken-cache", "ops@example.com", "\\", "on-failure",
-    "${HOME}/models", "hunter2", "two words",
+    "${HOME}/models", "hunter2", "two words", "llama3instruct", "9c925d6", "release-20240101",
 ])
 def test_plain_words(value):
     assert is_plain_word(value)
@@ -32,6 +32,7 @@ def test_plain_words(value):
     "https://u:pw@host/x", "https://h/x?token=abc", "9c925d64d72725edaf899c6cb9c377fd0709d9c5",
     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJvcHMifQ.Qk3vT9xR2mLp8sNw4ZyH6jDcFa1uBe7oGi5KtXqWr0s",
     "${Zq40xPLANTEDv8kW3}", "${BASE}Zq40xPLANTEDv8kW3", "<redacted:abcdef.0123456789abcdef>",
+    "x7k2m9p4q8w1", "a3f9c2e1b7d4e5f6",
 ])
 def test_not_plain_words(value):
     assert not is_plain_word(value)
