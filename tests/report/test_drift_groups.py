@@ -12,7 +12,7 @@ from driftwatch.notify.email import build_message
 from driftwatch.report import get_format
 from driftwatch.report.data import build_report
 from driftwatch.run.fleet import Judge
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 
 REPO = Path(__file__).resolve().parents[2]
 UNIT_40 = REPO / "examples/sglang-qwen-40toks.service"
