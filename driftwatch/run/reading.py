@@ -76,13 +76,14 @@ def _read_here(target: CollectTarget, unit: str, files: EngineFiles) -> RawUnit:
 
 def collect_targets(targets: list[Target], options: CollectOptions, progress=None,
                     on_result=None) -> list[RawUnit]:
-    """Read the ssh targets live (each as its inventory entry or typed spec says), in the order
-    given, through the collect seam (collect/fleet.py `collect_targets`: the collector of each
-    target's kind); `on_result(raw, target)` runs as each answer arrives, with the host's recorded name."""
+    """Read the targets of a remote kind live (an ssh host as its inventory entry or typed spec
+    says), in the order given, through the collect seam (collect/fleet.py `collect_targets`: the
+    collector of each target's kind); `on_result(raw, target)` runs as each answer arrives, with the
+    host's recorded name. Targets of a local kind are `read_target`'s."""
     from ..collect.fleet import collect_targets as collect_pairs
     from ..collect.unitname import validate_unit_name
     from ..snapshots.reader import EngineReader
-    live = [t for t in targets if t.kind == "ssh"]
+    live = [t for t in targets if collector_for(t.kind).remote]
     if options.warn is not None and options.ssh.parallel > parallel_ceiling() and live:
         options.warn(f"--parallel {options.ssh.parallel} on {os.cpu_count() or 1} CPU core(s): SSH handshakes "
                      f"compete for the CPU and slow hosts may time out; at most {parallel_ceiling()} is faster here")
