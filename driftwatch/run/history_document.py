@@ -136,7 +136,7 @@ def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since
         readable = len(loaded)
     seen = store.seen(host, unit)
     per_pair = []
-    for old, new in zip(loaded, loaded[1:]):
+    for old, new in zip(loaded, loaded[1:], strict=False):  # consecutive pairs
         if since is not None and new.collected_at < since:
             continue
         previous = stored_ref(old)

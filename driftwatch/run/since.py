@@ -199,7 +199,8 @@ def since_from_changes(store, host: str | None, unit: str | None, wanted: set, f
             env = str(key).startswith("env.")
             walked = str(key).startswith(_WALKED) or (env and files)
 
-            def boundary(j: int) -> bool:
+            def boundary(j: int, walked: bool = walked, own: dict = own, env: bool = env) -> bool:
+                """Row j may hold another value of `key` than row j-1 (this key's loop values bound)."""
                 rid = rows[j].id
                 return (walked or not kept[j] or rid in own or rid in retyped
                         or (env and rid in changed.get(_ENV_FILES, {})))
