@@ -61,7 +61,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
     from ..report.data import comparison_to_dict
     from ..run.compare import CompareFacts, compare_unit
     from ..run.fleet import JudgingOptions
-    from ..run.targets import CollectOptions
+    from ..run.reading import CollectOptions
     current_metric = tuple(current_metric) + tuple(  # the workload reaches the impact models as metrics
         f"{k}={v}" for k, v in workload_metrics(workload_prefix_share, workload_prompt_tokens).items())
     request = target_request(unit_files=(unit_file,) if unit_file else (),
@@ -155,7 +155,8 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
                         always=always, voice=voice(aside=not quiet), show=None if quiet else show)
         sys.exit(result.exit_code)
     from ..run.fleet import FleetOutputs, FleetRun, JudgingOptions, fleet_request_check, report_settings
-    from ..run.targets import CollectOptions, TargetRequest, resolve_targets
+    from ..run.reading import CollectOptions
+    from ..run.targets import TargetRequest, resolve_targets
     settings, from_file = report_settings(settings, config_file())
     typed_limit = typed("limit")  # the config file's limit: narrows an inventory run, never a named one
     request = TargetRequest(unit_files=tuple(unit_files), hosts=(host,) if host else (), unit=unit,

@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 
 from ..engines.files import NO_FILES, EngineFiles
 from ..errors import EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, DriftwatchError, InputError, NotifyError
-from .targets import CollectOptions, Target, TargetRequest, baseline_override_note, collect_targets, with_unit
+from .reading import CollectOptions, collect_targets
+from .targets import Target, TargetRequest, baseline_override_note, with_unit
 from .voice import Voice
 
 if TYPE_CHECKING:
@@ -79,7 +80,7 @@ class Judge:
         """A local unit file, labelled by the path as given; one that cannot be read or parsed is an
         entry with its error."""
         from ..report.data import host_entry
-        from .targets import snapshot_from_unit_file
+        from .reading import snapshot_from_unit_file
         try:
             snap = snapshot_from_unit_file(path, None, self.judging.engine_version, self.files)
         except DriftwatchError as exc:
@@ -92,13 +93,13 @@ class Judge:
         """One host and unit as collected; whatever goes wrong with it stays its own error (the
         entry still names the unit's baseline: a down host keeps it in every output)."""
         from ..report.data import host_entry
-        from .targets import raw_to_snapshot
+        from ..snapshots.reader import snapshot_from_raw
         base = self._quiet_baseline(raw, target)
         if raw.status not in ("ok", "fallback"):
             error = f"{raw.host}: {raw.unit}: {raw.status}" + (f": {raw.error}" if raw.error else "")
             return _named(host_entry(raw.host, raw.unit, "error", error=error, failure=raw.status), base)
         try:
-            snap = raw_to_snapshot(raw, self.judging.engine_version, self.files)
+            snap = snapshot_from_raw(raw, self.judging.engine_version, self.files)
         except DriftwatchError as exc:
             return _named(host_entry(raw.host, raw.unit, "error", error=str(exc), failure="invalid unit"), base)
         self.read.append(snap)
@@ -299,7 +300,7 @@ class _Baselines:
 
     def get(self, spec: str) -> Baseline:
         from ..notify.settings import resolve_baselines_dir
-        from .targets import named_baseline
+        from .reading import named_baseline
         if spec not in self.known:
             note = lambda m: self.voice.aside(f"note: {m}")  # noqa: E731
             self.known[spec] = named_baseline(
@@ -352,7 +353,7 @@ def _since_from_store(doc: dict, store: str | None, baselines: _Baselines, judgi
     """Each finding's "since" from the snapshot store, each unit against its own baseline (nothing
     when the store holds no snapshot of it)."""
     from ..snapshots.store import SnapshotStore
-    from .history import annotate_since
+    from .since import annotate_since
     opened = SnapshotStore(store or None, on_problem=lambda m: voice.aside(f"warning: {m}"))
     by_name: dict[str, list[dict]] = {}
     for entry in doc["hosts"]:
@@ -371,7 +372,7 @@ def _feed_store(snapshots: list[Snapshot], store: str | None, voice: Voice) -> b
     "since" and "new since last run" work from the report's one cron job. True when one could not be
     saved (said; the report still goes out)."""
     from ..snapshots.store import save_snapshot
-    from .history import changes_between
+    from ..diff.changes import changes_between
     trouble = False
     for snap in snapshots:
         try:

@@ -232,7 +232,7 @@ def _snapshot(raw, files):
 
 def _baseline(spec: str, ctx: RestoreContext, cache: dict) -> Baseline:
     from ..snapshots.baseline import baselines_dir as resolve_dir
-    from .targets import named_baseline
+    from .reading import named_baseline
     if spec not in cache:
         cache[spec] = named_baseline(spec, resolve_dir(ctx.baselines_dir), ctx.files)
     return cache[spec]

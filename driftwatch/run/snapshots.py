@@ -18,7 +18,8 @@ from .shard import Shard
 from .voice import Voice, unheard
 
 if TYPE_CHECKING:
-    from .targets import CollectOptions, Target
+    from .reading import CollectOptions
+    from .targets import Target
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,8 @@ def snapshot_fleet(run: SnapshotRun, voice: Voice) -> bool:
     through `voice.say`). True when a host could not be read or saved. `voice.aside` hears each
     host's timings (the CLI's --verbose)."""
     from ..snapshots.store import save_snapshot
-    from .history import changes_between
-    from .targets import snapshot_from_unit_file
+    from ..diff.changes import changes_between
+    from .reading import snapshot_from_unit_file
     if not run.targets:
         raise InputError("nothing to snapshot: give HOST..., --inventory FILE or --unit-file FILE")
     trouble = False
@@ -80,8 +81,9 @@ def _said(voice: Voice, results: list | None, record: dict) -> None:
 
 def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> bool:
     from ..snapshots.store import save_snapshot
-    from .history import changes_between
-    from .targets import collect_targets, raw_to_snapshot
+    from ..diff.changes import changes_between
+    from ..snapshots.reader import snapshot_from_raw
+    from .reading import collect_targets
     for t in targets:
         if not t.unit:
             raise InputError("reading hosts needs --unit UNIT (or an inventory that lists the host's units)")
@@ -95,7 +97,7 @@ def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> boo
 
     def save(raw) -> None:  # as each answer arrives, while the other hosts are still being read (its thread)
         try:
-            saved = save_snapshot(raw_to_snapshot(raw, engine_version, files), store, changes=changes_between)
+            saved = save_snapshot(snapshot_from_raw(raw, engine_version, files), store, changes=changes_between)
             outcomes[id(raw)] = record(raw, raw.status, saved)
         except DriftwatchError as exc:
             status = raw.status if raw.status not in ("ok", "fallback") else "error"
