@@ -22,6 +22,7 @@ from ..errors import DriftwatchError
 from .targets import CollectOptions, Target
 
 if TYPE_CHECKING:
+    from ..collect.containers import HostContainers
     from ..parse.containers import ContainerSpec
     from ..snapshots.baseline import Baseline
     from ..snapshots.snapshot import Snapshot
@@ -72,13 +73,22 @@ def _host_containers(group: list[Target], collect: CollectOptions) -> list[LiveR
     """A host's named containers (and `auto`), over one SSH connection."""
     from ..collect.containers import read_host_containers
     from ..collect.inventory import AUTO_CONTAINERS, parse_target
-    from ..parse.inspect import read_inspect
-    from ..parse.wrappers import NO_ENGINE
-    from ..snapshots.container import engine_of, snapshot_from_container
     first = group[0]
     host = first.host or ""
     by_name = {t.unit or AUTO_CONTAINERS: t for t in group}
     answer = read_host_containers(first.address or parse_target(host), list(by_name), collect.ssh, label=host)
+    return host_reads(group, answer, collect)
+
+
+def host_reads(group: list[Target], answer: HostContainers, collect: CollectOptions) -> list[LiveRead]:
+    """The units of one host's answer: each named container (its error when it could not be read),
+    and with `auto` every other listed container whose command starts an engine."""
+    from ..collect.inventory import AUTO_CONTAINERS
+    from ..parse.inspect import read_inspect
+    from ..parse.wrappers import NO_ENGINE
+    from ..snapshots.container import engine_of, snapshot_from_container
+    host = answer.host
+    by_name = {t.unit or AUTO_CONTAINERS: t for t in group}
     if answer.error is not None:
         return [LiveRead(t, host, t.unit or AUTO_CONTAINERS, error=f"{host}: containers: {answer.error}",
                          failure=answer.status) for t in group]
