@@ -73,7 +73,8 @@ def test_inventory_containers_are_targets_with_their_own_baselines(tmp_path):
     assert [t.kind for t in resolve_targets(TargetRequest(inventory=inventory, unit="x.service"))] == ["ssh", "ssh"]
 
 
-def test_report_reads_inventory_containers_over_ssh(lab, loopback, known_hosts, engine_container, tmp_path):
+def test_report_reads_inventory_containers_over_ssh(lab, loopback, known_hosts, engine_container,  # noqa: F811
+                                                    tmp_path):
     name, _ = engine_container
     known = known_hosts(loopback)
     saved = subprocess.run([DW, "baseline", "save", "template", "--manifest", str(SEED), "--baselines-dir",
@@ -138,8 +139,8 @@ def test_auto_with_no_running_engine_container_says_so(lab, loopback, known_host
     assert entry["unit"] == "auto" and "no running container starts an engine" in entry["error"]
 
 
-def test_auto_keeps_the_engine_containers_of_real_inspect_answers(loopback, known_hosts, options, engine_container,
-                                                                  sidecar):
+def test_auto_keeps_the_engine_containers_of_real_inspect_answers(loopback, known_hosts, options,
+                                                                  engine_container, sidecar):  # noqa: F811
     """`auto`'s choice, on what podman answered over SSH for both containers (`podman ps` would list
     them if they could run here)."""
     name, _ = engine_container

@@ -15,12 +15,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kube_lab import KUBECTL, KubeLab, decoded, rendered
 
 from driftwatch.collect.inventory import KubernetesSource, load_inventory
 from driftwatch.collect.kube import kubectl_argv, kubectl_get
 from driftwatch.errors import InputError
-
-from kube_lab import KUBECTL, KubeLab, decoded, rendered
 
 SEED = Path(__file__).resolve().parents[1] / "fixtures" / "manifests" / "seed-000"
 DW = str(Path(sys.executable).with_name("driftwatch"))
