@@ -128,6 +128,17 @@ def test_report_compares_template_with_baseline_and_each_pod_with_its_template(k
     assert 'namespace=' not in text.split("driftwatch_hosts{")[1]  # run-level series carry none
     assert any((tmp_path / "store").rglob("*")), "the units read were stored"
     assert "lab-token-not-a-secret" not in done.stdout + done.stderr + text
+    # the same units by `snapshot`, then the history of the host: one line per unit, as for units
+    snapped = _run("snapshot", "--inventory", inventory, "--store", str(tmp_path / "store"), tmp_path=tmp_path)
+    assert snapped.returncode == 0, snapped.stderr
+    lines = sorted(line.split("\t")[:3] for line in snapped.stdout.splitlines())
+    assert lines == sorted([["prod-k8s", unit, "ok"] for unit in by_unit])
+    history = _run("history", "prod-k8s", "--store", str(tmp_path / "store"), "--format", "json",
+                   tmp_path=tmp_path)
+    assert history.returncode == 0, history.stderr
+    kept = [u for u in json.loads(history.stdout)["units"] if u["host"] == "prod-k8s"]
+    # (the batched history names a unit by its store key, `inference%2FPod%2F…`: reported, store_sql.py's)
+    assert len(kept) == 3 and all(u["snapshots"] >= 1 for u in kept)
 
 
 def test_kubectl_refusing_is_one_line_per_entry_and_limit_narrows(kube, tmp_path):
