@@ -152,3 +152,17 @@ def test_auto_keeps_the_engine_containers_of_real_inspect_answers(loopback, know
     assert target.kind == "container" and target.unit is None  # `auto`
     reads = host_reads([target], HostContainers("gpu-a", "podman", answers, [name, sidecar]), CollectOptions(ssh))
     assert [(r.unit, r.snapshot.launcher.engine if r.snapshot else r.error) for r in reads] == [(name, "sglang")]
+
+
+def test_restore_over_an_inventory_plans_units_only(tmp_path):
+    """An inventory's containers and workloads are never planned as drop-ins (their fix is a patch of
+    their manifest); an inventory of nothing else says so in one line."""
+    from driftwatch.run.restore import RestoreRequest, _restore_targets
+    inventory = _inventory(tmp_path, {"gpu1": {"units": ["sglang.service"], "containers": ["vllm-a"],
+                                               "baseline": "b"},
+                                      "k8s": {"kubernetes": {"namespace": "llm"}, "baseline": "b"}})
+    planned = _restore_targets(RestoreRequest(inventory=inventory))
+    assert [(t.kind, t.host, t.unit) for t in planned] == [("ssh", "gpu1", "sglang.service")]
+    only = _inventory(tmp_path, {"k8s": {"kubernetes": {"namespace": "llm"}, "baseline": "b"}})
+    with pytest.raises(InputError, match="patch of their manifest"):
+        _restore_targets(RestoreRequest(inventory=only))
