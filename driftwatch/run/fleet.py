@@ -324,14 +324,15 @@ def fleet_request_check(targets: list[Target], request: TargetRequest) -> None:
             raise InputError("--unit-file needs --baseline NAME (or `baseline:` in the config file)")
         if t.kind == "manifest" and t.baseline is None:
             raise InputError("--manifest needs --baseline NAME (or `baseline:` in the config file)")
-        if t.kind == "ssh" and request.hosts and t.baseline is None and t.baseline_from == "none" \
+        if t.kind in ("ssh", "container") and request.hosts and t.baseline is None and t.baseline_from == "none" \
                 and not _in_inventory(t):
             raise InputError("report needs --baseline NAME (or `baseline:` in the config file or the inventory)")
 
 
 def _in_inventory(target: Target) -> bool:
     return target.address is not None and bool(target.address.units or target.address.baseline
-                                               or target.address.unit_baselines or target.address.groups)
+                                               or target.address.unit_baselines or target.address.groups
+                                               or target.address.containers or target.address.kubernetes)
 
 
 def _with_units(targets: list[Target], baselines: _Baselines) -> list[Target]:

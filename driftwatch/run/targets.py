@@ -477,9 +477,16 @@ def one_of(request: TargetRequest, required: bool = True) -> Target | None:
             raise InputError("nothing to read: give --unit-file FILE, --snapshot FILE or --host HOST --unit UNIT")
         return None
     targets = resolve_targets(replace(request, one=True))
+    # one unit: an entry's Kubernetes workloads or `containers: auto` are many (a fleet run reads them)
+    many = [t for t in targets if t.kind == "kubernetes" or (t.kind == "container" and t.unit is None)]
+    if many and len(many) == len(targets):
+        what = "Kubernetes workloads" if many[0].kind == "kubernetes" else "`containers: auto`"
+        raise InputError(f"--host {many[0].host}: its inventory entry lists {what}: name one with --container NAME "
+                         "(a running container) or --manifest FILE, or read them all with `report`")
+    targets = [t for t in targets if t not in many]
     if len(targets) > 1:
-        listed = ", ".join(t.unit or "" for t in targets)
-        raise InputError(f"--host {targets[0].host} needs --unit: the inventory lists {listed}")
+        listed = ", ".join(t.unit if t.kind != "container" else f"container {t.unit}" for t in targets if t.unit)
+        raise InputError(f"--host {targets[0].host} needs --unit (or --container): the inventory lists {listed}")
     return targets[0]
 
 

@@ -166,3 +166,29 @@ def test_restore_over_an_inventory_plans_units_only(tmp_path):
     only = _inventory(tmp_path, {"k8s": {"kubernetes": {"namespace": "llm"}, "baseline": "b"}})
     with pytest.raises(InputError, match="patch of their manifest"):
         _restore_targets(RestoreRequest(inventory=only))
+
+
+def test_one_unit_commands_name_one_container_of_an_inventory_entry(tmp_path):
+    from driftwatch.run.targets import one_of
+    inventory = _inventory(tmp_path, {"gpu1": {"containers": ["vllm-a"]},
+                                      "gpu2": {"units": ["sglang.service"], "containers": ["vllm-a"]},
+                                      "gpu3": {"containers": "auto"}, "k8s": {"kubernetes": {"namespace": "llm"}}})
+    one = one_of(TargetRequest(hosts=("gpu1",), config_inventory=inventory))
+    assert one is not None and (one.kind, one.host, one.unit) == ("container", "gpu1", "vllm-a")
+    with pytest.raises(InputError, match=r"needs --unit \(or --container\).*sglang.service, container vllm-a"):
+        one_of(TargetRequest(hosts=("gpu2",), config_inventory=inventory))
+    for host, what in (("gpu3", "containers: auto"), ("k8s", "Kubernetes workloads")):
+        with pytest.raises(InputError, match=what):
+            one_of(TargetRequest(hosts=(host,), config_inventory=inventory))
+
+
+def test_ansible_inventories_name_containers_and_kubernetes(tmp_path):
+    path = tmp_path / "hosts.ini"
+    path.write_text("[gpu]\ngpu1 ansible_host=10.0.0.1 driftwatch_containers='[\"vllm-a\"]' driftwatch_baseline=b\n"
+                    "[k8s]\nprod driftwatch_kubernetes=\"{'namespace': 'llm', 'selector': 'app=vllm'}\"\n"
+                    "[gpu:vars]\ndriftwatch_units=sglang.service\n")
+    gpu1, prod = load_inventory(str(path))
+    assert (gpu1.containers, gpu1.units) == (["vllm-a"], ["sglang.service"])
+    assert prod.kubernetes is not None and (prod.kubernetes.namespace, prod.kubernetes.selector) == ("llm", "app=vllm")
+    got = [(t.kind, t.host, t.unit) for t in resolve_targets(TargetRequest(inventory=str(path)))]
+    assert got == [("ssh", "gpu1", "sglang.service"), ("container", "gpu1", "vllm-a"), ("kubernetes", "prod", None)]
