@@ -144,25 +144,53 @@ def _kubernetes(target: Target, collect: CollectOptions) -> list[LiveRead]:
     workloads = [s for s in specs if s.origin.kind != "Pod"]
     pods = [s for s in specs if s.origin.kind == "Pod"]
     out: list[LiveRead] = []
-    templates: dict[tuple, LiveRead] = {}
+    templates: dict[tuple, tuple[ContainerSpec, LiveRead]] = {}
     for spec in _servers(workloads, collect):
         read = _read_spec(target, host, spec, collect)
-        templates[_key(spec)] = read
+        templates[_key(spec)] = spec, read
         out.append(read)
     for spec in _servers(pods, collect):
         read = _read_spec(target, host, spec, collect)
         owner = _owner(spec, [w for w in workloads if w.origin.namespace == spec.origin.namespace])
-        template = templates.get(owner) if owner else None
-        if template is not None and template.snapshot is not None:
-            from ..snapshots.baseline import Baseline
-            read.template = Baseline(name=f"template {template.unit}", snapshot=template.snapshot)
-            read.labels["workload"] = f"{owner[0]}/{owner[1]}" if owner else ""
+        if owner in templates and templates[owner][1].snapshot is not None:
+            read.template = _template_of(spec, *templates[owner], collect)
+            read.labels["workload"] = f"{owner[0]}/{owner[1]}"
         out.append(read)
     if not out:
         selector = f" -l {source.selector}" if source.selector else ""
         out.append(LiveRead(target, host, "kubernetes", error=f"{host}: {source.label}{selector}: no workload or Pod "
                             "runs an engine container", failure="unit not found"))
     return out
+
+
+def _template_of(pod: ContainerSpec, template: ContainerSpec, read: LiveRead, collect: CollectOptions) -> Baseline:
+    """The template a Pod's container is judged against. A variable the controller sets when the pod
+    is made (a LeaderWorkerSet's LWS_LEADER_ADDRESS, LWS_GROUP_SIZE, LWS_WORKER_INDEX: "value unknown"
+    in the template) takes this Pod's value, and `$(NAME)` in the command line with it, as the kubelet
+    expands it: a worker's `--node-rank $(LWS_WORKER_INDEX)` is then no drift from its template."""
+    from dataclasses import replace
+
+    from ..parse.containers import EnvVar
+    from ..snapshots.baseline import Baseline
+    from ..snapshots.container import snapshot_from_container
+    name = f"template {read.unit}"
+    late = {v.name for v in template.env if v.value is None and v.source == "the LeaderWorkerSet controller"}
+    values = {v.name: v.value for v in pod.env if v.name in late and v.value is not None}
+    if not values:
+        return Baseline(name=name, snapshot=read.snapshot)  # type: ignore[arg-type]  # read: never None here
+
+    def expanded(word: str) -> str:
+        for var, value in values.items():
+            word = word.replace(f"$({var})", value)
+        return word
+    env = tuple(EnvVar(v.name, values[v.name]) if v.name in values else v for v in template.env)
+    spec = replace(template, env=env, argv=tuple(expanded(w) for w in template.argv))
+    try:
+        snap = snapshot_from_container(spec, collect.engine_version, collect.files)
+    except DriftwatchError:
+        return Baseline(name=name, snapshot=read.snapshot)  # type: ignore[arg-type]
+    snap.host, snap.unit = read.host, read.unit
+    return Baseline(name=name, snapshot=snap)
 
 
 def _once(lookup):

@@ -23,6 +23,7 @@ KUBECTL = shutil.which("kubectl")
 _CORE = {"pods": ("Pod", True)}
 _APPS = {"deployments": ("Deployment", True), "statefulsets": ("StatefulSet", True),
          "daemonsets": ("DaemonSet", True), "replicasets": ("ReplicaSet", True)}
+_LWS = {"leaderworkersets": ("LeaderWorkerSet", True)}  # a CRD: served only when the lab is made with it
 
 
 def _resources(table: dict) -> list[dict]:
@@ -34,8 +35,12 @@ def decoded(path: Path | str, label: str = "driftwatch.test/lab=1") -> list[dict
     """The objects of a manifest as kubectl decodes them (`kubectl label --local -o json`: no server),
     each labelled `label` (a chart labels its workloads as their Pods)."""
     done = subprocess.run([KUBECTL or "kubectl", "label", "--local", "-f", str(path), label, "-o", "json"], capture_output=True, text=True, timeout=60, check=True)
-    data = json.loads(done.stdout)
-    return data["items"] if data.get("kind") == "List" else [data]
+    out, text, at = [], done.stdout, 0  # a file of several documents: one JSON object after another
+    decoder = json.JSONDecoder()
+    while text[at:].strip():
+        data, at = decoder.raw_decode(text, len(text) - len(text[at:].lstrip()))
+        out += data["items"] if data.get("kind") == "List" else [data]
+    return out
 
 
 def rendered(directory: Path | str, label: str = "driftwatch.test/lab=1") -> list[dict]:
@@ -52,8 +57,9 @@ def rendered(directory: Path | str, label: str = "driftwatch.test/lab=1") -> lis
 class KubeLab:
     """The HTTP server (127.0.0.1, a free port) and a kubeconfig pointing at it (context `lab`)."""
 
-    def __init__(self, directory: Path, objects: list[dict]):
+    def __init__(self, directory: Path, objects: list[dict], lws: bool = False):
         self.objects = objects
+        self.groups = {"apps": _APPS, **({"leaderworkerset.x-k8s.io": _LWS} if lws else {})}
         self.requests: list[str] = []
         lab = self
 
@@ -95,23 +101,27 @@ class KubeLab:
             return 200, {"kind": "APIVersions", "versions": ["v1"],
                          "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}]}
         if parts == ["apis"]:
-            version = {"groupVersion": "apps/v1", "version": "v1"}
-            return 200, {"kind": "APIGroupList", "apiVersion": "v1",
-                         "groups": [{"name": "apps", "versions": [version], "preferredVersion": version}]}
+            groups = []
+            for group in self.groups:
+                version = {"groupVersion": f"{group}/v1", "version": "v1"}
+                groups.append({"name": group, "versions": [version], "preferredVersion": version})
+            return 200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
         if parts == ["api", "v1"]:
             return 200, {"kind": "APIResourceList", "groupVersion": "v1", "resources": _resources(_CORE)}
-        if parts == ["apis", "apps", "v1"]:
-            return 200, {"kind": "APIResourceList", "groupVersion": "apps/v1", "resources": _resources(_APPS)}
-        if parts[:2] == ["api", "v1"] or parts[:3] == ["apis", "apps", "v1"]:
+        if len(parts) == 3 and parts[0] == "apis" and parts[1] in self.groups and parts[2] == "v1":
+            return 200, {"kind": "APIResourceList", "groupVersion": f"{parts[1]}/v1",
+                         "resources": _resources(self.groups[parts[1]])}
+        if parts[:2] == ["api", "v1"] or (len(parts) > 3 and parts[0] == "apis" and parts[1] in self.groups):
             rest = parts[2:] if parts[0] == "api" else parts[3:]
             namespace = rest[1] if len(rest) == 3 and rest[0] == "namespaces" else None
             plural = rest[-1]
-            kind = (_CORE | _APPS).get(plural, ("", False))[0]
+            table = _CORE if parts[0] == "api" else self.groups[parts[1]]
+            kind = table.get(plural, ("", False))[0]
             if not kind:
                 return 404, {"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404}
             selector = parse_qs(url.query).get("labelSelector", [""])[0]
             items = [o for o in self.objects if o.get("kind") == kind and _selected(o, namespace, selector)]
-            return 200, {"kind": f"{kind}List", "apiVersion": "apps/v1" if parts[0] == "apis" else "v1",
+            return 200, {"kind": f"{kind}List", "apiVersion": f"{parts[1]}/v1" if parts[0] == "apis" else "v1",
                          "metadata": {"resourceVersion": "1"}, "items": items}
         return 404, {"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404}
 

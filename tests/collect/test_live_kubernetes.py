@@ -161,3 +161,52 @@ def test_kubectl_refusing_is_one_line_per_entry_and_limit_narrows(kube, tmp_path
     assert {e["unit"].split("/")[1]: e["status"] for e in entries if e["status"] != "drift"} == \
         {"Deployment": "no_baseline", "Pod": "clean"}
     assert [e["unit"] for e in entries if e["status"] == "drift"] == ["inference/Pod/sglang-qwen-5d8f7c9b4-old01/sglang"]
+
+
+def _lws_pod(tmp: Path, lws: dict, role: str, index: int, tp: str = "2") -> list[dict]:
+    """A LeaderWorkerSet's Pod as its controller makes it: the role's template, the LWS labels and the
+    LWS_* variables with this Pod's values (kubernetes-sigs/lws `pkg/utils/pod` AddLWSVariables)."""
+    template = lws["spec"]["leaderWorkerTemplate"][f"{role}Template"]
+    spec = json.loads(json.dumps(template["spec"]))
+    for c in spec["containers"]:
+        c["env"] = c.get("env", []) + [{"name": "LWS_LEADER_ADDRESS", "value": "sglang-0.sglang.default"},
+                                       {"name": "LWS_GROUP_SIZE", "value": "2"},
+                                       {"name": "LWS_WORKER_INDEX", "value": str(index)}]
+        c["command"] = [tp if prev == "--tp" else w for prev, w in zip([""] + c["command"][:-1], c["command"], strict=True)]
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "sglang-0" if index == 0 else f"sglang-0-{index}", "namespace": "default",
+                        "labels": {**template.get("metadata", {}).get("labels", {}),
+                                   "leaderworkerset.sigs.k8s.io/name": "sglang",
+                                   "leaderworkerset.sigs.k8s.io/worker-index": str(index)}},
+           "spec": spec}
+    path = tmp / f"lws-pod-{index}.yaml"
+    path.write_text(yaml.safe_dump(pod))
+    return decoded(path)
+
+
+def test_leaderworkerset_pods_are_judged_against_their_role_with_their_own_lws_values(tmp_path, monkeypatch):
+    fixture = SEED.parent / "lws-sglang.yaml"
+    lws = [o for o in decoded(fixture) if o["kind"] == "LeaderWorkerSet"]
+    objects = lws + _lws_pod(tmp_path, lws[0], "leader", 0) + _lws_pod(tmp_path, lws[0], "worker", 1) \
+        + _lws_pod(tmp_path, lws[0], "worker", 2, tp="4")
+    lab = KubeLab(tmp_path, objects, lws=True)
+    try:
+        for key, value in lab.env().items():
+            monkeypatch.setenv(key, value)
+        inventory = _inventory(tmp_path, multi={"kubernetes": {"context": "lab", "namespace": "default"},
+                                                "baseline": "none"})
+        done = _run("report", "--inventory", inventory, "--format", "json", "--no-store", tmp_path=tmp_path)
+    finally:
+        lab.close()
+    assert done.returncode == 1, done.stderr
+    by_unit = {e["unit"]: e for e in json.loads(done.stdout)["hosts"]}
+    assert by_unit["default/Pod/sglang-0/sglang-leader"]["baseline"] == \
+        "template default/LeaderWorkerSet/sglang/leader/sglang-leader"
+    # each Pod's own LWS_WORKER_INDEX / GROUP_SIZE / LEADER_ADDRESS fill its template: no drift from them
+    assert by_unit["default/Pod/sglang-0/sglang-leader"]["status"] == "clean"
+    assert by_unit["default/Pod/sglang-0-1/sglang-worker"]["status"] == "clean"
+    changed = by_unit["default/Pod/sglang-0-2/sglang-worker"]
+    assert changed["status"] == "drift" and changed["workload"] == "LeaderWorkerSet/sglang"
+    assert [(f["key"], f["baseline"], f["current"]) for f in changed["comparison"]["findings"]] == \
+        [("tp_size", 2, 4)]
+    assert {by_unit[u]["status"] for u in by_unit if "/LeaderWorkerSet/" in u} == {"no_baseline"}
