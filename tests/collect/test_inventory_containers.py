@@ -108,6 +108,14 @@ def test_report_reads_inventory_containers_over_ssh(lab, loopback, known_hosts, 
                              capture_output=True, text=True, timeout=300)
     assert limited.returncode == 1, limited.stderr
     assert [e["host"] for e in json.loads(limited.stdout)["hosts"]] == ["gpu-a"]
+    # typed: `report --host H --container NAME`, the same container, the same findings
+    typed = subprocess.run([DW, "report", "--host", f"root@{loopback.address}:{loopback.port}", "--container", name,
+                            "--baseline", "template", "--baselines-dir", str(tmp_path / "b"), "--format", "json",
+                            "--no-store", *_ssh_args(lab, known)], capture_output=True, text=True, timeout=300)
+    assert typed.returncode == 1, typed.stderr
+    [entry] = json.loads(typed.stdout)["hosts"]
+    assert entry["host"] == f"{loopback.address}:{loopback.port}" and entry["unit"] == name
+    assert [f["key"] for f in entry["comparison"]["findings"]] == keys
 
 
 def test_a_down_host_is_one_line_for_its_containers(lab, known_hosts, loopback, tmp_path):
