@@ -46,7 +46,8 @@ def kube(tmp_path, monkeypatch):
     an unrelated Pod; kubectl pointed at it for this test only; the server shut down whatever happens."""
     new = rendered(SEED / "overlay-40toks", "app=sglang-qwen")
     [old] = decoded(SEED / "base" / "deployment.yaml", "app=sglang-qwen")
-    objects = new + _pod(tmp_path, "new01", new[0], "6b7c8d9e0") + _pod(tmp_path, "old01", old, "5d8f7c9b4")
+    objects = new + _pod(tmp_path, "new01", new[0], "6b7c8d9e0") + _pod(tmp_path, "old01", old, "5d8f7c9b4") \
+        + _pod(tmp_path, "old02", old, "5d8f7c9b4")
     other = _pod(tmp_path, "other", old, "1a2b3c4d5", namespace="elsewhere")
     lab = KubeLab(tmp_path, objects + other)
     for key, value in lab.env().items():
@@ -88,7 +89,8 @@ def test_kubectl_get_lists_workloads_and_pods_of_the_namespace_and_selector(kube
     assert answer.error is None, answer.error
     names = sorted((i["kind"], i["metadata"]["name"]) for i in answer.items)
     assert names == [("Deployment", "sglang-qwen"), ("Pod", "sglang-qwen-5d8f7c9b4-old01"),
-                     ("Pod", "sglang-qwen-6b7c8d9e0-new01")]  # not the Pod of namespace `elsewhere`
+                     ("Pod", "sglang-qwen-5d8f7c9b4-old02"), ("Pod", "sglang-qwen-6b7c8d9e0-new01")]
+    # (not the Pod of namespace `elsewhere`)
     asked = [r for r in kube.requests if "labelSelector" in r]
     assert asked and all("/namespaces/inference/" in r and "labelSelector=app%3Dsglang-qwen" in r for r in asked)
     assert answer.notes == []  # no LeaderWorkerSet CRD on this "cluster": nothing to read, nothing said
@@ -110,7 +112,7 @@ def test_report_compares_template_with_baseline_and_each_pod_with_its_template(k
     template = by_unit["inference/Deployment/sglang-qwen/sglang"]
     old = by_unit["inference/Pod/sglang-qwen-5d8f7c9b4-old01/sglang"]
     new = by_unit["inference/Pod/sglang-qwen-6b7c8d9e0-new01/sglang"]
-    assert len(by_unit) == 3  # the metrics-exporter sidecar and the init container are no server
+    assert len(by_unit) == 4  # the metrics-exporter sidecar and the init container are no server
     assert template["status"] == "drift" and template["baseline"] == "seed70"
     steps = [f for f in template["comparison"]["findings"] if f["key"] == "speculative_num_steps"]
     assert [(f["baseline"], f["current"]) for f in steps] == [(3, 1)]
@@ -119,6 +121,10 @@ def test_report_compares_template_with_baseline_and_each_pod_with_its_template(k
     assert [(f["baseline"], f["current"]) for f in old["comparison"]["findings"]
             if f["key"] == "speculative_num_steps"] == [(1, 3)]
     assert new["status"] == "clean"
+    # the two Pods left on the old ReplicaSet drift the same way from the same template: one group
+    [group] = [g for g in doc["drift_groups"] if g["key"] == "speculative_num_steps" and len(g["hosts"]) > 1]
+    assert sorted(h["unit"] for h in group["hosts"]) == [f"inference/Pod/sglang-qwen-5d8f7c9b4-old0{i}/sglang"
+                                                         for i in (1, 2)]
     assert template["namespace"] == new["namespace"] == "inference"
     assert new["workload"] == "Deployment/sglang-qwen" and new["container"] == "sglang"
     text = prom.read_text()
@@ -138,7 +144,7 @@ def test_report_compares_template_with_baseline_and_each_pod_with_its_template(k
     assert history.returncode == 0, history.stderr
     kept = [u for u in json.loads(history.stdout)["units"] if u["host"] == "prod-k8s"]
     # (the batched history names a unit by its store key, `inference%2FPod%2F…`: reported, store_sql.py's)
-    assert len(kept) == 3 and all(u["snapshots"] >= 1 for u in kept)
+    assert len(kept) == 4 and all(u["snapshots"] >= 1 for u in kept)
 
 
 def test_kubectl_refusing_is_one_line_per_entry_and_limit_narrows(kube, tmp_path):
@@ -160,7 +166,8 @@ def test_kubectl_refusing_is_one_line_per_entry_and_limit_narrows(kube, tmp_path
     # `baseline: none`: the template is read, not judged; a Pod is still judged against its template
     assert {e["unit"].split("/")[1]: e["status"] for e in entries if e["status"] != "drift"} == \
         {"Deployment": "no_baseline", "Pod": "clean"}
-    assert [e["unit"] for e in entries if e["status"] == "drift"] == ["inference/Pod/sglang-qwen-5d8f7c9b4-old01/sglang"]
+    assert [e["unit"] for e in entries if e["status"] == "drift"] == [
+        f"inference/Pod/sglang-qwen-5d8f7c9b4-old0{i}/sglang" for i in (1, 2)]
 
 
 def _lws_pod(tmp: Path, lws: dict, role: str, index: int, tp: str = "2") -> list[dict]:
