@@ -60,6 +60,7 @@ class KubeLab:
     def __init__(self, directory: Path, objects: list[dict], lws: bool = False):
         self.objects = objects
         self.groups = {"apps": _APPS, **({"leaderworkerset.x-k8s.io": _LWS} if lws else {})}
+        self.forbidden: set[str] = set()  # plurals this reader may not list (RBAC), answered 403 as the API does
         self.requests: list[str] = []
         lab = self
 
@@ -119,6 +120,10 @@ class KubeLab:
             kind = table.get(plural, ("", False))[0]
             if not kind:
                 return 404, {"kind": "Status", "status": "Failure", "reason": "NotFound", "code": 404}
+            if plural in self.forbidden:
+                return 403, {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden",
+                             "code": 403, "message": f'{plural} is forbidden: User "reader" cannot list resource '
+                                                     f'"{plural}" in API group "" in the namespace "{namespace}"'}
             selector = parse_qs(url.query).get("labelSelector", [""])[0]
             items = [o for o in self.objects if o.get("kind") == kind and _selected(o, namespace, selector)]
             return 200, {"kind": f"{kind}List", "apiVersion": f"{parts[1]}/v1" if parts[0] == "apis" else "v1",

@@ -217,3 +217,13 @@ def test_leaderworkerset_pods_are_judged_against_their_role_with_their_own_lws_v
     assert [(f["key"], f["baseline"], f["current"]) for f in changed["comparison"]["findings"]] == \
         [("tp_size", 2, 4)]
     assert {by_unit[u]["status"] for u in by_unit if "/LeaderWorkerSet/" in u} == {"no_baseline"}
+
+
+def test_rbac_refusal_and_a_missing_kubectl_are_one_line(kube, tmp_path, monkeypatch):
+    kube.forbidden.add("pods")
+    answer = kubectl_get(KubernetesSource("lab", "inference"))
+    assert answer.items == [] and answer.status == "error"
+    assert answer.error is not None and "forbidden" in answer.error and "\n" not in answer.error
+    monkeypatch.setenv("PATH", str(tmp_path))  # no kubectl on it
+    missing = kubectl_get(KubernetesSource("lab", "inference"))
+    assert missing.error is not None and "kubectl is not on PATH" in missing.error
