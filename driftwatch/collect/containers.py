@@ -135,7 +135,7 @@ def read_host_containers(target: HostTarget, names: list[str], ssh: SSHOptions,
         out.error, out.status = str(exc), getattr(exc, "status", ERROR)
         return out
     try:
-        found, code, timed_out = _run(connection, "command -v podman docker", ssh)
+        found, code, timed_out = _run(connection, "command -v podman; command -v docker", ssh)
         runtime = next((os.path.basename(line.strip()) for line in found.splitlines()
                         if os.path.basename(line.strip()) in RUNTIMES), None)
         if runtime is None:
