@@ -59,9 +59,7 @@ def _run(connection, command: str, ssh: SSHOptions) -> tuple[str, int | None, bo
     """(output, exit status or None when not said, timed out) of one command (stderr combined)."""
     data, timed_out = connection.run(command + '; echo "driftwatch-exit $?"', b"", ssh.command_timeout)
     text = data.decode("utf-8", "replace")
-    body, _, status = text.rstrip("\n").rpartition("\n")
-    if not status and text.startswith("driftwatch-exit "):
-        body, status = "", text.strip()
+    body, _, status = text.rstrip("\n").rpartition("\n")  # no output: ("", "", "driftwatch-exit N")
     if status.startswith("driftwatch-exit "):
         code = status.split()[-1]
         return body, int(code) if code.isdigit() else None, timed_out
