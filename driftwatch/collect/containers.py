@@ -138,7 +138,7 @@ def read_host_containers(target: HostTarget, names: list[str], ssh: SSHOptions,
                         if os.path.basename(line.strip()) in RUNTIMES), None)
         if runtime is None:
             out.error = "no container runtime on the host (neither podman nor docker is on its PATH)"
-            out.status = "timeout" if timed_out else ERROR
+            out.status = TIMEOUT if timed_out else ERROR
             return out
         out.runtime = runtime
         wanted = [n for n in names if n != AUTO_CONTAINERS]
