@@ -66,6 +66,10 @@ def snapshot_fleet(run: SnapshotRun, voice: Voice) -> bool:
     live = [t for t in run.targets if t.kind == "ssh" and (run.shard is None or run.shard.holds(t.host or ""))]
     if live:
         trouble = _snapshot_live(live, run, voice)
+    containers = [t for t in run.targets if t.kind in ("container", "kubernetes")
+                  and (run.shard is None or run.shard.holds(t.host or ""))]
+    if containers:
+        trouble = _snapshot_containers(containers, run, voice) or trouble
     if run.keep:
         prune_store(run.store, run.keep, None, run.keep_baselines_dir, replace(voice, out=unheard, aside=unheard))
     return trouble
@@ -119,6 +123,29 @@ def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> boo
         if done["error"] is not None:
             failed = True
             voice.say(done["error"])  # why, once: on stderr (the unit's line says only its status)
+    return failed
+
+
+def _snapshot_containers(targets: list[Target], run: SnapshotRun, voice: Voice) -> bool:
+    """The inventory's containers and Kubernetes workloads and Pods (run/live_containers.py), one
+    snapshot and one line each, as a unit's; True when one could not be read or saved (said once)."""
+    from ..snapshots.store import save_snapshot
+    from .history import changes_between
+    from .live_containers import read_live
+    failed = False
+    for read in read_live(targets, run.collect):
+        record = {"host": read.host, "unit": read.unit, "status": "ok", "snapshot": None, "error": read.error}
+        if read.snapshot is not None:
+            try:
+                record["snapshot"] = str(save_snapshot(read.snapshot, run.store, changes=changes_between))
+            except DriftwatchError as exc:
+                record["error"] = f"{read.host}: {read.unit}: not stored: {exc}"
+        if record["error"] is not None:
+            record["status"] = read.failure or "error"
+        _said(voice, run.results, record)
+        if record["error"] is not None:
+            failed = True
+            voice.say(record["error"])
     return failed
 
 

@@ -160,12 +160,14 @@ def _host_targets(spec: str, known: dict, request: TargetRequest) -> list[Target
     # Hosts typed as ADDR:PORT keep the port in their recorded name: two servers behind one
     # address (port forwards, containers) must not overwrite each other's snapshots.
     label = address.name if entry is not None or address.port in (None, 22) else f"{address.name}:{address.port}"
-    units: list[str | None] = [request.unit] if request.unit else list(entry.units if entry else []) or [None]
+    live = live_targets(entry, label, request) if entry is not None and not request.unit else []
+    units: list[str | None] = [request.unit] if request.unit else list(entry.units if entry else []) or \
+        ([] if live else [None])
     out = []
     for unit in units:
         baseline, level, inventory_named = _judged(request, entry, unit)
         out.append(Target("ssh", unit, label, None, address, baseline, level, inventory_named))
-    return out
+    return out + live
 
 
 def _inventory_set(inventory: str, known: dict, limit: str | None, request: TargetRequest) -> list[Target]:
@@ -175,11 +177,35 @@ def _inventory_set(inventory: str, known: dict, limit: str | None, request: Targ
     out = []
     for entry in select_hosts(hosts, limit) if limit else hosts:
         units = [request.unit] if request.unit else list(entry.units)
-        if not units:
-            raise InputError(f"{inventory}: host {entry.name} lists no units (add units: or pass --unit)")
+        live = [] if request.unit else live_targets(entry, entry.name, request)
+        if not units and not live:
+            raise InputError(f"{inventory}: host {entry.name} lists no units (add units:, containers: or "
+                             "kubernetes:, or pass --unit)")
         for unit in units:
             baseline, level, inventory_named = _judged(request, entry, unit)
             out.append(Target("ssh", unit, entry.name, None, entry, baseline, level, inventory_named))
+        out += live
+    return out
+
+
+def live_targets(entry: HostTarget, label: str, request: TargetRequest) -> list[Target]:
+    """An inventory entry's `containers:` (kind "container": the name, or None for `auto`) and its
+    `kubernetes:` source (kind "kubernetes"; its workloads are listed when it is read). A container's
+    own baseline (`containers: {NAME: BASELINE}`) wins over the host's, as a unit's does."""
+    from ..collect.inventory import AUTO_CONTAINERS, NO_BASELINE
+    out = []
+    for name in entry.containers:
+        baseline, level, inventory_named = _judged(request, entry, None)
+        own = entry.container_baselines.get(name)
+        if own is not None:
+            inventory_named = None if own == NO_BASELINE else own
+            if not request.baseline:
+                baseline, level = (None, "none") if own == NO_BASELINE else (own, "unit")
+        out.append(Target("container", None if name == AUTO_CONTAINERS else name, label, None, entry, baseline,
+                          level, inventory_named))
+    if entry.kubernetes is not None:
+        baseline, level, inventory_named = _judged(request, entry, None)
+        out.append(Target("kubernetes", None, label, None, entry, baseline, level, inventory_named))
     return out
 
 
@@ -295,7 +321,14 @@ def one_of(request: TargetRequest, required: bool = True) -> Target | None:
             raise InputError("nothing to read: give --unit-file FILE, --snapshot FILE or --host HOST --unit UNIT")
         return None
     targets = resolve_targets(replace(request, one=True))
+    # one unit: an entry's Kubernetes workloads or `containers: auto` are many (a fleet run reads them)
+    many = [t for t in targets if t.kind == "kubernetes" or (t.kind == "container" and t.unit is None)]
+    if many and len(many) == len(targets):
+        what = "Kubernetes workloads" if many[0].kind == "kubernetes" else "`containers: auto`"
+        raise InputError(f"--host {many[0].host}: its inventory entry lists {what}: name one with --container NAME "
+                         "(a running container) or --manifest FILE, or read them all with `report`")
+    targets = [t for t in targets if t not in many]
     if len(targets) > 1:
-        listed = ", ".join(t.unit or "" for t in targets)
-        raise InputError(f"--host {targets[0].host} needs --unit: the inventory lists {listed}")
+        listed = ", ".join(t.unit if t.kind != "container" else f"container {t.unit}" for t in targets if t.unit)
+        raise InputError(f"--host {targets[0].host} needs --unit (or --container): the inventory lists {listed}")
     return targets[0]
