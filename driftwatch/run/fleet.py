@@ -116,7 +116,7 @@ class Judge:
         """`report --manifest`: the manifests' engine container, labelled by the first file; a file
         that cannot be read is an entry with its error."""
         from ..report.data import host_entry
-        from .targets import read_target
+        from .reading import read_target
         try:
             snap = read_target(target, collect)
         except DriftwatchError as exc:

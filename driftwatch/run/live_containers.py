@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..errors import DriftwatchError
-from .targets import CollectOptions, Target
+from .reading import CollectOptions
+from .targets import Target
 
 if TYPE_CHECKING:
     from ..collect.containers import HostContainers

@@ -130,7 +130,7 @@ def _snapshot_containers(targets: list[Target], run: SnapshotRun, voice: Voice) 
     """The inventory's containers and Kubernetes workloads and Pods (run/live_containers.py), one
     snapshot and one line each, as a unit's; True when one could not be read or saved (said once)."""
     from ..snapshots.store import save_snapshot
-    from .history import changes_between
+    from ..diff.changes import changes_between
     from .live_containers import read_live
     failed = False
     for read in read_live(targets, run.collect):

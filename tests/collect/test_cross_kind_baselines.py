@@ -18,7 +18,7 @@ from driftwatch.collect.containers import inspect_containers
 from driftwatch.findings.judging import load_judging
 from driftwatch.parse.inspect import read_inspect
 from driftwatch.run.manifest import ManifestRequest, snapshot_from_manifests
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import load_baseline, save_baseline
 from driftwatch.snapshots.container import snapshot_from_container
 

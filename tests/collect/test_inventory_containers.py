@@ -20,7 +20,8 @@ from driftwatch.collect.inventory import HostTarget, load_inventory
 from driftwatch.collect.sshoptions import SSHOptions
 from driftwatch.errors import InputError
 from driftwatch.run.live_containers import host_reads
-from driftwatch.run.targets import CollectOptions, TargetRequest, live_targets, resolve_targets
+from driftwatch.run.reading import CollectOptions
+from driftwatch.run.targets import TargetRequest, live_targets, resolve_targets
 
 DW = str(Path(sys.executable).with_name("driftwatch"))
 SEED = Path(__file__).resolve().parents[1] / "fixtures" / "manifests" / "seed-000" / "base" / "deployment.yaml"
