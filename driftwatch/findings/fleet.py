@@ -183,3 +183,24 @@ def _recompute(comparison: Any) -> None:
                                 comparison.predicted_throughput_interval),
         host_facts(comparison.baseline.snapshot, comparison.pair.baseline.version, b),
         host_facts(comparison.current, comparison.pair.current.version, c))
+
+
+def with_fleet(judging: Any, store_location: Any = None) -> Any:
+    """`judging` with the fleet's calibration of the store at `store_location` (None: the default store) when
+    a family there has enough pairs; else `judging` unchanged. A store not created yet is read as empty."""
+    import dataclasses
+
+    from ..snapshots.store import open_store
+    from ..snapshots.store_calibration import load_pairs
+
+    store = open_store(store_location)
+    try:
+        pairs = load_pairs(store)
+    finally:
+        close = getattr(store, "close", None)
+        if callable(close):
+            close()
+    fleet = FleetCalibration.from_pairs(pairs)
+    if not any(f.active for f in fleet.families.values()):
+        return judging
+    return dataclasses.replace(judging, fleet=fleet)

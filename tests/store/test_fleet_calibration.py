@@ -133,3 +133,18 @@ def test_split_conformal_narrows_where_the_fleet_lands_inside_and_widens_where_i
     assert loose.q > 0 and loose.coverage() < 0.8 <= loose.coverage(loose.q)  # widened to the fleet's 80 %
     few = FamilyCalibration("CUDA graphs", pairs([1.5] * (MIN_PAIRS - 1)))
     assert not few.active and few.resize((0.8, 1.25), 1.0) == (0.8, 1.25)
+
+
+def test_a_store_with_a_calibrated_family_gives_the_judging_its_fleet(fleet_store, tmp_path):
+    from driftwatch.findings.fleet import with_fleet
+    folder, _ = fleet_store
+    store = open_store(folder)
+    try:
+        save_pairs(store, history_pairs(store, load_judging()))
+    finally:
+        store.close()
+    plain = load_judging()
+    judged = with_fleet(plain, str(folder))
+    assert judged.fleet is not None and any(f.active for f in judged.fleet.families.values())
+    assert with_fleet(plain, str(tmp_path / "empty")).fleet is None  # nothing measured: the models' intervals
+    assert not (tmp_path / "empty" / "store.db").exists()  # and asking created nothing
