@@ -17,6 +17,7 @@ from driftwatch.diff.upgrade import (
     matching_regressions,
 )
 from driftwatch.findings.compare import compare
+from driftwatch.report.wording import explain
 from driftwatch.snapshots.baseline import Baseline
 from driftwatch.snapshots.snapshot import build_snapshot
 
@@ -73,6 +74,9 @@ def test_vllm_0_10_to_0_15_ranks_its_changed_defaults_and_names_the_public_regre
     assert named["vllm-31030"]["certainty"] == "matches"
     assert "vllm-35048" not in named  # MiniMax on H100/H200: the model is known and differs
     assert any("vllm-project/vllm#31030" in n for n in release.difference.notes)
+    said = explain(release)  # the report's sentence names it, with its link
+    assert "Known regression vllm-project/vllm#31030 matches" in said and "issues/31030" in said
+    assert "--async-scheduling" in said and "ranked as a finding of its own" in said
     # the priced default ranks above the unpriced release finding only by its weight, like any finding
     assert overlap.rank > 0 and release.rank > 0
 
