@@ -126,3 +126,16 @@ def test_a_fixed_regression_is_not_named_past_its_fix():
                             first_bad="0.12.0", last_good="0.10.2", fixed_in="0.14.0", measured="m")
     assert matching_regressions(UpgradeSubject("vllm", "0.10.0", "0.13.0"), (entry,))
     assert not matching_regressions(UpgradeSubject("vllm", "0.10.0", "0.15.0"), (entry,))
+
+
+def test_restore_leaves_the_release_defaults_with_the_release(shipped_rules):
+    """A default the upgrade changed goes with the release: the restore plan says so, it does not call it
+    something the running server reports."""
+    from driftwatch.findings.restore import plan_restore
+    raw = RawUnit(host="gpu1", unit="llm.service", text=VLLM, source="systemctl cat",
+                  paths=["/etc/systemd/system/llm.service"], engine_version="0.15.0", gpus=copy.deepcopy(H200X4))
+    result = _compare(shipped_rules, VLLM, ("0.10.0", "0.15.0"), H200X4)
+    plan = plan_restore(result, raw)
+    left = {x.key: x.reason for x in plan.left}
+    assert left["engine.version.async_scheduling"] == "release" and left["engine.version"] == "release"
+    assert not plan.undoes
