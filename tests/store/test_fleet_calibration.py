@@ -148,3 +148,33 @@ def test_a_store_with_a_calibrated_family_gives_the_judging_its_fleet(fleet_stor
     assert judged.fleet is not None and any(f.active for f in judged.fleet.families.values())
     assert with_fleet(plain, str(tmp_path / "empty")).fleet is None  # nothing measured: the models' intervals
     assert not (tmp_path / "empty" / "store.db").exists()  # and asking created nothing
+
+
+def test_a_fleet_report_on_that_store_resizes_the_seed_regressions_interval(fleet_store, tmp_path):
+    """The seed regression (speculative steps 3 → 1 against baseline 70toks) reported with the replayed store:
+    its finding's interval comes from the fleet's speculative-decoding changes, and says so."""
+    import os
+    folder, _ = fleet_store
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")}
+    env["HOME"] = str(tmp_path)
+    assert subprocess.run([str(DW), "calibration", "--store", str(folder)], capture_output=True, text=True,
+                          cwd=REPO, env=env).returncode == 0  # the pairs are kept in the store
+    docs = {}
+    for name, store in (("fleet", folder), ("empty", tmp_path / "empty")):
+        out = subprocess.run([str(DW), "report", "--unit-file", "examples/sglang-qwen-40toks.service", "--baseline",
+                              "70toks", "--store", str(store), "--no-store", "--format", "json"],
+                             capture_output=True, text=True, cwd=REPO, env=env)
+        assert out.returncode == 1, out.stderr  # drift
+        docs[name] = json.loads(out.stdout)
+    text = json.dumps(docs["fleet"])
+    fam = FleetCalibration.from_pairs(_stored_pairs(folder)).families["speculative decoding"]
+    assert f"interval from {fam.n} changes on this fleet" in text
+    assert "changes on this fleet" not in json.dumps(docs["empty"])  # no pairs: the models' own intervals
+
+
+def _stored_pairs(folder):
+    store = open_store(folder)
+    try:
+        return load_pairs(store)
+    finally:
+        store.close()
