@@ -29,6 +29,7 @@ from ..gctune import fewer_collections
 from . import config
 from .options import EngineFilesGiven
 from .baselines import baseline_group
+from .calibration import calibration
 from .cron import cron_example
 from .drift import compare, report
 from .inspect import check, show
@@ -69,7 +70,7 @@ def cli(ctx, config_path=None, engine_configs=()):
 
 
 for _command in (show, check, snapshot, prune, history, store_group, baseline_group, compare, report, cron_example,
-                 rules_group, restore):
+                 rules_group, restore, calibration):
     cli.add_command(_command)
 config.prepare(cli)
 

@@ -322,7 +322,8 @@ def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
                 kept_flags.append(d.label.split(".", 1)[0])
             continue
         if d.key.startswith(_NOT_BY_DROPIN) or d.key == "exec.prefixes":
-            reason = {"engine.version": "release", "host.gpus": "gpus"}.get(d.key, "runtime")
+            # engine.version.FIELD: a default the release changed goes with the release
+            reason = "release" if d.key.startswith("engine.version") else "gpus" if d.key == "host.gpus" else "runtime"
             plan.left.append(Left(d.label, d.key, "unrestorable" if d.key == "exec.prefixes" else reason))
             continue
         if d.key.startswith("env.") and d.key[4:] not in launcher_env:

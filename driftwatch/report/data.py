@@ -76,7 +76,7 @@ def summary(c: Comparison) -> str:
     """One paragraph: the prediction and where most of it comes from."""
     top = c.findings[0] if c.findings else None
     top_line = wording.change_line(top.difference.label, *wording.display_pair(top.difference)) if top else None
-    return wording.summary_sentence(
+    return wording.summary_sentence(wording.SummaryFacts(
         baseline_name=c.baseline.name, findings=len(c.findings), ignored=len(c.ignored), top_line=top_line,
         top_moves=top is not None and top.throughput_ratio not in (None, 1.0), concurrency=c.concurrency,
         predicted=c.predicted_throughput, ratio=c.predicted_throughput_ratio,
@@ -84,7 +84,7 @@ def summary(c: Comparison) -> str:
         unquantified=[f.difference.label for f in unquantified(c.findings)],
         withheld=c.prediction_withheld, measured_ratio=c.measured_throughput_ratio,
         interval=c.predicted_throughput_interval, direction=c.predicted_direction,
-        verdict=None if c.measured_vs_predicted is None else c.measured_vs_predicted.to_dict())
+        verdict=None if c.measured_vs_predicted is None else c.measured_vs_predicted.to_dict()))
 
 
 def comparison_to_dict(c: Comparison) -> dict:

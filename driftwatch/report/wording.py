@@ -21,6 +21,7 @@ one line. Nothing here computes drift: the documents hold every number.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..engines.config import DEFAULT, RUNTIME, SOURCE_WORDS
@@ -338,15 +339,37 @@ def comparison_summary(doc: dict) -> str:
     return clean(doc.get("summary")) if isinstance(doc.get("summary"), str) else ""
 
 
-def summary_sentence(baseline_name: str, findings: int, ignored: int, top_line: str | None,
-                     top_moves: bool, concurrency: int, predicted: float | None, ratio: float | None,
-                     baseline_tps: float | None, measured_tps: float | None,
-                     unquantified: list[str], withheld: str | None = None,
-                     measured_ratio: float | None = None, interval: Any = None,
-                     direction: str | None = None, verdict: dict | None = None) -> str:
+@dataclass(frozen=True)
+class SummaryFacts:
+    """What a comparison's summary says, as report/data.py gathers it from the Comparison."""
+
+    baseline_name: str
+    findings: int
+    ignored: int
+    top_line: str | None
+    top_moves: bool
+    concurrency: int
+    predicted: float | None
+    ratio: float | None
+    baseline_tps: float | None
+    measured_tps: float | None
+    unquantified: list[str] = field(default_factory=list)
+    withheld: str | None = None
+    measured_ratio: float | None = None
+    interval: Any = None
+    direction: str | None = None
+    verdict: dict | None = None
+
+
+def summary_sentence(facts: SummaryFacts) -> str:
     """The comparison's summary, from facts report/data.py gathers:
     '3 differences from baseline 70toks: predicted 42.5 tok/s vs 70 baseline (×0.61) at concurrency 1;
     most of it from --speculative-num-steps 3 → 1.'"""
+    baseline_name, findings, ignored, top_line = facts.baseline_name, facts.findings, facts.ignored, facts.top_line
+    top_moves, concurrency, predicted, ratio = facts.top_moves, facts.concurrency, facts.predicted, facts.ratio
+    baseline_tps, measured_tps, unquantified = facts.baseline_tps, facts.measured_tps, facts.unquantified
+    withheld, measured_ratio, interval, direction = facts.withheld, facts.measured_ratio, facts.interval, facts.direction
+    verdict = facts.verdict
     said = measured_vs_predicted_text(verdict)
     if not findings:
         tail = f" ({ignored} ignored)" if ignored else ""

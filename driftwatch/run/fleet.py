@@ -283,6 +283,9 @@ def report_fleet(run: FleetRun) -> FleetReport:
     from ..report.data import build_report
     voice, outputs = run.voice, run.outputs
     judging = run.judging.load(run.collect.engine_version)
+    if outputs.save or outputs.store:  # the store's own measured changes re-size the intervals (findings/fleet.py)
+        from ..findings.fleet import with_fleet
+        judging = with_fleet(judging, outputs.store)
     baselines = _Baselines(run.judging.baselines_dir, outputs.settings, run.collect.files, voice)
     targets = _with_units(list(run.targets), baselines)
     if run.shard is not None:
