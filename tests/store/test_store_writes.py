@@ -82,15 +82,15 @@ def test_export_syncs_every_folder_it_wrote_in_once(tmp_path, monkeypatch):
     unit folders (with or without a runs.log), the host folders and the output folder."""
     from test_store_db import story
 
-    from driftwatch import fileio
+    from driftwatch import filewrite
     from driftwatch.snapshots.store_transfer import export_files
     db = SnapshotStore(tmp_path / "db")
     story(db)  # ct129: two units with unchanged runs (a runs.log each)
     db.save(snap(2, unit="third.service"))  # and one without
     db.save(snap(2, host="ct130"))
     synced = []
-    real = fileio._sync_directory
-    monkeypatch.setattr(fileio, "_sync_directory", lambda d: (synced.append(str(d)), real(d)))
+    real = filewrite._sync_directory
+    monkeypatch.setattr(filewrite, "_sync_directory", lambda d: (synced.append(str(d)), real(d)))
     out = tmp_path / "out"
     assert export_files(db, out).snapshots == 7
     units = {str(p.parent) for p in out.glob("*/*/*.yaml")}
