@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -137,7 +137,19 @@ def _children(node) -> list:
     return []
 
 
-class _Limits:
+if TYPE_CHECKING:  # what the mixins below extend, for the checker only (at run time they sit before it in the MRO)
+    from yaml.events import Event
+
+    class _ComposerBase(yaml.composer.Composer):
+        def peek_event(self) -> Event | None: ...
+        def check_event(self, *choices: Any) -> bool: ...
+
+    _ResolverBase = yaml.resolver.BaseResolver
+else:
+    _ComposerBase = _ResolverBase = object
+
+
+class _Limits(_ComposerBase):
     """Bounds for a loader whose composer is PyYAML's Python one: nesting depth, and the number of nodes a
     document expands to (each alias counted as the size of what it names), so an alias bomb or a deep
     structure is one clear error."""
@@ -151,7 +163,7 @@ class _Limits:
         self._dw_total = 0
 
     def compose_node(self, parent, index):
-        mark = self.peek_event().start_mark
+        mark: Any = self.peek_event().start_mark  # type: ignore[union-attr]  # an event is always next here
         self._dw_depth += 1
         try:
             if self._dw_depth > MAX_YAML_DEPTH:
@@ -189,7 +201,7 @@ class PureLimitedLoader(_Limits, yaml.SafeLoader):
         self._dw_reset()
 
 
-class _RememberedTags:
+class _RememberedTags(_ResolverBase):
     """A scalar's implicit tag, worked out once per spelling in a document (an argv of `--tp 1` x 8 000
     repeats three words; the regular expressions ran for each), for libyaml's loader and dumper, which
     ask for every scalar (the dumper twice). With no path resolvers (none are added to the safe classes),
@@ -254,7 +266,7 @@ if getattr(yaml, "__with_libyaml__", False):
                 return node.value
             return super().construct_object(node, deep)
 else:  # pragma: no cover - PyYAML built without libyaml
-    CLimitedLoader = _CSafeLoader = None
+    CLimitedLoader = _CSafeLoader = None  # type: ignore[assignment,misc]
 
 LimitedLoader = PureLimitedLoader  # the reference; subclassed elsewhere (inventory) for its exact errors
 
@@ -279,14 +291,14 @@ def _literal(data: str) -> bool:
     return not any(line != line.rstrip() for line in data.split("\n"))
 
 
-def _str_representer(dumper: yaml.SafeDumper, data: str):
+def _str_representer(dumper: yaml.representer.SafeRepresenter, data: str) -> yaml.ScalarNode:
     style = "|" if "\n" in data and not any(c in data for c in "\r\t") else None
     if style and not _literal(data):
         style = None  # trailing spaces cannot round-trip through a literal block
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
 
-def _add_representers(dumper: type) -> None:
+def _add_representers(dumper: type[yaml.representer.SafeRepresenter]) -> None:
     dumper.add_representer(str, _str_representer)
     dumper.add_multi_representer(str, _str_representer)  # str subclasses too (a rejected flag value, a message)
     dumper.add_representer(tuple, lambda dumper, data: dumper.represent_list(list(data)))
@@ -322,7 +334,7 @@ if getattr(yaml, "__with_libyaml__", False):
 
     _add_representers(_CDumper)
 else:  # pragma: no cover - PyYAML built without libyaml
-    _CDumper = None
+    _CDumper = None  # type: ignore[assignment,misc]
 
 _SCALARS = (int, float, bool, type(None))
 
@@ -599,8 +611,8 @@ def load_yaml_text(text: str, where: str, what: str, *, max_nodes: int = MAX_YAM
         if line is None:
             raise InputError(f"{where}: invalid YAML in {what}: {problem}") from None
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        raise InputError(f"{where}:{line}: invalid YAML in {what} (line {line}, column {mark.column + 1}): "
-                         f"{problem}") from None
+        column = f", column {mark.column + 1}" if mark is not None else ""  # yaml_problem gave a line: a mark
+        raise InputError(f"{where}:{line}: invalid YAML in {what} (line {line}{column}): {problem}") from None
 
 
 class JSONLimitError(ValueError):
