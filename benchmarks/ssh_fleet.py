@@ -129,7 +129,8 @@ def worker(method: str, spec: dict) -> dict:
 
         from driftwatch.collect.sshoptions import SSHOptions
         from driftwatch.engines.files import NO_FILES
-        from driftwatch.run.snapshots import snapshot_fleet
+        from driftwatch.run.snapshots import SnapshotRun, snapshot_fleet
+        from driftwatch.run.targets import CollectOptions, TargetRequest, resolve_targets
         from driftwatch.run.voice import Voice
 
         tmp = tempfile.mkdtemp(prefix="dw-bench-store-")
@@ -142,7 +143,8 @@ def worker(method: str, spec: dict) -> dict:
         lines = []
         t0 = time.perf_counter()
         try:
-            snapshot_fleet((), inventory, None, (), None, os.path.join(tmp, "store"), None, opts, NO_FILES,
+            targets = resolve_targets(TargetRequest(inventory=inventory))  # the inventory read, as `snapshot` does
+            snapshot_fleet(SnapshotRun(tuple(targets), CollectOptions(opts, NO_FILES), os.path.join(tmp, "store")),
                            Voice(out=lines.append))
             wall = time.perf_counter() - t0
         finally:

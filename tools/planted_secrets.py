@@ -1,4 +1,4 @@
-"""The 45 places a unit can hold a secret, each a unit (or a collected RawUnit's extra fields) with `{S}`
+"""The 52 places a unit can hold a secret, each a unit (or a collected RawUnit's extra fields) with `{S}`
 where the secret goes: planted by benchmarks/plant_secrets.py (every CLI output) and by
 tests/hardening/test_redaction_default.py (every API output)."""
 from __future__ import annotations
@@ -79,6 +79,15 @@ CASES = [
     Case("bad executable (refused)", _svc("ExecStart=/bin/x{S}\\a --tp 1"), refused=True),
     Case("EnvironmentFile= contents", _svc(f"EnvironmentFile=/etc/sglang.env\nExecStart={PY}"),
          raw={"environment_files": {"/etc/sglang.env": "DB_URL=postgres://app:{S}@db/x\nANY={S}x\n"}}),
+    # issue 34 item 6: where the rule now shows plain words, the secrets beside them
+    Case("swallowed NAME=value, secret name", _svc(f"ExecStart={PY} \\\nDB_PASS={{S}}")),
+    Case("swallowed NAME=value, unknown name", _svc(f"ExecStart={PY} \\\nWEIRD={{S}}")),
+    Case("env after a reference", _svc(f"Environment=MY_CONN=${{BASE}}{{S}}\nExecStart={PY}")),
+    Case("env reference-looking secret name", _svc(f"Environment=DB_PASS=${{S}}\nExecStart={PY}")),
+    Case("LoadCredential= random path segment", _svc(f"LoadCredential=hf:/etc/creds/{{S}}\nExecStart={PY}")),
+    Case("docker -e unknown name", _svc("ExecStart=/usr/bin/docker run -e S3_ID={S} img python3 -m "
+                                        "sglang.launch_server --model-path /m")),
+    Case("stray word of a typed line", _svc(f"ExecStart={PY} {{S}}")),
     Case("running process argv", _svc(f"ExecStart={PY}"),
          raw={"running_argv": PY.split() + ["--api-k", "{S}"]}),
     Case("systemd loaded ExecStart", _svc(f"ExecStart={PY}"),

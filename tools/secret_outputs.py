@@ -21,13 +21,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 FORMATS = ("text", "json", "markdown", "html")
 
 
 def leaked(text: str, secret: str) -> bool:
-    """The secret, or any 8-character piece of it, appears in `text`."""
+    """The secret, or any 8-character piece of it, appears in `text`; a secret shorter than 8 characters
+    (``hunter2``) leaks where it appears as a word of its own (not inside a longer word)."""
+    if len(secret) < 8:
+        return re.search(r"(?<![A-Za-z0-9])" + re.escape(secret) + r"(?![A-Za-z0-9])", text) is not None
     return any(secret[j:j + 8] in text for j in range(len(secret) - 7))
 
 

@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..errors import EXIT_OK
+from .manifest import manifest_options
 from .options import baselines_dir_option, catalog_option, engine_files, ssh_options, target_request
 
 
@@ -31,14 +32,15 @@ def baseline_group():
 @catalog_option
 @ssh_options
 @engine_files
+@manifest_options
 def baseline_save(name, from_snapshot, unit_file, host, unit, host_name, metrics, note, force, engine_version,
-                  inventory, baselines_dir, ssh, files):
-    """Save NAME from a snapshot, a unit file or a live host."""
+                  inventory, baselines_dir, ssh, files, manifests, container):
+    """Save NAME from a snapshot, a unit file, a manifest's container or a live host."""
     from ..run.baselines import SaveDetails, save_named
     from ..run.targets import CollectOptions
     request = target_request(unit_files=(unit_file,) if unit_file else (),
                              snapshots=(from_snapshot,) if from_snapshot else (), hosts=(host,) if host else (),
-                             unit=unit, inventory=inventory, one=True)
+                             unit=unit, inventory=inventory, one=True, manifests=tuple(manifests), container=container)
     path = save_named(name, request, CollectOptions(ssh, files, engine_version),
                       SaveDetails(host_name, tuple(metrics), note, force, baselines_dir))
     click.echo(f"saved baseline {name} to {path}")
@@ -81,6 +83,7 @@ def baseline_accept(name, unit_file, snapshot_file, host, unit, reason, metrics,
 def baseline_list(fmt, baselines_dir):
     """Named baselines with their host, unit and metrics."""
     from tabulate import tabulate
+
     from ..run.baselines import list_named
     directory, items = list_named(baselines_dir)
     if fmt == "json":

@@ -8,6 +8,7 @@ import click
 
 from ..errors import EXIT_DRIFT, EXIT_OK
 from ..report import format_names
+from .manifest import manifest_options
 from .params import PORT, SHARE
 from .options import (baselines_dir_option, catalog_option, color_option, emit, engine_files, facts_options, judging_options,
                       shard_option, ssh_options, target_request, terminal_format, voice)
@@ -50,9 +51,11 @@ def workload_metrics(prefix_share, prompt_tokens) -> dict:
 @ssh_options
 @facts_options
 @engine_files
+@manifest_options
 def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric, current_metric, concurrency,
             workload_prefix_share, workload_prompt_tokens, fmt, output, color, rules_dir, ignores, ignore_file,
-            engine_version, inventory, baselines_dir, ssh, model_config, baseline_model_config, gpu, files):
+            engine_version, inventory, baselines_dir, ssh, model_config, baseline_model_config, gpu, files,
+            manifests, container):
     """Compare a unit with a known-good baseline and rank what cost throughput."""
     from ..report import get_format
     from ..report.data import comparison_to_dict
@@ -63,7 +66,8 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
         f"{k}={v}" for k, v in workload_metrics(workload_prefix_share, workload_prompt_tokens).items())
     request = target_request(unit_files=(unit_file,) if unit_file else (),
                              snapshots=(snapshot_file,) if snapshot_file else (), hosts=(host,) if host else (),
-                             unit=unit, inventory=inventory, baseline=baseline_spec, one=True)
+                             unit=unit, inventory=inventory, baseline=baseline_spec, one=True,
+                             manifests=tuple(manifests), container=container)
     result = compare_unit(request, CollectOptions(ssh, files, engine_version),
                           JudgingOptions(rules_dir, tuple(ignores), ignore_file, concurrency,
                                          baselines_dir=baselines_dir),

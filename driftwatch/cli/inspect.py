@@ -7,15 +7,17 @@ import sys
 import click
 
 from ..errors import EXIT_DRIFT, EXIT_OK
+from .manifest import manifest_options
 from .options import catalog_option, engine_files, ssh_options, target_request
 
 
-def _one(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, files):
+def _one(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, files, manifests=(), container=None):
     """The one unit named, resolved as every command resolves its targets (run/targets.py): the
     inventory (typed, or the config file's) only describes --host."""
     from ..run.targets import CollectOptions, one_of, read_target
     request = target_request(unit_files=(unit_file,) if unit_file else (), snapshots=(snapshot_file,) if snapshot_file
-                             else (), hosts=(host,) if host else (), unit=unit, inventory=inventory, one=True)
+                             else (), hosts=(host,) if host else (), unit=unit, inventory=inventory, one=True,
+                             manifests=tuple(manifests), container=container)
     return read_target(one_of(request), CollectOptions(ssh, files, engine_version))  # type: ignore[arg-type]
 
 
@@ -32,10 +34,12 @@ def _one(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, f
 @catalog_option
 @ssh_options
 @engine_files
-def show(unit_file, host, unit, snapshot_file, engine_version, show_all, fmt, inventory, ssh, files):
+@manifest_options
+def show(unit_file, host, unit, snapshot_file, engine_version, show_all, fmt, inventory, ssh, files, manifests,
+         container):
     """What driftwatch read from one unit: argv, launcher, typed flags, findings."""
     from ..report.show import render_show
-    snap = _one(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, files)
+    snap = _one(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, files, manifests, container)
     click.echo(render_show(snap, fmt, show_all), nl=False)
     sys.exit(EXIT_OK)
 
@@ -53,13 +57,15 @@ def show(unit_file, host, unit, snapshot_file, engine_version, show_all, fmt, in
 @catalog_option
 @ssh_options
 @engine_files
-def check(unit_file, host, unit, snapshot_file, engine_version, fmt, quiet, inventory, ssh, files):
+@manifest_options
+def check(unit_file, host, unit, snapshot_file, engine_version, fmt, quiet, inventory, ssh, files, manifests,
+          container):
     """Would the engine start? Exit 1 when it would refuse (unknown or removed flags, known
     start-up crashes), 0 otherwise; one line per problem. For ExecStartPre= or CI."""
     from ..report.check import check_doc, problems, refused_doc, render_check
     from ..errors import UnitError
     try:
-        snap = _one(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, files)
+        snap = _one(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, files, manifests, container)
     except UnitError as exc:  # systemd itself would refuse the unit: it cannot start either
         given = unit_file or snapshot_file or ""
         if fmt == "json":

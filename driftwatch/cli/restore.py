@@ -5,6 +5,7 @@ import sys
 
 import click
 
+from .manifest import manifest_options
 from .options import baselines_dir_option, catalog_option, emit, engine_files, judging_options, ssh_options, voice
 
 
@@ -45,12 +46,20 @@ from .options import baselines_dir_option, catalog_option, emit, engine_files, j
 @catalog_option
 @ssh_options
 @engine_files
+@manifest_options
 def restore(baseline_spec, unit_file, host, unit, inventory, limit, keep, allow_engine_change, write_dir, plan_out,
             apply, yes, restart, reload_command, restart_command, fmt, rules_dir, ignores, ignore_file, baselines_dir,
-            ssh, files):
+            ssh, files, manifests, container):
     """Write the drop-in that brings each unit back to its own baseline, checked before it is offered.
+    With --manifest: the patch (Kubernetes) or compose.override.yaml (Compose) instead.
 
     Exit codes: 0 nothing to restore (or applied with no drift left), 1 restorable, 2 trouble."""
+    if manifests or container:
+        from .manifest import restore_manifests
+        if plan_out:
+            raise click.UsageError("a plan file is for units' drop-ins; --manifest prints its patch (--write DIR)")
+        restore_manifests(manifests, container, baseline_spec, unit_file or host or unit, apply, keep, write_dir,
+                          fmt, (rules_dir, ignores, ignore_file, baselines_dir), allow_engine_change)
     from ..findings.judging import load_judging
     from ..report.restore import render_plans
     from ..run.restore import ApplyRequest, RestoreContext, RestoreRequest, restore_units

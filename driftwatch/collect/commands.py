@@ -284,7 +284,8 @@ fi
 while IFS= read -r e; do
   case "$e" in /*) ;; *) continue ;; esac
   case "$e" in *%*|*'$'*|*'*'*|*'?'*|*'['*) continue ;; esac
-  if [ -f "$e" ]; then sec "ENV $e"; head -c @MAXENV@ "$e"; fi
+  # not readable by this user: not sent, so its variables are unknown (never read as empty)
+  if [ -f "$e" ] && [ -r "$e" ]; then sec "ENV $e"; head -c @MAXENV@ "$e"; fi
 done <<EOS
 $ENVFILES
 EOS

@@ -26,7 +26,10 @@ def _dict_diff(prefix: str, label_fmt: str, base: dict, cur: dict, secret_aware:
 def _comparable_unit_keys(b: Snapshot, c: Snapshot) -> tuple[dict, dict]:
     """Every unit key of both sides; when one side was saved before every key was recorded (only
     [Service] keys, no Exec hooks), only those, so that an old baseline does not make drift of keys
-    it never kept."""
+    it never kept. A container read from a manifest has no unit: nothing to compare (the launcher
+    finding says the server runs elsewhere)."""
+    if "container" in b.runtime or "container" in c.runtime:
+        return {}, {}
     if b.all_unit_keys and c.all_unit_keys:
         return b.unit_keys, c.unit_keys
 

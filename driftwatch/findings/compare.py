@@ -6,6 +6,7 @@ report/wording.py words each finding (`explain`), and renderers only format.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,11 +15,13 @@ from ..diff import Difference, EnginePair, diff_snapshots, read_pair
 from ..diff.reported import reported_concepts, reported_figures
 from ..engines.config import folded_issues
 from ..facts import facts_context
+from .explained import MeasuredVsPredicted, host_facts, judge
 from .ignore import IgnoreEntry
 from ..impact import ImpactContext, combine, combine_intervals, direction, get_model
 from ..redact import mask_fingerprints
 from .rulebook import Rule, match_rule
 from ..snapshots.snapshot import Snapshot
+from ..snapshots.unitload import depends_on_unknown
 
 COMPARE_SCHEMA = "driftwatch.compare/v1"
 _SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
@@ -79,6 +82,8 @@ class Comparison:
     warnings: list[str] = field(default_factory=list)  # what makes the numbers less trustworthy
     measured_throughput_ratio: float | None = None  # measured now ÷ measured on the baseline, when both are
     predicted_throughput_interval: tuple[float, float] | None = None  # 80 % interval of the predicted ratio
+    # the measured ratio against that interval, and the host facts to look at where it is not explained
+    measured_vs_predicted: MeasuredVsPredicted | None = None
 
     @property
     def predicted_direction(self) -> str:
@@ -94,11 +99,14 @@ def _side_values(config) -> tuple[dict[str, Any], set[str]]:
     return config.concept_values()
 
 
-def _startup_differences(pair: EnginePair) -> list[Difference]:
+def _startup_differences(pair: EnginePair, current: Snapshot) -> list[Difference]:
     """One finding for everything that stops the current server from starting (unless the baseline
-    has the same problem): unknown or removed flags, ambiguous prefixes, known start-up crashes."""
+    has the same problem): unknown or removed flags, ambiguous prefixes, known start-up crashes. A value
+    an unread EnvironmentFile= may set is unknown, not a problem (snapshots/unitload.py)."""
     known = {(i.kind, i.flag) for i in pair.baseline.issues}
-    problems = [i for i in pair.current.issues if i.severity == "error" and (i.kind, i.flag) not in known]
+    explicit = pair.current.explicit() if current.unknown_variables else {}
+    problems = [i for i in pair.current.issues if i.severity == "error" and (i.kind, i.flag) not in known
+                and not depends_on_unknown(i, explicit, current.unknown_variables)]
     if not problems:
         return []
     named = list(dict.fromkeys(i.flag for i in problems if i.flag))
@@ -110,6 +118,22 @@ def _startup_differences(pair: EnginePair) -> list[Difference]:
                        current="refuses to start", notes=notes, details={"problems": folded_issues(problems)})]
 
 
+def _load_differences(b: Snapshot, c: Snapshot) -> list[Difference]:
+    """One finding when systemd will not load the current unit (unless the baseline is refused for the
+    same reasons): whatever its flags say, it never starts (snapshots/unitload.py)."""
+    def reason(message: str) -> str:  # "FILE:LINE: why" -> "why": the same refusal in another file
+        return re.sub(r"^\S+?(:\d+)?: ", "", message, count=1)
+    known = {reason(m) for m in b.load_errors}
+    reasons = [m for m in c.load_errors if reason(m) not in known]
+    if not reasons:
+        return []
+    notes = [f"systemd will not load this unit: {m}." for m in reasons[:_NAMED]]
+    if len(reasons) > _NAMED:
+        notes.append(f"… and {len(reasons) - _NAMED} more reasons (all in the details).")
+    return [Difference(key="systemd.load", label="systemd load", baseline="refused" if b.load_errors else "loads",
+                       current="refused", notes=notes, details={"load_errors": reasons})]
+
+
 _NAMED = 8  # start-up problems named in the finding's label and sentence (a unit may have thousands)
 
 
@@ -117,11 +141,11 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
             concurrency: int | None = None, baseline_metrics: dict[str, float] | None = None,
             current_metrics: dict[str, float] | None = None, engine_version: str | None = None) -> Comparison:
     pair = read_pair(baseline.snapshot, current, engine_version)
-    startup = _startup_differences(pair)
+    startup = _startup_differences(pair, current)
     for diff in startup:  # what will not start is written on the ExecStart= line
         if "ExecStart" in current.origins:
             diff.origin = {"current": current.origins["ExecStart"]}
-    diffs = diff_snapshots(baseline.snapshot, current, pair) + startup
+    diffs = diff_snapshots(baseline.snapshot, current, pair) + startup + _load_differences(baseline.snapshot, current)
     b_metrics = {**_reported_capacities(baseline.snapshot), **baseline.metrics, **(baseline_metrics or {})}
     c_metrics = {**current.runtime.get("measured", {}), **_reported_capacities(current), **reported_figures(current),
                  **(current_metrics or {})}
@@ -165,7 +189,8 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
     findings = _fold_environment_files(findings, baseline.snapshot, current)
     # A unit that will not start serves nothing: that outranks any speed estimate. Settings with no
     # throughput effect (secrets, logging, identity) come after every performance finding.
-    findings.sort(key=lambda f: (f.key != "engine.startup", not f.performance, -f.weight(),
+    findings.sort(key=lambda f: (f.key not in ("systemd.load", "engine.startup"), f.key != "systemd.load",
+                                 not f.performance, -f.weight(),
                                  _SEVERITY_ORDER.get(f.rule.severity, 9), f.key))
     for rank, finding in enumerate(findings, start=1):
         finding.rank = rank
@@ -176,6 +201,9 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
         interval = (ratio, ratio)
     throughput = b_metrics.get("throughput")
     predicted = round(throughput * ratio, 1) if ratio is not None and throughput is not None else None
+    verdict = judge(_measured_ratio(b_metrics, c_metrics), _configuration_interval(findings, withheld, interval),
+                    host_facts(baseline.snapshot, pair.baseline.version, b_metrics),
+                    host_facts(current, pair.current.version, c_metrics))
     notes = list(dict.fromkeys(pair.baseline.notes + pair.current.notes))
     partial = [f"{side} {snap.host or 'local'}:{snap.unit}: {snap.runtime['not_read']}"
                for side, snap in (("baseline", baseline.snapshot), ("current", current))
@@ -188,7 +216,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
                       predicted_throughput=predicted, notes=notes, prediction_withheld=withheld,
                       warnings=partial + _warnings(b_metrics, ctx.concurrency, concurrency),
                       measured_throughput_ratio=_measured_ratio(b_metrics, c_metrics),
-                      predicted_throughput_interval=interval)
+                      predicted_throughput_interval=interval, measured_vs_predicted=verdict)
 
 
 def _fold_environment_files(findings: list[Finding], b: Snapshot, c: Snapshot) -> list[Finding]:
@@ -299,6 +327,22 @@ def _warnings(b_metrics: dict[str, float], compared_at: int, asked: int | None) 
         return [f"the baseline's throughput was measured at concurrency {measured_at:g}, the prediction is for "
                 f"concurrency {compared_at}: tok/s figures are not comparable without re-measuring"]
     return []
+
+
+def _configuration_interval(findings: list[Finding], withheld: str | None,
+                            interval: tuple[float, float] | None) -> tuple[float, float] | None:
+    """What the configuration drift explains, for the measured-against-predicted verdict: the comparison's
+    interval, except that host facts (host.gpus: the GPUs the host shows) are what the verdict points at,
+    not part of the drift; None where a configuration change has no number (nothing to hold the
+    measurement against), ×1 where nothing in the configuration moved."""
+    config = [f for f in findings if not f.key.startswith("host.")]
+    if len(config) == len(findings):
+        return interval
+    if withheld and any(f.key in ("engine.startup", "launcher.engine") for f in config):
+        return None
+    if any(f.performance and f.throughput_ratio is None for f in config):
+        return None
+    return combine_intervals((f.throughput_ratio, f.interval) for f in config) or (1.0, 1.0)
 
 
 def _measured_ratio(b_metrics: dict[str, float], c_metrics: dict[str, float]) -> float | None:

@@ -7,7 +7,9 @@ Every number here is documented, with its source or its calibration, in docs/imp
 # EAGLE family (EAGLE, EAGLE3, NEXTN/MTP heads): DeepSeek-V3 report (arXiv 2412.19437, §5.4.3)
 # gives 85-90 % acceptance for the second MTP token; we take the low end. STANDALONE (a separate
 # small draft model) is lower. NGRAM acceptance depends on the workload: no prior.
-ALPHA_PRIOR = {"EAGLE": 0.85, "EAGLE3": 0.85, "STANDALONE": 0.70, "MTP": 0.97}
+ALPHA_PRIOR = {"EAGLE": 0.70, "EAGLE3": 0.85, "STANDALONE": 0.70, "MTP": 0.97}
+# EAGLE (EAGLE-1/2 heads): 0.70, the middle of the EAGLE paper's 0.6-0.8, chosen on the 60 public cases by
+# tools/fit_calibration.py scorecard (every held-out source chose 0.70 too; issue 35, docs/impact.md).
 # "MTP": the model's own multi-token-prediction layer (config.json ships mtp/nextn layers and the unit
 # names no draft model), trained with the model; fitted on the calibration seeds (docs/impact.md), at the
 # grid's top. Where an accept length was measured at fewer steps, it is the acceptance of the deeper,
@@ -60,6 +62,12 @@ ALLREDUCE_US = {"nvlink": 10.0, "xgmi": 10.0, "pcie": 80.0, "network": 150.0, "n
 # the same experts (routing is trained to balance load over a corpus, not within one step's batch).
 ROUTING_POOL = 0.4
 EAGER_LAYER_US = 20.0  # per decoder layer per forward without CUDA graphs; at the grid's bottom (see docs/impact.md)
+# The same on a workstation or consumer part (roofline.Hardware.launch_class "desktop": RTX, RTX PRO, GB10).
+# Searched leave-one-source-out on the public graph on/off cases (issue 35, docs/impact.md): a larger desktop
+# cost (160 µs, chosen by most sources) made the family's coverage and width worse, because on one GPU (RTX
+# 4090) one source gained ≤ 6 % from graphs and another ×5.8: the launch cost is the host's and the batch's,
+# not the GPU's. Kept equal to the datacenter one until public data separate them.
+EAGER_LAYER_US_DESKTOP = 20.0
 CONTEXT_TOKENS = 2048.0  # tokens of context per request when the workload is not known (KV reads)
 
 # --- Intervals (uncertainty.py): every ratio carries an 80 % interval [lo, hi]. -------------------------
@@ -87,7 +95,9 @@ ALPHA_RANGE = {"MTP": (0.70, 0.97), "MTP.deepseek": (0.70, 0.90), "MTP.qwen": (0
                "EAGLE": (0.60, 0.88), "EAGLE3": (0.65, 0.92), "SELF": (0.40, 0.85), "STANDALONE": (0.50, 0.85)}
 # Point α of the family priors that ALPHA_PRIOR does not cover: DeepSeek/GLM MTP 0.82 (the published
 # figures above), a head of unknown provenance 0.70 (the middle of its range; a judgement, not a fit).
-ALPHA_PRIOR_FAMILY = {"MTP.deepseek": 0.82, "SELF": 0.70}
+# "MTP.unread": EAGLE with no draft model (the model's own NEXTN/MTP head) where config.json was not read:
+# 0.85, the low end of the DeepSeek-V3 report's 85-90 % (the EAGLE prior before issue 35 split them).
+ALPHA_PRIOR_FAMILY = {"MTP.deepseek": 0.82, "SELF": 0.70, "MTP.unread": 0.85}
 # Model types whose MTP head belongs to each family (config.json's model_type).
 MTP_FAMILY = {"deepseek": ("deepseek_v3", "deepseek_v32", "glm4_moe", "glm_moe_dsa", "glm5", "kimi_k2"),
               "qwen": ("qwen3_next", "qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text", "qwen3_6")}
@@ -100,9 +110,12 @@ DECAY_LOW = {"MTP": 0.92, "MTP.deepseek": 0.85, "MTP.qwen": 0.95, "EAGLE": 0.92,
 # Tree drafting (topk > 1): the extra candidates at a position are correlated with the first, so the
 # widening is α_eff = 1 − (1 − α)^(topk^TREE_EXPONENT): 1 is independent candidates (every tree then
 # accepts almost everything: all tree cases were over-predicted), 0 is no gain over the chain. Point
-# 0.5, range TREE_EXPONENT_RANGE.
-TREE_EXPONENT = 0.5
+# 0.3 (0.5 before issue 35), range TREE_EXPONENT_RANGE.
+TREE_EXPONENT = 0.3  # chosen on the 60 public cases (scorecard; issue 35)
 TREE_EXPONENT_RANGE = (0.0, 0.8)
+# Per draft pass of a tree (topk > 1), beside DRAFT_OVERHEAD_MS: selecting topk × topk candidates and extending
+# the tree's attention mask (issue 35; chosen leave-one-source-out by tools/fit_calibration.py scorecard).
+TREE_PASS_OVERHEAD_MS = 1.5
 # A measured accept length is an average over a window: ±MEASURED_ACCEPT_SPREAD (relative).
 MEASURED_ACCEPT_SPREAD = 0.03
 # Step cost: the modelled change of the step cost ρ = cost_current ÷ cost_baseline is uncertain by
@@ -123,6 +136,10 @@ SPEC_BASE_SPREAD = 0.03
 # Unstated concurrency: the speculative interval also holds the ratio at this running batch (an
 # open-loop or offline benchmark runs many requests at once).
 UNSTATED_BATCH = 16
+# Where the sign of a speculative change rests on the unmeasured acceptance (the prior's reading and a
+# weak drafter's point opposite ways), the interval is the hull of the two readings widened by this log
+# half-width (issue 35; chosen leave-one-source-out by tools/fit_calibration.py scorecard).
+UNSETTLED_SPREAD = 0.10
 # A side whose steps, topk or draft tokens were assumed (unset in the unit: the engine's architecture
 # default taken): the interval widens by this log half-width (a judgement; the default is a guess).
 ASSUMED_SETTING_SPREAD = 0.15
@@ -132,6 +149,9 @@ ASSUMED_SETTING_SPREAD = 0.15
 # models and busy hosts), widened by GRAPH_BASE_SPREAD (partial/piecewise graphs run slower on some
 # architectures: the calibration's vLLM piecewise cases).
 EAGER_LAYER_US_RANGE = (20.0, 150.0)
+# The same ends on a desktop launch class (issue 35): the public RTX/A6000 cases put eager mode anywhere from
+# 0.02 to 2 ms per layer; a wider desktop range was searched leave-one-source-out and did not pay (see above).
+EAGER_LAYER_US_RANGE_DESKTOP = (20.0, 150.0)
 GRAPH_BASE_SPREAD = 0.05
 
 # --- Non-speculative changes (issue 24 item 5): physics bounds, each a judgement checked on the calibration
@@ -147,6 +167,10 @@ PREFILL_TIME_SHARE = (0.10, 0.90)
 # The prefix cache's own bookkeeping (hashing, eviction) with nothing to reuse, log: vLLM measured −2 % with no
 # shared prefix (calibration case vl-prefix-cache-on-no-shared-llama7b) and 0 to −3 % elsewhere in that PR.
 PREFIX_CACHE_OVERHEAD = 0.03
+# Prefix caching switched on with no stated share of reusable prompt tokens (features.py): at most this gain,
+# the interval's top (issue 35; chosen leave-one-source-out by tools/fit_calibration.py scorecard on the public
+# prefix-cache cases).
+PREFIX_UNSTATED_GAIN = 2.0
 # A larger prefill chunk stalls running decodes longer (log): about −3 % at 48 concurrent in the calibration's
 # vl-batched-tokens case's other point; 0.05 holds it.
 CHUNK_DECODE_STALL = 0.05
@@ -154,3 +178,7 @@ CHUNK_DECODE_STALL = 0.05
 # change is the kernel path's (−8 % … +5 %: the fp8 KV cases of the calibration); where it does (saturating
 # load, known from model facts, GPU and concurrency), twice the requests fit and the roofline gives the gain.
 KV_FP8_KERNEL_RANGE = (0.90, 1.05)
+# A kernel or compile switch (attention/MoE backend, torch.compile; kernels.py): ×1 within ×e^±this, the spread
+# of such switches in the public before/after runs (issue 35; chosen leave-one-source-out by
+# tools/fit_calibration.py scorecard, its range across sources in docs/impact.md).
+KERNEL_SWITCH_SPREAD = 0.6

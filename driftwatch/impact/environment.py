@@ -14,6 +14,8 @@ NO_IMPACT = {"TZ", "LANG", "LANGUAGE", "TERM", "PYTHONUNBUFFERED", "PYTHONIOENCO
              "NO_COLOR"}
 
 TENSOR = "parallel.tensor"
+# Variables that pick the attention kernels (vLLM ≤ 0.11; later releases take --attention-backend).
+ATTENTION_ENV = {"VLLM_ATTENTION_BACKEND", "SGLANG_ATTENTION_BACKEND"}
 
 _NCCL_WHY = {
     "NCCL_P2P_DISABLE": "GPU-to-GPU peer copies on/off: with P2P disabled all-reduces go through host memory "
@@ -64,6 +66,9 @@ def environment(key: str, baseline_value: Any, current_value: Any, ctx: ImpactCo
                             f"decode path", NONE_DIM)
         why = _NCCL_WHY.get(name, "changes how GPUs talk to each other")
         return unknown_estimate(f"{change}: {why}; matters with tp/dp > 1, no sound number")
+    if name in ATTENTION_ENV:  # an attention backend chosen by the environment: a kernel switch
+        from .kernels import kernel_switch
+        return kernel_switch(f"{change}: the attention kernels are chosen by this variable")
     if name == "CUDA_HOME":
         return unknown_estimate(f"{change}: JIT-compiled kernels (flashinfer, deep_gemm, triton) build against "
                                 f"this toolkit; a different CUDA can change kernels or fail at start-up", STABILITY)

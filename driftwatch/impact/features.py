@@ -7,6 +7,7 @@ same; a model never sees the engine's polarity.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from ..concepts import is_concept
@@ -74,6 +75,9 @@ def feature_toggle(name: str, baseline_value: Any, current_value: Any, ctx: Impa
             stated = prefix_cache_estimate(change, now_on, ctx)
             if stated is not None:
                 return stated
+        unstated = _prefix_unstated(change, now_on, _flag(baseline_value))
+        if unstated is not None:
+            return unstated
         return unknown_estimate(f"{change}: prefix reuse across requests changes; the effect depends on how much "
                                 f"prompts share (chat history, system prompts): not quantified — state the shared "
                                 f"share of prompt tokens (--workload-prefix-share) or measure the prefix-cache hit "
@@ -96,6 +100,23 @@ def feature_toggle(name: str, baseline_value: Any, current_value: Any, ctx: Impa
         return unknown_estimate(f"{change}: {how}; the launch overhead weighs most on small batches and small "
                                 f"models; no sound number")
     return unknown_estimate(f"{change}: a scheduler feature changed; no sound number")
+
+
+def _prefix_unstated(change: str, now_on: bool | None, before: bool | None) -> Estimate | None:
+    """Prefix caching switched with no stated share of reusable prompt tokens (issue 35): the direction is
+    bounded (with nothing to reuse it costs only its bookkeeping, PREFIX_CACHE_OVERHEAD) and the size by the
+    public spread (PREFIX_UNSTATED_GAIN); the point is the geometric middle of the two ends."""
+    if now_on is None or before is None or now_on == before:
+        return None
+    lo, hi = math.exp(-cal.PREFIX_CACHE_OVERHEAD), cal.PREFIX_UNSTATED_GAIN
+    if not now_on:
+        lo, hi = 1.0 / hi, 1.0 / lo
+    point = math.sqrt(lo * hi)
+    way, nothing, most = ("faster", lo, hi) if now_on else ("slower", hi, lo)
+    return Estimate(point, LOW, f"{change}: how much {way} depends on how much prompts share (chat history, "
+                    f"system prompts): ×{nothing:.2f} with nothing shared, up to ×{most:.2f} (as far as public "
+                    f"before/after runs moved), most likely ×{point:.2f} — state the shared share of prompt tokens "
+                    f"(--workload-prefix-share) or measure the prefix-cache hit rate to narrow it", AGGREGATE, (lo, hi))
 
 
 def _graphs_physical(ctx: ImpactContext, params: dict, before: bool | None, now: bool | None,

@@ -17,6 +17,7 @@ from .base import (AGGREGATE, LOW, MEDIUM, SINGLE, STABILITY, Estimate, ImpactCo
 TP_EXPONENT = 0.6  # rough prior, low confidence
 
 TENSOR, DATA, PIPELINE, EXPERT = "parallel.tensor", "parallel.data", "parallel.pipeline", "parallel.expert"
+EXPERT_ENABLED = "parallel.expert_enabled"
 DP_ATTENTION = ("parallel.dp_attention", "parallel.attention_data")
 
 
@@ -61,16 +62,26 @@ def parallelism(name: str, baseline_value: Any, current_value: Any, ctx: ImpactC
                                 f"concurrency (at most ×{dc}/{db}) but each needs its own GPUs and KV pool"
                                 if db and dc else f"{change}: data parallelism unknown on one side", AGGREGATE)
     if name in DP_ATTENTION:
-        return Estimate(None, LOW, f"{change}: DP attention shards the KV cache by request; it raises aggregate "
-                        f"throughput of large MoE models at high concurrency and usually slows a single stream; "
-                        f"no sound number", AGGREGATE if c > 1 else SINGLE)
+        return _layout_switch(f"{change}: DP attention shards the KV cache by request; it raises aggregate "
+                              f"throughput of large MoE models at high concurrency and usually slows a single stream",
+                              AGGREGATE if c > 1 else SINGLE)
     if name == PIPELINE:
         return unknown_estimate(f"{change}: pipeline parallelism adds per-stage latency for one stream and "
                                 f"helps only with many requests in flight; no sound number")
-    if name == EXPERT:
-        return unknown_estimate(f"{change}: expert parallelism changes MoE all-to-all traffic; depends on the "
-                                f"interconnect; no sound number")
+    if name in (EXPERT, EXPERT_ENABLED):
+        return _layout_switch(f"{change}: expert parallelism changes MoE all-to-all traffic; which way depends on "
+                              f"the interconnect and on how many requests share a step",
+                              AGGREGATE if c > 1 else SINGLE)
     return unknown_estimate(f"{change}: parallel layout changed; no sound number")
+
+
+def _layout_switch(text: str, dim: str) -> Estimate:
+    """An expert-parallel or DP-attention switch on the same GPUs: like a kernel switch, ×1 within the public
+    spread of such switches (calibration.KERNEL_SWITCH_SPREAD; issue 35), direction unknown."""
+    from .kernels import kernel_switch
+    est = kernel_switch(text, None)
+    est.dimension = dim
+    return est
 
 
 def _tensor_physical(ctx: ImpactContext, params: dict, tb: int, tc: int, c: int, change: str) -> Estimate | None:

@@ -55,6 +55,14 @@ class Hardware:
         return cls(facts.spec, max(1, tp), facts.interconnect, graphs, known=True,
                    link_known=facts.interconnect_known)
 
+    @property
+    def launch_class(self) -> str:
+        """"desktop" for a workstation or consumer part (RTX, RTX PRO, DGX Spark's GB10): a desktop CPU and
+        a single-box host launch kernels slower than a server's, so eager mode costs more per layer
+        (calibration.EAGER_LAYER_US_BY_CLASS); "datacenter" for the rest and for an unknown GPU."""
+        key = self.gpu.key if self.known else ""
+        return "desktop" if key.startswith(("rtx-", "gb10", "l4", "a10", "a40")) else "datacenter"
+
     def link_words(self) -> str:
         """"pcie (nvidia-smi topo -m on the host)" or "nvlink (assumed: …)": where the all-reduce cost's
         link came from. The matrix is the host's: "pcie" when any pair of its GPUs meets over PCIe."""
@@ -191,10 +199,22 @@ def forward_time(m: ModelFacts, hw: Hardware, batch: float, tokens: float = 1, *
         allreduce = calls * (allreduce_latency(hw.interconnect, params) + payload)
 
     over = (_param(params, "step_overhead_ms", cal.STEP_OVERHEAD_MS) * 1e-3) if overhead_s is None else overhead_s
-    eager = 0.0 if hw.graphs else _param(params, "eager_layer_us", cal.EAGER_LAYER_US) * 1e-6 * L * share
+    eager = 0.0 if hw.graphs else _param(params, "eager_layer_us", eager_layer_us(hw)) * 1e-6 * L * share
     return StepTime(weights=weights, compute=compute, kv=kv, state=state, allreduce=allreduce, overhead=over,
                     eager=eager, tokens=int(round(n)), experts_touched=touched, expert_bytes=expert_bytes / tp,
                     dense_bytes=dense / tp)
+
+
+def eager_layer_us(hw: Hardware) -> float:
+    """The eager launch overhead per decoder layer (µs) on this hardware's launch class."""
+    if hw.launch_class == "desktop":
+        return cal.EAGER_LAYER_US_DESKTOP
+    return cal.EAGER_LAYER_US
+
+
+def eager_layer_range(hw: Hardware) -> tuple[float, float]:
+    """The ends of the eager launch overhead per layer the graph interval holds, by launch class."""
+    return cal.EAGER_LAYER_US_RANGE_DESKTOP if hw.launch_class == "desktop" else cal.EAGER_LAYER_US_RANGE
 
 
 def draft_time(m: ModelFacts, hw: Hardware, batch: float, width: int = 1, *, native_mtp: bool = True,
@@ -316,7 +336,7 @@ def graph_interval(ctx, batch: int, params: dict | None, gaining: bool) -> tuple
         contexts += [dataclasses.replace(ctx, gpu_facts=GPUFacts(r, tp, r.name, r.interconnect)) for r in (rows[0], rows[-1])]
     values = []
     for c in contexts:
-        for us in cal.EAGER_LAYER_US_RANGE:
+        for us in eager_layer_range(hardware_for(c)):
             effect = graph_effect(c, batch, {**(params or {}), "eager_layer_us": us})
             if effect is None:
                 return None

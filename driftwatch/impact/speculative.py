@@ -9,6 +9,7 @@ change that drags topk/draft along, whatever the engine calls those fields. Thro
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -214,7 +215,7 @@ def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, para
                 low[s] = shallow.get(s) or expected_tokens(min(floor, alphas[s]), sp.steps, decay, 1)
         ratio_low = (low["current"] / cost_c) / (low["baseline"] / cost_b)
         if (ratio - 1.0) * (ratio_low - 1.0) < 0:
-            return _direction_unknown(base, cur, physical, expected, low, ratio, ratio_low, batch, dim)
+            return _direction_unknown(base, cur, physical, expected, low, (ratio, ratio_low), batch, dim)
 
     srcs = {source[s] for s, sp in sides.items() if sp.on}
     if srcs == {"measured"}:
@@ -386,7 +387,10 @@ def _prior_alpha(ctx: ImpactContext, side: str, sp: SpecSide) -> float:
     fam = _family(ctx, side, sp)
     if fam in cal.ALPHA_PRIOR_FAMILY:
         return cal.ALPHA_PRIOR_FAMILY[fam]
-    return cal.ALPHA_PRIOR.get(_prior_key(ctx, side, sp), -1.0)
+    key = _prior_key(ctx, side, sp)
+    if fam == "MTP" and key == "EAGLE":  # the model's own head, its config.json unread: not an EAGLE-1 head
+        return cal.ALPHA_PRIOR_FAMILY["MTP.unread"]
+    return cal.ALPHA_PRIOR.get(key, -1.0)
 
 
 def alpha_range(ctx: ImpactContext, side: str, sp: SpecSide, point: float) -> tuple[float, float]:
@@ -496,6 +500,24 @@ def _draft_model(ctx: ImpactContext, side: str) -> Any:
     return values.get("speculative.draft_model") if isinstance(values, dict) else None
 
 
+_SIZE_IN_NAME = re.compile(r"(?<![0-9.A-Za-z])(\d+(?:\.\d+)?)\s*([BbMm])(?![A-Za-z0-9])")
+
+
+def draft_size_from_name(name: Any) -> float | None:
+    """Parameters of a draft model from its name or path's last part ("Qwen/Qwen3-0.6B" -> 6e8,
+    "/models/llama-68m" -> 6.8e7; an MoE's active count "…-30B-A3B" -> 3e9); None when it names none."""
+    if not isinstance(name, str) or not name.strip():
+        return None
+    last = name.rstrip("/").split("/")[-1]
+    active = re.search(r"-A(\d+(?:\.\d+)?)B(?![A-Za-z0-9])", last)
+    if active:
+        return float(active.group(1)) * 1e9
+    m = _SIZE_IN_NAME.search(last)
+    if not m:
+        return None
+    return float(m.group(1)) * (1e9 if m.group(2).lower() == "b" else 1e6)
+
+
 def draft_facts(ctx: ImpactContext, side: str):
     """The draft head's own config.json facts for a side (read where its path is a local directory:
     run/compare.py), else None: one decoder layer of the target's shape stands in."""
@@ -525,9 +547,21 @@ def physical_step(m, hw, sp: SpecSide, ctx: ImpactContext, side: str, params: di
         else:
             draft = roofline.draft_time(m, hw, batch, sp.topk, native_mtp=native, params=params)
         draft_s = sp.steps * draft.total
-    else:  # a separate draft model of unknown size: the prior fraction of a target step per pass
-        d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm, cal.DEFAULT_DRAFT_COST))
-        draft_s = sp.steps * d * roofline.forward_time(m, hw, batch, 1, params=params).total
+        if sp.topk > 1:  # a tree: each pass also selects topk × topk candidates and extends the tree mask
+            draft_s += sp.steps * param(params, "tree_pass_overhead_ms", cal.TREE_PASS_OVERHEAD_MS) * 1e-3
+    else:  # a separate draft model: its own config.json, else its size from its name, else the prior fraction
+        own = draft_facts(ctx, side)
+        size = draft_size_from_name(_draft_model(ctx, side))
+        target = m.active_params if m.is_moe and m.active_params else m.params
+        if own is not None:
+            draft = roofline.forward_time(own, hw, batch, 1, moe=own.is_moe, params=params,
+                                          overhead_s=param(params, "draft_overhead_ms", cal.DRAFT_OVERHEAD_MS) * 1e-3)
+            draft_s = sp.steps * draft.total
+        else:
+            d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm, cal.DEFAULT_DRAFT_COST))
+            if size and target and size < target and "draft_cost" not in params:
+                d = size / target  # a pass reads the draft's weights as the target's forward reads its own
+            draft_s = sp.steps * d * roofline.forward_time(m, hw, batch, 1, params=params).total
     iteration_s = param(params, "spec_step_overhead_ms", cal.SPEC_STEP_OVERHEAD_MS) * 1e-3
     return _Step(verify, draft_s, iteration_s), draft
 
@@ -548,21 +582,28 @@ def _physical_costs(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: d
     return out
 
 
-def _direction_unknown(base: SpecSide, cur: SpecSide, physical: dict, expected: dict, low: dict, ratio: float,
-                       ratio_low: float, batch: int, dim: str) -> Estimate:
-    """The sign depends on the unmeasured acceptance: no ratio, the break-even instead."""
+def _direction_unknown(base: SpecSide, cur: SpecSide, physical: dict, expected: dict, low: dict,
+                       readings: tuple[float, float], batch: int, dim: str) -> Estimate:
+    """The sign depends on the unmeasured acceptance: the break-even, and an interval that holds both
+    readings (the prior's and a weak drafter's) widened by UNSETTLED_SPREAD, with the middle of the two
+    as the most likely value (issue 35: an answer wherever the size is bounded, even if it holds ×1)."""
+    ratio, ratio_low = readings
     lead, terms = _physical_words(base, cur, physical, expected, ratio, batch)
     cost_b, cost_c = physical["baseline"].total, physical["current"].total
     side = "current" if cur.on else "baseline"
     other = "baseline" if side == "current" else "current"
     need = expected[other] * (cost_c / cost_b if side == "current" else cost_b / cost_c)
     what = lead.split("; a step takes")[0]
+    point = math.sqrt(ratio * ratio_low)
+    lo, hi = uncertainty.hull((ratio, ratio_low), cal.UNSETTLED_SPREAD)
     detail = (f"{what}: a step takes {cost_b * 1e3:.1f} → {cost_c * 1e3:.1f} ms, so this pays off only if the "
               f"{side} side yields more than {need:.2f} tokens per step — with the acceptance prior it yields "
               f"{expected[side]:.2f} (×{ratio:.2f}), with a weak drafter {low[side]:.2f} (×{ratio_low:.2f}): whether "
-              f"it is faster or slower depends on the drafter's acceptance on this workload; measure the accept "
-              f"length on the {side} side. Details: {terms}")
-    return Estimate(None, LOW, detail, dim)
+              f"it is faster or slower is not settled (the interval holds ×1): it depends on the drafter's acceptance "
+              f"on this workload (×{lo:.2f}–{hi:.2f}, most likely ×{point:.2f}, between the two); measure the accept "
+              f"length on the {side} side. "
+              f"Details: {terms}")
+    return Estimate(point, LOW, detail, dim, (lo, hi))
 
 
 class _Step:

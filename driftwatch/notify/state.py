@@ -2,14 +2,16 @@
 
 Rules (`should_send`):
 - ``always`` -> send, whatever the report says;
-- a host is unreadable -> send (unreadable hosts are always reported, even with --only-changes:
-  a host we cannot read might have drifted, and silence is the failure driftwatch exists to avoid);
+- a host is unreadable -> send (a host we cannot read might have drifted, and silence is the failure
+  driftwatch exists to avoid), except under ``only_changes`` when the set of problems is the one of the
+  state file: a host that stays down through a maintenance is mailed when it goes down, not every run;
 - no host drifted, ``only_changes``, and the state file remembers drift or unreadable hosts (so a
   drift mail went out) -> send once, a "resolved" mail (`is_resolved`); the clean state saved after
   it keeps the next clean runs quiet;
 - no host drifted -> do not send;
-- drift and ``only_changes`` -> send only when the findings' fingerprint differs from the one in
-  the state file (the last report that was settled: sent, or not needing a mail);
+- drift and ``only_changes`` -> send only when the fingerprint of the set of problems (findings and
+  unreadable host/unit pairs) differs from the one in the state file (the last report that was
+  settled: sent, or not needing a mail);
 - drift otherwise -> send.
 
 The state file (JSON, schema ``driftwatch.state/v1``) records the fingerprint of the last run that
@@ -166,16 +168,20 @@ def should_send(report: dict, state: dict | None, only_changes: bool, always: bo
     c = _counts(report)
     if always:
         return True, "--always"
+    same = bool(only_changes and state and state.get("fingerprint") == fingerprint(report))
+    since = f" reported at {state['generated_at']}" if state and state.get("generated_at") else " last reported"
     if c["unreadable"]:
-        return True, f"{c['unreadable']} host(s) unreadable (always reported)"
+        what = f"{c['unreadable']} host(s) unreadable"
+        if same:  # a host that stays down is the same problem: one mail when it goes down, one when back
+            return False, f"{what}, same problems as{since} (--only-changes)"
+        return True, what + (", problems changed since the last report (--only-changes)" if only_changes
+                             else " (always reported)")
     if state is not None and is_resolved(report, state, only_changes):  # resolved: a state was kept
-        since = f" reported at {state['generated_at']}" if state.get("generated_at") else " last reported"
-        return True, f"resolved: all {c['hosts']} host(s) match the baseline again (drift{since}) (--only-changes)"
+        return True, f"resolved: all {c['hosts']} host(s) match the baseline again (problems{since}) (--only-changes)"
     if not c["drifted"]:
         return False, f"no drift: all {c['hosts']} host(s) match the baseline"
     what = f"{c['drifted']} of {c['hosts']} host(s) drifted"
-    if only_changes and state and state.get("fingerprint") == fingerprint(report):
-        since = f" reported at {state['generated_at']}" if state.get("generated_at") else " last reported"
+    if same:
         return False, f"{what}, same findings as{since} (--only-changes)"
     if only_changes:
         return True, f"{what}, findings changed since the last report (--only-changes)"

@@ -22,7 +22,8 @@ import re
 from dataclasses import dataclass, field
 
 from driftwatch.errors import UnitError
-from driftwatch.parse.environment import parse_environment_file, parse_environment_values
+from driftwatch.parse.environment import env_name_is_valid, parse_environment_file, parse_environment_values
+from driftwatch.parse.loadcheck import EMERGENCY_ACTIONS, enum_setting, load_errors
 from driftwatch.parse.said import Said, prefixed, public
 from driftwatch.parse.specifiers import DEPRECATED_SPECIFIERS, SpecifierFailure, apply_specifiers, unit_specifiers
 from driftwatch.parse.unitfile import Assignment, UnitFile
@@ -32,6 +33,7 @@ from driftwatch.unitwords import WHITESPACE, LexInvalid, extract_word, split_wor
 PATH_MAX = 4096
 LONG_LINE_MAX = 1024 * 1024
 SERVICE_TYPES = ("simple", "exec", "forking", "oneshot", "dbus", "notify", "idle")
+RESTART_VALUES = ("no", "on-success", "on-failure", "on-abnormal", "on-watchdog", "on-abort", "always")
 
 __all__ = [
     "Command",
@@ -325,6 +327,11 @@ class ExecStartResult:
     working_directory: str | None = None
     user: str | None = None
     warnings: list[str] = field(default_factory=list)
+    load_errors: list[str] = field(default_factory=list)  # why systemd 252 refuses to load the unit (loadcheck)
+    unreadable_files: list[str] = field(default_factory=list)  # required EnvironmentFile= paths not read
+    # With a file not read: the names whose value is still certain (set by a file read after the last
+    # unread one, or removed by UnsetEnvironment=); any other name may be set or overridden by that file.
+    certain: frozenset[str] = frozenset()
 
     @property
     def command(self) -> Command:
@@ -337,16 +344,49 @@ class ExecStartResult:
     def argv(self) -> list[str]:
         return list(self.command.argv)
 
+    def _view(self) -> dict[str, str]:
+        if not self.unreadable_files:
+            return self.environment
+        return _UnknownEnvironment(self.environment, self.certain)
+
     @property
     def expanded_argv(self) -> list[str]:
-        return self.command.expand(self.environment)
+        """argv after $VAR expansion; with an EnvironmentFile= not read, a variable set nowhere else
+        keeps its reference (`${NAME}`): its value is unknown, not empty."""
+        return self.command.expand(self._view())
+
+    @property
+    def unknown_variables(self) -> list[str]:
+        """Variables the command uses whose value an unread EnvironmentFile= may set (sorted)."""
+        view = self._view()
+        if not isinstance(view, _UnknownEnvironment):
+            return []
+        self.command.expand(view)
+        return sorted(view.asked)
 
 
-def _check_working_directory(unit: UnitFile, specifiers: dict, warnings: list[str]) -> None:
+class _UnknownEnvironment(dict):
+    """The environment when a required EnvironmentFile= was not read: a name it may set (or override:
+    files come after Environment=) answers its reference as written (`${NAME}`), and is recorded."""
+
+    def __init__(self, environment: dict[str, str], certain: frozenset[str]):
+        super().__init__(environment)
+        self.certain = certain
+        self.asked: set[str] = set()
+
+    def get(self, name: str, default: str | None = None) -> str | None:  # type: ignore[override]
+        if name in self.certain or not env_name_is_valid(name):
+            return super().get(name, default)
+        self.asked.add(name)
+        return "${" + name + "}"
+
+
+def _check_working_directory(unit: UnitFile, specifiers: dict, warnings: list[str]) -> list[str]:
     """systemd's config_parse_working_directory: `~`, or an absolute, normalised path after specifiers;
     anything else fails the unit's load ("bad-setting") unless the value starts with `-`, which makes
     it a warning (the setting is then ignored). Every assignment counts, even one a later line
-    overrides: systemd refuses the file while reading it."""
+    overrides: systemd refuses the file while reading it. Returns the reasons it refuses the unit."""
+    refused: list[str] = []
     for a in unit.assignments:
         if a.section != "Service" or a.key != "WorkingDirectory" or a.value == "":
             continue
@@ -362,7 +402,8 @@ def _check_working_directory(unit: UnitFile, specifiers: dict, warnings: list[st
         except SpecifierFailure as exc:
             message = f"Failed to resolve unit specifiers in working directory path {shown(value)}: {exc}"
             if not missing_ok:
-                raise ExecStartError(where + message) from None
+                refused.append(where + message)
+                continue
             warnings.append(where + message + ", ignoring")
             continue
         problem = None
@@ -377,8 +418,24 @@ def _check_working_directory(unit: UnitFile, specifiers: dict, warnings: list[st
         said = Said(f"WorkingDirectory= path {problem}{'' if not missing_ok else ', ignoring'}: {path}",
                     f"WorkingDirectory= path {problem}{'' if not missing_ok else ', ignoring'}: {shown(path)}")
         if not missing_ok:
-            raise ExecStartError(prefixed(where, said))
+            refused.append(prefixed(where, said))
+            continue
         warnings.append(prefixed(where, said))
+    return refused
+
+
+_LOCATION = re.compile(r"^(.*?):(\d+): ")
+
+
+def _in_file_order(unit: UnitFile, messages: list[str]) -> list[str]:
+    """Reasons located `FILE:LINE: …` in the order systemd reads them (fragment, then drop-ins); the
+    unit-wide ones (service_verify's) after them, in their own order."""
+    order = {path: i for i, path in enumerate(unit.paths)}
+
+    def key(message: str) -> tuple[int, int]:
+        m = _LOCATION.match(str(message))
+        return (order.get(m.group(1), 0), int(m.group(2))) if m else (len(order) + 1, 0)
+    return sorted(messages, key=key)
 
 
 def _where(unit: UnitFile, key: str, a: Assignment | None) -> str:
@@ -392,9 +449,12 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
     """Everything needed to know what the service runs.
 
     ``environment_files`` maps EnvironmentFile= paths (as written, with or without '-', or after
-    specifiers) to their contents; files not supplied are skipped with a warning.
+    specifiers) to their contents; a required file not supplied is in ``unreadable_files`` (its
+    variables are unknown, not empty), an optional ('-') one is skipped as systemd skips it.
     ``specifiers`` defaults to unit_specifiers(unit.name, fragment_path=first path).
-    Raises ExecStartError where systemd would refuse the unit.
+    Raises ExecStartError where systemd would refuse the unit and there is no command to read (masked,
+    no ExecStart=, a fatal ExecStart= error); every other reason systemd refuses to load it is in
+    ``load_errors``, the command still read, so that each reason can be reported.
     """
     name = unit.name or "<unit>"
     if unit.masked:
@@ -406,9 +466,7 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
     service_type = None
     for a in unit.assignments:
         if a.section == "Service" and a.key == "Type":
-            if a.value == "":
-                service_type = None
-            elif a.value in SERVICE_TYPES:
+            if a.value in SERVICE_TYPES:  # an empty Type= is no reset in 252: ignored like a bad value
                 service_type = a.value
             else:
                 warnings.append(prefixed(_where(unit, 'Type', a), Said(
@@ -434,7 +492,7 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
         service_type = "simple" if commands else "oneshot"
     if not commands:
         has_stop = bool(unit.values("Service", "ExecStop"))
-        has_success = unit.get("Unit", "SuccessAction") not in (None, "none")
+        has_success = enum_setting(unit, "Unit", "SuccessAction", EMERGENCY_ACTIONS, "none") != "none"
         remain = (unit.get("Service", "RemainAfterExit") or "no").lower() in ("1", "yes", "y", "true", "t", "on")
         why = ""
         ignored = [m for m in warnings if "ignoring" in m]
@@ -453,25 +511,30 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
                 f"{name}: Service has no ExecStart= and no SuccessAction= settings and does not have "
                 "RemainAfterExit=yes set. Refusing." + why
             )
+    # What follows refuses the unit but leaves its command readable: each reason is kept in
+    # `load_errors` (the caller reports them all) instead of stopping at the first.
+    refused: list[str] = []
     if len(commands) > 1 and service_type != "oneshot":
-        raise ExecStartError(
+        refused.append(Said(
             f"{name}: Service has more than one ExecStart= setting, which is only allowed for Type=oneshot "
             "services. Refusing."
-        )
-    restart = unit.get("Service", "Restart")
+        ))
+    restart = enum_setting(unit, "Service", "Restart", RESTART_VALUES, "no")
     if service_type == "oneshot" and restart in ("always", "on-success"):
-        raise ExecStartError(
+        refused.append(Said(
             f"{name}: Service has Restart= set to either always or on-success, which isn't allowed for "
             "Type=oneshot services. Refusing."
-        )
-
-    _check_working_directory(unit, specifiers, warnings)
+        ))
+    refused = _in_file_order(unit, _check_working_directory(unit, specifiers, warnings) + load_errors(
+        unit, specifiers, service_type, _split, warnings)) + refused
 
     env_warnings: list[str] = []
     environment = parse_environment_values(unit.values("Service", "Environment"), specifiers, env_warnings)
     warnings.extend(env_warnings)
 
     files_written: list[str] = []
+    unreadable: list[str] = []
+    certain = set(environment)
     for value in unit.values("Service", "EnvironmentFile"):
         try:
             expanded = apply_specifiers(value, specifiers, PATH_MAX - 1)
@@ -486,27 +549,29 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
                                  f"Path {shown(expanded)} is not absolute, ignoring."))
             continue
         files_written.append(value)
-        if environment_files is None:
-            continue
         content = None
         for candidate in (value, expanded, fpath, posixpath.normpath(fpath)):
-            if candidate in environment_files:
+            if environment_files is not None and candidate in environment_files:
                 content = environment_files[candidate]
                 break
         if content is None:
-            if not optional:
-                warnings.append(f"EnvironmentFile={value}: contents not supplied, its variables are unknown")
+            if not optional:  # systemd reads it on the host; here its variables are unknown, not empty
+                unreadable.append(fpath)
+                certain.clear()
             continue
         if not isinstance(content, str):
             raise ExecStartError(f"EnvironmentFile={value}: contents must be text")
         for k, v in parse_environment_file(content, warnings).items():
             environment[k] = v
+            certain.add(k)
 
     # UnsetEnvironment= is applied last (NAME, or NAME=VALUE only where it matches exactly), before
     # ExecStart='s $VAR expansion: what is unset is not in the command's environment either.
     for value in unit.values("Service", "UnsetEnvironment"):
         for word in value.split():
             name, eq, wanted = word.partition("=")
+            if not eq:
+                certain.add(name)
             if name in environment and (not eq or environment[name] == wanted):
                 del environment[name]
 
@@ -518,4 +583,7 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
         working_directory=unit.get("Service", "WorkingDirectory"),
         user=unit.get("Service", "User"),
         warnings=warnings,
+        load_errors=refused,
+        unreadable_files=unreadable,
+        certain=frozenset(certain),
     )

@@ -162,6 +162,31 @@ def _expand_shell_words(words: list[str], env: dict[str, str], unknown: list[str
     return out
 
 
+def _shell_lines(script: str) -> str:
+    """The shell's own reading of line ends: a backslash-newline is removed (a continued line) outside
+    single quotes, and an unquoted newline ends a command like `;` (a YAML `|` block of a Kubernetes
+    `args:` is a script of lines)."""
+    if "\n" not in script:
+        return script
+    out: list[str] = []
+    quote = None
+    i = 0
+    while i < len(script):
+        ch = script[i]
+        if ch == "\\" and quote != "'" and script[i + 1:i + 2] == "\n":
+            i += 2
+            continue
+        if ch == "\\" and quote != "'" and i + 1 < len(script):
+            out.append(script[i:i + 2])
+            i += 2
+            continue
+        if ch in "'\"" and quote in (None, ch):
+            quote = None if quote == ch else ch
+        out.append(" ; " if ch == "\n" and quote is None else ch)
+        i += 1
+    return "".join(out)
+
+
 def _shell_segments(script: str, environment: dict[str, str] | None = None,
                     unknown: list[str] | None = None) -> list[tuple[list[str], dict[str, str]]]:
     """The simple commands of a shell script, each with the variables set for it (`export A=1;`
@@ -169,7 +194,7 @@ def _shell_segments(script: str, environment: dict[str, str] | None = None,
     appended to `unknown`). Raises ValueError on an unbalanced quote."""
     environment = environment or {}
     unknown = unknown if unknown is not None else []
-    script = _REDIRECT.sub(" ", script)  # `2>&1`, `>> log`, `< /dev/null` are the shell's, not argv
+    script = _REDIRECT.sub(" ", _shell_lines(script))  # `2>&1`, `>> log`, `< /dev/null`: the shell's
     lexer = shlex.shlex(script, posix=True, punctuation_chars=";&|")
     lexer.whitespace_split = True
     words = list(lexer)

@@ -1,8 +1,9 @@
 """`driftwatch check`: would this unit's server start? A lint for `ExecStartPre=` or CI.
 
-The answer comes from the snapshot's issues of severity "error": flags the engine release does not
-know (unknown, removed, ambiguous prefixes, values its type converters reject) and the engine's
-known start-up crashes. Warnings (deprecated flags, ignored arguments) are printed but do not fail.
+The answer comes from the snapshot's issues of severity "error": settings that make systemd refuse
+to load the unit (snapshots/unitload.py), flags the engine release does not know (unknown, removed,
+ambiguous prefixes, values its type converters reject) and the engine's known start-up crashes.
+Warnings (deprecated flags, ignored arguments) are printed but do not fail.
 """
 from __future__ import annotations
 
@@ -49,7 +50,11 @@ def render_check(snap: Snapshot, fmt: str = "text", given: str | None = None) ->
     if snap.runtime.get("not_read"):  # a partial read: the verdict is about the unit text only
         lines.append(f"{name}: warning: {snap.runtime['not_read']}")
     e = snap.engine
-    if not e.label:
+    refused = [i for i in errors if i.kind == "systemd-refuses"]  # systemd refuses before any engine runs
+    if refused:
+        n = len(refused)
+        lines.append(f"{name}: systemd will not load this unit ({n} problem{'s' if n != 1 else ''})")
+    elif not e.label:
         lines.append(f"{name}: ok: no known engine in ExecStart (nothing to check)")
     elif errors:
         n = len(errors)

@@ -83,7 +83,8 @@ def summary(c: Comparison) -> str:
         baseline_tps=c.baseline_metrics.get("throughput"), measured_tps=c.current_metrics.get("throughput"),
         unquantified=[f.difference.label for f in unquantified(c.findings)],
         withheld=c.prediction_withheld, measured_ratio=c.measured_throughput_ratio,
-        interval=c.predicted_throughput_interval, direction=c.predicted_direction)
+        interval=c.predicted_throughput_interval, direction=c.predicted_direction,
+        verdict=None if c.measured_vs_predicted is None else c.measured_vs_predicted.to_dict())
 
 
 def comparison_to_dict(c: Comparison) -> dict:
@@ -107,6 +108,8 @@ def comparison_to_dict(c: Comparison) -> dict:
         "predicted_throughput": c.predicted_throughput,
         "prediction_withheld": c.prediction_withheld,  # why there is no prediction at all
         "measured_throughput_ratio": c.measured_throughput_ratio,
+        # does the drift explain the measured change (issue 35): {measured, interval, verdict, look_at}
+        "measured_vs_predicted": None if c.measured_vs_predicted is None else c.measured_vs_predicted.to_dict(),
         "warnings": list(c.warnings),
         "summary": summary(c),
         "findings": [finding_to_dict(f) for f in c.findings],

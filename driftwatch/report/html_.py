@@ -4,7 +4,8 @@ The fleet report reads top-down: a summary per baseline, the drift several units
 once, its hosts linked), the host table (status, since, predicted), then a section per host with a
 stable `id` (`host-<host>--<unit>`) and its own findings. Severity and status are coloured badges
 that also say their word. Findings are stacked blocks, not wide tables, and long values break, so a
-phone (390 px) never scrolls sideways; the one table (the hosts) scrolls inside its own box.
+phone (390 px) never scrolls sideways; the one table (the hosts) scrolls inside its own box, with
+a shadow on the edge where more of it is hidden; its timestamps, host and unit names never break.
 
 Inline styles only (mail clients drop style sheets); no scripts, images or external references;
 the only links are `#fragment` links inside the document; every value escaped. Written well-formed
@@ -25,6 +26,20 @@ _MONO = "font-family:ui-monospace,Menlo,Consolas,monospace"
 _BREAK = "overflow-wrap:anywhere;word-break:break-word"
 # words whole in the table (no mid-word squeeze): a table wider than the page scrolls in its box
 _TABLE = "border-collapse:collapse;font-size:13px;min-width:100%;overflow-wrap:normal;word-break:normal"
+# The box the host table scrolls in, with a shadow on the side where more of it is hidden (two
+# "local" white covers that move with the table over two "scroll" shadows fixed to the box's edges):
+# at a phone's width the table's right edge shows a shadow until it is scrolled to its end.
+_SCROLL_BOX = ("overflow-x:auto;margin:8px 0 16px 0;background:"
+               "linear-gradient(to right,#ffffff 30%,rgba(255,255,255,0)) left center/32px 100% no-repeat local,"
+               "linear-gradient(to left,#ffffff 30%,rgba(255,255,255,0)) right center/32px 100% no-repeat local,"
+               "radial-gradient(farthest-side at 0 50%,rgba(0,0,0,0.28),rgba(0,0,0,0)) left center/14px 100% "
+               "no-repeat scroll,"
+               "radial-gradient(farthest-side at 100% 50%,rgba(0,0,0,0.28),rgba(0,0,0,0)) right center/14px 100% "
+               "no-repeat scroll")
+# what must not break inside a table cell: a timestamp, a unit or host name (the cell widens instead;
+# at a phone's width the table scrolls in its box)
+_NOWRAP = "white-space:nowrap"
+_STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 _TH = "text-align:left;padding:6px 8px;background:#f6f8fa"
 _TD = "padding:4px 8px;vertical-align:top"
 _TR = "border-top:1px solid #d0d7de"
@@ -110,7 +125,7 @@ def _anchor_ids(hosts: list[dict]) -> dict[int, str]:
 def _table(headers: list[str], rows: list[tuple[str, list[str]]]) -> list[str]:
     """A table that scrolls inside its own box when wider than the page. `rows`: (the row's extra
     attributes, its already-escaped cells)."""
-    out = ['<div style="overflow-x:auto;margin:8px 0 16px 0">', f'<table style="{_TABLE}">',
+    out = [f'<div style="{_SCROLL_BOX}">', f'<table style="{_TABLE}">',
            "<tr>" + "".join(f'<th style="{_TH}">{esc(h)}</th>' for h in headers) + "</tr>"]
     for attrs, cells in rows:
         out.append(f'<tr{attrs} style="{_TR}">' + "".join(f'<td style="{_TD}">{c}</td>' for c in cells) + "</tr>")
@@ -285,13 +300,19 @@ def _host_table(hosts: list[dict], anchors: dict[int, str], sectioned: set[int],
     rows = []
     for h in hosts:
         name = esc(h.get("host") or "?")
-        host = (_link(anchors[id(h)], f"<strong>{name}</strong>") if id(h) in sectioned else f"<strong>{name}</strong>")
-        host += f' <span style="{_SMALL}">{esc(h.get("unit") or "?")}</span>'
+        strong = f'<strong style="{_NOWRAP}">{name}</strong>'
+        host = _link(anchors[id(h)], strong) if id(h) in sectioned else strong
+        host += f' <span style="{_SMALL};{_NOWRAP}">{esc(h.get("unit") or "?")}</span>'
         attrs = "" if id(h) in sectioned else f' id="{anchors[id(h)]}"'
         rows.append((attrs, [host, _badge(view.status(h)),
-                             esc(_since(view.findings(h), view.status(h) == "drift")),
+                             _whole_stamps(esc(_since(view.findings(h), view.status(h) == "drift"))),
                              esc(w.predicted(h)), _mono(w.top_finding(h)), esc(w.host_baseline(h))][:6 if baselines else 5]))
     return _table(HOST_COLUMNS[:6 if baselines else 5], rows)
+
+
+def _whole_stamps(text_html: str) -> str:
+    """Escaped text with each UTC timestamp kept on one line (it broke at 'T' in a narrow column)."""
+    return _STAMP.sub(lambda m: f'<span style="{_NOWRAP}">{m.group(0)}</span>', text_html)
 
 
 def _host_section(h: dict, anchor: str) -> list[str]:

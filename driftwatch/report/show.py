@@ -15,7 +15,8 @@ SHOW_SCHEMA = "driftwatch.show/v1"
 
 
 def show_dict(snap: Snapshot, include_defaults: bool) -> dict:
-    return {
+    container = {"container": dict(snap.runtime["container"])} if "container" in snap.runtime else {}
+    return {**container,
         "schema": SHOW_SCHEMA,
         "host": snap.host,
         "unit": snap.unit,

@@ -52,6 +52,80 @@ def _wrap(text: str, indent: str, width: int = 78) -> list[str]:
                          break_on_hyphens=False) or [indent.rstrip()]
 
 
+# Where a token wider than its column is split, best first: after a `/`, `,` or `–`; at a `-` or `_`
+# (before a `-` that is not doubled, so "--flag-name" reads "--flag" / "-name"); after a `.`.
+_BREAKS = ("/,–", "-_", ".")
+
+
+def _cut(word: str, width: int) -> int:
+    """Where to cut `word` (longer than `width`): the best place of `_BREAKS` in its second half."""
+    for chars in _BREAKS:
+        for p in range(width, width // 2, -1):
+            if word[p - 1] in chars or (word[p] in chars and word[p] == "-" and word[p - 1] != "-"):
+                return p
+    return width
+
+
+def _split_token(word: str, width: int) -> list[str]:
+    """`word` in pieces of at most `width`, each cut where `_cut` says."""
+    pieces = []
+    while len(word) > width:
+        cut = _cut(word, width)
+        pieces.append(word[:cut])
+        word = word[cut:]
+    return pieces + [word] if word else pieces
+
+
+def _longest_word(rows: list[list], col: int) -> int:
+    return max((len(word) for r in rows for word in str(r[col]).split()), default=0)
+
+
+def _spare_for_words(rows: list[list], headers: list[str], caps: list) -> list:
+    """`caps` with width moved from columns that can spare it (wider than their longest word) to
+    columns whose longest word is cut, the table's total width unchanged."""
+    if not rows:
+        return list(caps)
+    caps = [cap if cap is None else min(cap, _natural(rows, i)) for i, cap in enumerate(caps)]  # as shown
+    need = [max(_longest_word(rows, i), len(str(h)) + 2) for i, h in enumerate(headers)]
+    for i, cap in enumerate(caps):
+        for j in range(len(caps)):
+            if cap is None or caps[i] >= need[i]:
+                break
+            spare = 0 if caps[j] is None or j == i else caps[j] - need[j]
+            if spare > 0:
+                moved = min(spare, need[i] - caps[i])
+                caps[i] += moved
+                caps[j] -= moved
+    return caps
+
+
+def wrap_cell(cell, width: int | None):
+    """A table cell wrapped to `width` at spaces (tabulate's own wrap cuts words wherever the column
+    ends: "--speculative" / "-num-steps"); only a token wider than the column is split
+    (`_split_token`). Non-text cells and cells without a width are returned as they are."""
+    if not width or not isinstance(cell, str) or all(len(line) <= width for line in cell.split("\n")):
+        return cell
+    out: list[str] = []
+    for line in cell.split("\n"):
+        current = ""
+        for word in line.split():
+            for piece in _split_token(word, width):
+                if current and len(current) + 1 + len(piece) <= width:
+                    current += " " + piece
+                else:
+                    if current:
+                        out.append(current)
+                    current = piece
+        out.append(current)
+    return "\n".join(out)
+
+
+def _wrapped(rows: list[list], caps: list) -> list[list]:
+    """Every cell of `rows` wrapped to its column's cap at word boundaries (`wrap_cell`)."""
+    return [[wrap_cell(cell, caps[i] if i < len(caps) else None) for i, cell in enumerate(row)]
+            for row in prewrap(rows, caps)]
+
+
 def _natural(rows: list[list[str]], col: int) -> int:
     return max([max((len(x) for x in str(r[col]).splitlines()), default=0) for r in rows])
 
@@ -202,10 +276,10 @@ class TextFormat(Format):
         if rows:
             caps = _fit_caps(rows, w.FLEET_COLUMNS, _FLEET_CAPS if self.width else [None] * 5, _FLEET_SHRINK,
                              self.width)
+            caps = _spare_for_words(rows, w.FLEET_COLUMNS, caps) if self.width else caps
             tones = [view.status(h).replace(" ", "_") for h in view.ordered_hosts(doc)]
-            shown = [[*row[:2], self._paint(row[2], tone), *row[3:]] for row, tone in zip(prewrap(rows, caps), tones)]
-            lines.append(tabulate(shown, headers=w.FLEET_COLUMNS, tablefmt="simple", disable_numparse=True,
-                                  maxcolwidths=caps))
+            shown = [[*row[:2], self._paint(row[2], tone), *row[3:]] for row, tone in zip(_wrapped(rows, caps), tones)]
+            lines.append(tabulate(shown, headers=w.FLEET_COLUMNS, tablefmt="simple", disable_numparse=True))
         else:
             lines.append("(no hosts in this report)")
         for title, body in [] if brief else self._host_sections(doc):
@@ -273,8 +347,9 @@ class TextFormat(Format):
             rows = w.history_rows(u)
             if rows:
                 caps = _fit_caps(rows, w.HISTORY_COLUMNS, [20, 60, 40, 26], [(1, 30), (2, 16), (3, 12)], self.width)
-                lines.append(tabulate(prewrap(rows, caps), headers=w.HISTORY_COLUMNS, tablefmt="simple", disable_numparse=True,
-                                      maxcolwidths=caps))
+                caps = _spare_for_words(rows, w.HISTORY_COLUMNS, caps) if self.width else caps
+                lines.append(tabulate(_wrapped(rows, caps), headers=w.HISTORY_COLUMNS, tablefmt="simple",
+                                      disable_numparse=True))
             else:
                 lines.append("   (no changes" + (" in this period)" if doc.get("since") else ")"))
             findings = [f for f in u.get("findings") or [] if isinstance(f, dict)]

@@ -117,19 +117,36 @@ def _by_name(h: dict):
     return str(h.get("host")), str(h.get("unit"))
 
 
+def unexplained_regression(h: dict) -> float | None:
+    """The measured ratio of a host measured slower than its drift explains (issue 35), else None."""
+    v = comparison(h).get("measured_vs_predicted")
+    if not isinstance(v, dict) or v.get("verdict") != "not explained":
+        return None
+    measured, iv = v.get("measured"), v.get("interval")
+    if not isinstance(measured, (int, float)) or not isinstance(iv, list) or len(iv) != 2:
+        return None
+    return float(measured) if measured < iv[0] else None
+
+
 def ordered_hosts(report: dict) -> list[dict]:
-    """Hosts in display order: drifted (worst first), unreadable, clean, others."""
+    """Hosts in display order: measured slower than their drift explains (worst first, drifted or not),
+    drifted (worst first), unreadable, clean, others."""
     hs = hosts(report)
+    first = sorted((h for h in hs if unexplained_regression(h) is not None),
+                   key=lambda h: (unexplained_regression(h), *_by_name(h)))
+    hs = [h for h in hs if unexplained_regression(h) is None]
     drifted = sorted((h for h in hs if status(h) == "drift"), key=_worst_key)
     errors = sorted((h for h in hs if status(h) == "error"), key=_by_name)
     clean = sorted((h for h in hs if status(h) == "clean"), key=_by_name)
     other = [h for h in hs if status(h) not in ("drift", "error", "clean")]
-    return drifted + errors + clean + other
+    return first + drifted + errors + clean + other
 
 
 def detailed_hosts(report: dict) -> list[dict]:
-    """Hosts that get a section of their own: drifted ones, and any host with findings listed."""
-    return [h for h in ordered_hosts(report) if status(h) == "drift" or findings(h)]
+    """Hosts that get a section of their own: drifted ones, any host with findings listed, and any host
+    measured slower than its drift explains."""
+    return [h for h in ordered_hosts(report) if status(h) == "drift" or findings(h)
+            or unexplained_regression(h) is not None]
 
 
 def alike_sections(report: dict, section) -> list[tuple[Any, list[dict]]]:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..engines.config import DEFAULT, RUNTIME, SOURCE_WORDS
 from ..redact import CHANGED_FINGERPRINT, UNKNOWN_FINGERPRINT, has_fingerprint, mask_fingerprints, visible
-from . import view
+from . import unreadable, view
 
 ARROW = "\u2192"  # →
 DASH = "\u2014"  # —
@@ -343,13 +343,14 @@ def summary_sentence(baseline_name: str, findings: int, ignored: int, top_line: 
                      baseline_tps: float | None, measured_tps: float | None,
                      unquantified: list[str], withheld: str | None = None,
                      measured_ratio: float | None = None, interval: Any = None,
-                     direction: str | None = None) -> str:
+                     direction: str | None = None, verdict: dict | None = None) -> str:
     """The comparison's summary, from facts report/data.py gathers:
     '3 differences from baseline 70toks: predicted 42.5 tok/s vs 70 baseline (×0.61) at concurrency 1;
     most of it from --speculative-num-steps 3 → 1.'"""
+    said = measured_vs_predicted_text(verdict)
     if not findings:
         tail = f" ({ignored} ignored)" if ignored else ""
-        return f"No drift from baseline {baseline_name}{tail}."
+        return f"No drift from baseline {baseline_name}{tail}" + (f"; {said}." if said else ".")
     head = f"{findings} difference{'s' if findings != 1 else ''} from baseline {baseline_name}"
     iv = _interval(interval)
     if predicted is not None and baseline_tps is not None and ratio is not None:
@@ -364,7 +365,9 @@ def summary_sentence(baseline_name: str, findings: int, ignored: int, top_line: 
         pred = "no quantitative prediction"
     most = f"most of it from {top_line}" if top_moves and not withheld else f"top finding: {top_line}"
     extra = f"; measured now: {tps_text(measured_tps)} tok/s" if measured_tps is not None else ""
-    if measured_ratio is not None and ratio is not None:
+    if said:
+        extra += f"; {said}"
+    elif measured_ratio is not None and ratio is not None:
         extra += f"; the findings explain {ratio_text(ratio)} of the observed {ratio_text(measured_ratio)}"
     if unquantified:
         n = len(unquantified)
@@ -372,6 +375,27 @@ def summary_sentence(baseline_name: str, findings: int, ignored: int, top_line: 
         extra += (f"; {n} change{'s' if n != 1 else ''} without a throughput model "
                   f"({names}) {'are' if n != 1 else 'is'} not in the prediction: re-measure")
     return f"{head}: {pred}; {most}{extra}."
+
+
+def measured_vs_predicted_text(verdict: Any) -> str:
+    """'measured ×0.57, the drift explains ×0.51–0.78: explained'; 'measured ×0.45, the drift explains
+    ×0.95–1.05: not explained by the configuration — look at: GPUs 2 → 1, driver 570 → 575' ('' without
+    a measured ratio: the JSON's measured_vs_predicted)."""
+    if not isinstance(verdict, dict) or not is_number(verdict.get("measured")):
+        return ""
+    measured = f"measured {ratio_text(verdict['measured'])}"
+    iv = _interval(verdict.get("interval"))
+    if iv is None:
+        return f"{measured}, no prediction to hold it against"
+    lo, hi = iv
+    explains = (f"the drift explains {ratio_text(lo)}" if f"{lo:.2f}" == f"{hi:.2f}"
+                else f"the drift explains {TIMES}{lo:.2f}–{hi:.2f}")
+    if verdict.get("verdict") == "explained":
+        return f"{measured}, {explains}: explained"
+    look = [clean(str(x)) for x in verdict.get("look_at") or [] if x]
+    where = (f"look at: {', '.join(look)}" if look else
+             "no host fact recorded differs from the baseline's (GPUs, driver, release): re-measure both")
+    return f"{measured}, {explains}: not explained by the configuration {DASH} {where}"
 
 
 # --------------------------------------------------------------------------- a fleet report
@@ -499,7 +523,8 @@ def hosts_text(hs: list[dict]) -> str:
 
 
 def host_error(h: dict) -> str:
-    return clean(h.get("error") or "unknown error")
+    """Why the host could not be read, without repeating its host and unit (`unreadable.reason`)."""
+    return clean(unreadable.reason(h.get("host"), h.get("unit"), h.get("error")) or "unknown error")
 
 
 def predicted(h: dict) -> str:
@@ -519,7 +544,7 @@ def predicted(h: dict) -> str:
 def top_finding(h: dict, width: int = 32) -> str:
     """The host's first finding as one change line, or why it could not be read."""
     if view.status(h) == "error":
-        return shorten(clean(h.get("error") or "unreadable"), 2 * width)
+        return shorten(clean(unreadable.reason(h.get("host"), h.get("unit"), h.get("error")) or "unreadable"), 2 * width)
     if view.status(h) == "no_baseline":
         return NO_BASELINE_TEXT
     fs = view.findings(h)

@@ -2,8 +2,8 @@
 
 The current side is what the user named (a unit file, a snapshot, a live host looked up in the
 inventory) or, when nothing is named, the host and unit the baseline records, read live; the
-baseline is the target's own (run/targets.py: typed > the inventory's for the unit > config). Model and GPU facts given on the
-command line are recorded in the snapshots before they are judged.
+baseline is the target's own (run/targets.py: typed > the inventory's for the unit > config).
+Model and GPU facts given on the command line are recorded in the snapshots before they are judged.
 """
 from __future__ import annotations
 

@@ -86,8 +86,6 @@ class Judge:
             entry = host_entry(path, path.rstrip("/").rsplit("/", 1)[-1], "error", error=str(exc),
                                failure="invalid unit", file=path)
             return _named(entry, self.baseline_of(None, None, target) if target is not None else self.baseline)
-        if target is not None and target.unit:
-            snap.unit = target.unit  # the unit's name on its host, when the file is a copy named otherwise
         return self.snapshot(snap, file=path, target=target)
 
     def raw(self, raw: RawUnit, target: Target | None = None) -> dict:

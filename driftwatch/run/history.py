@@ -36,7 +36,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Iterable
 
 from ..errors import DriftwatchError, InputError
@@ -598,7 +598,8 @@ def store_history(request: TargetRequest, query: HistoryQuery, files: EngineFile
     from .targets import judged_pair, resolve_targets
     since = parse_when(query.since_text) if query.since_text else None
     st = SnapshotStore(query.store or None, on_problem=voice.warn)
-    targets = resolve_targets(request)  # checks --limit; the inventory's (host, unit) pairs when it is the set
+    # checks --limit; the inventory's (host, unit) pairs when it is the set; HOST is a name in the store
+    targets = resolve_targets(replace(request, recorded_names=True))
     hosts = list(request.hosts)
     pairs = [] if hosts else [(t.host or "", t.unit or "") for t in targets if t.kind == "ssh"]
     inventory_run = bool(pairs)

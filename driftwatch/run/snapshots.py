@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..errors import DriftwatchError, InputError
+from ..snapshots.names import snapshot_name
 from .answers import AnswerWorker
 from .prune import prune_store
 from .shard import Shard
@@ -60,7 +61,7 @@ def snapshot_fleet(run: SnapshotRun, voice: Voice) -> bool:
             snap.engine_version = engine_version  # the operator says which release runs it
         saved = save_snapshot(snap, run.store, changes=changes_between)  # history reads them, never diffs
         _said(voice, run.results, {"host": snap.host or "local", "unit": snap.unit, "status": "ok",
-                                   "snapshot": str(saved), "error": None})
+                                   "snapshot": snapshot_name(run.store, saved), "error": None})
     live = [t for t in run.targets if t.kind == "ssh" and (run.shard is None or run.shard.holds(t.host or ""))]
     if live:
         trouble = _snapshot_live(live, run, voice)
@@ -88,7 +89,8 @@ def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> boo
     outcomes: dict[int, dict] = {}  # id(raw) -> its record
 
     def record(raw, status: str, saved=None, error: str | None = None) -> dict:
-        return {"host": raw.host, "unit": raw.unit, "status": status, "snapshot": str(saved) if saved else None,
+        return {"host": raw.host, "unit": raw.unit, "status": status,
+                "snapshot": snapshot_name(store, saved) if saved else None,
                 "error": error}
 
     def save(raw) -> None:  # as each answer arrives, while the other hosts are still being read (its thread)

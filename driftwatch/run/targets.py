@@ -52,18 +52,21 @@ class TargetRequest:
     config_baseline: str | None = None     # the config file's baseline: (below every inventory level)
     one: bool = False                      # a one-unit command (show, check, compare, baseline save): the
                                            # inventory only describes the unit named, never lists the set
+    manifests: tuple[str, ...] = ()        # --manifest FILE|DIR|- (all of them: one container's input)
+    container: str | None = None           # --container NAME (which engine container of the manifests)
+    recorded_names: bool = False           # hosts are names in the store (history), not addresses to reach
 
     @property
     def named(self) -> bool:
         """Targets were named (unit files, snapshots, hosts): they are the whole set."""
-        return bool(self.unit_files or self.snapshots or self.hosts)
+        return bool(self.unit_files or self.snapshots or self.hosts or self.manifests)
 
 
 @dataclass(frozen=True)
 class Target:
     """One unit a command acts on, with the baseline it is judged against (resolved once)."""
 
-    kind: str                    # "unit-file" | "snapshot" | "ssh"
+    kind: str                    # "unit-file" | "snapshot" | "ssh" | "manifest" | "container" (unit: its name)
     unit: str | None
     host: str | None             # the host's recorded name (inventory name, or HOST[:PORT] as typed)
     path: str | None             # unit file or snapshot path (kind unit-file/snapshot)
@@ -71,6 +74,7 @@ class Target:
     baseline: str | None         # the baseline NAME/PATH this target is judged against; None: none
     baseline_from: str           # "typed" | "unit" | "host" | "group" | "defaults" | "config" | "none"
     inventory_baseline: str | None = None  # what the inventory names (a differing typed --baseline is said once)
+    manifests: tuple[str, ...] = ()  # kind manifest: every --manifest (an InferenceService's runtime may be in another)
 
     @property
     def label(self) -> str:
@@ -93,15 +97,30 @@ def resolve_targets(request: TargetRequest) -> list[Target]:
     """The targets of one run, in the order named: unit files, snapshots, then hosts (typed, or the
     inventory's). Bad combinations are one InputError each."""
     inventory = request.inventory or request.config_inventory
-    known = {t.name: t for t in _inventory(inventory)} if inventory else {}
     whole = _inventory_is_the_set(request)
+    # read only when it lists or describes a host: a run on unit files never depends on the inventory
+    known = _by_name(inventory) if inventory and (whole or request.hosts) else {}
     if request.limit and not whole:
         raise InputError("--limit chooses among an inventory's hosts: give --inventory FILE (and no --host, "
                          "HOST, --unit-file or --snapshot)" if inventory or request.named else
                          "--limit chooses among an inventory's hosts: give --inventory FILE")
     out = [_local("unit-file", p, request) for p in request.unit_files]
     out += [_local("snapshot", p, request) for p in request.snapshots]
-    if request.hosts:
+    if request.container and not request.manifests and not request.hosts:
+        raise InputError("--container names a manifest's container (with --manifest FILE) or a running "
+                         "container (with --host HOST)")
+    if request.manifests:  # the files together hold one container (run/manifest.py)
+        if request.unit:
+            raise InputError("--unit names a systemd unit; a manifest's container is chosen with --container NAME")
+        baseline, level = _fallback(request)
+        out.append(Target("manifest", request.container, None, request.manifests[0], None, baseline, level,
+                          manifests=tuple(request.manifests)))
+    if request.hosts and request.container and not request.manifests:  # a running container, read live
+        if request.unit:
+            raise InputError("give --unit (a systemd unit) or --container (a running container), not both")
+        out += [replace(t, kind="container", unit=request.container) for spec in request.hosts
+                for t in _host_targets(spec, known, replace(request, unit=request.container))[:1]]
+    elif request.hosts:
         for spec in request.hosts:
             out += _host_targets(spec, known, request)
     elif whole:
@@ -153,6 +172,9 @@ def _host_targets(spec: str, known: dict, request: TargetRequest) -> list[Target
     baseline; every unit it lists when --unit is not given), else the spec as typed."""
     from ..collect.inventory import parse_target
     entry = known.get(spec)
+    if entry is None and request.recorded_names:  # a store's name (`gpu/01`): never parsed as an address
+        baseline, level, _ = _judged(request, None, request.unit)
+        return [Target("ssh", request.unit, spec, None, None, baseline, level)]
     address = entry or parse_target(spec)
     # Hosts typed as ADDR:PORT keep the port in their recorded name: two servers behind one
     # address (port forwards, containers) must not overwrite each other's snapshots.
@@ -196,7 +218,7 @@ def judged_pair(request: TargetRequest, host: str, unit: str | None) -> tuple[st
     list (e.g. a named host's units in the snapshot store): the host's inventory entry (typed, or
     the config file's) still decides its baseline, as for every other command."""
     inventory = request.inventory or request.config_inventory
-    entry = {t.name: t for t in _inventory(inventory)}.get(host) if inventory else None
+    entry = _by_name(inventory).get(host) if inventory else None
     baseline, level, inventory_named = _judged(request, entry, unit)
     target = Target("ssh", unit, host, None, entry, baseline, level, inventory_named)
     return baseline, target
@@ -223,8 +245,10 @@ def with_unit(target: Target, unit: str) -> Target:
 def collect_targets(targets: list[Target], options: CollectOptions, progress=None,
                     on_result=None) -> list[RawUnit]:
     """Read the ssh targets live (each as its inventory entry or typed spec says), in the order
-    given; `on_result(raw, target)` runs as each answer arrives, with the host's recorded name."""
-    from ..collect.fleet import collect_fleet
+    given, through the collect seam (collect/fleet.py `collect_targets`: the collector of each
+    target's kind); `on_result(raw, target)` runs as each answer arrives, with the host's recorded name."""
+    from ..collect.fleet import collect_targets as collect_pairs
+    from ..collect.interface import CollectOptions as HowToCollect
     from ..collect.unitname import validate_unit_name
     from ..snapshots.reader import EngineReader
     live = [t for t in targets if t.kind == "ssh"]
@@ -241,8 +265,8 @@ def collect_targets(targets: list[Target], options: CollectOptions, progress=Non
         if on_result is not None:
             on_result(raw, live[i])
 
-    pairs: list = [(t.address, t.unit) for t in live]  # ssh targets carry both
-    return collect_fleet(pairs, options.ssh, EngineReader(options.files), progress=progress, on_result=arrived)
+    pairs = [(t, t.unit or "") for t in live]
+    return collect_pairs(pairs, HowToCollect(options.ssh, EngineReader(options.files)), progress, arrived)
 
 
 def parallel_ceiling() -> int:
@@ -291,16 +315,36 @@ _INVENTORIES: dict[tuple, list] = {}
 def _inventory(path: str) -> list:
     """The inventory's hosts, parsed once per run however often they are asked for (a 1 000-host
     inventory is read to list the targets and again to resolve them); re-read when the file changes."""
+    return list(_parsed(path)[1])
+
+
+def _parsed(path: str) -> tuple[tuple | None, list]:
+    """(the file's identity, its hosts: the cached list itself, not to be changed)."""
     from ..collect.inventory import load_inventory
     try:
         st = os.stat(path)
         key = (os.path.abspath(path), st.st_mtime_ns, st.st_size, st.st_ino)
     except OSError:
-        return load_inventory(path)  # its own clear error
+        return None, load_inventory(path)  # its own clear error
     if key not in _INVENTORIES:
         _INVENTORIES.clear()
         _INVENTORIES[key] = load_inventory(path)
-    return list(_INVENTORIES[key])
+    return key, _INVENTORIES[key]
+
+
+_BY_NAME: dict[tuple, dict] = {}
+
+
+def _by_name(path: str) -> dict:
+    """The inventory's hosts by name, built once per parsed inventory (a history of 10^5 units asks
+    for each unit's host)."""
+    key, hosts = _parsed(path)
+    if key is None:
+        return {t.name: t for t in hosts}
+    if key not in _BY_NAME:
+        _BY_NAME.clear()
+        _BY_NAME[key] = {t.name: t for t in hosts}
+    return _BY_NAME[key]
 
 
 def inventory_targets(inventory: str, unit: str | None = None, limit: str | None = None) -> list[tuple[str, str]]:
@@ -395,9 +439,12 @@ def one_of(request: TargetRequest, required: bool = True) -> Target | None:
     """The one target a one-unit command names (request.one): --unit-file, --snapshot, or --host
     with --unit (or the one unit the inventory lists for the host). None when nothing is named and
     `required` is false."""
-    chosen = [x for x in (request.unit_files, request.snapshots, request.hosts) if x]
-    if len(chosen) > 1 or any(len(x) > 1 for x in chosen):
-        raise InputError("give one of --unit-file, --snapshot or --host/--unit")
+    if request.container and not request.manifests and not request.hosts:
+        raise InputError("--container names a manifest's container (with --manifest FILE) or a running "
+                         "container (with --host HOST)")
+    chosen = [x for x in (request.unit_files, request.snapshots, request.hosts, request.manifests) if x]
+    if len(chosen) > 1 or any(len(x) > 1 for x in chosen if x is not request.manifests):
+        raise InputError("give one of --unit-file, --snapshot, --manifest or --host/--unit")
     if request.limit:
         raise InputError("--limit chooses among an inventory's hosts: this command reads one unit "
                          "(--unit-file, --snapshot or --host/--unit)")
@@ -415,7 +462,15 @@ def one_of(request: TargetRequest, required: bool = True) -> Target | None:
 
 
 def read_target(target: Target, collect: CollectOptions) -> Snapshot:
-    """The Snapshot of one target: its unit file, its stored snapshot, or its unit read live."""
+    """The Snapshot of one target: its unit file, its stored snapshot, its manifests' engine container,
+    or its unit read live."""
+    if target.kind == "manifest":
+        from .manifest import ManifestRequest, snapshot_from_manifests
+        return snapshot_from_manifests(ManifestRequest(target.manifests or (target.path or "",), target.unit),
+                                       collect.engine_version, collect.files)
+    if target.kind == "container":
+        from .manifest import live_container
+        return live_container(target, collect)
     if target.kind == "unit-file":
         snap = snapshot_from_unit_file(target.path or "", host=None, engine_version=collect.engine_version,
                                        files=collect.files)

@@ -27,6 +27,7 @@ from ..parse.wrappers import NO_ENGINE
 from ..redact import Redactor, credential_kind, load_public_env, visible
 from ..timestamps import utc_now as now_utc
 from .reported import EFFECTIVE, KINDS as REPORTED_KINDS, STARTUP, keep_reported
+from .unitload import refusal_issues, unknown_value_issues
 
 SNAPSHOT_SCHEMA = "driftwatch.snapshot/v1"
 # [Service] keys whose drift we report besides ExecStart/Environment (which are read deeper).
@@ -57,6 +58,9 @@ class Snapshot:
     # unit_keys holds every key of every section, Exec hooks included; False for a file saved before
     # (its unit_keys are [Service] keys only, without hooks): diff then compares only what both record.
     all_unit_keys: bool = True
+    load_errors: list[str] = field(default_factory=list)  # why systemd would not load the unit (public)
+    unreadable_files: list[str] = field(default_factory=list)  # required EnvironmentFile= paths not read
+    unknown_variables: list[str] = field(default_factory=list)  # used by the command, maybe set by those
 
     @property
     def engine_argv(self) -> list[str]:
@@ -242,6 +246,9 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     gpus_issue = _visible_devices_issue(clear_environment, engine, bool(launcher.image))
     if gpus_issue is not None:
         engine.issues.append(gpus_issue)
+    engine.issues[:] = unknown_value_issues(engine.issues, engine.explicit(), result.unknown_variables,
+                                            result.unreadable_files) + refusal_issues(
+        [policy.text(public(e)) for e in result.load_errors])
     for issue in engine.issues:
         issue.message = scrub(issue.message)
     for name in ("main_pid", "active_state", "gpus", "interconnect"):
@@ -263,7 +270,9 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
         environment_files=list(result.environment_files), unit_keys=unit_keys, launcher=launcher,
         engine_version=recorded, engine=engine, issues=list(engine.issues),
         warnings=scrub(warnings), runtime=runtime,
-        origins=_origins(unit, result.environment, list(result.environment_files)))
+        origins=_origins(unit, result.environment, list(result.environment_files)),
+        load_errors=[scrub(policy.text(public(e))) for e in result.load_errors],
+        unreadable_files=list(result.unreadable_files), unknown_variables=result.unknown_variables)
 
 
 def _visible_devices_issue(environment: dict[str, str], engine: EngineConfig, container: bool) -> Issue | None:
@@ -377,6 +386,10 @@ def snapshot_to_dict(snap: Snapshot) -> dict:
         "runtime": dict(snap.runtime),
         "origins": dict(snap.origins),
         "unit_text": snap.unit_text,
+        # additive keys, absent when empty (as in files saved before them)
+        **({"load_errors": list(snap.load_errors)} if snap.load_errors else {}),
+        **({"unreadable_environment_files": list(snap.unreadable_files)} if snap.unreadable_files else {}),
+        **({"unknown_variables": list(snap.unknown_variables)} if snap.unknown_variables else {}),
     }
 
 
@@ -529,6 +542,17 @@ def _runtime_from(data: Any, f: _Fields) -> dict[str, Any]:
                 elif item is not None and not isinstance(item, bool):
                     r.number(item, f"model_facts.{name}", 0, 1e15)
         out["model_facts"] = {str(k): v for k, v in facts.items()}
+    if data.get("container") is not None:  # a manifest's container (collect/manifest.py)
+        c = r.mapping(data, "container")
+        cf = _Fields(f.origin, f.what, f"{r.prefix}container.")
+        record: dict[str, Any] = {"platform": cf.text(c, "platform"), "argv": cf.texts(c, "argv"),
+                                  "image": cf.text(c, "image"), "origin": cf.scalars(c, "origin")}
+        if c.get("gpus") is not None:
+            record["gpus"] = c["gpus"] if isinstance(c["gpus"], str) else cf.number(c["gpus"], "gpus", 0, 4096,
+                                                                                     integer=True)
+        if c.get("notes") is not None:
+            record["notes"] = cf.texts(c, "notes")
+        out["container"] = record
     for kind in REPORTED_KINDS:
         if data.get(kind) is not None:
             out[kind] = _reported_from(r.mapping(data, kind), _Fields(f.origin, f.what, f"{r.prefix}{kind}."))
@@ -617,6 +641,10 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
     gpus_issue = _visible_devices_issue(environment, engine, bool(launcher.image))
     if gpus_issue is not None:
         engine.issues.append(gpus_issue)
+    load_errors, unreadable = f.texts(data, "load_errors"), f.texts(data, "unreadable_environment_files")
+    unknown = f.texts(data, "unknown_variables")
+    engine.issues[:] = unknown_value_issues(engine.issues, engine.explicit(), unknown, unreadable) + refusal_issues(
+        load_errors)
     return Snapshot(
         host=f.text(data, "host"), unit=f.text(data, "unit"), source=f.text(data, "source", "file") or "file",
         collected_at=f.text(data, "collected_at") or now_utc(), paths=f.texts(data, "paths"),
@@ -624,4 +652,5 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
         environment=policy.scrub(environment), environment_files=f.texts(data, "environment_files"),
         unit_keys=policy.scrub(unit_keys), launcher=launcher, engine_version=recorded, engine=engine,
         issues=list(engine.issues), warnings=f.texts(data, "warnings"), runtime=_runtime_from(data.get("runtime"), f),
-        origins=f.scalars(data, "origins"), all_unit_keys=data.get("all_unit_keys") is True)
+        origins=f.scalars(data, "origins"), all_unit_keys=data.get("all_unit_keys") is True,
+        load_errors=load_errors, unreadable_files=unreadable, unknown_variables=unknown)

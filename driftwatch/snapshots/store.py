@@ -54,24 +54,12 @@ def __getattr__(name: str):
 def read_snapshot_file(path: str | os.PathLike, engine_version: str | None = None) -> Snapshot:
     """One saved snapshot, from the store or anywhere else (``--snapshot FILE``)."""
     name = os.fspath(path)
-    if not os.path.lexists(name):
-        stored = _stored_in_database(Path(name), engine_version)
+    if not os.path.lexists(name):  # a name `snapshot` printed for a database row (snapshots/names.py)
+        from .names import read_stored
+        stored = read_stored(name, engine_version)
         if stored is not None:
             return stored
     return read_yaml_snapshot(name, engine_version)
-
-
-def _stored_in_database(path: Path, engine_version: str | None) -> Snapshot | None:
-    """A snapshot named as a database store lists it (``STORE/HOST/UNIT/NAME.yaml``), or None."""
-    from .store_sql import DB_NAME, DatabaseStore
-    if len(path.parts) < 4 or not (path.parent.parent.parent / DB_NAME).is_file():
-        return None
-    store = DatabaseStore(path.parent.parent.parent)
-    try:
-        record = store.find(path.parent.parent.name, path.parent.name, path.name)
-        return None if record is None else record.read(engine_version)
-    finally:
-        store.close()
 
 
 class SnapshotStore(StoreBase, metaclass=ABCMeta):

@@ -349,9 +349,10 @@ def test_10_measured_ratio_and_what_the_findings_explain(dw, steps1):
              "--format", "json").json()
     assert doc["measured_throughput_ratio"] == pytest.approx(40 / 70, abs=0.001)
     assert doc["predicted_throughput_ratio"] == pytest.approx(0.61, abs=0.01)
-    assert "the findings explain ×0.61 of the observed ×0.57" in doc["summary"], doc["summary"]
+    assert "measured ×0.57, the drift explains ×0.51–0.78: explained" in doc["summary"], doc["summary"]
+    assert doc["measured_vs_predicted"]["verdict"] == "explained"
     text = dw("compare", "--baseline", BASELINE_70, "--unit-file", steps1, "--current-metric", "throughput=40")
-    assert "the findings explain ×0.61 of the observed ×0.57" in " ".join(text.stdout.split()), text
+    assert "measured ×0.57, the drift explains ×0.51–0.78: explained" in " ".join(text.stdout.split()), text
 
 
 def test_10_no_measured_ratio_without_a_current_measurement(dw, steps1):

@@ -150,13 +150,18 @@ def test_a_named_host_is_judged_against_its_own_inventory_baseline_by_every_comm
     notes = [line for line in err.splitlines() if "replaces the inventory's baseline" in line]
     assert len(notes) == 1 and "vl1 vllm-qwen.service (vl-b)" in notes[0], err
     assert doc["baseline"]["name"] == "sg-a"
+    code, out, err, doc = dw("report", "--host", "vl1", "--unit", VL, "--baseline", "sg-a", "--format", "json",
+                             "--no-store")
+    notes = [line for line in err.splitlines() if "replaces the inventory's baseline" in line]
+    assert len(notes) == 1 and "vl1 vllm-qwen.service (vl-b)" in notes[0], err
+    assert doc["hosts"][0]["comparison"]["baseline"]["name"] == "sg-a"
     # show and baseline save look the host up in the config's inventory too
     code, out, err, _ = dw("show", "--host", "vl1", "--unit", VL)
     assert code == 0 and "max-num-seqs" in out, err
     code, _, err, _ = dw("baseline", "save", "from-vl1", "--host", "vl1", "--unit", VL)
     assert code == 0 and (tmp / "baselines" / "from-vl1.yaml").is_file(), err
-    [mail] = box.messages  # report --host vl2 mailed its drift, about vl2 alone
-    body = mail.get_body(("plain",)).get_content()
+    first = box.messages[0]  # report --host vl2 mailed its drift, about vl2 alone
+    body = first.get_body(("plain",)).get_content()
     assert "vl2" in body and not any(h in body for h in ("sg1", "sg2", "vl1", "down "))
 
 

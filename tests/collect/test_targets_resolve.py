@@ -43,6 +43,15 @@ def test_named_unit_files_are_the_whole_set_whatever_the_config_inventory_and_li
                                                ("unit-file", "b.service", None, "sg70", "typed")]
 
 
+def test_a_run_on_unit_files_never_reads_the_config_inventory(tmp_path):
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("hosts: [\n")
+    request = TargetRequest(unit_files=("a.service",), snapshots=("s.yaml",), config_inventory=str(broken))
+    assert [t.kind for t in resolve_targets(request)] == ["unit-file", "snapshot"]
+    with pytest.raises(InputError, match="broken.yaml"):
+        resolve_targets(TargetRequest(hosts=("h1",), config_inventory=str(broken)))
+
+
 def test_a_named_host_is_described_by_the_config_inventory_never_widened(inv):
     targets = resolve_targets(TargetRequest(hosts=("v1",), config_inventory=inv, config_limit="sglang"))
     assert pairs(targets) == [("ssh", "v1", "vllm-qwen.service", "vl-mtp3", "unit"),

@@ -5,6 +5,7 @@ is tests/cli/test_cli_trust.py.
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -294,7 +295,12 @@ def test_10_measured_ratio_and_explained_share(compare_units):
                            current_metrics={"throughput": 40})
     assert result.measured_throughput_ratio == pytest.approx(40 / 70, abs=0.001)
     assert math.isclose(result.predicted_throughput_ratio, 0.608, abs_tol=0.01)
-    assert "the findings explain ×0.61 of the observed ×0.57" in summary(result)
+    # the measured change against the predicted interval (issue 35): inside it, explained
+    said = summary(result)
+    assert re.search(r"measured ×0\.57, the drift explains ×0\.\d\d–0\.\d\d: explained", said), said
+    verdict = comparison_to_dict(result)["measured_vs_predicted"]
+    assert verdict["verdict"] == "explained" and verdict["look_at"] == []
+    assert verdict["interval"][0] <= verdict["measured"] <= verdict["interval"][1]
     assert comparison_to_dict(result)["measured_throughput_ratio"] == result.measured_throughput_ratio
 
 
@@ -347,10 +353,10 @@ def test_large_modelled_product_keeps_its_prediction_and_names_what_it_leaves_ou
 
 
 def test_an_unquantified_medium_change_beside_a_small_product_keeps_the_prediction(baseline_70, shipped_rules, snap):
-    # only high-severity unknowns can withhold: a medium one (the prefix cache at concurrency 8, no
+    # only high-severity unknowns can withhold: a medium one (the scheduling policy at concurrency 8, no
     # number) is named beside the prediction instead
-    result, cache = _with_unmodelled(baseline_70, shipped_rules, snap, "kv.prefix_cache",
-                                     ("--tp-size 2", "--tp-size 2 --disable-overlap-schedule --disable-radix-cache"),
+    result, cache = _with_unmodelled(baseline_70, shipped_rules, snap, "scheduler.policy",
+                                     ("--tp-size 2", "--tp-size 2 --disable-overlap-schedule --schedule-policy lpm"),
                                      concurrency=8)
     assert cache.throughput_ratio is None and cache.rule.severity == "medium"
     assert result.prediction_withheld is None

@@ -61,11 +61,13 @@ def test_secret_looking_names_are_redacted_even_under_an_allowed_prefix():
 
 def test_public_env_in_driftwatch_yaml_extends_the_allowlist(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    s = snap(f"Environment=MODE=prod\nExecStart={PY}")
+    # a plain word is shown under any name without a secret word; a value that is not one (punctuation)
+    # is shown only under an allowlisted name
+    s = snap(f"Environment=MODE=prod#eu\nExecStart={PY}")
     assert s.environment["MODE"].startswith("<redacted:")
     (tmp_path / ".driftwatch.yaml").write_text("public_env: [MODE, APP_*]\n")
-    s = snap(f"Environment=MODE=prod APP_COLOR=blue OTHER=x1y2\nExecStart={PY}")
-    assert s.environment["MODE"] == "prod" and s.environment["APP_COLOR"] == "blue"
+    s = snap(f"Environment=MODE=prod#eu APP_COLOR=blue#1 OTHER=x1#y2\nExecStart={PY}")
+    assert s.environment["MODE"] == "prod#eu" and s.environment["APP_COLOR"] == "blue#1"
     assert s.environment["OTHER"].startswith("<redacted:")
 
 
@@ -161,9 +163,9 @@ def test_error_messages_name_file_line_and_problem_never_the_value(body, where):
 
 def test_drift_in_a_secret_stays_visible_as_a_changed_fingerprint():
     rules = load_rules(None)
-    a = snap(f"Environment=DB_PASS={SECRET} MODE=x1\nExecStart={PY} --api-key {SECRET}")
-    same = snap(f"Environment=DB_PASS={SECRET} MODE=x1\nExecStart={PY} --api-key={SECRET}")
-    other = snap(f"Environment=DB_PASS={SECRET}2 MODE=x2\nExecStart={PY} --api-key {SECRET}2")
+    a = snap(f"Environment=DB_PASS={SECRET} MODE=x1#a\nExecStart={PY} --api-key {SECRET}")
+    same = snap(f"Environment=DB_PASS={SECRET} MODE=x1#a\nExecStart={PY} --api-key={SECRET}")
+    other = snap(f"Environment=DB_PASS={SECRET}2 MODE=x2#a\nExecStart={PY} --api-key {SECRET}2")
     assert not compare(Baseline(name="b", snapshot=a), same, rules).drift
     doc = comparison_to_dict(compare(Baseline(name="b", snapshot=a), other, rules))
     keys = {f["key"]: f for f in doc["findings"]}

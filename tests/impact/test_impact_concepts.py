@@ -1,6 +1,8 @@
 """Models read concepts, not one engine's field names: polarity, engine labels, new models."""
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from driftwatch.concepts import Binding
@@ -45,7 +47,16 @@ def test_prefix_cache_direction_is_read_as_feature_on():
     assert off.throughput_ratio == 1.0 and "on → off" in off.detail and "prefilled again" in off.detail
     on = feature("kv.prefix_cache", False, True, ctx(conc=1), {})
     assert on.throughput_ratio == 1.0 and "off → on" in on.detail and "skip" in on.detail
-    assert feature("kv.prefix_cache", True, False, ctx(conc=32), {}).throughput_ratio is None
+    # at 32 concurrent with no stated share (issue 35): the direction is bounded (off: not faster than the
+    # cache's bookkeeping gives back), the size by the public spread
+    from driftwatch.impact import calibration as cal
+    from driftwatch.impact.uncertainty import direction
+    off32 = feature("kv.prefix_cache", True, False, ctx(conc=32), {})
+    assert off32.interval == pytest.approx((1 / cal.PREFIX_UNSTATED_GAIN, math.exp(cal.PREFIX_CACHE_OVERHEAD)))
+    assert off32.interval[0] < off32.throughput_ratio < 1.0 and "slower" in off32.detail
+    on32 = feature("kv.prefix_cache", False, True, ctx(conc=32), {})
+    assert on32.throughput_ratio == pytest.approx(1 / off32.throughput_ratio) and "faster" in on32.detail
+    assert direction(on32.throughput_ratio, on32.interval) == "unknown"  # ×0.97 with nothing shared
 
 
 def test_cuda_graphs_off_without_facts_is_a_prior_whose_interval_holds_both_ways():

@@ -135,14 +135,34 @@ def test_tp_at_concurrency_and_dp_and_dp_attention():
     assert par("parallel.tensor", 2, 1, ctx(conc=32), {}).throughput_ratio is None
     assert par("parallel.data", 1, 2, ctx(conc=1), {}).throughput_ratio == 1.0
     assert par("parallel.data", 1, 2, ctx(conc=64), {}).throughput_ratio is None
-    assert par("parallel.dp_attention", False, True, ctx(conc=64), {}).throughput_ratio is None
+    # DP attention and expert parallelism: ×1 within the public spread of such switches (issue 35)
+    for key in ("parallel.dp_attention", "parallel.expert_enabled"):
+        e = par(key, False, True, ctx(conc=64), {})
+        assert e.throughput_ratio == 1.0 and e.interval[0] < 1.0 < e.interval[1] and e.confidence == "low"
 
 
 # --- kernels, features, versions, environment, none -----------------------------------------
 def test_kernel_choice_has_no_number():
-    for key in ("kernel.attention_backend", "quant.method", "kv.cache_dtype", "kernel.sampling_backend", "weird"):
+    for key in ("quant.method", "kv.cache_dtype", "kernel.sampling_backend", "weird"):
         e = get_model("kernel_choice")(key, "a", "b", ctx(), {})
         assert e.throughput_ratio is None and e.confidence == "low" and key in e.detail
+
+
+def test_a_kernel_switch_is_x1_within_the_public_spread():
+    """Issue 35: an attention/MoE backend or torch.compile switch answers ×1 with the calibrated spread
+    around it (direction unknown), not "not quantified"."""
+    import math
+
+    from driftwatch.impact import calibration as cal
+    from driftwatch.impact.uncertainty import direction
+    for key in ("kernel.attention_backend", "kernel.moe_backend", "compile.torch_compile",
+                "env.VLLM_ATTENTION_BACKEND"):
+        e = get_model("kernel_choice")(key, "flashinfer", "fa3", ctx(), {})
+        assert e.throughput_ratio == 1.0 and key in e.detail
+        assert e.interval == pytest.approx((math.exp(-cal.KERNEL_SWITCH_SPREAD), math.exp(cal.KERNEL_SWITCH_SPREAD)))
+        assert direction(e.throughput_ratio, e.interval) == "unknown" and e.confidence == "low"
+    e = get_model("environment")("env.VLLM_ATTENTION_BACKEND", "XFORMERS", "FLASHINFER", ctx(), {})
+    assert e.throughput_ratio == 1.0 and e.interval[1] > 1.2
 
 
 def test_overlap_schedule_prior():
@@ -156,7 +176,8 @@ def test_overlap_schedule_prior():
 def test_radix_and_policy():
     f = get_model("feature_toggle")
     assert f("kv.prefix_cache", True, False, ctx(conc=1), {}).throughput_ratio == 1.0
-    assert f("kv.prefix_cache", True, False, ctx(conc=32), {}).throughput_ratio is None
+    off = f("kv.prefix_cache", True, False, ctx(conc=32), {})  # no stated share: bounded, not unknown (issue 35)
+    assert off.throughput_ratio < 1.0 and off.interval[0] < off.throughput_ratio < off.interval[1]
     assert f("scheduler.policy", "fcfs", "lpm", ctx(conc=1), {}).throughput_ratio == 1.0
     assert f("scheduler.policy", "fcfs", "lpm", ctx(conc=32), {}).throughput_ratio is None
 

@@ -11,6 +11,7 @@ from driftwatch.errors import InputError
 from driftwatch.facts import gpu_facts, load_model_config, parse_gpu_option
 from driftwatch.impact import ImpactContext, get_model
 from driftwatch.impact.roofline import Hardware, experts_touched, forward_time
+from driftwatch.impact.uncertainty import direction
 
 MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "calibration_models")
 A, STEPS, TOPK, DRAFT = "speculative.algorithm", "speculative.steps", "speculative.topk", "speculative.draft_tokens"
@@ -98,13 +99,15 @@ def test_eagle3_added_to_a_sparse_moe_is_not_a_confident_speedup():
     # Issue 13: the same formula predicted ×3 for EAGLE3 on Qwen3-30B-A3B (measured ×0.7, slower) and
     # ×5.6 for a 32-token tree (measured ×0.46). On a 128-expert MoE, verification reads ~3.2× the
     # expert weights at batch 1: whether drafting pays depends on the acceptance, so without a
-    # measured accept length the sign is not claimed.
+    # measured accept length the sign is not claimed: the interval holds ×1 and both readings (issue 35).
     base = {"model.path": "Qwen/Qwen3-30B-A3B", A: None}
     chain = {**base, A: "EAGLE3", STEPS: 3, TOPK: 1, "speculative.draft_model": "x/eagle3"}
     tree = {**chain, STEPS: 6, TOPK: 8, DRAFT: 32}
     for cur in (chain, tree):
         e = get_model("speculative_toggle")(A, None, "EAGLE3", ctx(base, cur, MOE, H200), {})
-        assert e.throughput_ratio is None and e.confidence == "low"
+        assert e.throughput_ratio is not None and e.confidence == "low"
+        assert direction(e.throughput_ratio, e.interval) == "unknown", e.interval
+        assert "is not settled (the interval holds ×1)" in e.detail
         assert "128-expert MoE" in e.detail and "pays off only if" in e.detail and "measure the accept length" in e.detail
     e = get_model("speculative_toggle")(A, None, "EAGLE3", ctx(base, chain, MOE, H200), {})
     assert e.detail.startswith("speculative decoding off → EAGLE3: Verifying 4 tokens per request per step on "

@@ -260,3 +260,31 @@ def test_an_engine_without_a_tree_width_assumes_nothing():
     # the assumed engine default widens the interval on both sides
     assert s.interval[0] < v.interval[0] and s.interval[1] > v.interval[1]
     assert s.throughput_ratio == pytest.approx(v.throughput_ratio)
+
+
+def test_a_standalone_drafts_cost_follows_its_size_from_its_name():
+    """Issue 35: a separate draft model's pass costs its own weights (its parameter count read from its
+    name when its config.json is not at hand), not a fixed fraction of the target's."""
+    import os
+
+    from driftwatch.facts import gpu_facts, load_model_config, parse_gpu_option
+    from driftwatch.impact.speculative import draft_size_from_name
+    assert draft_size_from_name("Qwen/Qwen3-0.6B") == pytest.approx(6e8)
+    assert draft_size_from_name("/models/llama-68m/") == pytest.approx(6.8e7)
+    assert draft_size_from_name("Qwen/Qwen3-30B-A3B") == pytest.approx(3e9)
+    assert draft_size_from_name("/models/draft") is None and draft_size_from_name(None) is None
+    models = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "calibration_models")
+    target = load_model_config(os.path.join(models, "Qwen--Qwen3-32B.json"))
+    h100 = gpu_facts(parse_gpu_option("H100"))
+    base = {"model.path": "Qwen/Qwen3-32B", "speculative.algorithm": None}
+    ratios = {}
+    for draft in ("Qwen/Qwen3-0.6B", "Qwen/Qwen3-8B"):
+        cur = {**base, "speculative.algorithm": "STANDALONE", "speculative.steps": 4,
+               "speculative.draft_model": draft}
+        c = ImpactContext(base, cur, set(), set(), {}, {"accept_length": 3.0}, 1, model_facts=target,
+                          baseline_model_facts=target, gpu_facts=h100, concurrency_known=True)
+        e = get_model("speculative_toggle")("speculative.algorithm", None, "STANDALONE", c, {})
+        assert e.throughput_ratio is not None, e.detail
+        ratios[draft] = e.throughput_ratio
+    # four passes of an 8B draft cost about a full 32B forward; of a 0.6B one, almost nothing
+    assert ratios["Qwen/Qwen3-0.6B"] > ratios["Qwen/Qwen3-8B"] * 1.3, ratios

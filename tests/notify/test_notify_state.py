@@ -73,8 +73,11 @@ def test_should_send_rules(report, clean_report):
     # same drift: only_changes suppresses it, without only_changes it is mailed again
     assert should_send(r, saved, only_changes=True, always=False)[0] is False
     assert should_send(r, saved, only_changes=False, always=False)[0] is True
-    # unreadable hosts are always reported, even unchanged with --only-changes
-    assert should_send(report, state_for(report), only_changes=True, always=False)[0] is True
+    # unreadable hosts are reported without --only-changes; with it, only when the problems change
+    assert should_send(report, state_for(report), only_changes=False, always=False)[0] is True
+    send, reason = should_send(report, state_for(report), only_changes=True, always=False)
+    assert send is False and "same problems" in reason
+    assert should_send(report, state_for(r), only_changes=True, always=False)[0] is True  # a host went down
 
 
 def test_unreadable_only_is_sent(report):

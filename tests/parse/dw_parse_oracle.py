@@ -226,5 +226,5 @@ def oracle_files(text: str, fixture_name: str) -> list[tuple[str, str]]:
         if i == 0:
             out.append((fixture_name, body))
         else:
-            out.append((f"{unit_name}.d/{i:02d}-{os.path.basename(fpath)}", body))
+            out.append((f"{unit_name}.d/{i:02d}-{os.path.basename(fpath or '')}", body))
     return out

@@ -62,6 +62,10 @@ def test_matches_systemd(systemd_oracle, fixture_name, text):
         reason = _strip_location(str(exc)).split(" (ExecStart= lines ignored", 1)[0]
         assert reason in res.stderr, f"systemd said:\n{res.stderr}"
         return
+    if ours.load_errors:  # refused, the command still read: every reason named, systemd's first among them
+        assert res.load_state != "loaded", f"systemd loaded the unit, we refused: {ours.load_errors}\n{res.stderr}"
+        assert any(_strip_location(str(e)) in res.stderr for e in ours.load_errors), (ours.load_errors, res.stderr)
+        return
     assert res.load_state == "loaded", f"systemd refused the unit, we did not:\n{res.stderr}"
     assert [quote_command_line(c.argv) for c in ours.commands] == res.command_lines
     assert [f"{k}={v}" for k, v in ours.environment.items()] == res.environment

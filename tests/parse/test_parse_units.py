@@ -138,8 +138,17 @@ def test_environment_files():
     assert r.environment == {"PORT": "30000", "KEEP": "overridden", "EXTRA": "--tp 2", "MODEL": "/models/q"}
     assert r.expanded_argv[-6:] == ["--port", "30000", "--tp", "2", "--model", "/models/q"]
     r2 = resolve_exec_start(u, {})
-    assert any("qwen.env" in w and "not supplied" in w for w in r2.warnings)
-    assert not any("absent.env" in w for w in r2.warnings)  # '-' = optional
+    assert r2.unreadable_files == ["/etc/sglang/qwen.env"]  # '-' = optional: absent.env is not unknown
+    # a variable the unread file may set keeps its reference: unknown, not empty; PORT too, although
+    # Environment= sets it, as the file comes after it (and does override it: 30000 above)
+    assert r2.expanded_argv[-5:] == ["--port", "${PORT}", "${EXTRA}", "--model", "${MODEL}"], r2.expanded_argv
+    assert r2.unknown_variables == ["EXTRA", "MODEL", "PORT"]
+    # a file read after the unread one makes its names certain again; UnsetEnvironment= too
+    u3 = parse_unit_text("[Service]\nEnvironmentFile=/a.env\nEnvironmentFile=/b.env\nUnsetEnvironment=GONE\n"
+                         "ExecStart=/bin/x ${A} ${B} ${GONE}\n", name="u3.service")
+    r3 = resolve_exec_start(u3, {"/b.env": "B=2\n"})
+    assert r3.expanded_argv == ["/bin/x", "${A}", "2", ""] and r3.unknown_variables == ["A"]
+    assert resolve_exec_start(u3, {"/a.env": "A=1\n", "/b.env": "B=2\n"}).expanded_argv == ["/bin/x", "1", "2", ""]
 
 
 def test_wrapper_bash_c():
@@ -160,9 +169,6 @@ def test_sections_reset_and_case():
     ("unbalanced.service", "Unbalanced quoting, ignoring:"),
     ("unbalanced_first_word.service", "Service has no ExecStart=, ExecStop=, or SuccessAction=. Refusing."),
     ("no_execstart.service", "Service has no ExecStart=, ExecStop=, or SuccessAction=. Refusing."),
-    ("two_execstart.service", "Service has more than one ExecStart= setting, which is only allowed for "
-                              "Type=oneshot services. Refusing."),
-    ("dropin_noreset_cat.service", "Service has more than one ExecStart= setting"),
     ("bad_specifier.service", "Failed to resolve unit specifiers in %z: Invalid slot"),
     ("bad_prefix.service", "Neither a valid executable name nor an absolute path: @/bin/echo"),
 ])
@@ -171,6 +177,18 @@ def test_refused_units(name, msg):
         resolve_exec_start(load(name))
     assert msg in str(ei.value)
     assert isinstance(ei.value, UnitError) and isinstance(ei.value, InputError)
+
+
+@pytest.mark.parametrize("name,msg", [
+    ("two_execstart.service", "Service has more than one ExecStart= setting, which is only allowed for "
+                              "Type=oneshot services. Refusing."),
+    ("dropin_noreset_cat.service", "Service has more than one ExecStart= setting"),
+])
+def test_refused_units_with_a_command_say_why_and_keep_the_command(name, msg):
+    """Refused, but the command is readable: every reason is in load_errors, the command still read."""
+    r = resolve_exec_start(load(name))
+    assert any(msg in str(e) for e in r.load_errors), r.load_errors
+    assert r.command.argv
 
 
 def test_unbalanced_first_word_says_why():

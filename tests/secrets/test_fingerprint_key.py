@@ -17,6 +17,7 @@ from driftwatch.collect.raw import RawUnit
 from driftwatch.errors import InputError
 from driftwatch.findings.compare import compare
 from driftwatch.findings.rulebook import load_rules
+from driftwatch.redact import fingerprints
 from driftwatch.report import get_format
 from driftwatch.report.data import comparison_to_dict
 from driftwatch.report.show import render_show
@@ -35,9 +36,9 @@ def home(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.delenv(redact.KEY_ENV, raising=False)
     monkeypatch.delenv(redact.KEY_FILE_ENV, raising=False)
-    redact._key_cache.clear()
+    fingerprints._key_cache.clear()
     yield tmp_path
-    redact._key_cache.clear()
+    fingerprints._key_cache.clear()
 
 
 def snap(body: str):
@@ -50,7 +51,7 @@ def test_the_key_is_created_once_0600_beside_the_config(home):
     assert path.exists() and stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert not [p for p in path.parent.iterdir() if p.name != "fingerprint.key"]  # no temp file left
-    redact._key_cache.clear()
+    fingerprints._key_cache.clear()
     assert redact.fingerprint("Summer2024!") == fp  # read back, not replaced
     assert redact.fingerprint("Summer2024?") != fp
 
@@ -65,17 +66,17 @@ def test_a_fingerprint_is_not_the_unkeyed_hash_and_cannot_be_tested_without_the_
 def test_two_installations_differ_and_a_shared_key_agrees(home, monkeypatch, tmp_path):
     mine = redact.fingerprint("hunter2")
     monkeypatch.setenv("HOME", str(tmp_path / "other"))
-    redact._key_cache.clear()
+    fingerprints._key_cache.clear()
     assert redact.fingerprint("hunter2") != mine
     monkeypatch.setenv(redact.KEY_ENV, "a-key-shared-by-every-runner-0123456789")
-    redact._key_cache.clear()
+    fingerprints._key_cache.clear()
     shared = redact.fingerprint("hunter2")
     key_file = tmp_path / "shared.key"
     key_file.write_text("a-key-shared-by-every-runner-0123456789\n")
     key_file.chmod(0o600)
     monkeypatch.delenv(redact.KEY_ENV)
     monkeypatch.setenv(redact.KEY_FILE_ENV, str(key_file))
-    redact._key_cache.clear()
+    fingerprints._key_cache.clear()
     assert redact.fingerprint("hunter2") == shared
 
 
@@ -88,7 +89,7 @@ def test_a_key_readable_by_others_or_too_short_is_one_clear_error(home, monkeypa
         redact.fingerprint("x")
     monkeypatch.delenv(redact.KEY_FILE_ENV)
     monkeypatch.setenv(redact.KEY_ENV, "short")
-    redact._key_cache.clear()
+    fingerprints._key_cache.clear()
     with pytest.raises(InputError, match="too short"):
         redact.fingerprint("x")
 

@@ -17,10 +17,17 @@ REPO = Path(__file__).resolve().parents[2]
 MODELS_MD = REPO / "docs" / "impact.md"
 
 
+def first_set(rows):
+    """The 24 cases of ../shared/calibration that issue 24's interval targets were set and fitted on; the
+    36 of ../shared/calibration-more are scored leave-one-source-out with issue 35's targets
+    (test_models_md_holds_todays_scorecard)."""
+    return [r for r in rows if not r.case.name.startswith("more-")]
+
+
 @pytest.fixture(scope="module")
 def rows():
     cases = fit.load_cases(fit.DEFAULT_CASES)
-    assert len(cases) >= 24
+    assert len(cases) >= 60
     return fit.evaluate(fit.Runner(cases), cases)
 
 
@@ -37,17 +44,20 @@ def test_no_case_points_the_wrong_way(rows):
     claimed = [r.case.name for r in rows if abs(r.case.measured - 1) > 0.1
                and direction(r.after, r.interval) == (SLOWER if r.case.measured > 1 else FASTER)]
     assert claimed == []
-    # nor is the most likely value on the wrong side, except on the cases whose source says the sign comes
-    # from a bug or the architecture (`hard: true`): there a prior's point may lean the usual way while
-    # the interval holds the measured sign
+    # nor is the most likely value on the wrong side where the answer claims a direction; where it does not
+    # (the interval holds ×1: the sign rests on an unmeasured acceptance or on a gap between the roofline
+    # and the server's own step, issue 35) the point is the middle of the readings and may lean either way
     wrong = [r.case.name for r in rows if fit.direction_ok(r.after, r.case.measured) is False
-             and abs(r.after - 1.0) >= 0.02 and not r.case.spec.get("hard")]
+             and abs(r.after - 1.0) >= 0.02 and not r.case.spec.get("hard")
+             and direction(r.after, r.interval) != "unknown"]
     assert wrong == []
-    hard_wrong = [r for r in rows if r.case.spec.get("hard") and fit.direction_ok(r.after, r.case.measured) is False]
+    hard_wrong = [r for r in first_set(rows) if r.case.spec.get("hard")
+                  and fit.direction_ok(r.after, r.case.measured) is False]
     assert all(fit.covered(r.interval, r.case.measured) for r in hard_wrong), [r.case.name for r in hard_wrong]
     # and "no change" is not claimed for a case that moved more than 10 %
+    # (a ×1 point inside a wide interval, a kernel switch's, says "either way", not "no change")
     flat = [r.case.name for r in rows if r.after is not None and abs(r.case.measured - 1) > 0.1
-            and abs(r.after - 1.0) < 0.02]
+            and direction(r.after, r.interval) == "unchanged"]
     assert flat == []
 
 
@@ -59,16 +69,25 @@ def test_seeds_within_15_percent(rows):
 
 
 def test_the_copy_is_the_shared_set():
-    if not os.path.isdir(fit.SHARED_CASES):
-        pytest.skip(f"no shared calibration set at {fit.SHARED_CASES} to compare the copy with")
-    cmp = filecmp.dircmp(fit.SHARED_CASES, fit.DEFAULT_CASES)
-    pending = [cmp]
+    """tools/calibration_cases holds ../shared/calibration and ../shared/calibration-more, file for file."""
+    shared = [d for d in fit.SHARED_SETS if os.path.isdir(d)]
+    if not shared:
+        pytest.skip(f"no shared calibration set at {fit.SHARED_SETS} to compare the copy with")
     differ = []
-    while pending:
-        c = pending.pop()
-        differ += [os.path.join(c.left, n) for n in c.diff_files + c.left_only + c.right_only]
-        pending += list(c.subdirs.values())
-    assert differ == [], "tools/calibration_cases differs from ../shared/calibration: copy it again"
+    for folder in shared:
+        for name in sorted(os.listdir(folder)):
+            left, right = os.path.join(folder, name), os.path.join(fit.DEFAULT_CASES, name)
+            if name == "README.md":
+                continue
+            if not os.path.isdir(right):
+                differ.append(right)
+                continue
+            cmp = filecmp.dircmp(left, right)
+            differ += [os.path.join(left, n) for n in cmp.diff_files + cmp.left_only + cmp.right_only]
+    copied = {n for n in os.listdir(fit.DEFAULT_CASES) if os.path.isdir(os.path.join(fit.DEFAULT_CASES, n))}
+    known = {n for folder in shared for n in os.listdir(folder)}
+    differ += sorted(copied - known) if len(shared) == len(fit.SHARED_SETS) else []
+    assert differ == [], "tools/calibration_cases differs from ../shared/calibration{,-more}: copy them again"
 
 
 def test_the_baseline_servers_step_is_read_from_the_details(rows):
@@ -98,8 +117,9 @@ def test_the_objective_charges_a_roofline_step_far_from_the_measured_one(rows):
 
 def test_the_fitted_roofline_steps_match_the_servers_own(rows):
     """Physics check beyond the ratios: with the shipped constants the roofline's absolute step at
-    batch 1 and at batch 26 (seeds 001 and 004, the same host) is within 20 % of the measured one."""
-    for r in rows:
+    batch 1 and at batch 26 (seeds 001 and 004, the same host) is within 20 % of the measured one. (Of the
+    newer cases, several servers ran steps far longer than the roofline's: docs/impact.md, issue 35.)"""
+    for r in (r for r in rows if r.case.seed):
         if r.step_ms and r.step_ms[2]:
             assert abs(r.step_ms[1] / r.step_ms[0] - 1) <= 0.20, (r.case.name, r.step_ms)
 
@@ -144,6 +164,45 @@ def test_no_step_reported_is_none():
 # --------------------------------------------------------------------------- intervals (issue 24)
 
 
+def test_models_md_holds_todays_scorecard():
+    """The leave-one-source-out scorecard in docs/impact.md is what the models give today (issue 35)."""
+    doc = MODELS_MD.read_text(encoding="utf-8")
+    shipped = doc.split("<!-- scorecard -->\n", 1)[1].split("\n<!-- /scorecard -->", 1)[0]
+    cases = fit.load_cases(fit.DEFAULT_CASES)
+    runner = fit.Runner(cases)
+    rows, ranges = fit.loso_rows(runner, cases)
+    naive = {c.name: fit.naive_ratio(runner, c) for c in cases}
+    assert shipped == fit.render_scorecard(rows, naive, ranges, len({fit.source_group(c) for c in cases})), (
+        "docs/impact.md is stale: run python -m tools.fit_calibration scorecard --write docs/impact.md")
+    # the targets of issue 35 that the shipped models meet, leave-one-source-out
+    s = fit.family_score(rows, naive)
+    assert s["answered"] >= 0.85 * s["soft"] and s["covered"] >= 0.8 * s["answered"], s
+    assert s["median_width"] <= 2.0 and s["within"] > s["naive_within"] and s["wrong"] == 0, s
+    seeds = [r for r in rows if r.case.seed]
+    assert len(seeds) == 3 and all(fit.covered(r.interval, r.case.measured) for r in seeds)
+
+
+def test_sources_of_one_thread_leave_together():
+    cases = {c.name: c for c in fit.load_cases(fit.DEFAULT_CASES)}
+    for pair in (("more-p01-glm-mtp-3to1", "more-p02-glm-mtp-3to7"),
+                 ("more-n14-fp8-kv-xformers-llama3-70b-fp8", "more-n16-attn-xformers-to-flashinfer-fp8kv-llama3-70b"),
+                 ("seed-qwen35-122b-mtp-1to2-c1", "seed-qwen35-122b-mtp-1to2-c64")):
+        assert fit.source_group(cases[pair[0]]) == fit.source_group(cases[pair[1]]), pair
+    # an unquoted "#N" in case.yaml is a YAML comment: the group is read from the file's own line
+    assert fit.source_group(cases["more-p08-eagle3-bigtree"]) == "tencent/angelslim#9"
+    n04 = cases["more-n04-eagle3-tree-added-qwen3moe-tp4-bs64"]
+    assert fit.source_group(cases["more-p08-eagle3-bigtree"]) != fit.source_group(n04)
+
+
+def test_the_naive_formula_is_e_k_at_alpha_07_and_x1_elsewhere():
+    cases = {c.name: c for c in fit.load_cases(fit.DEFAULT_CASES)}
+    runner = fit.Runner(list(cases.values()))
+    e = lambda k: sum(0.7 ** i for i in range(k + 1))  # noqa: E731
+    assert fit.naive_ratio(runner, cases["seed-qwen36-27b-mtp-3to1"]) == pytest.approx(e(1) / e(3))
+    assert fit.naive_ratio(runner, cases["more-p05-eagle-removed"]) == pytest.approx(1 / e(5))
+    assert fit.naive_ratio(runner, cases["vl-fp8-kv-c128-trtllm"]) == 1.0
+
+
 def test_models_md_holds_todays_interval_table(rows):
     doc = MODELS_MD.read_text(encoding="utf-8")
     shipped = doc.split("<!-- interval-table -->\n", 1)[1].split("\n<!-- /interval-table -->", 1)[0]
@@ -164,11 +223,12 @@ def test_models_md_holds_todays_interval_table(rows):
 
 @pytest.mark.parametrize("which", ["interval", "before_interval"])
 def test_intervals_cover_the_answered_cases_at_a_median_width_of_at_most_two(rows, which):
-    s = fit.interval_score(rows, which)
+    s = fit.interval_score(first_set(rows), which)
     assert s["answered"] >= 6
     assert s["coverage_answered"] >= fit.COVERAGE_TARGET, s
     assert s["median_width"] <= 2.0, s
-    assert s["wrong_side"] == 0, [r.case.name for r in rows if fit.wrong_side(getattr(r, which), r.case.measured)]
+    assert s["wrong_side"] == 0, [r.case.name for r in first_set(rows)
+                                  if fit.wrong_side(getattr(r, which), r.case.measured)]
 
 
 def test_every_interval_holds_its_point_and_every_seed_its_measured_ratio(rows):
