@@ -92,7 +92,7 @@ def importtime(tree: str, top: int = 25) -> list[tuple[int, str]]:
 THROUGHPUT = r"""
 import glob, json, os, sys, time
 from driftwatch.errors import DriftwatchError
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 units = sorted(set(glob.glob('examples/**/*.service', recursive=True) + glob.glob('tests/**/*.service', recursive=True)))
 usable, t0 = [], time.process_time()
 for u in units:  # the cold pass: catalogs loaded, parsers built

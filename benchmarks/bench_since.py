@@ -43,8 +43,8 @@ def state_text(day: int) -> str:
 
 def fill(locations: list[str], work: Path, count: int) -> Path:
     """`count` snapshots of the unit into each store; the path of the newest state's unit file."""
-    from driftwatch.run.history import changes_between
-    from driftwatch.run.targets import snapshot_from_unit_file
+    from driftwatch.diff.changes import changes_between
+    from driftwatch.run.reading import snapshot_from_unit_file
     from driftwatch.snapshots.store import SnapshotStore
     stores = [SnapshotStore(loc, changes=changes_between) for loc in locations]
     states: dict[str, object] = {}

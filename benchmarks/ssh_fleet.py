@@ -129,8 +129,9 @@ def worker(method: str, spec: dict) -> dict:
 
         from driftwatch.collect.sshoptions import SSHOptions
         from driftwatch.engines.files import NO_FILES
+        from driftwatch.run.reading import CollectOptions
         from driftwatch.run.snapshots import SnapshotRun, snapshot_fleet
-        from driftwatch.run.targets import CollectOptions, TargetRequest, resolve_targets
+        from driftwatch.run.targets import TargetRequest, resolve_targets
         from driftwatch.run.voice import Voice
 
         tmp = tempfile.mkdtemp(prefix="dw-bench-store-")

@@ -4,14 +4,20 @@ Every collector stamps what it reads with `utc_now()`. `parse_utc()` also reads 
 driftwatch releases stored (``2026-11-28T03:00:00+00:00`` from the SSH collector, fractions of a
 second, any other offset) and returns an aware UTC datetime. Snapshot file names use the compact
 form of the same instant (`file_stamp`, ``20261128T030000Z``): fixed width, so names sort in time
-order.
+order. What the user types for a time (`--since 7d`, `--older-than 30d`) is read here too
+(`parse_when`, `parse_duration`).
 """
 from __future__ import annotations
 
 import datetime as _dt
 import re
 
+from .errors import InputError
+
 UTC = _dt.timezone.utc
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"^(?:(\d+)\s*([smhdw])\s*)+$", re.I)
+_PART = re.compile(r"(\d+)\s*([smhdw])", re.I)
 _FILE_STAMP = re.compile(r"^(\d{8})T(\d{6})(Z|[+-]\d{4})$")
 
 
@@ -75,4 +81,35 @@ def parse_file_stamp(text: str) -> _dt.datetime:
     return parse_utc(f"{date[:4]}-{date[4:6]}-{date[6:]}T{time[:2]}:{time[2:4]}:{time[4:]}{zone}")
 
 
-__all__ = ["format_utc", "utc_now", "parse_utc", "file_stamp", "parse_file_stamp"]
+
+# --------------------------------------------------------------------------- what the user types
+
+
+def parse_duration(text: str, option: str = "--older-than") -> _dt.timedelta:
+    """``90s``, ``30m``, ``12h``, ``7d``, ``2w`` or a sum like ``1d12h``."""
+    value = str(text or "").strip()
+    if not _DURATION.match(value):
+        raise InputError(f"{option} {text!r}: not a duration (say e.g. 30m, 12h, 7d, 2w or 1d12h)")
+    seconds = sum(int(n) * _UNITS[u.lower()] for n, u in _PART.findall(value))
+    try:
+        return _dt.timedelta(seconds=seconds)
+    except OverflowError:
+        raise InputError(f"{option} {text!r}: too long") from None
+
+
+def parse_when(text: str, now: _dt.datetime | None = None, option: str = "--since") -> _dt.datetime:
+    """An instant: RFC 3339 with a zone (``2026-11-28T03:00:00Z``), or a duration back from now (``7d``)."""
+    value = str(text or "").strip()
+    if _DURATION.match(value):
+        try:
+            return (now or _dt.datetime.now(UTC)) - parse_duration(value, option)
+        except OverflowError:
+            raise InputError(f"{option} {text!r}: too long ago") from None
+    try:
+        return parse_utc(value)
+    except ValueError as exc:
+        raise InputError(f"{option} {text!r}: give an RFC 3339 time with its zone (2026-11-28T03:00:00Z) "
+                         f"or a duration back from now (7d, 12h) ({exc})") from None
+
+
+__all__ = ["format_utc", "utc_now", "parse_utc", "file_stamp", "parse_file_stamp", "parse_duration", "parse_when"]

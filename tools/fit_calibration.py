@@ -51,7 +51,7 @@ from driftwatch.facts import load_model_config, lookup_gpu  # noqa: E402
 from driftwatch.facts.gpu import parse_gpu_option  # noqa: E402
 from driftwatch.impact import calibration as cal  # noqa: E402
 from driftwatch.findings.rulebook import load_rules  # noqa: E402
-from driftwatch.run.targets import snapshot_from_unit_file  # noqa: E402
+from driftwatch.run.reading import snapshot_from_unit_file  # noqa: E402
 
 # A copy of the project's shared calibration set (../shared/calibration), kept in the repository so the
 # fit, the benchmark and the tests that guard docs/impact.md run on a fresh clone; a test checks the copy

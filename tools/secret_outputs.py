@@ -59,7 +59,7 @@ def mail_text(unit: Path, clean: Path) -> str:
     from driftwatch.notify.email import build_message
     from driftwatch.report.data import build_report
     from driftwatch.run.fleet import Judge
-    from driftwatch.run.targets import snapshot_from_unit_file
+    from driftwatch.run.reading import snapshot_from_unit_file
     from driftwatch.snapshots.baseline import Baseline
     base = Baseline(name="clean", snapshot=snapshot_from_unit_file(str(clean)))
     doc = build_report(base, [Judge(base, Judging(load_rules(None))).unit_file(str(unit))])

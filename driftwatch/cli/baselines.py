@@ -37,7 +37,7 @@ def baseline_save(name, from_snapshot, unit_file, host, unit, host_name, metrics
                   inventory, baselines_dir, ssh, files, manifests, container):
     """Save NAME from a snapshot, a unit file, a manifest's container or a live host."""
     from ..run.baselines import SaveDetails, save_named
-    from ..run.targets import CollectOptions
+    from ..run.reading import CollectOptions
     request = target_request(unit_files=(unit_file,) if unit_file else (),
                              snapshots=(from_snapshot,) if from_snapshot else (), hosts=(host,) if host else (),
                              unit=unit, inventory=inventory, one=True, manifests=tuple(manifests), container=container)
@@ -65,7 +65,7 @@ def baseline_accept(name, unit_file, snapshot_file, host, unit, reason, metrics,
                     baselines_dir, ssh, files):
     """Turn today's accepted drift into the new NAME baseline (the old one is replaced atomically)."""
     from ..run.baselines import AcceptDetails, accept_drift
-    from ..run.targets import CollectOptions
+    from ..run.reading import CollectOptions
     request = target_request(unit_files=(unit_file,) if unit_file else (),
                              snapshots=(snapshot_file,) if snapshot_file else (), hosts=(host,) if host else (),
                              unit=unit, inventory=inventory, one=True)

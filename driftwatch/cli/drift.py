@@ -61,7 +61,7 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
     from ..report.data import comparison_to_dict
     from ..run.compare import CompareFacts, compare_unit
     from ..run.fleet import JudgingOptions
-    from ..run.targets import CollectOptions
+    from ..run.reading import CollectOptions
     current_metric = tuple(current_metric) + tuple(  # the workload reaches the impact models as metrics
         f"{k}={v}" for k, v in workload_metrics(workload_prefix_share, workload_prompt_tokens).items())
     request = target_request(unit_files=(unit_file,) if unit_file else (),
@@ -128,11 +128,12 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @catalog_option
 @ssh_options
 @engine_files
+@manifest_options
 def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, smtp_port, smtp_user,
            smtp_password_file, smtp_security, smtp_ca_file, sender, subject_prefix, state, only_changes, always,
            fmt, output, quiet, color, config_path, concurrency, workload_prefix_share, workload_prompt_tokens,
            parallel, rules_dir, ignores, ignore_file, engine_version, baselines_dir, store, no_store, limit,
-           prometheus_file, shard, merge, shard_reports, ssh, files):
+           prometheus_file, shard, merge, shard_reports, ssh, files, manifests, container):
     """Check hosts against their baselines; print, write and mail one drift report (for cron).
 
     With --merge A.json B.json …: the fleet's report from its shards' JSON reports."""
@@ -150,21 +151,25 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
     if merge or shard_reports:
         result = _merge(merge, shard_reports, settings, {"--inventory": inventory, "--host": host,
                                                             "--unit-file": unit_files, "--shard": shard,
+                                                            "--manifest": manifests,
                                                             "--limit": limit if typed("limit") else None},
                         config_path=config_file(), fmt=fmt, output=output, prometheus_file=prometheus_file,
                         always=always, voice=voice(aside=not quiet), show=None if quiet else show)
         sys.exit(result.exit_code)
     from ..run.fleet import FleetOutputs, FleetRun, JudgingOptions, fleet_request_check, report_settings
-    from ..run.targets import CollectOptions, TargetRequest, resolve_targets
+    from ..run.reading import CollectOptions
+    from ..run.targets import TargetRequest, resolve_targets
     settings, from_file = report_settings(settings, config_file())
     typed_limit = typed("limit")  # the config file's limit: narrows an inventory run, never a named one
     request = TargetRequest(unit_files=tuple(unit_files), hosts=(host,) if host else (), unit=unit,
                             inventory=inventory, limit=limit if typed_limit else None,
                             config_inventory=from_file.get("inventory"), config_limit=None if typed_limit else limit,
-                            baseline=baseline_spec, config_baseline=from_file.get("baseline"))
+                            baseline=baseline_spec, config_baseline=from_file.get("baseline"),
+                            manifests=tuple(manifests), container=container)
     targets = resolve_targets(request)
     fleet_request_check(targets, request)
-    inventory_used = request.inventory or (request.config_inventory if any(t.kind == "ssh" for t in targets) else None)
+    inventory_used = request.inventory or (request.config_inventory if any(t.kind in ("ssh", "container", "kubernetes")
+                                                                           for t in targets) else None)
     run = FleetRun(tuple(targets), CollectOptions(replace(ssh, parallel=parallel), files, engine_version),
                    JudgingOptions(rules_dir, tuple(ignores), ignore_file, concurrency,
                                   tuple(workload_metrics(workload_prefix_share, workload_prompt_tokens).items()),

@@ -14,7 +14,8 @@ from .options import catalog_option, engine_files, ssh_options, target_request
 def _one(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, files, manifests=(), container=None):
     """The one unit named, resolved as every command resolves its targets (run/targets.py): the
     inventory (typed, or the config file's) only describes --host."""
-    from ..run.targets import CollectOptions, one_of, read_target
+    from ..run.reading import CollectOptions, read_target
+    from ..run.targets import one_of
     request = target_request(unit_files=(unit_file,) if unit_file else (), snapshots=(snapshot_file,) if snapshot_file
                              else (), hosts=(host,) if host else (), unit=unit, inventory=inventory, one=True,
                              manifests=tuple(manifests), container=container)

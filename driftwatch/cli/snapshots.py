@@ -57,7 +57,8 @@ def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_versio
     if host_name and not unit_files:
         hosts, host_name = tuple(hosts) + (host_name,), None
     from ..run.snapshots import SnapshotRun
-    from ..run.targets import CollectOptions, resolve_targets
+    from ..run.reading import CollectOptions
+    from ..run.targets import resolve_targets
     targets = resolve_targets(target_request(unit_files=tuple(unit_files), hosts=tuple(hosts), unit=unit,
                                              inventory=inventory, limit=limit))
     progress = _progress_line() if not quiet and sys.stderr.isatty() else None

@@ -34,7 +34,7 @@ def store_import(directory, store):
     redacted as `snapshot` redacts; a file that is not a snapshot, or a file or folder that is a
     symlink out of DIRECTORY, is not imported (one warning each, with the reason).
     Exit 0 when every file was imported, 1 when one was refused, 2 on bad input."""
-    from ..run.history import changes_between
+    from ..diff.changes import changes_between
     from ..snapshots.store import DEFAULT_STORE
     from ..snapshots.store_sql import DatabaseStore
     from ..snapshots.store_transfer import import_files

@@ -45,6 +45,12 @@ class HostTarget:
     unit_baselines: dict[str, str] = field(default_factory=dict)  # a unit's own baseline (wins; NO_BASELINE: none)
     groups: list[str] = field(default_factory=list, compare=False)  # its groups (for --limit)
     baseline_from: str = field(default="", compare=False)  # where `baseline` was set: host, group, defaults
+    # Live containers on the host (`containers: [NAME…]`, or `auto`: every container running an engine),
+    # each read with podman/docker inspect over the same SSH connection; a container's own baseline wins.
+    containers: list[str] = field(default_factory=list)
+    container_baselines: dict[str, str] = field(default_factory=dict)
+    # `kubernetes: {context, namespace, selector}`: workloads and their Pods read with the user's kubectl
+    kubernetes: KubernetesSource | None = None
 
     def baseline_for(self, unit: str) -> str | None:
         """The baseline NAME this unit is judged against: its own (``units: {unit: NAME}``), else
@@ -62,6 +68,88 @@ class HostTarget:
         else:
             return None, ""
         return (None, "none") if name == NO_BASELINE else (name, level)
+
+
+@dataclass(frozen=True)
+class KubernetesSource:
+    """Where an inventory entry's workloads are: the kubeconfig context (None: the current one), the
+    namespace (None: the context's) and a label selector (None: every workload of the namespace)."""
+
+    context: str | None = None
+    namespace: str | None = None
+    selector: str | None = None
+
+    @property
+    def label(self) -> str:
+        """`context/namespace` as a report names the entry's source."""
+        return "/".join(p for p in (self.context, self.namespace) if p) or "current context"
+
+
+AUTO_CONTAINERS = "auto"  # `containers: auto`: every container whose command starts an engine
+_KUBE_KEYS = ("context", "namespace", "selector")
+# kubectl's own checks are the authority; these keep a value from ever reading as an option or a shell word
+_KUBE_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,252}$")
+_SELECTOR = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/=!,() -]{0,1023}$")
+
+
+def _kubernetes(value, where: str) -> KubernetesSource:
+    """`kubernetes: {context, namespace, selector}` (each optional; strings kubectl takes as argv)."""
+    if isinstance(value, str) and value.strip().startswith("{"):
+        try:
+            value = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            raise InputError(f"{where}: kubernetes {value!r} is not a mapping") from None
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise InputError(f"{where}: kubernetes must be a mapping (context, namespace, selector)")
+    unknown = sorted(str(k) for k in value if k not in _KUBE_KEYS)
+    if unknown:
+        raise InputError(f"{where}: kubernetes: unknown key {unknown[0]!r} (expected {', '.join(_KUBE_KEYS)})")
+    out: dict[str, str | None] = {}
+    for key in _KUBE_KEYS:
+        v = value.get(key)
+        if v is None or (isinstance(v, str) and not v.strip()):
+            out[key] = None
+            continue
+        pattern = _SELECTOR if key == "selector" else _KUBE_VALUE
+        if not isinstance(v, str) or not pattern.match(v.strip()):
+            raise InputError(f"{where}: kubernetes: {key} {v!r} is not a {key} kubectl takes")
+        out[key] = v.strip()
+    return KubernetesSource(out["context"], out["namespace"], out["selector"])
+
+
+def _containers(value, where: str) -> tuple[list[str], dict[str, str]]:
+    """`containers:` as `auto`, a list of names, or a mapping name -> baseline NAME (as `units:`)."""
+    if value is None:
+        return [], {}
+    if isinstance(value, str) and value.strip() == AUTO_CONTAINERS:
+        return [AUTO_CONTAINERS], {}
+    if isinstance(value, str) and not value.strip().startswith(("[", "{")):
+        value = [v.strip() for v in value.split(",") if v.strip()]
+    elif isinstance(value, str):
+        try:
+            value = ast.literal_eval(value.strip())
+        except (ValueError, SyntaxError):
+            raise InputError(f"{where}: containers {value!r} is not a list") from None
+    own: dict[str, str] = {}
+    if isinstance(value, dict):
+        for name, baseline in value.items():
+            if baseline is not None and (not isinstance(baseline, str) or not baseline.strip()):
+                raise InputError(f"{where}: containers: {name}: the baseline must be a name (or none)")
+            own[str(name)] = _baseline_name(baseline)
+        value = list(value)
+    if not isinstance(value, list) or not all(isinstance(n, str) and n for n in value):
+        raise InputError(f"{where}: containers must be `auto`, a list of container names or a mapping "
+                         "name: baseline")
+    from .containers import validate_container_name
+    for n in value:
+        if n != AUTO_CONTAINERS:
+            try:
+                validate_container_name(n)
+            except InputError as exc:
+                raise InputError(f"{where}: containers: {exc}") from None
+    return list(value), own
 
 
 NO_BASELINE = "none"  # `baseline: none` (or null): the unit is not judged, whatever a lower level names
@@ -239,7 +327,7 @@ def _load_yaml(path: str, text: str) -> list[HostTarget]:
     return _load_ansible_yaml(path, doc)
 
 
-_DW_KEYS = {"address", "user", "port", "units", "identity", "baseline"}
+_DW_KEYS = {"address", "user", "port", "units", "identity", "baseline", "containers", "kubernetes"}
 
 
 def _unit_baselines(value, where: str) -> tuple[list[str], dict[str, str]]:
@@ -294,6 +382,10 @@ def _settings(path: str, mapping, what: str) -> dict:
             out[key] = _check_port(value, where)
         elif key == "units":
             out[key], out["unit_baselines"] = _unit_baselines(value, where)
+        elif key == "containers":
+            out[key], out["container_baselines"] = _containers(value, where)
+        elif key == "kubernetes":
+            out[key] = _kubernetes(value, where)
         elif key == "baseline" and (value is None or isinstance(value, str) and value.strip()):
             out[key] = _baseline_name(value)  # null or `none`: opted out, below this level too
         elif value is not None:
@@ -363,7 +455,9 @@ def _target(path: str, line: int, name: str, s: dict) -> HostTarget:
                       port=s.get("port"), units=list(s.get("units") or []), identity=s.get("identity"),
                       baseline=s.get("baseline") or None, unit_baselines=dict(s.get("unit_baselines") or {}),
                       groups=list(s.get("groups") or []),
-                      baseline_from=s.get("baseline_from", "") if s.get("baseline") else "")
+                      baseline_from=s.get("baseline_from", "") if s.get("baseline") else "",
+                      containers=list(s.get("containers") or []),
+                      container_baselines=dict(s.get("container_baselines") or {}), kubernetes=s.get("kubernetes"))
 
 
 # --- Ansible ---------------------------------------------------------------------------------
@@ -469,6 +563,8 @@ class _AnsibleInventory:
             port = merged.get("ansible_port", merged.get("ansible_ssh_port"))
             identity = merged.get("ansible_ssh_private_key_file", merged.get("ansible_private_key_file"))
             units, own = _unit_baselines(merged.get("driftwatch_units"), where)
+            containers, container_own = _containers(merged.get("driftwatch_containers"), where)
+            kube = merged.get("driftwatch_kubernetes")
             baseline = merged.get("driftwatch_baseline")
             if baseline is not None and (not isinstance(baseline, str) or not baseline.strip()):
                 raise InputError(f"{where}: driftwatch_baseline must be a baseline name (or none)")
@@ -484,6 +580,8 @@ class _AnsibleInventory:
                 "identity": str(identity) if identity else None,
                 "baseline": baseline.strip() if baseline else None, "baseline_from": level,
                 "groups": chain + ["all"],
+                "containers": containers, "container_baselines": container_own,
+                "kubernetes": _kubernetes(kube, where) if "driftwatch_kubernetes" in merged else None,
             }
             out.append(_target(self.path, self.host_lines[name], name, s))
         return out

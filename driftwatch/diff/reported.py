@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..engines.config import EXPLICIT, SOURCE_WORDS, EngineConfig, FlagValue
-from ..engines.registry import carried_files, find_launcher, get_engine
+from ..engines.registry import get_engine
 from ..redact import is_redacted, is_secret_field
 from ..snapshots.reported import differs
 from ..snapshots.snapshot import Snapshot
@@ -73,9 +73,8 @@ def not_applicable(snapshot: Snapshot) -> str | None:
     state = rt.get("active_state")
     if state is not None and state not in ("active", "reloading"):
         return f"the unit is {state}: they are from a run that has ended"
-    running = rt.get("running_argv")
-    if running:
-        launcher = find_launcher(list(running), files=carried_files(snapshot.launcher.engine, snapshot.engine_argv))
+    launcher = snapshot.running_launcher()  # the running argv, read once into the snapshot
+    if launcher is not None:
         if launcher.engine != snapshot.launcher.engine or launcher.engine_argv != snapshot.engine_argv:
             return "the running server was started with other flags than the unit on disk (restart pending)"
     elif state is not None:

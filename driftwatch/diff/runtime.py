@@ -5,8 +5,6 @@ import re
 from typing import Any
 
 from ..engines.config import EngineConfig
-from ..engines.registry import carried_files, find_launcher, get_engine
-from ..parse.wrappers import NO_ENGINE
 from ..snapshots.snapshot import Snapshot
 from .difference import Difference
 from .flags import diff_flags
@@ -24,12 +22,13 @@ def _runtime_truths(current: Snapshot, config: EngineConfig) -> list[Difference]
                                 current="on disk differs from what systemd loaded",
                                 notes=["systemd reports NeedDaemonReload=yes: the next restart runs the unit "
                                        "on disk only after `systemctl daemon-reload`"]))
-    running = rt.get("running_argv")
-    if running:
-        launcher = find_launcher(list(running), files=carried_files(current.launcher.engine, current.engine_argv))
-        if launcher.engine != config.engine or config.engine == NO_ENGINE:
+    launcher = current.running_launcher()  # the running argv, read once into the snapshot
+    if launcher is not None:
+        if launcher.engine != config.engine:
             return diffs  # not the same program: which process serves the unit is not known here
-        running_config = get_engine(launcher.engine).read_config(launcher.engine_argv, engine_version=config.version)
+        running_config = current.running_config(config.version)
+        if running_config is None:
+            return diffs  # no engine runs: there are no flags to compare
         changed = diff_flags(running_config, config)
         if changed:
             summary = ", ".join(f"{d.label} (secret) changed" if d.secret else

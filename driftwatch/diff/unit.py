@@ -61,6 +61,19 @@ def _runtime_switch(b: Snapshot, c: Snapshot) -> Difference | None:
                       current=_runtime_text(c.launcher), details=details)
 
 
+def _image_ref(image: str | None) -> str | None:
+    """An image reference as Docker Hub resolves it: `docker.io/lmsysorg/sglang:v0.5.12` (what
+    `podman inspect` shows of a pulled image) is the `lmsysorg/sglang:v0.5.12` a manifest names, and
+    `docker.io/library/python` is `python`; any other registry, tag or digest stays a difference."""
+    if image is None:
+        return None
+    for registry in ("docker.io/", "index.docker.io/", "registry-1.docker.io/"):
+        if image.startswith(registry):
+            image = image[len(registry):]
+            return image[len("library/"):] if image.startswith("library/") else image
+    return image
+
+
 def _launcher_diff(b: Snapshot, c: Snapshot) -> list[Difference]:
     switch = _runtime_switch(b, c)
     if switch is not None:
@@ -72,7 +85,7 @@ def _launcher_diff(b: Snapshot, c: Snapshot) -> list[Difference]:
         bv, cv = getattr(b.launcher, attr), getattr(c.launcher, attr)
         if attr in ("interpreter", "entry") and (same_venv or other_engine):
             continue  # python vs python3, `-m sglang.launch_server` vs `sglang serve`: the same SGLang
-        if bv != cv:
+        if (bv != cv) if attr != "image" else (_image_ref(bv) != _image_ref(cv)):
             diffs.append(Difference(key=f"launcher.{attr}", label=label, baseline=bv, current=cv,
                                     kind="added" if bv is None else "removed" if cv is None else "changed"))
     b_wrap = b.launcher.wrapper_args or b.launcher.wrappers

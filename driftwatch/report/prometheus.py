@@ -34,6 +34,10 @@ Metrics (gauges; one series per (host, unit) read, label values escaped as the f
     driftwatch_hosts{status,shard}                                 hosts drifted / clean / unreadable /
                                                                    no_baseline
 
+A container's or Kubernetes workload's series (an inventory's `containers:` / `kubernetes:`,
+`report --manifest`) also carry ``container``, and where known ``namespace`` and ``workload``
+(``KIND/NAME``; a Pod's is its template's); a systemd unit's series carry none of the three.
+
 Like every format it computes nothing: each value is read from the ``driftwatch.report/v1``
 document (report/data.py), through report/view.py.
 """
@@ -125,6 +129,9 @@ def report_label(path: str | None) -> str:
     return name[:-5] if name.endswith(".prom") else name
 
 
+CONTAINER_LABELS = ("namespace", "workload", "container")
+
+
 def render_textfile(doc: dict, report: str = "driftwatch") -> str:
     """The fleet report as one textfile; every series labelled `report` (see the module's doc)."""
     last = _Family("driftwatch_last_run_timestamp_seconds",
@@ -163,6 +170,9 @@ def render_textfile(doc: dict, report: str = "driftwatch") -> str:
         name = name or (h.get("baseline") if isinstance(h.get("baseline"), str) else None)  # a down unit's too
         where = {"report": report, "host": h.get("host") or "?", "unit": h.get("unit") or "?",
                  "baseline": name or "none"}
+        for key in CONTAINER_LABELS:  # only on a container's or workload's series (a unit has none)
+            if isinstance(h.get(key), str) and h.get(key):
+                where[key] = h[key]
         if status == "no_baseline":
             read.add({**where, "status": "ok"}, 1)  # read and stored, not judged
             continue

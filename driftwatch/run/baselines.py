@@ -14,7 +14,8 @@ from ..errors import DriftwatchError, InputError
 if TYPE_CHECKING:
     from ..engines.files import EngineFiles
     from ..snapshots.baseline import Baseline
-    from .targets import CollectOptions, TargetRequest
+    from .reading import CollectOptions
+    from .targets import TargetRequest
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,8 @@ def save_named(name: str, request: TargetRequest, collect: CollectOptions, detai
     from ..snapshots.baseline import baselines_dir as resolve_dir
     from ..snapshots.baseline import save_baseline
     from ..snapshots.metrics import parse_metrics
-    from .targets import one_of, read_target
+    from .reading import read_target
+    from .targets import one_of
     values = parse_metrics(details.metrics)
     snap = read_target(one_of(request), replace(collect, engine_version=None))  # type: ignore[arg-type]
     if details.host_name:
@@ -67,7 +69,8 @@ def accept_drift(name: str, request: TargetRequest, collect: CollectOptions,
     from ..snapshots.baseline import baselines_dir as resolve_dir
     from ..snapshots.baseline import load_baseline, save_baseline
     from ..snapshots.metrics import parse_metrics
-    from .targets import one_of, read_target, with_unit
+    from .reading import read_target
+    from .targets import one_of, with_unit
     directory = resolve_dir(details.baselines_dir)
     old = load_baseline(name, directory)
     target = one_of(request, required=False)
@@ -120,5 +123,5 @@ def list_named(baselines_dir: str | None) -> tuple[Path, list[dict]]:
 def show_named(name: str, baselines_dir: str | None, files: EngineFiles) -> Baseline:
     """The baseline NAME (or a baseline YAML, or a unit file, read with `files`)."""
     from ..snapshots.baseline import baselines_dir as resolve_dir
-    from .targets import named_baseline
+    from .reading import named_baseline
     return named_baseline(name, resolve_dir(baselines_dir), files)

@@ -16,7 +16,8 @@ from .voice import Voice
 if TYPE_CHECKING:
     from ..findings.compare import Comparison
     from .fleet import JudgingOptions
-    from .targets import CollectOptions, TargetRequest
+    from .reading import CollectOptions
+    from .targets import TargetRequest
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,8 @@ def compare_unit(request: TargetRequest, collect: CollectOptions, judging: Judgi
     comparison's `warnings`); a typed --baseline that differs from the inventory's is said once."""
     from ..snapshots.baseline import baselines_dir as resolve_dir
     from ..snapshots.metrics import parse_metrics
-    from .targets import baseline_override_note, named_baseline, one_of, read_target, with_unit
+    from .reading import named_baseline, read_target
+    from .targets import baseline_override_note, one_of, with_unit
     b_metrics = parse_metrics(facts.baseline_metric, "--baseline-metric")
     c_metrics = parse_metrics(facts.current_metric, "--current-metric")
     rules = judging.load(collect.engine_version)

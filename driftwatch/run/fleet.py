@@ -21,11 +21,13 @@ from typing import TYPE_CHECKING
 
 from ..engines.files import NO_FILES, EngineFiles
 from ..errors import EXIT_DRIFT, EXIT_OK, EXIT_TROUBLE, DriftwatchError, InputError, NotifyError
-from .targets import CollectOptions, Target, TargetRequest, baseline_override_note, collect_targets, with_unit
+from .reading import CollectOptions, collect_targets
+from .targets import Target, TargetRequest, baseline_override_note, with_unit
 from .voice import Voice
 
 if TYPE_CHECKING:
     from ..collect.raw import RawUnit
+    from .live_containers import LiveRead
     from .shard import Shard
     from ..findings.compare import Comparison
     from ..findings.ignore import IgnoreEntry
@@ -79,7 +81,7 @@ class Judge:
         """A local unit file, labelled by the path as given; one that cannot be read or parsed is an
         entry with its error."""
         from ..report.data import host_entry
-        from .targets import snapshot_from_unit_file
+        from .reading import snapshot_from_unit_file
         try:
             snap = snapshot_from_unit_file(path, None, self.judging.engine_version, self.files)
         except DriftwatchError as exc:
@@ -92,13 +94,13 @@ class Judge:
         """One host and unit as collected; whatever goes wrong with it stays its own error (the
         entry still names the unit's baseline: a down host keeps it in every output)."""
         from ..report.data import host_entry
-        from .targets import raw_to_snapshot
+        from ..snapshots.reader import snapshot_from_raw
         base = self._quiet_baseline(raw, target)
         if raw.status not in ("ok", "fallback"):
             error = f"{raw.host}: {raw.unit}: {raw.status}" + (f": {raw.error}" if raw.error else "")
             return _named(host_entry(raw.host, raw.unit, "error", error=error, failure=raw.status), base)
         try:
-            snap = raw_to_snapshot(raw, self.judging.engine_version, self.files)
+            snap = snapshot_from_raw(raw, self.judging.engine_version, self.files)
         except DriftwatchError as exc:
             return _named(host_entry(raw.host, raw.unit, "error", error=str(exc), failure="invalid unit"), base)
         self.read.append(snap)
@@ -109,6 +111,48 @@ class Judge:
         except Exception as exc:  # noqa: BLE001 - a bug on one host's input must not cost the report
             return _named(host_entry(raw.host, raw.unit, "error", error=f"{raw.host}: {raw.unit}: internal error: "
                                      f"{type(exc).__name__}", failure="error"), base)
+
+    def manifest(self, target: Target, collect: CollectOptions) -> dict:
+        """`report --manifest`: the manifests' engine container, labelled by the first file; a file
+        that cannot be read is an entry with its error."""
+        from ..report.data import host_entry
+        from .reading import read_target
+        try:
+            snap = read_target(target, collect)
+        except DriftwatchError as exc:
+            entry = host_entry(target.path, target.unit or "manifest", "error", error=str(exc),
+                               failure="invalid unit", file=target.path)
+            return _named(entry, self._quiet_baseline_of(target))
+        entry = self.snapshot(snap, file=target.path, target=target)
+        entry["unit"] = snap.unit
+        return _with_labels(entry, _container_labels(snap))
+
+    def live(self, read: LiveRead) -> dict:
+        """A container or Kubernetes unit read live (run/live_containers.py): judged against its
+        target's baseline, a Pod against its workload's template; an unreadable one is its error."""
+        from ..report.data import comparison_to_dict, host_entry
+        base = read.template if read.template is not None else self._quiet_baseline_of(read.target)
+        if read.snapshot is None:
+            entry = host_entry(read.host, read.unit, "error", error=read.error, failure=read.failure or "error")
+            return _with_labels(_named(entry, base), read.labels)
+        self.read.append(read.snapshot)
+        if base is None:
+            return _with_labels(_named(host_entry(read.host, read.unit, "no_baseline"), None), read.labels)
+        try:
+            result = self.judging.compare(base, read.snapshot)
+        except DriftwatchError as exc:
+            entry = host_entry(read.host, read.unit, "error", error=f"{read.host}: {read.unit}: {exc}",
+                               failure="invalid unit")
+            return _with_labels(_named(entry, base), read.labels)
+        self.comparisons.append(result)
+        entry = host_entry(read.host, read.unit, "drift" if result.drift else "clean", comparison_to_dict(result))
+        return _with_labels(_named(entry, base), read.labels)
+
+    def _quiet_baseline_of(self, target: Target) -> Baseline | None:
+        try:
+            return self.baseline_of(target.host, target.unit, target)
+        except DriftwatchError:
+            return None
 
     def _quiet_baseline(self, raw: RawUnit, target: Target | None) -> Baseline | None:
         try:
@@ -124,6 +168,32 @@ class Judge:
             return None
         pairs = [(f.rule, f.difference) for c in self.comparisons for f in c.findings + c.ignored]
         return unused(list(self.judging.ignore), pairs)
+
+
+def _with_labels(entry: dict, labels: dict[str, str]) -> dict:
+    """The entry with where its container runs (`namespace`, `workload`, `container`: the Prometheus
+    labels of a container's series; a unit's entry has none)."""
+    for key in ("namespace", "workload", "container"):
+        if labels.get(key):
+            entry[key] = labels[key]
+    return entry
+
+
+def _container_labels(snap: Snapshot) -> dict[str, str]:
+    """A manifest's container: its namespace, workload (KIND/NAME) and container name."""
+    origin = (snap.runtime.get("container") or {}).get("origin") or {}
+    out = {"namespace": origin.get("namespace") or "", "container": origin.get("container") or ""}
+    if origin.get("kind") and origin.get("name"):
+        out["workload"] = f"{origin['kind']}/{origin['name']}"
+    return out
+
+
+def _judge_live(judge: Judge, targets: list[Target], collect: CollectOptions) -> list[dict]:
+    """The containers' and workloads' entries (run/live_containers.py), in the order named."""
+    if not targets:
+        return []
+    from .live_containers import read_live
+    return [judge.live(read) for read in read_live(targets, collect)]
 
 
 def _named(entry: dict, base: Baseline | None) -> dict:
@@ -216,9 +286,10 @@ def report_fleet(run: FleetRun) -> FleetReport:
     baselines = _Baselines(run.judging.baselines_dir, outputs.settings, run.collect.files, voice)
     targets = _with_units(list(run.targets), baselines)
     if run.shard is not None:
-        targets = [t for t in targets if t.kind != "ssh" or run.shard.holds(t.host or "")]
+        targets = [t for t in targets if t.host is None or run.shard.holds(t.host)]
     if not targets:
-        raise InputError("nothing to check: give --inventory FILE, --host H --unit U or --unit-file FILE")
+        raise InputError("nothing to check: give --inventory FILE, --host H --unit U, --unit-file FILE or "
+                         "--manifest FILE")
     for spec in dict.fromkeys(t.baseline for t in targets if t.baseline):
         baselines.get(spec)  # every baseline named, known before any host is read
     note = baseline_override_note(targets)
@@ -229,8 +300,10 @@ def report_fleet(run: FleetRun) -> FleetReport:
     default = baselines.get(only) if only else None
     judge = Judge(default, judging, run.collect.files, baselines=baselines)
     entries = [judge.unit_file(t.path or "", t) for t in targets if t.kind == "unit-file"]
+    entries += [judge.manifest(t, run.collect) for t in targets if t.kind == "manifest"]
     entries += _judge_hosts(judge, [t for t in targets if t.kind == "ssh"], dataclasses.replace(run.collect,
                                                                                                   warn=voice.warn))
+    entries += _judge_live(judge, [t for t in targets if t.kind in ("container", "kubernetes")], run.collect)
     inventory = os.path.abspath(run.inventory) if run.inventory else None
     doc = build_report(default, entries, baselines.used(entries), inventory)
     if run.shard is not None:
@@ -250,14 +323,17 @@ def fleet_request_check(targets: list[Target], request: TargetRequest) -> None:
     for t in targets:
         if t.kind == "unit-file" and t.baseline is None:
             raise InputError("--unit-file needs --baseline NAME (or `baseline:` in the config file)")
-        if t.kind == "ssh" and request.hosts and t.baseline is None and t.baseline_from == "none" \
+        if t.kind == "manifest" and t.baseline is None:
+            raise InputError("--manifest needs --baseline NAME (or `baseline:` in the config file)")
+        if t.kind in ("ssh", "container") and request.hosts and t.baseline is None and t.baseline_from == "none" \
                 and not _in_inventory(t):
             raise InputError("report needs --baseline NAME (or `baseline:` in the config file or the inventory)")
 
 
 def _in_inventory(target: Target) -> bool:
     return target.address is not None and bool(target.address.units or target.address.baseline
-                                               or target.address.unit_baselines or target.address.groups)
+                                               or target.address.unit_baselines or target.address.groups
+                                               or target.address.containers or target.address.kubernetes)
 
 
 def _with_units(targets: list[Target], baselines: _Baselines) -> list[Target]:
@@ -299,7 +375,7 @@ class _Baselines:
 
     def get(self, spec: str) -> Baseline:
         from ..config import resolve_baselines_dir
-        from .targets import named_baseline
+        from .reading import named_baseline
         if spec not in self.known:
             note = lambda m: self.voice.aside(f"note: {m}")  # noqa: E731
             self.known[spec] = named_baseline(
@@ -352,7 +428,7 @@ def _since_from_store(doc: dict, store: str | None, baselines: _Baselines, judgi
     """Each finding's "since" from the snapshot store, each unit against its own baseline (nothing
     when the store holds no snapshot of it)."""
     from ..snapshots.store import SnapshotStore
-    from .history import annotate_since
+    from .since import annotate_since
     opened = SnapshotStore(store or None, on_problem=lambda m: voice.aside(f"warning: {m}"))
     by_name: dict[str, list[dict]] = {}
     for entry in doc["hosts"]:
@@ -371,7 +447,7 @@ def _feed_store(snapshots: list[Snapshot], store: str | None, voice: Voice) -> b
     "since" and "new since last run" work from the report's one cron job. True when one could not be
     saved (said; the report still goes out)."""
     from ..snapshots.store import save_snapshot
-    from .history import changes_between
+    from ..diff.changes import changes_between
     trouble = False
     for snap in snapshots:
         try:

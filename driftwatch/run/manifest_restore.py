@@ -356,7 +356,7 @@ def run_manifest_restore(request: ManifestRestoreRequest, voice=None) -> tuple[d
     from ..findings.judging import load_judging
     from ..report.manifest_restore import patch_file_name
     from ..snapshots.baseline import baselines_dir as resolve_dir
-    from .targets import named_baseline
+    from .reading import named_baseline
     judging = load_judging(request.rules_dir, request.ignores, request.ignore_file, None, None)
     base = named_baseline(request.baseline, resolve_dir(request.baselines_dir))
     restored = restore_manifest(ManifestRequest(request.manifests, request.container), base, judging,

@@ -165,6 +165,13 @@ def _restore_targets(request: RestoreRequest, changes_hosts: bool = False) -> li
         unit=request.unit, inventory=request.inventory, limit=request.limit,
         config_inventory=request.config_inventory, config_limit=request.config_limit, baseline=request.baseline,
         changes_hosts=changes_hosts, config_baseline=request.config_baseline))
+    # An inventory's containers and Kubernetes workloads are restored as patches of their manifests
+    # (`restore --manifest`), never by a drop-in: they are not planned here (docs/config.md).
+    live = [t for t in targets if t.kind in ("container", "kubernetes")]
+    targets = [t for t in targets if t not in live]
+    if not targets and live:
+        raise InputError("restore plans systemd drop-ins: containers and Kubernetes workloads are restored as a "
+                         "patch of their manifest (restore --manifest FILE --baseline NAME)")
     if not targets:
         raise InputError("give one of --unit-file FILE, --host HOST --unit UNIT or --inventory INV")
     out = []
@@ -232,7 +239,7 @@ def _snapshot(raw, files):
 
 def _baseline(spec: str, ctx: RestoreContext, cache: dict) -> Baseline:
     from ..snapshots.baseline import baselines_dir as resolve_dir
-    from .targets import named_baseline
+    from .reading import named_baseline
     if spec not in cache:
         cache[spec] = named_baseline(spec, resolve_dir(ctx.baselines_dir), ctx.files)
     return cache[spec]

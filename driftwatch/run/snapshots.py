@@ -18,7 +18,8 @@ from .shard import Shard
 from .voice import Voice, unheard
 
 if TYPE_CHECKING:
-    from .targets import CollectOptions, Target
+    from .reading import CollectOptions
+    from .targets import Target
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,8 @@ def snapshot_fleet(run: SnapshotRun, voice: Voice) -> bool:
     through `voice.say`). True when a host could not be read or saved. `voice.aside` hears each
     host's timings (the CLI's --verbose)."""
     from ..snapshots.store import save_snapshot
-    from .history import changes_between
-    from .targets import snapshot_from_unit_file
+    from ..diff.changes import changes_between
+    from .reading import snapshot_from_unit_file
     if not run.targets:
         raise InputError("nothing to snapshot: give HOST..., --inventory FILE or --unit-file FILE")
     trouble = False
@@ -65,6 +66,10 @@ def snapshot_fleet(run: SnapshotRun, voice: Voice) -> bool:
     live = [t for t in run.targets if t.kind == "ssh" and (run.shard is None or run.shard.holds(t.host or ""))]
     if live:
         trouble = _snapshot_live(live, run, voice)
+    containers = [t for t in run.targets if t.kind in ("container", "kubernetes")
+                  and (run.shard is None or run.shard.holds(t.host or ""))]
+    if containers:
+        trouble = _snapshot_containers(containers, run, voice) or trouble
     if run.keep:
         prune_store(run.store, run.keep, None, run.keep_baselines_dir, replace(voice, out=unheard, aside=unheard))
     return trouble
@@ -80,8 +85,9 @@ def _said(voice: Voice, results: list | None, record: dict) -> None:
 
 def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> bool:
     from ..snapshots.store import save_snapshot
-    from .history import changes_between
-    from .targets import collect_targets, raw_to_snapshot
+    from ..diff.changes import changes_between
+    from ..snapshots.reader import snapshot_from_raw
+    from .reading import collect_targets
     for t in targets:
         if not t.unit:
             raise InputError("reading hosts needs --unit UNIT (or an inventory that lists the host's units)")
@@ -95,7 +101,7 @@ def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> boo
 
     def save(raw) -> None:  # as each answer arrives, while the other hosts are still being read (its thread)
         try:
-            saved = save_snapshot(raw_to_snapshot(raw, engine_version, files), store, changes=changes_between)
+            saved = save_snapshot(snapshot_from_raw(raw, engine_version, files), store, changes=changes_between)
             outcomes[id(raw)] = record(raw, raw.status, saved)
         except DriftwatchError as exc:
             status = raw.status if raw.status not in ("ok", "fallback") else "error"
@@ -117,6 +123,29 @@ def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> boo
         if done["error"] is not None:
             failed = True
             voice.say(done["error"])  # why, once: on stderr (the unit's line says only its status)
+    return failed
+
+
+def _snapshot_containers(targets: list[Target], run: SnapshotRun, voice: Voice) -> bool:
+    """The inventory's containers and Kubernetes workloads and Pods (run/live_containers.py), one
+    snapshot and one line each, as a unit's; True when one could not be read or saved (said once)."""
+    from ..snapshots.store import save_snapshot
+    from ..diff.changes import changes_between
+    from .live_containers import read_live
+    failed = False
+    for read in read_live(targets, run.collect):
+        record = {"host": read.host, "unit": read.unit, "status": "ok", "snapshot": None, "error": read.error}
+        if read.snapshot is not None:
+            try:
+                record["snapshot"] = str(save_snapshot(read.snapshot, run.store, changes=changes_between))
+            except DriftwatchError as exc:
+                record["error"] = f"{read.host}: {read.unit}: not stored: {exc}"
+        if record["error"] is not None:
+            record["status"] = read.failure or "error"
+        _said(voice, run.results, record)
+        if record["error"] is not None:
+            failed = True
+            voice.say(record["error"])
     return failed
 
 

@@ -8,27 +8,19 @@ named (the config file's) or when it is typed; `limit` narrows inventory runs on
 carries its baseline, resolved once: typed --baseline > unit > host > groups > defaults > the config
 file's `baseline:`; `none` (or null) at any inventory level opts a unit out.
 
-Local reads never import SSH code; live reads go through the collect stage with the command
-line's `SSHOptions`. Saved snapshots are read and written by the snapshot store (`store.py`).
+Nothing here reads a unit: run/reading.py reads the resolved targets through the collect seam
+(each kind's collector), and nothing there comes back here.
 """
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
-from pathlib import Path
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from ..engines.files import NO_FILES, EngineFiles
-from ..errors import DriftwatchError, InputError
-from ..fileio import MAX_TEXT_BYTES, read_text_file
+from ..errors import InputError
 
 if TYPE_CHECKING:  # a history that reads kept changes resolves its targets without the engines
     from ..collect.inventory import HostTarget
-    from ..collect.raw import RawUnit
-    from ..collect.sshoptions import SSHOptions
-    from ..snapshots.baseline import Baseline
-    from ..snapshots.snapshot import Snapshot
 
 
 # --------------------------------------------------------------------------- what a command acts on
@@ -80,17 +72,6 @@ class Target:
     def label(self) -> str:
         """How the target is named in messages: the path, or host and unit."""
         return self.path if self.path is not None else f"{self.host} {self.unit or ''}".strip()
-
-
-@dataclass(frozen=True)
-class CollectOptions:
-    """How live units are read and parsed: SSH settings, the engine configuration files the user
-    gave (--engine-config) and the engine release to read them with."""
-
-    ssh: SSHOptions
-    files: EngineFiles = NO_FILES
-    engine_version: str | None = None
-    warn: Callable[[str], None] | None = field(default=None, compare=False)
 
 
 def resolve_targets(request: TargetRequest) -> list[Target]:
@@ -179,12 +160,14 @@ def _host_targets(spec: str, known: dict, request: TargetRequest) -> list[Target
     # Hosts typed as ADDR:PORT keep the port in their recorded name: two servers behind one
     # address (port forwards, containers) must not overwrite each other's snapshots.
     label = address.name if entry is not None or address.port in (None, 22) else f"{address.name}:{address.port}"
-    units: list[str | None] = [request.unit] if request.unit else list(entry.units if entry else []) or [None]
+    live = live_targets(entry, label, request) if entry is not None and not request.unit else []
+    units: list[str | None] = [request.unit] if request.unit else list(entry.units if entry else []) or \
+        ([] if live else [None])
     out = []
     for unit in units:
         baseline, level, inventory_named = _judged(request, entry, unit)
         out.append(Target("ssh", unit, label, None, address, baseline, level, inventory_named))
-    return out
+    return out + live
 
 
 def _inventory_set(inventory: str, known: dict, limit: str | None, request: TargetRequest) -> list[Target]:
@@ -194,11 +177,35 @@ def _inventory_set(inventory: str, known: dict, limit: str | None, request: Targ
     out = []
     for entry in select_hosts(hosts, limit) if limit else hosts:
         units = [request.unit] if request.unit else list(entry.units)
-        if not units:
-            raise InputError(f"{inventory}: host {entry.name} lists no units (add units: or pass --unit)")
+        live = [] if request.unit else live_targets(entry, entry.name, request)
+        if not units and not live:
+            raise InputError(f"{inventory}: host {entry.name} lists no units (add units:, containers: or "
+                             "kubernetes:, or pass --unit)")
         for unit in units:
             baseline, level, inventory_named = _judged(request, entry, unit)
             out.append(Target("ssh", unit, entry.name, None, entry, baseline, level, inventory_named))
+        out += live
+    return out
+
+
+def live_targets(entry: HostTarget, label: str, request: TargetRequest) -> list[Target]:
+    """An inventory entry's `containers:` (kind "container": the name, or None for `auto`) and its
+    `kubernetes:` source (kind "kubernetes"; its workloads are listed when it is read). A container's
+    own baseline (`containers: {NAME: BASELINE}`) wins over the host's, as a unit's does."""
+    from ..collect.inventory import AUTO_CONTAINERS, NO_BASELINE
+    out = []
+    for name in entry.containers:
+        baseline, level, inventory_named = _judged(request, entry, None)
+        own = entry.container_baselines.get(name)
+        if own is not None:
+            inventory_named = None if own == NO_BASELINE else own
+            if not request.baseline:
+                baseline, level = (None, "none") if own == NO_BASELINE else (own, "unit")
+        out.append(Target("container", None if name == AUTO_CONTAINERS else name, label, None, entry, baseline,
+                          level, inventory_named))
+    if entry.kubernetes is not None:
+        baseline, level, inventory_named = _judged(request, entry, None)
+        out.append(Target("kubernetes", None, label, None, entry, baseline, level, inventory_named))
     return out
 
 
@@ -240,73 +247,6 @@ def baseline_override_note(targets: list[Target]) -> str | None:
 def with_unit(target: Target, unit: str) -> Target:
     """The target with its unit filled in (e.g. from the baseline's recorded unit)."""
     return replace(target, unit=unit)
-
-
-def collect_targets(targets: list[Target], options: CollectOptions, progress=None,
-                    on_result=None) -> list[RawUnit]:
-    """Read the ssh targets live (each as its inventory entry or typed spec says), in the order
-    given, through the collect seam (collect/fleet.py `collect_targets`: the collector of each
-    target's kind); `on_result(raw, target)` runs as each answer arrives, with the host's recorded name."""
-    from ..collect.fleet import collect_targets as collect_pairs
-    from ..collect.interface import CollectOptions as HowToCollect
-    from ..collect.unitname import validate_unit_name
-    from ..snapshots.reader import EngineReader
-    live = [t for t in targets if t.kind == "ssh"]
-    if options.warn is not None and options.ssh.parallel > parallel_ceiling() and live:
-        options.warn(f"--parallel {options.ssh.parallel} on {os.cpu_count() or 1} CPU core(s): SSH handshakes "
-                     f"compete for the CPU and slow hosts may time out; at most {parallel_ceiling()} is faster here")
-    for t in live:
-        if not t.unit:
-            raise InputError(f"--host {t.host} needs --unit (the systemd unit to read)")
-        validate_unit_name(t.unit)
-
-    def arrived(i: int, raw: RawUnit) -> None:
-        raw.host = live[i].host or ""
-        if on_result is not None:
-            on_result(raw, live[i])
-
-    pairs = [(t, t.unit or "") for t in live]
-    return collect_pairs(pairs, HowToCollect(options.ssh, EngineReader(options.files)), progress, arrived)
-
-
-def parallel_ceiling() -> int:
-    """Above this many hosts at once, SSH handshakes (CPU-bound on the client) starve each other: at
-    1 000 on 2 cores 5-23 % of hosts timed out (issue 12's measurements; benchmarks/README.md)."""
-    return max(64, 32 * (os.cpu_count() or 1))
-
-
-def collect_live(targets: list[tuple[str, str]], ssh: SSHOptions, inventory: str | None = None,
-                 progress=None, on_result=None, warn: Callable[[str], None] | None = None,
-                 files: EngineFiles = NO_FILES) -> list[RawUnit]:
-    """Collect (host spec, unit) pairs over SSH. Host specs may name inventory entries.
-    `on_result(raw)` runs as each answer arrives (see collect_fleet), with the host's recorded name.
-    `warn` hears when --parallel is more than this machine's CPUs can shake hands with. `files`: the
-    engine configuration files the user gave (`--engine-config`), for reading command lines."""
-    from ..collect.fleet import collect_fleet
-    from ..collect.inventory import parse_target
-    from ..snapshots.reader import EngineReader
-    if warn is not None and ssh.parallel > parallel_ceiling():
-        warn(f"--parallel {ssh.parallel} on {os.cpu_count() or 1} CPU core(s): SSH handshakes compete for the CPU "
-             f"and slow hosts may time out; at most {parallel_ceiling()} is faster here")
-    known = {t.name: t for t in _inventory(inventory)} if inventory else {}
-    pairs, labels, seen = [], [], set()
-    for spec, unit in targets:
-        target = known.get(spec) or parse_target(spec)
-        # Hosts typed as ADDR:PORT keep the port in their recorded name: two servers behind one
-        # address (port forwards, containers) must not overwrite each other's snapshots.
-        label = target.name if spec in known or target.port in (None, 22) else f"{target.name}:{target.port}"
-        if (label, unit) in seen:
-            continue  # the same host and unit named twice: read it once
-        seen.add((label, unit))
-        pairs.append((target, unit))
-        labels.append(label)
-
-    def arrived(i: int, raw: RawUnit) -> None:
-        raw.host = labels[i]
-        if on_result is not None:
-            on_result(raw)
-
-    return collect_fleet(pairs, ssh, EngineReader(files), progress=progress, on_result=arrived)
 
 
 _INVENTORIES: dict[tuple, list] = {}
@@ -361,80 +301,6 @@ def inventory_targets(inventory: str, unit: str | None = None, limit: str | None
     return pairs
 
 
-def inventory_baselines(inventory: str, unit: str | None = None) -> dict[tuple[str, str], str | None]:
-    """(host, unit) -> the baseline NAME the inventory gives that unit (None: none anywhere)."""
-    out = {}
-    for target in _inventory(inventory):
-        for u in ([unit] if unit else target.units):
-            out[(target.name, u)] = target.baseline_for(u)
-    return out
-
-
-def raw_to_snapshot(raw: RawUnit, engine_version: str | None = None, files: EngineFiles = NO_FILES) -> Snapshot:
-    from ..snapshots.snapshot import build_snapshot
-    if raw.status not in ("ok", "fallback"):
-        raise DriftwatchError(f"{raw.host}: {raw.unit}: {raw.status}" + (f": {raw.error}" if raw.error else ""))
-    return build_snapshot(raw, engine_version=engine_version, origin=f"{raw.host}:{raw.unit}", files=files)
-
-
-def collect_one(host: str, unit: str, ssh: SSHOptions, inventory: str | None = None,
-                engine_version: str | None = None, files: EngineFiles = NO_FILES) -> Snapshot:
-    from ..collect.unitname import validate_unit_name
-    validate_unit_name(unit)
-    [raw] = collect_live([(host, unit)], ssh, inventory, files=files)
-    return raw_to_snapshot(raw, engine_version, files)
-
-
-STDIN = "-"
-
-
-def read_stdin_text() -> str:
-    """Standard input, with the same checks as a unit file (size, binary, UTF-8, empty)."""
-    import sys
-    import tempfile
-    data = sys.stdin.buffer.read(MAX_TEXT_BYTES + 1) if sys.stdin is not None else b""
-    with tempfile.NamedTemporaryFile(prefix="driftwatch-stdin-") as tmp:
-        tmp.write(data)
-        tmp.flush()
-        try:
-            return read_text_file(tmp.name, "unit on standard input")
-        except InputError as exc:
-            raise InputError(str(exc).replace(tmp.name, "standard input", 1)) from None
-
-
-def snapshot_from_unit_file(path: str, host: str | None = None, engine_version: str | None = None,
-                            files: EngineFiles = NO_FILES) -> Snapshot:
-    """Read a unit file on this machine (plain, or saved `systemctl cat` output) into a Snapshot.
-    PATH `-` is standard input (`systemctl cat UNIT | driftwatch check --unit-file -`). `files`: the
-    engine configuration files the user gave (`--engine-config`)."""
-    from ..collect.raw import RawUnit
-    from ..snapshots.snapshot import build_snapshot
-    text = read_stdin_text() if path == STDIN else read_text_file(path)
-    raw = RawUnit(host=host or "", unit="", text=text, source="file", paths=[])
-    snap = build_snapshot(raw, engine_version=engine_version, origin="standard input" if path == STDIN else path,
-                          files=files)
-    if not snap.paths and path != STDIN:
-        snap.paths = [os.path.abspath(path)]
-    if not snap.unit:
-        snap.unit = "stdin" if path == STDIN else Path(path).name
-    snap.host = host
-    return snap
-
-
-def one_target(unit_file: str | None, host: str | None, unit: str | None, snapshot_file: str | None,
-               engine_version: str | None, inventory: str | None, ssh: SSHOptions,
-               required: bool = True, files: EngineFiles = NO_FILES) -> Snapshot | None:
-    """The one unit a command names: --unit-file (`-`: standard input), --snapshot, or --host with
-    --unit (the host looked up in `inventory`). None when nothing is named and `required` is false
-    (the caller falls back, e.g. to the host and unit a baseline records)."""
-    request = TargetRequest(unit_files=(unit_file,) if unit_file else (), snapshots=(snapshot_file,) if snapshot_file
-                            else (), hosts=(host,) if host else (), unit=unit, config_inventory=inventory, one=True)
-    target = one_of(request, required)
-    if target is None:
-        return None
-    return read_target(target, CollectOptions(ssh, files, engine_version))
-
-
 def one_of(request: TargetRequest, required: bool = True) -> Target | None:
     """The one target a one-unit command names (request.one): --unit-file, --snapshot, or --host
     with --unit (or the one unit the inventory lists for the host). None when nothing is named and
@@ -455,40 +321,14 @@ def one_of(request: TargetRequest, required: bool = True) -> Target | None:
             raise InputError("nothing to read: give --unit-file FILE, --snapshot FILE or --host HOST --unit UNIT")
         return None
     targets = resolve_targets(replace(request, one=True))
+    # one unit: an entry's Kubernetes workloads or `containers: auto` are many (a fleet run reads them)
+    many = [t for t in targets if t.kind == "kubernetes" or (t.kind == "container" and t.unit is None)]
+    if many and len(many) == len(targets):
+        what = "Kubernetes workloads" if many[0].kind == "kubernetes" else "`containers: auto`"
+        raise InputError(f"--host {many[0].host}: its inventory entry lists {what}: name one with --container NAME "
+                         "(a running container) or --manifest FILE, or read them all with `report`")
+    targets = [t for t in targets if t not in many]
     if len(targets) > 1:
-        listed = ", ".join(t.unit or "" for t in targets)
-        raise InputError(f"--host {targets[0].host} needs --unit: the inventory lists {listed}")
+        listed = ", ".join(t.unit if t.kind != "container" else f"container {t.unit}" for t in targets if t.unit)
+        raise InputError(f"--host {targets[0].host} needs --unit (or --container): the inventory lists {listed}")
     return targets[0]
-
-
-def read_target(target: Target, collect: CollectOptions) -> Snapshot:
-    """The Snapshot of one target: its unit file, its stored snapshot, its manifests' engine container,
-    or its unit read live."""
-    if target.kind == "manifest":
-        from .manifest import ManifestRequest, snapshot_from_manifests
-        return snapshot_from_manifests(ManifestRequest(target.manifests or (target.path or "",), target.unit),
-                                       collect.engine_version, collect.files)
-    if target.kind == "container":
-        from .manifest import live_container
-        return live_container(target, collect)
-    if target.kind == "unit-file":
-        snap = snapshot_from_unit_file(target.path or "", host=None, engine_version=collect.engine_version,
-                                       files=collect.files)
-        if target.unit:  # the unit's name on its host, when the file is a copy named otherwise
-            from ..collect.unitname import validate_unit_name
-            snap.unit = validate_unit_name(target.unit)
-        return snap
-    if target.kind == "snapshot":
-        from ..snapshots.store import read_snapshot_file
-        return read_snapshot_file(target.path or "", collect.engine_version)
-    if not target.unit:
-        raise InputError("--host needs --unit (the systemd unit to read)")
-    [raw] = collect_targets([target], collect)
-    return raw_to_snapshot(raw, collect.engine_version, collect.files)
-
-
-def named_baseline(spec: str, directory: Path, files: EngineFiles = NO_FILES) -> Baseline:
-    """The baseline a command names: NAME in `directory`, a baseline YAML, or a unit file (read with
-    the engine configuration files the user gave)."""
-    from ..snapshots.baseline import load_baseline
-    return load_baseline(spec, directory, unit_reader=lambda p: snapshot_from_unit_file(p, None, None, files))

@@ -14,7 +14,7 @@ from typing import Any
 from ..collect.raw import RawUnit
 from ..engines.config import EngineConfig, FoldedKeys, Issue, folded_issues, folded_keys
 from ..engines.files import NO_FILES, EngineFiles
-from ..engines.registry import find_launcher, get_engine
+from ..engines.registry import carried_files, find_launcher, get_engine
 from ..errors import DriftwatchError, InputError
 from ..facts.gpu import INTERCONNECTS
 from ..fileio import MAX_TEXT_BYTES
@@ -65,6 +65,33 @@ class Snapshot:
     @property
     def engine_argv(self) -> list[str]:
         return self.launcher.engine_argv
+
+    def running_launcher(self) -> Launcher | None:
+        """The running process's command line (`runtime["running_argv"]`) peeled to its engine, read
+        once per snapshot however often a comparison asks (the diff's restart-pending check, whether
+        the reported values describe the unit, each side's overlay); None when it is not known."""
+        running = self.runtime.get("running_argv")
+        if not running:
+            return None
+        key = (tuple(running), self.launcher.engine, tuple(self.engine_argv))  # what the reading depends on
+        hit = self.__dict__.get("_running")
+        if hit is None or hit[0] != key:
+            files = carried_files(self.launcher.engine, self.engine_argv)
+            hit = (key, find_launcher(list(running), files=files), {})
+            self.__dict__["_running"] = hit
+        return hit[1]
+
+    def running_config(self, version: str | None) -> EngineConfig | None:
+        """The running process's flags typed under `version` (the catalog its unit is compared
+        under), once per snapshot and version; None when no process is known or it runs no engine.
+        Shared: read it, never change it."""
+        launcher = self.running_launcher()
+        if launcher is None or launcher.engine == NO_ENGINE:
+            return None
+        typed: dict[str | None, EngineConfig] = self.__dict__["_running"][2]
+        if version not in typed:
+            typed[version] = get_engine(launcher.engine).read_config(launcher.engine_argv, engine_version=version)
+        return typed[version]
 
     @property
     def engine_version_from(self) -> str | None:

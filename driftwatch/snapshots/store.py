@@ -90,7 +90,7 @@ class SnapshotStore(StoreBase, metaclass=ABCMeta):
 def open_store(location=None, on_problem: Callable[[str], None] | None = None, *,
                allow_files: bool = False, changes: Callable | None = None) -> DatabaseStore | FileStore:
     """The store at `location` (see `SnapshotStore`); `allow_files`: a YAML-file store opens as one.
-    `changes` (`run.history.changes_between`): a database store keeps each new snapshot's changes
+    `changes` (`diff.changes.changes_between`): a database store keeps each new snapshot's changes
     from the one before it as it saves (schema v2), so history reads them instead of diffing."""
     text = os.fspath(location) if location is not None else DEFAULT_STORE
     if not text:
@@ -117,7 +117,7 @@ def save_snapshot(snapshot: Snapshot, store: str | os.PathLike | None, *, dedupe
                   changes: Callable | None = None) -> Path:
     """Save one snapshot in the store at `store` (None: the default); the path that holds it.
     The store is opened once per process and location (one database connection for a fleet run).
-    `changes` (`run.history.changes_between`): keep the new snapshot's changes as it is saved."""
+    `changes` (`diff.changes.changes_between`): keep the new snapshot's changes as it is saved."""
     key = os.fspath(store) if store else DEFAULT_STORE
     opened = _OPEN.get(key)
     if opened is None:

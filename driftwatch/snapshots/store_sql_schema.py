@@ -19,7 +19,7 @@ re-types or re-diffs a document::
                             predecessor at the time); NULL: never computed (a v1 row)
     changes(snapshot_id, ord, key, body)
         the snapshot's changes from that row, in the diff's order, each a history change record
-        (``run.history.changes_between``: typed old and new values, secrets already redacted) as
+        (``diff.changes.changes_between``: typed old and new values, secrets already redacted) as
         JSON; ON DELETE CASCADE. A pair is current when ``changes_from`` is the id of the row now
         before it; otherwise (v1 rows, a row pruned between, a late save) `pair_changes` computes
         it once from the two documents and keeps it.
@@ -81,7 +81,7 @@ MIGRATIONS: dict[int, list[str]] = {
     ],
 }
 CHUNK = 500  # ids per IN (...) list
-# What history shows between two consecutive snapshots of a unit: `run.history.changes_between`,
+# What history shows between two consecutive snapshots of a unit: `diff.changes.changes_between`,
 # given to the store by the layer that owns it (the store computes no diff itself).
 Differ = Callable[["Snapshot", "Snapshot"], list]
 

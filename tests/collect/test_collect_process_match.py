@@ -90,8 +90,8 @@ def test_over_ssh_only_the_unit_on_the_processes_port_gets_it(loopback, known_ho
     from driftwatch.collect.inventory import HostTarget
     from driftwatch.findings.compare import compare
     from driftwatch.findings.rulebook import load_rules
-    from driftwatch.run.targets import raw_to_snapshot
     from driftwatch.snapshots.baseline import Baseline
+    from driftwatch.snapshots.reader import snapshot_from_raw
 
     old = ["/root/ml-env/bin/python3", "-m", "sglang.launch_server", "--model-path", "/root/models/m",
            "--port", "30001", "--tp-size", "2"]
@@ -104,19 +104,19 @@ def test_over_ssh_only_the_unit_on_the_processes_port_gets_it(loopback, known_ho
     assert other.running_argv == old
     rules = load_rules()
     for raw, pending in ((qwen, False), (other, True)):
-        snap = raw_to_snapshot(raw)
-        base = raw_to_snapshot(raw)
+        snap = snapshot_from_raw(raw)
+        base = snapshot_from_raw(raw)
         base.runtime = {}
         keys = {f.key for f in compare(Baseline(name="b", snapshot=base), snap, rules).findings}
         assert ("process.argv" in keys) is pending, (raw.unit, keys)
     from driftwatch.report.show import render_show
-    assert "running:     unknown" in render_show(raw_to_snapshot(qwen), "text", False)
-    assert "running:     unknown" not in render_show(raw_to_snapshot(other), "text", False)
+    assert "running:     unknown" in render_show(snapshot_from_raw(qwen), "text", False)
+    assert "running:     unknown" not in render_show(snapshot_from_raw(other), "text", False)
 
 
 def test_plain_unit_file_says_nothing_about_a_running_process(tmp_path):
     from driftwatch.report.show import render_show
-    from driftwatch.run.targets import snapshot_from_unit_file
+    from driftwatch.run.reading import snapshot_from_unit_file
     path = tmp_path / "x.service"
     path.write_text(unit_text(31000), encoding="utf-8")
     assert "running:" not in render_show(snapshot_from_unit_file(str(path)), "text", False)

@@ -25,7 +25,7 @@ from driftwatch.collect.ssh import SSHCollector
 from driftwatch.collect.sshoptions import SSHOptions
 from driftwatch.errors import InputError
 from driftwatch.fileio import dump_yaml
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.reader import EngineReader, snapshot_from_raw
 from driftwatch.snapshots.snapshot import snapshot_to_dict
 

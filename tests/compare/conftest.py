@@ -7,7 +7,7 @@ import pytest
 
 from driftwatch.findings.compare import compare
 from driftwatch.findings.rulebook import load_rules
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import Baseline
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from driftwatch.findings.explained import EXPLAINED, NO_PREDICTION, NOT_EXPLAINE
 from driftwatch.report.data import build_report, comparison_to_dict, host_entry
 from driftwatch.report.markdown import MarkdownFormat
 from driftwatch.report.text import TextFormat
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import Baseline
 
 if str(Path(__file__).resolve().parents[1] / "cli") not in sys.path:

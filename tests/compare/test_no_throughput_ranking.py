@@ -3,7 +3,7 @@ performance finding and never ask to re-measure."""
 from driftwatch.findings.compare import compare
 from driftwatch.findings.rulebook import load_rules
 from driftwatch.report.data import comparison_to_dict
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import Baseline
 
 VLLM = "ExecStart=/root/ml-env/bin/vllm serve /root/models/m --port 8000 --max-num-seqs {}\n"

@@ -5,7 +5,7 @@ from driftwatch.collect.raw import RawUnit
 from driftwatch.findings.compare import compare
 from driftwatch.findings.rulebook import load_rules
 from driftwatch.report.wording import explain
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import Baseline
 from driftwatch.snapshots.snapshot import build_snapshot
 

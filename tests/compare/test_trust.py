@@ -15,7 +15,7 @@ from driftwatch.engines.registry import get_engine
 from driftwatch.findings.compare import compare
 from driftwatch.report import wording
 from driftwatch.report.data import comparison_to_dict, summary
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import Baseline, load_baseline
 
 REPO = Path(__file__).resolve().parents[2]

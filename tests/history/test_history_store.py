@@ -15,8 +15,8 @@ from driftwatch.notify.state import mark_changes, state_for
 from driftwatch.report import get_format
 from driftwatch.report.data import build_report
 from driftwatch.run.fleet import Judge
-from driftwatch.run.history import annotate_since, parse_duration, parse_when
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
+from driftwatch.run.since import annotate_since
 from driftwatch.snapshots.baseline import load_baseline, save_baseline
 from driftwatch.snapshots.store import (
     RUNS,
@@ -26,6 +26,7 @@ from driftwatch.snapshots.store import (
     baseline_protections,
     state_hash,
 )
+from driftwatch.timestamps import parse_duration, parse_when
 
 UTC = dt.timezone.utc
 
@@ -187,7 +188,7 @@ def test_history_since_counts_two_snapshots_of_one_second_as_two_readable(tmp_pa
     """The window `load` reads starts at the last snapshot before the cut, by position: a snapshot of
     the same second before it is outside the window, read or not, and counted readable (it was counted
     unreadable when the window was cut by time)."""
-    from driftwatch.run.history import unit_history
+    from driftwatch.run.history_document import unit_history
     store = SnapshotStore(tmp_path)
     for unit_file, at in ((U70, "2026-11-28T03:00:00Z"), (U40, "2026-11-28T03:00:00Z"),
                           (U70, "2026-11-28T04:00:00Z"), (U40, "2026-11-28T05:00:00Z")):

@@ -15,7 +15,7 @@ from driftwatch.findings.judging import Judging
 from driftwatch.findings.rulebook import load_rules
 from driftwatch.report.data import build_report, comparison_to_dict, host_entry
 from driftwatch.run.fleet import Judge
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import load_baseline
 
 REPO = Path(__file__).resolve().parents[2]

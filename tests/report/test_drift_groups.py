@@ -12,7 +12,7 @@ from driftwatch.notify.email import build_message
 from driftwatch.report import get_format
 from driftwatch.report.data import build_report
 from driftwatch.run.fleet import Judge
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 
 REPO = Path(__file__).resolve().parents[2]
 UNIT_40 = REPO / "examples/sglang-qwen-40toks.service"
@@ -84,7 +84,7 @@ def test_each_group_names_the_restore_command_for_its_hosts(baseline, rules, tmp
 
     from driftwatch.cli import cli
     from driftwatch.report import wording
-    from driftwatch.run.targets import inventory_targets
+    from driftwatch.run.targets import TargetRequest, resolve_targets
     doc = twenty(baseline, rules)
     inventory = tmp_path / "inventory.yaml"
     inventory.write_text("hosts:\n" + "".join(f"  gpu{i:02d}: {{}}\n" for i in range(20)) + "  odd: {}\n"
@@ -97,7 +97,7 @@ def test_each_group_names_the_restore_command_for_its_hosts(baseline, rules, tmp
     words = shlex.split(command)
     assert words[:4] == ["driftwatch", "restore", "--baseline", "70toks"]
     limit = words[words.index("--limit") + 1]
-    selected = [h for h, _ in inventory_targets(str(inventory), None, limit)]
+    selected = [t.host for t in resolve_targets(TargetRequest(inventory=str(inventory), limit=limit))]
     assert selected == [f"gpu{i:02d}" for i in range(20)]  # the group's hosts, not `odd`
     assert len(limit) < len(":".join(selected))  # numbered hosts: one exact pattern, not each name
     for fmt in ("text", "markdown", "html"):

@@ -21,7 +21,7 @@ from driftwatch.findings.judging import Judging
 from driftwatch.report import get_format
 from driftwatch.report.data import build_report, host_entry
 from driftwatch.run.fleet import Judge
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import load_baseline
 
 REPO = Path(__file__).resolve().parents[2]

@@ -56,8 +56,9 @@ def test_a_non_finite_float_is_refused_like_json_and_dump_writes_it_as_text():
 def test_a_history_document_from_the_store(tmp_path):
     from dataclasses import replace
 
-    from driftwatch.run.history import changes_between, history_document
-    from driftwatch.run.targets import snapshot_from_unit_file
+    from driftwatch.diff.changes import changes_between
+    from driftwatch.run.history_document import history_document
+    from driftwatch.run.reading import snapshot_from_unit_file
     from driftwatch.snapshots.store import SnapshotStore
     root = Path(__file__).resolve().parents[2]
     store = SnapshotStore(tmp_path / "store", changes=changes_between)

@@ -15,7 +15,7 @@ from driftwatch.findings.judging import Judging
 from driftwatch.report.data import build_report
 from driftwatch.report.prometheus import render_textfile, report_label
 from driftwatch.run.fleet import Judge
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 
 REPO = Path(__file__).resolve().parents[2]
 UNIT_40 = REPO / "examples/sglang-qwen-40toks.service"

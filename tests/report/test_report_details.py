@@ -13,7 +13,7 @@ from driftwatch.facts import load_model_config
 from driftwatch.findings.compare import compare
 from driftwatch.report import get_format
 from driftwatch.report.data import comparison_to_dict
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 
 REPO = Path(__file__).resolve().parents[2]
 UNIT_40 = REPO / "examples" / "sglang-qwen-40toks.service"

@@ -192,7 +192,7 @@ def test_sparse_documents_do_not_break(name):
 def test_no_drift_comparison(baseline, rules):
     from driftwatch.findings.compare import compare
     from driftwatch.report.data import comparison_to_dict
-    from driftwatch.run.targets import snapshot_from_unit_file
+    from driftwatch.run.reading import snapshot_from_unit_file
     unit_70 = Path(__file__).resolve().parents[2] / "examples" / "sglang-qwen-70toks.service"
     doc = comparison_to_dict(compare(baseline, snapshot_from_unit_file(str(unit_70)), rules, []))
     for name in ("text", "markdown", "html"):

@@ -158,7 +158,7 @@ def test_an_exec_hook_the_baseline_has_is_checked_whatever_all_unit_keys_says(tm
     from pathlib import Path
 
     from driftwatch.findings.restore import _check_every_key
-    from driftwatch.run.targets import named_baseline
+    from driftwatch.run.reading import named_baseline
     base = named_baseline("70toks", Path(BASELINES))
     assert base.snapshot.all_unit_keys is False
     plan = RestorePlan(host=None, unit=UNIT, baseline="70toks", path="/x", unit_keys={"Service.User": "root"})

@@ -155,7 +155,7 @@ def test_an_old_baseline_file_reads_and_compares_through_the_cli(home, tmp_path)
 
 
 def test_history_says_unknown_for_a_snapshot_of_an_older_release(home):
-    from driftwatch.run.history import changes_between
+    from driftwatch.diff.changes import changes_between
     old = snap(f"Environment=DB_PASS=Summer2024!\nExecStart={PY}")
     old.environment["DB_PASS"] = "<redacted:0123456789ab>"
     change = next(c for c in changes_between(old, snap(f"Environment=DB_PASS=Summer2024!\nExecStart={PY}"))

@@ -10,7 +10,7 @@ import yaml
 
 from driftwatch import fileio
 from driftwatch.errors import InputError
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.snapshot import snapshot_to_dict
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,7 +11,7 @@ import yaml
 
 from driftwatch.errors import InputError
 from driftwatch.fileio import dump_yaml
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import load_baseline, save_baseline
 from driftwatch.snapshots.snapshot import snapshot_to_dict
 from driftwatch.snapshots.store import (

@@ -9,8 +9,9 @@ import datetime as dt
 
 from test_store_db import UNIT, at, comparable, snap, story
 
-from driftwatch.run import history
-from driftwatch.run.history import changes_between, history_document
+from driftwatch.diff.changes import changes_between
+from driftwatch.run import history_document as history
+from driftwatch.run.history_document import history_document
 from driftwatch.snapshots.store import FileStore, SnapshotStore
 
 HOSTS = ("ct129", "ct130", "ct131")

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from test_store_db import UNIT, at, comparable, snap, story
 
-from driftwatch.run.history import changes_between, history_document
+from driftwatch.diff.changes import changes_between
+from driftwatch.run.history_document import history_document
 from driftwatch.snapshots.snapshot import snapshot_to_dict
 from driftwatch.snapshots.store import FileStore, SnapshotKey, SnapshotStore, snapshot_hash, source_hash, state_hash
 from driftwatch.snapshots.store_sql import MIGRATIONS, SCHEMA_VERSION, DatabaseStore, _epoch, _pack

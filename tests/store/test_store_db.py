@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from driftwatch.errors import InputError
-from driftwatch.run.history import history_document
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.history_document import history_document
+from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.store import FileStore, SnapshotKey, SnapshotStore, open_store, snapshot_hash
 from driftwatch.snapshots.store_sql import DB_NAME, SCHEMA_VERSION, DatabaseStore, redact_url
 from driftwatch.snapshots.store_transfer import export_files, import_files

@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from driftwatch.cli import cli
-from driftwatch.run.history import changes_between
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.diff.changes import changes_between
+from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.store import SnapshotStore
 from driftwatch.snapshots.store_sql import DB_NAME
 

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from driftwatch.diff.changes import changes_between
 from driftwatch.findings.judging import Judging
 from driftwatch.findings.rulebook import load_rules
-from driftwatch.run.history import _Findings, _since_by_walk, _since_from_changes, changes_between
-from driftwatch.run.targets import snapshot_from_unit_file
+from driftwatch.run.reading import snapshot_from_unit_file
+from driftwatch.run.since import FindingsThroughTime, since_by_walk, since_from_changes
 from driftwatch.snapshots.baseline import load_baseline
 from driftwatch.snapshots.store import SnapshotStore
 
@@ -48,8 +49,8 @@ def _fill(store, plan) -> None:
 def _answers(store, judging, baseline, wanted):
     """(key -> the run's first snapshot name, newest name, snapshots judged) from each way."""
     out = []
-    for way in (_since_from_changes, _since_by_walk):
-        findings = _Findings(baseline, judging)
+    for way in (since_from_changes, since_by_walk):
+        findings = FindingsThroughTime(baseline, judging)
         got = way(store, "ct129", UNIT, wanted, findings, None)
         assert got is not None, way.__name__
         start, newest = got

@@ -52,7 +52,7 @@ FILES = {CONFIG_YAML: CONFIG_TEXT, CONFIG_NESTED: CONFIG_NESTED_TEXT, CONFIG_MOD
 
 def _examples() -> list[dict]:
     """The engine argv of every shipped vLLM example unit."""
-    from driftwatch.run.targets import snapshot_from_unit_file
+    from driftwatch.run.reading import snapshot_from_unit_file
     cases = []
     for path in sorted((REPO / "examples").glob("vllm-*.service")):
         snap = snapshot_from_unit_file(str(path))
