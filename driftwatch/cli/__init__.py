@@ -35,8 +35,8 @@ from .drift import compare, report
 from .inspect import check, show
 from .restore import restore
 from .rules import rules_group
-from .store import history, prune, snapshot
-from .store_commands import store_group
+from .snapshots import history, prune, snapshot
+from .store import store_group
 
 
 class _ConfiguredGroup(click.Group):

@@ -8,7 +8,7 @@ import click
 
 from ..errors import EXIT_OK
 from .options import judging_options
-from .store_commands import STORE_HELP
+from .store import STORE_HELP
 
 SCHEMA = "driftwatch.calibration/v1"
 

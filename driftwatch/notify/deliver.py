@@ -1,8 +1,8 @@
 """Decide whether a fleet report is mailed, mail it, and remember what was sent (--only-changes).
 
-`deliver` takes the merged settings dict of `driftwatch.notify.settings` (flat keys: email, sender,
-state, only_changes, smtp_*); this module reads it, `driftwatch.notify.settings` never imports it, so
-settings → notify is the only direction between the two.
+`deliver` takes the merged settings dict of `driftwatch.config` (flat keys: email, sender,
+state, only_changes, smtp_*); this module reads it, `driftwatch.config` never imports it, so
+config → notify is the only direction between the two.
 """
 from __future__ import annotations
 

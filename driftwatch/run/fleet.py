@@ -267,7 +267,7 @@ class FleetRun:
 def report_settings(options: dict, config_path: str | None) -> tuple[dict, dict]:
     """(the command line's report settings laid over the config file's, the config file's alone):
     the second says what the file names (its inventory, baseline), never merged into the targets."""
-    from ..notify.settings import load_report_settings, merge
+    from ..config import load_report_settings, merge
     from_file = load_report_settings(config_path, os.environ)
     settings = merge(options, from_file)
     if settings.get("only_changes") and not settings.get("state"):
@@ -377,7 +377,7 @@ class _Baselines:
         self.known: dict[str, Baseline] = {}
 
     def get(self, spec: str) -> Baseline:
-        from ..notify.settings import resolve_baselines_dir
+        from ..config import resolve_baselines_dir
         from .reading import named_baseline
         if spec not in self.known:
             note = lambda m: self.voice.aside(f"note: {m}")  # noqa: E731

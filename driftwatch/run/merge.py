@@ -32,7 +32,7 @@ def merge_reports(paths: list[str] | tuple[str, ...], options: dict, *, config_p
                   show: Callable[[dict], None] | None = None) -> FleetReport:
     """Read, check and merge the shards' reports; write, show and mail the fleet's. `options`: the
     command line's report settings (e-mail, SMTP, state), laid over the config file's."""
-    from ..notify.settings import load_report_settings, merge
+    from ..config import load_report_settings, merge
     settings = merge(options, load_report_settings(config_path, os.environ))
     if settings.get("only_changes") and not settings.get("state"):
         raise InputError("--only-changes needs --state FILE (where the last report's fingerprint is kept)")

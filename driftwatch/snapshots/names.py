@@ -25,7 +25,7 @@ _SECRET_PARAMS = frozenset({"password", "sslpassword", "passfile"})
 
 def url_without_password(url: str) -> str:
     """`url` with no password at all: ``user:PW@`` -> ``user@``, secret query settings dropped."""
-    from .store_sql import _url_parts
+    from .store_url import _url_parts
     scheme, _, rest = url.partition("://")
     userinfo, host_path, query = _url_parts(rest)
     if userinfo is not None:

@@ -73,7 +73,7 @@ class SnapshotStore(StoreBase, metaclass=ABCMeta):
       import it (``driftwatch store import DIR``); `FileStore` reads and writes that format.
 
     Every backend answers the same methods (records, groups, latest, load, newest_first, seen, runs,
-    save, save_run, prune, timeline, first_seen, since); records are `SnapshotRecord`s.
+    save, save_run, prune, first_seen, since); records are `SnapshotRecord`s.
     """
 
     @classmethod

@@ -1,5 +1,7 @@
-"""Settings for `driftwatch report`: config file + environment, merged under the command line.
-The same file serves every command (cli/config.py feeds COMMAND_KEYS to their options; docs/config.md).
+"""The config file of every command: its keys, where it is found, how it is read, and `report`'s
+settings (config file + environment, merged under the command line). cli/config.py feeds
+COMMAND_KEYS to every command's options; docs/config.md is the reference. Above notify/ (it knows
+the SMTP words, notify/smtp_words.py) and below run/, which reads report's settings here.
 
 Precedence: command line > environment > config file > defaults.
 
@@ -44,8 +46,9 @@ password itself is never stored in it: `notify.deliver.smtp_settings()` reads it
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from driftwatch.errors import InputError
 from driftwatch.fileio import read_yaml
@@ -70,7 +73,8 @@ DEFAULTS: dict[str, Any] = {
 }
 
 _TOP_KEYS = {"email": "email", "from": "sender", "subject_prefix": "subject_prefix", "inventory": "inventory",
-             "baseline": "baseline", "baselines_dir": "baselines_dir", "state": "state", "only_changes": "only_changes", "smtp": None}
+             "baseline": "baseline", "baselines_dir": "baselines_dir", "state": "state", "only_changes": "only_changes",
+             "smtp": None}
 REPORT_KEYS = frozenset(_TOP_KEYS)  # report's own keys (smtp a mapping of its own)
 _SMTP_KEYS = {"host": "smtp_host", "port": "smtp_port", "user": "smtp_user", "security": "smtp_security",
               "password_file": "smtp_password_file", "ca_file": "smtp_ca_file", "timeout": "smtp_timeout"}
@@ -100,7 +104,8 @@ def is_path_sentinel(key: str, value: Any) -> bool:
 
 def parse_boolean(value: Any, where: str) -> bool:
     """A yes/no value read as click reads a flag's environment variable (true/false, yes/no, on/off,
-    1/0, y/n, t/f, any case; `where` names the key), so `always: "yes"` in the file is `--always`, as DRIFTWATCH_ALWAYS=yes is."""
+    1/0, y/n, t/f, any case; `where` names the key), so `always: "yes"` in the file is `--always`, as
+    DRIFTWATCH_ALWAYS=yes is."""
     import click
     if isinstance(value, int) and not isinstance(value, bool):  # YAML's 1 and 0: the variable's "1" and "0"
         value = str(value)
@@ -238,8 +243,8 @@ def _flatten_config(doc: dict, path: str) -> dict:
                     key = _SMTP_KEYS[sk]
                     out[key] = _normalize(key, sv, f"{path}: smtp.{sk}")
         elif v is not None:
-            key = _TOP_KEYS[k]
-            out[key] = _normalize(key, v, f"{path}: {k}")
+            flat = _TOP_KEYS[k] or k  # only smtp maps to None, handled above
+            out[flat] = _normalize(flat, v, f"{path}: {k}")
     base = Path(path).resolve().parent
     for key in _PATH_KEYS:
         if out.get(key) and not is_path_sentinel(key, out[key]):
@@ -260,7 +265,8 @@ def _looks_like_path(spec: str) -> bool:
     return os.sep in spec or spec.endswith((".yaml", ".yml", ".service")) or Path(spec).exists()
 
 
-def baseline_search_dirs(option: str | None, env: Mapping[str, str], settings: Mapping[str, Any]) -> list[tuple[Path, str]]:
+def baseline_search_dirs(option: str | None, env: Mapping[str, str],
+                         settings: Mapping[str, Any]) -> list[tuple[Path, str]]:
     """[(directory, where it came from)] in the order baseline names are looked up (module doc)."""
     if option:
         why = "$DRIFTWATCH_BASELINES" if env.get("DRIFTWATCH_BASELINES") == option else "--baselines-dir"
@@ -317,7 +323,7 @@ def load_report_settings(config_path: str | None, env: Mapping[str, str], *,
             if os.path.exists(candidate):
                 path, doc = candidate, read_config(candidate)
                 break
-    if doc is not None:
+    if doc is not None and path is not None:  # a document is only read from a path
         settings.update(_flatten_config(doc, path))
         settings["config_file"] = path
 
@@ -349,7 +355,8 @@ def merge(cli: Mapping[str, Any], settings: Mapping[str, Any]) -> dict:
         if not _given(value):
             continue
         if key in DEFAULTS:
-            out[key] = _normalize(key, list(value) if isinstance(value, tuple) else value, f"option --{key.replace('_', '-')}")
+            out[key] = _normalize(key, list(value) if isinstance(value, tuple) else value,
+                                  f"option --{key.replace('_', '-')}")
         else:
             out[key] = value
     return out
