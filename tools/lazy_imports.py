@@ -67,8 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--under", type=Path, default=PACKAGE, help="folder to count (default: the package)")
     args = parser.parse_args(argv)
     under = args.under if args.under.is_absolute() else (Path.cwd() / args.under)
-    if not under.exists():
-        print(f"lazy_imports: no such folder: {args.under}", file=sys.stderr)
+    if not under.exists() or not under.resolve().is_relative_to(ROOT):
+        print(f"lazy_imports: {args.under}: not a folder of this repository", file=sys.stderr)
         return 2
     found = [imp for path in sorted(under.resolve().rglob("*.py")) for imp in lazy_imports(path)]
     if args.own:
