@@ -55,7 +55,7 @@ def read_snapshot_file(path: str | os.PathLike, engine_version: str | None = Non
     """One saved snapshot, from the store or anywhere else (``--snapshot FILE``)."""
     name = os.fspath(path)
     if not os.path.lexists(name):  # a name `snapshot` printed for a database row (snapshots/names.py)
-        from .names import read_stored
+        from .names import read_stored  # lazy: names loads store_sql; `compare --snapshot FILE` needs no store
         stored = read_stored(name, engine_version)
         if stored is not None:
             return stored
@@ -95,6 +95,7 @@ def open_store(location=None, on_problem: Callable[[str], None] | None = None, *
     text = os.fspath(location) if location is not None else DEFAULT_STORE
     if not text:
         text = DEFAULT_STORE
+    # lazy: only the backend opened is imported (`read_snapshot_file`, for `compare --snapshot`, needs neither)
     from .store_sql import DB_NAME, DatabaseStore, is_database_url
     if is_database_url(text):
         return DatabaseStore(text, on_problem, changes)
