@@ -19,17 +19,12 @@ from urllib.parse import unquote
 
 from ..errors import InputError
 from .store_records import DEFAULT_STORE
-from .store_sql import DB_NAME, DatabaseStore, _url_parts, is_database_url
-
-_SECRET_PARAMS = frozenset({"password", "sslpassword", "passfile"})
+from .store_sql import DB_NAME, DatabaseStore, is_database_url
+from .store_url import _SECRET_PARAMS, _url_parts
 
 
 def url_without_password(url: str) -> str:
     """`url` with no password at all: ``user:PW@`` -> ``user@``, secret query settings dropped."""
-<<<<<<< HEAD
-    from .store_url import _url_parts
-=======
->>>>>>> imports
     scheme, _, rest = url.partition("://")
     userinfo, host_path, query = _url_parts(rest)
     if userinfo is not None:
