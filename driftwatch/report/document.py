@@ -13,7 +13,7 @@ renders) cannot trust it to fit these types: report/view.py and report/wording.p
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 if TYPE_CHECKING:  # typing.NotRequired is 3.11+; only the checker reads the annotations (PEP 563)
     from typing_extensions import NotRequired
@@ -307,7 +307,7 @@ class HistoryDoc(TypedDict):
     baselines: NotRequired[list[BaselineRef]]
 
 
-AnyDocument = Union[ComparisonDoc, FleetReportDoc, HistoryDoc]
+AnyDocument = ComparisonDoc | FleetReportDoc | HistoryDoc
 
 __all__ = [
     "AnyDocument", "BaselineRef", "ChangeDoc", "ComparedBaseline", "ComparedTarget", "ComparisonDoc",

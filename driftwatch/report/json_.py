@@ -6,6 +6,7 @@ import json
 import math
 from json.encoder import encode_basestring as _string  # the C encoder (ensure_ascii=False)
 
+from .document import ComparisonDoc, DocumentLike, FleetReportDoc, HistoryDoc
 from .interface import Format
 
 
@@ -21,7 +22,7 @@ def strict(value):
     return value
 
 
-def dump(doc: dict, flat: frozenset[str] = frozenset()) -> str:
+def dump(doc: DocumentLike, flat: frozenset[str] = frozenset()) -> str:
     """`doc` as indented JSON; the records in a list under a key named in `flat` one per line (see
     `indented`)."""
     try:
@@ -173,11 +174,11 @@ class JsonFormat(Format):
     media_type = "application/json"
     suffix = ".json"
 
-    def render_comparison(self, doc: dict) -> str:
+    def render_comparison(self, doc: ComparisonDoc) -> str:
         return dump(doc)
 
-    def render_fleet(self, doc: dict, brief: bool = False) -> str:
+    def render_fleet(self, doc: FleetReportDoc, brief: bool = False) -> str:
         return dump(doc)  # one layout: the document itself
 
-    def render_history(self, doc: dict) -> str:
+    def render_history(self, doc: HistoryDoc) -> str:
         return dump(doc, HISTORY_RECORDS)
