@@ -96,6 +96,7 @@ class FindingDoc(TypedDict):
     ignored_because: NotRequired[str]
     group: NotRequired[int]  # the fleet report's drift group it is told in (report/data.py `drift_groups`)
     since: NotRequired[SinceDoc]  # with a snapshot store (fleet reports only)
+    last_run: NotRequired[str]  # "new" | "still present" since the last mailed run (notify/state.py)
 
 
 class MeasuredVsPredictedDoc(TypedDict):
