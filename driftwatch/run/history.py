@@ -14,6 +14,7 @@ from ..timestamps import parse_when
 from .history_document import groups_for, history_document
 
 if TYPE_CHECKING:
+    from ..report.document import HistoryDoc
     from ..engines.files import EngineFiles
     from .fleet import JudgingOptions
     from .targets import TargetRequest
@@ -30,7 +31,7 @@ class HistoryQuery:
     engine_version: str | None = None
 
 
-def store_history(request: TargetRequest, query: HistoryQuery, files: EngineFiles, voice: Voice) -> dict:
+def store_history(request: TargetRequest, query: HistoryQuery, files: EngineFiles, voice: Voice) -> HistoryDoc:
     """`driftwatch history`: the ``driftwatch.history/v1`` document for the named hosts (or the
     inventory's, or every unit in the store), since `query.since_text`; each unit's current findings
     against its own baseline (run/targets.py: the typed --baseline, else the inventory's for the
