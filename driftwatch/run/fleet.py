@@ -26,13 +26,13 @@ from .targets import Target, TargetRequest, baseline_override_note, with_unit
 from .voice import Voice
 
 if TYPE_CHECKING:
-    from ..report.document import DocumentLike, FleetReportDoc, HostEntry
     from ..collect.raw import RawUnit
     from .live_containers import LiveRead
     from .shard import Shard
     from ..findings.compare import Comparison
     from ..findings.ignore import IgnoreEntry
     from ..findings.judging import Judging
+    from ..report.document import DocumentLike, FleetReportDoc, HostEntry
     from ..snapshots.baseline import Baseline
     from ..snapshots.snapshot import Snapshot
 

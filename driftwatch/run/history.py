@@ -14,8 +14,8 @@ from ..timestamps import parse_when
 from .history_document import groups_for, history_document
 
 if TYPE_CHECKING:
-    from ..report.document import HistoryDoc
     from ..engines.files import EngineFiles
+    from ..report.document import HistoryDoc
     from .fleet import JudgingOptions
     from .targets import TargetRequest
     from .voice import Voice

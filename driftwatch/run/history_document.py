@@ -39,8 +39,8 @@ from ..timestamps import epoch_stamp, format_utc, utc_now
 from .since import FindingsThroughTime, baseline_findings, stored_ref
 
 if TYPE_CHECKING:
-    from ..report.document import BaselineRef, HistoryDoc, UnitHistoryDoc
     from ..findings.judging import Judging
+    from ..report.document import BaselineRef, HistoryDoc, UnitHistoryDoc
     from ..snapshots.snapshot import Snapshot
 
 HISTORY_SCHEMA = "driftwatch.history/v1"

@@ -20,8 +20,8 @@ from ..identity import finding_id
 from ..snapshots.store import SnapshotStore, StoredSnapshot
 
 if TYPE_CHECKING:
-    from ..report.document import FindingDoc
     from ..findings.judging import Judging
+    from ..report.document import FindingDoc
 
 
 def stored_ref(stored: StoredSnapshot | None) -> dict | None:
