@@ -11,22 +11,24 @@ the explanation, the summary sentence and the facts of the header lines. Formats
 """
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..findings.compare import COMPARE_SCHEMA, Comparison, Finding, unquantified
 from ..redact import mask_tree
 from ..snapshots.baseline import Baseline
 from ..snapshots.snapshot import now_utc
 from . import wording
-from .document import (
-    BaselineRef,
-    ComparisonDoc,
-    DriftGroup,
-    FindingDoc,
-    FleetReportDoc,
-    HostEntry,
-    MeasuredVsPredictedDoc,
-)
+
+if TYPE_CHECKING:
+    from .document import (
+        BaselineRef,
+        ComparisonDoc,
+        DriftGroup,
+        FindingDoc,
+        FleetReportDoc,
+        HostEntry,
+        MeasuredVsPredictedDoc,
+    )
 
 REPORT_SCHEMA = "driftwatch.report/v1"
 NO_BASELINE = "no_baseline"  # the status of a unit no baseline is named for (read and stored, not judged)
@@ -78,7 +80,7 @@ def finding_to_dict(f: Finding) -> FindingDoc:
         out["details"] = mask_tree(d.details)
     if f.ignored_because:
         out["ignored_because"] = f.ignored_because
-    return cast(FindingDoc, out)
+    return cast("FindingDoc", out)
 
 
 def summary(c: Comparison) -> str:
@@ -119,7 +121,7 @@ def comparison_to_dict(c: Comparison) -> ComparisonDoc:
         "measured_throughput_ratio": c.measured_throughput_ratio,
         # does the drift explain the measured change (issue 35): {measured, interval, verdict, look_at}
         "measured_vs_predicted": None if c.measured_vs_predicted is None
-        else cast(MeasuredVsPredictedDoc, c.measured_vs_predicted.to_dict()),
+        else cast("MeasuredVsPredictedDoc", c.measured_vs_predicted.to_dict()),
         "warnings": list(c.warnings),
         "summary": summary(c),
         "findings": [finding_to_dict(f) for f in c.findings],

@@ -9,6 +9,9 @@ a shard, a "since" from the store); a key typed `X | None` is always there and m
 Readers that take a document from outside (a file given to `report --merge`, a JSON on disk a format
 renders) cannot trust it to fit these types: report/view.py and report/wording.py read any
 `DocumentLike` defensively; these types say what driftwatch itself writes.
+
+The package imports this module only for the checker (`if TYPE_CHECKING:`): building two dozen
+TypedDicts costs ~4 ms, which no command pays at start-up.
 """
 from __future__ import annotations
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import html
 import re
+from typing import TYPE_CHECKING
 
-from . import view
-from . import wording as w
-from .document import ComparisonDoc, DocumentLike, FleetReportDoc
+from . import view, wording as w
 from .interface import Format
+
+if TYPE_CHECKING:
+    from .document import ComparisonDoc, DocumentLike, FleetReportDoc
 
 _FONT = "font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif"
 _MONO = "font-family:ui-monospace,Menlo,Consolas,monospace"

@@ -10,10 +10,12 @@ Adding a format is one module with a `Format` subclass and one line in report/__
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from ..errors import InputError
-from .document import ComparisonDoc, DocumentLike, FleetReportDoc, HistoryDoc
+
+if TYPE_CHECKING:
+    from .document import ComparisonDoc, DocumentLike, FleetReportDoc, HistoryDoc
 
 COMPARISON = "comparison"
 FLEET = "fleet"
@@ -63,11 +65,11 @@ class Format(ABC):
         schema = doc.get("schema") if isinstance(doc, dict) else None
         kind = SCHEMA_KINDS.get(schema) if isinstance(schema, str) else None
         if kind == COMPARISON:
-            return self.render_comparison(cast(ComparisonDoc, doc))
+            return self.render_comparison(cast("ComparisonDoc", doc))
         if kind == FLEET:
-            return self.render_fleet(cast(FleetReportDoc, doc))
+            return self.render_fleet(cast("FleetReportDoc", doc))
         if kind == HISTORY:
-            return self.render_history(cast(HistoryDoc, doc))
+            return self.render_history(cast("HistoryDoc", doc))
         schema = doc.get("schema") if isinstance(doc, dict) else None
         raise UnsupportedDocument(f"the {self.name} format cannot render a document of schema {schema!r}")
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import math
 from json.encoder import encode_basestring as _string  # the C encoder (ensure_ascii=False)
+from typing import TYPE_CHECKING
 
-from .document import ComparisonDoc, DocumentLike, FleetReportDoc, HistoryDoc
 from .interface import Format
+
+if TYPE_CHECKING:
+    from .document import ComparisonDoc, DocumentLike, FleetReportDoc, HistoryDoc
 
 
 def strict(value):

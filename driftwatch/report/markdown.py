@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from . import view, wording as w
-from .document import ComparisonDoc, FleetReportDoc, HistoryDoc
 from .interface import Format
+
+if TYPE_CHECKING:
+    from .document import ComparisonDoc, FleetReportDoc, HistoryDoc
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
 

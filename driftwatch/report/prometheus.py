@@ -45,12 +45,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..timestamps import parse_utc
 from . import view
-from .document import ComparisonDoc, FleetReportDoc
 from .interface import FLEET, Format, UnsupportedDocument
+
+if TYPE_CHECKING:
+    from .document import ComparisonDoc, FleetReportDoc
 
 SEVERITIES = ("high", "medium", "low", "info")
 

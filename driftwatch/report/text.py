@@ -11,14 +11,16 @@ import re
 import shutil
 import sys
 import textwrap
+from typing import TYPE_CHECKING
 
 from tabulate import tabulate
 
-from . import view
-from . import wording as w
+from . import view, wording as w
 from .cells import prewrap
-from .document import ComparisonDoc, DocumentLike, FleetReportDoc, HistoryDoc
 from .interface import Format
+
+if TYPE_CHECKING:
+    from .document import ComparisonDoc, DocumentLike, FleetReportDoc, HistoryDoc
 
 # Default caps per column of the findings table (#, flag, baseline, current, impact, explanation),
 # and how columns give up width to fit a terminal: (column, narrowest), in order. The explanation

@@ -10,11 +10,13 @@ most high-severity findings), then unreadable hosts, then clean hosts; ties by h
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .document import DocumentLike
+if TYPE_CHECKING:
+    from .document import DocumentLike
 
-_Doc = TypeVar("_Doc", bound=DocumentLike)
+
+_Doc = TypeVar("_Doc", bound="DocumentLike")
 
 
 def _dict(value) -> dict[str, Any]:

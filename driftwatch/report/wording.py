@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..engines.config import DEFAULT, RUNTIME, SOURCE_WORDS
 from ..redact import CHANGED_FINGERPRINT, UNKNOWN_FINGERPRINT, has_fingerprint, mask_fingerprints, visible
 from . import unreadable, view
-from .document import DocumentLike
+
+if TYPE_CHECKING:
+    from .document import DocumentLike
 
 ARROW = "\u2192"  # →
 DASH = "\u2014"  # —
