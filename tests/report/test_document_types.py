@@ -113,3 +113,21 @@ def test_a_key_the_types_do_not_name_is_caught(written):
     errors = shape_errors(report, document.FleetReportDoc)
     assert any("'surprise' not in FindingDoc" in e for e in errors)
     assert any(e.endswith("missing 'status'") for e in errors)
+
+
+def test_no_command_pays_for_the_types_at_start_up():
+    """The package imports report/document.py for the checker only: building its TypedDicts costs a
+    few milliseconds that compare and report (every format) would otherwise pay on each run."""
+    import subprocess
+    import sys
+    code = ("import sys\n"
+            "from click.testing import CliRunner\n"
+            "from driftwatch.cli import cli\n"
+            f"base = ['--baseline', '70toks', '--baselines-dir', {str(ROOT / 'baselines')!r}]\n"
+            f"unit = ['--unit-file', {str(UNITS[0])!r}]\n"
+            "for fmt in ('text', 'json', 'markdown', 'html', 'prometheus'):\n"
+            "    assert CliRunner().invoke(cli, ['report', *unit, *base, '--format', fmt]).exit_code == 1\n"
+            "assert CliRunner().invoke(cli, ['compare', *unit, *base, '--format', 'json']).exit_code == 1\n"
+            "print('driftwatch.report.document' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.strip() == "False"
