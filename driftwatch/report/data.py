@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         FleetReportDoc,
         HostEntry,
         MeasuredVsPredictedDoc,
+        Status,
     )
 
 REPORT_SCHEMA = "driftwatch.report/v1"
@@ -133,7 +134,7 @@ def comparison_to_dict(c: Comparison) -> ComparisonDoc:
 # --------------------------------------------------------------------------- driftwatch.report/v1
 
 
-def host_entry(host: str | None, unit: str | None, status: str, comparison: ComparisonDoc | None = None,
+def host_entry(host: str | None, unit: str | None, status: Status, comparison: ComparisonDoc | None = None,
                error: str | None = None, failure: str | None = None, file: str | None = None) -> HostEntry:
     """One (host, unit) of a report. An unreadable one (status "error") says why in `error` and what
     kind of failure it was in `failure` (the collector's status: unreachable, timeout, auth failed,

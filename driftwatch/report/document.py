@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # typing.NotRequired is 3.11+; only the checker reads the ann
 # TypedDicts below, or a dict read from a file that may not fit them.
 DocumentLike = Mapping[str, Any]
 
+# a unit judged and drifted or clean, unreadable, or read without a baseline to judge it against
 Status = Literal["drift", "clean", "error", "no_baseline"]
 
 # --------------------------------------------------------------------------- driftwatch.compare/v1
@@ -141,7 +142,7 @@ class HostEntry(TypedDict):
 
     host: str
     unit: str | None
-    status: str  # a Status; str, as documents read back from files say it
+    status: Status
     error: str | None
     comparison: ComparisonDoc | None
     failure: NotRequired[str]  # why it could not be read (status "error")
