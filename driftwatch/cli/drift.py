@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,6 +13,9 @@ from .manifest import manifest_options
 from .params import PORT, SHARE
 from .options import (baselines_dir_option, catalog_option, color_option, emit, engine_files, facts_options, judging_options,
                       shard_option, ssh_options, target_request, terminal_format, voice)
+
+if TYPE_CHECKING:
+    from ..report.document import FleetReportDoc
 
 
 def workload_options(func):
@@ -143,7 +147,7 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
                     sender=sender, subject_prefix=subject_prefix, state=state, only_changes=only_changes,
                     inventory=inventory, baseline=baseline_spec)
 
-    def show(doc: dict) -> None:
+    def show(doc: FleetReportDoc) -> None:
         shown = terminal_format(fmt, color).render_fleet(doc)
         click.echo(shown, nl=not shown.endswith("\n"), color=True)  # coloured only as --color says
 

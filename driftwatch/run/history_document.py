@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import DriftwatchError
 from ..snapshots.store import SnapshotStore, StoredSnapshot, component_name, safe_component, since_window
@@ -40,6 +40,7 @@ from .since import FindingsThroughTime, baseline_findings, stored_ref
 
 if TYPE_CHECKING:
     from ..findings.judging import Judging
+    from ..report.document import BaselineRef, HistoryDoc, UnitHistoryDoc
     from ..snapshots.snapshot import Snapshot
 
 HISTORY_SCHEMA = "driftwatch.history/v1"
@@ -167,7 +168,7 @@ def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since
 def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, str | None]] | None = None,
                      since: _dt.datetime | None = None, baseline=None, judging: Judging | None = None, *,
                      engine_version: str | None = None,
-                     baseline_of: Callable[[str | None, str | None], Any] | None = None) -> dict:
+                     baseline_of: Callable[[str | None, str | None], Any] | None = None) -> HistoryDoc:
     """``driftwatch.history/v1`` for `groups` ((host, unit) pairs; None: every unit in the store).
     A pair with no snapshots is listed with zero snapshots, so a typo shows as such. Snapshots are
     read with `engine_version` (`judging.engine_version` when a judging is given); with a
@@ -212,13 +213,13 @@ def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, st
         except DriftwatchError as exc:  # one unit's trouble is named, never fatal to the others
             store.problems.append(f"{where[0]}/{where[1]}: skipped: {exc}")
     one = _baseline_ref(baseline) if baseline is not None else (next(iter(used.values())) if len(used) == 1 else None)
-    doc = {
+    doc: HistoryDoc = {
         "schema": HISTORY_SCHEMA,
         "generated_at": utc_now(),
         "store": str(store.root),
         "since": format_utc(since) if since is not None else None,
         "baseline": one,
-        "units": units,
+        "units": cast("list[UnitHistoryDoc]", units),  # each unit's record: plain dicts (diff/changes.py's)
         "problems": list(store.problems),
     }
     if baseline_of is not None:
@@ -226,7 +227,7 @@ def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, st
     return doc
 
 
-def _baseline_ref(baseline) -> dict | None:
+def _baseline_ref(baseline) -> BaselineRef | None:
     if baseline is None:
         return None
     return {"name": baseline.name, "host": baseline.host, "unit": baseline.unit, "metrics": dict(baseline.metrics)}
