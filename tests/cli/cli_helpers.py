@@ -34,6 +34,11 @@ class Run:
     def __init__(self, code: int, stdout: str, stderr: str):
         self.code, self.stdout, self.stderr = code, stdout, stderr
 
+    @property
+    def returncode(self) -> int:
+        """The exit code under subprocess.CompletedProcess's name (tests written against subprocess)."""
+        return self.code
+
     def json(self):
         return json.loads(self.stdout)
 
