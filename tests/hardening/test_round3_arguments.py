@@ -14,6 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import argument_sweep  # noqa: E402
+from cli_helpers import run_in_process
 
 from driftwatch.cli.params import CheckedPath, FiniteFloat, path_error_line, path_problem  # noqa: E402
 
@@ -23,8 +24,7 @@ U70 = str(ROOT / "examples" / "sglang-qwen-70toks.service")
 
 
 def _dw(*args, cwd=None):
-    return subprocess.run([DW, *args], capture_output=True, text=True, timeout=120, cwd=cwd,
-                          env={k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")})
+    return run_in_process(*args, cwd=cwd, env={k: None for k in os.environ if k.startswith("DRIFTWATCH_")})
 
 
 @pytest.mark.parametrize("option", ["--connect-timeout", "--command-timeout"])
