@@ -1,5 +1,4 @@
 """Drift hidden in wrappers is found; equivalent spellings of the same launch are not drift."""
-import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +9,6 @@ from driftwatch.findings.rulebook import load_rules
 from driftwatch.run.targets import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import Baseline
 
-DRIFTWATCH = Path(sys.executable).parent / "driftwatch"
 PY = "/venv/bin/python -m sglang.launch_server --model-path /m --tp-size 1"
 
 
