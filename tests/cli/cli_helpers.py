@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from click.testing import CliRunner
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 BASELINES = REPO / "baselines"
@@ -75,9 +77,8 @@ class _Entry:
         main(list(args))
 
 
-def _runner():
+def _runner() -> CliRunner:
     """A CliRunner keeping stderr apart from stdout (click 8.2+ always does; 8.1 needs `mix_stderr=False`)."""
-    from click.testing import CliRunner
     try:
         return CliRunner(mix_stderr=False)  # type: ignore[call-arg]
     except TypeError:
