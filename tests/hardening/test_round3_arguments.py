@@ -9,14 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import argument_sweep
 import click
 import pytest
-
-sys.path.insert(0, str(Path(__file__).parent))
-import argument_sweep  # noqa: E402
 from cli_helpers import run_in_process
 
-from driftwatch.cli.params import CheckedPath, FiniteFloat, path_error_line, path_problem  # noqa: E402
+from driftwatch.cli.params import CheckedPath, FiniteFloat, path_error_line, path_problem
 
 DW = os.path.join(os.path.dirname(sys.executable), "driftwatch")
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,13 +12,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_in_process
+from test_store_db import U70, UNIT, at, snap
 
 from driftwatch.snapshots.store import FileStore, SnapshotStore
 from driftwatch.snapshots.store_records import component_name, safe_component
-
-sys.path.insert(0, str(Path(__file__).parent))
-from cli_helpers import run_in_process
-from test_store_db import U70, UNIT, at, snap  # noqa: E402
 
 DW = Path(sys.executable).with_name("driftwatch")
 TWINS = ["gpu/01", "gpu_01", "gpu 01", "gpu%2F01", "gpu\\01", "..", "__", "é01", "e01"]

@@ -9,13 +9,11 @@ import sys
 from pathlib import Path
 
 import yaml
+from cli_helpers import run_in_process
+from test_store_db import UNIT, at, snap, story
 
 from driftwatch.snapshots.snapshot import snapshot_to_dict
 from driftwatch.snapshots.store import FileStore, SnapshotStore
-
-sys.path.insert(0, str(Path(__file__).parent))
-from cli_helpers import run_in_process
-from test_store_db import UNIT, at, snap, story  # noqa: E402
 
 DW = Path(sys.executable).with_name("driftwatch")
 TOKEN = "hf_" + "Qx7Lm2Pz9Rt4Vb8Nc3Kd6Wj1Yh5Gf0Se"  # a Hugging Face token's shape
