@@ -17,7 +17,8 @@ from __future__ import annotations
 import pytest
 
 # fixtures that start an outside program (every fixture built on them is found through the closure)
-LAB_FIXTURES = frozenset({"lab", "pg", "pg_url", "browser", "textfiles"})
+# (silent_dns: a network namespace whose resolver never answers, tests/hardening/test_name_resolution_deadline.py)
+LAB_FIXTURES = frozenset({"lab", "pg", "pg_url", "browser", "textfiles", "silent_dns"})
 # the helpers that start one, as a test's or fixture's code names them
 LAB_NAMES = frozenset({"dw_sshlab", "pg_server", "chromium_lab", "node_exporter", "node_exporter_lab"})
 # the fixture and the names (the script's path, the runner) of a test that starts the console script
@@ -36,8 +37,8 @@ def starts_a_real_server(item: pytest.Item) -> bool:
     if fixtures & LAB_FIXTURES:
         return True
     callspec = getattr(item, "callspec", None)
-    if callspec is not None and callspec.params.get("db_location") == "postgresql":
-        return True  # tests/store: the backend parameter that opens the session's PostgreSQL
+    if callspec is not None and "postgresql" in callspec.params.values():
+        return True  # tests/store: the backend parameter (`db_location`, `kind`) that opens the session's PostgreSQL
     if _names_used(getattr(item, "function", None)) & LAB_NAMES:
         return True
     fixture_info = getattr(item, "_fixtureinfo", None)

@@ -143,6 +143,7 @@ def big(tmp_path_factory):
     return path, text, names
 
 
+@pytest.mark.slow  # the reference is a plain linear scan: ~2 million matcher calls
 def test_the_index_answers_as_the_linear_scan_on_5000_entries(big):
     path, text, names = big
     kh = KnownHosts(str(path))
