@@ -100,7 +100,9 @@ def run_in_process(*args, cwd=None, env=None, input=None) -> Run:
 
     Same exit code, stdout and stderr as the script (one `driftwatch:` line for bad input, never a
     traceback), ~100 times cheaper than starting Python. `cwd` is the working directory, `env` what is
-    added to the environment (None removes a variable); stdin is `input` or empty, never a terminal."""
+    added to the environment (None removes a variable); stdin is `input` or empty, never a terminal.
+    sys.stdout and sys.stderr are swapped for the run, so what any other thread of the test process
+    prints meanwhile lands there too: a test's helper thread (a fake server) must not print."""
     environment: dict[str, str | None] = dict.fromkeys(_FORGET_ENV)
     environment.update(env or {})
     thresholds, here = gc.get_threshold(), os.getcwd()
