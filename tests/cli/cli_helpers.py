@@ -99,7 +99,7 @@ def run_in_process(*args, cwd=None, env=None, input=None) -> Run:
     """`driftwatch ARGS` through the same entry point as the installed script, in this process.
 
     Same exit code, stdout and stderr as the script (one `driftwatch:` line for bad input, never a
-    traceback), ~100 times cheaper than starting Python. `cwd` is the working directory, `env` what is
+    traceback) for ~1/25 of the CPU (`compare` on the shipped example: 9 ms against 250 ms in a new process). `cwd` is the working directory, `env` what is
     added to the environment (None removes a variable); stdin is `input` or empty, never a terminal.
     sys.stdout and sys.stderr are swapped for the run, so what any other thread of the test process
     prints meanwhile lands there too: a test's helper thread (a fake server) must not print."""
