@@ -28,7 +28,7 @@ def dw(tmp_path):
 
 @pytest.fixture
 def dw_script(tmp_path):
-    """dw_script(*args, cwd=None, env=None) -> Run: the installed console script, as users run it."""
+    """dw_script(*args, cwd=None, env=None, input=None) -> Run: the installed console script, as users run it."""
 
     def run(*args, cwd=None, env=None, input=None) -> Run:
         return run_script(*args, cwd=cwd or tmp_path, env=env, input=input)
