@@ -6,15 +6,24 @@ The outside programs are the OpenSSH sshd lab (tests/collect/dw_sshlab.py), the 
 or through another fixture, or when its code or one of its fixtures' code names one of those helpers.
 `pytest -m "not slow"` is then the quick layer (docs/development.md). Helpers are importable by name:
 their folders are on pytest's `pythonpath` (pyproject.toml), no test edits sys.path.
+
+CLI tests run `driftwatch.cli.main` in-process (tests/cli/cli_helpers.run_in_process, the `dw` fixture);
+a test that starts the installed console script in a new process — its subject is the process: stdin, a
+terminal, signals, the README's commands — is marked `script`, found the same way (the `dw_script`
+fixture, or the script's path or `run_script` named by its code or by a helper of its module it calls).
 """
 from __future__ import annotations
 
 import pytest
 
 # fixtures that start an outside program (every fixture built on them is found through the closure)
-LAB_FIXTURES = frozenset({"lab", "pg", "pg_url", "browser", "textfiles"})
+# (silent_dns: a network namespace whose resolver never answers, tests/hardening/test_name_resolution_deadline.py)
+LAB_FIXTURES = frozenset({"lab", "pg", "pg_url", "browser", "textfiles", "silent_dns"})
 # the helpers that start one, as a test's or fixture's code names them
 LAB_NAMES = frozenset({"dw_sshlab", "pg_server", "chromium_lab", "node_exporter", "node_exporter_lab"})
+# the fixture and the names (the script's path, the runner) of a test that starts the console script
+SCRIPT_FIXTURES = frozenset({"dw_script"})
+SCRIPT_NAMES = frozenset({"DRIFTWATCH", "DW", "run_script"})
 
 
 def _names_used(function) -> frozenset[str]:
@@ -28,8 +37,8 @@ def starts_a_real_server(item: pytest.Item) -> bool:
     if fixtures & LAB_FIXTURES:
         return True
     callspec = getattr(item, "callspec", None)
-    if callspec is not None and callspec.params.get("db_location") == "postgresql":
-        return True  # tests/store: the backend parameter that opens the session's PostgreSQL
+    if callspec is not None and "postgresql" in callspec.params.values():
+        return True  # tests/store: the backend parameter (`db_location`, `kind`) that opens the session's PostgreSQL
     if _names_used(getattr(item, "function", None)) & LAB_NAMES:
         return True
     fixture_info = getattr(item, "_fixtureinfo", None)
@@ -37,8 +46,26 @@ def starts_a_real_server(item: pytest.Item) -> bool:
     return any(_names_used(d.func) & LAB_NAMES for name in fixtures for d in definitions.get(name, ()))
 
 
+def _names_used_with_helpers(function) -> frozenset[str]:
+    """The names `function`'s code uses, and those of the functions of its module it calls by name."""
+    names = _names_used(function)
+    module_globals = getattr(function, "__globals__", {})
+    helpers = (module_globals.get(name) for name in names)
+    return names.union(*(_names_used(h) for h in helpers if callable(h) and hasattr(h, "__code__")))
+
+
+def starts_the_console_script(item: pytest.Item) -> bool:
+    """Whether `item` runs the installed `driftwatch` in a new process (not `run_in_process`)."""
+    fixtures = frozenset(getattr(item, "fixturenames", ()))
+    if fixtures & SCRIPT_FIXTURES:
+        return True
+    return bool(_names_used_with_helpers(getattr(item, "function", None)) & SCRIPT_NAMES)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if starts_a_real_server(item):
             item.add_marker(pytest.mark.integration)
             item.add_marker(pytest.mark.slow)
+        if starts_the_console_script(item):
+            item.add_marker(pytest.mark.script)

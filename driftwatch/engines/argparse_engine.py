@@ -123,15 +123,17 @@ class ArgparseEngine(Engine):
 
     def _parse(self, engine_argv, version):
         """`catalogs.parse`, remembered per (argv, release): a history reads each snapshot's argv
-        several times (each pair, each state check); the parse is a pure function of the two."""
+        several times (each pair, each state check); the parse is a pure function of the two and of the
+        release's catalog, which a `--catalog-dir` replaces for one command (as `_default_rows` checks)."""
         memo = self.__dict__.setdefault("_parsed", {})
         key = (tuple(engine_argv), version)
+        catalog = self.catalogs.load(version)
         hit = memo.get(key)
-        if hit is None:
+        if hit is None or hit[0] is not catalog:
             if len(memo) >= 512:
                 memo.clear()
-            hit = memo[key] = self.catalogs.parse(engine_argv, version)
-        values, spellings, issues = hit
+            hit = memo[key] = (catalog, self.catalogs.parse(engine_argv, version))
+        values, spellings, issues = hit[1]
         return values, spellings, list(issues)
 
     def read_config(self, engine_argv, engine_version=None, recorded_version=None, choose_from=None,

@@ -1,5 +1,5 @@
 # The fleet's report from the shards' JSON reports (nomad-shards.nomad.hcl), 10 minutes after them.
-# tests/shard/test_fleet_examples.py reads the args below and parses them with driftwatch's CLI.
+# tests/run/test_fleet_examples.py reads the args below and parses them with driftwatch's CLI.
 job "driftwatch-merge" {
   type = "batch"
   periodic {

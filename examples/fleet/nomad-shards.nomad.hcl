@@ -1,6 +1,6 @@
 # driftwatch on Nomad: a periodic batch job with one task group per slice (a group's `count` gives
 # no stable index, so the slices are named), one PostgreSQL store; nomad-merge.nomad.hcl merges them.
-# tests/shard/test_fleet_examples.py reads the args below and parses them with driftwatch's CLI.
+# tests/run/test_fleet_examples.py reads the args below and parses them with driftwatch's CLI.
 job "driftwatch-shards" {
   type = "batch"
   periodic {

@@ -1,11 +1,10 @@
-"""CLI test helpers: the real entry point (`driftwatch.cli.main`) via subprocess, and CliRunner on `cli`."""
+"""CLI test fixtures: the entry point `driftwatch.cli.main` in-process by default (`dw`), the installed
+console script in a new process for the tests whose subject is the process (`dw_script`), and CliRunner
+on the click group `cli` (`invoke`)."""
 from __future__ import annotations
 
-import os
-import subprocess
-
 import pytest
-from cli_helpers import DRIFTWATCH, Run
+from cli_helpers import Run, run_in_process, run_script
 from click.testing import CliRunner
 
 from driftwatch.cli import cli
@@ -19,14 +18,20 @@ def _no_terminal_width(monkeypatch):
 
 @pytest.fixture
 def dw(tmp_path):
-    """dw(*args, cwd=None) -> Run: the installed console script (driftwatch.cli.main), as users run it."""
+    """dw(*args, cwd=None, env=None, input=None) -> Run: `driftwatch.cli.main` in this process (cwd tmp_path)."""
 
-    def run(*args, cwd=None, env=None) -> Run:
-        full_env = {k: v for k, v in os.environ.items() if k not in ("DRIFTWATCH_BASELINES", "DRIFTWATCH_DEBUG")}
-        full_env.update(env or {})
-        proc = subprocess.run([str(DRIFTWATCH), *map(str, args)], cwd=str(cwd or tmp_path), env=full_env,
-                              capture_output=True, text=True, timeout=60)
-        return Run(proc.returncode, proc.stdout, proc.stderr)
+    def run(*args, cwd=None, env=None, input=None) -> Run:
+        return run_in_process(*args, cwd=cwd or tmp_path, env=env, input=input)
+
+    return run
+
+
+@pytest.fixture
+def dw_script(tmp_path):
+    """dw_script(*args, cwd=None, env=None, input=None) -> Run: the installed console script, as users run it."""
+
+    def run(*args, cwd=None, env=None, input=None) -> Run:
+        return run_script(*args, cwd=cwd or tmp_path, env=env, input=input)
 
     return run
 

@@ -1,18 +1,16 @@
 """`baseline accept`: today's accepted drift becomes the baseline, with the reason kept."""
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
+from cli_helpers import run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
-DRIFTWATCH = Path(sys.executable).parent / "driftwatch"
 U40 = ROOT / "examples" / "sglang-qwen-40toks.service"
 
 
 def _dw(*args, cwd):
-    return subprocess.run([str(DRIFTWATCH), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=60)
+    return run_in_process(*args, cwd=cwd)
 
 
 def test_accept_replaces_baseline_and_clears_drift(tmp_path):

@@ -1,17 +1,16 @@
 """The shipped live snapshot (examples/snapshots/ct129-relaunched.yaml) shows, offline, what a live
 read adds: the values SGLang computed at start-up, with their numbers, laid over the unit."""
-import subprocess
-import sys
 from pathlib import Path
 
+from cli_helpers import run_in_process
+
 ROOT = Path(__file__).resolve().parents[2]
-DRIFTWATCH = Path(sys.executable).parent / "driftwatch"
 SNAPSHOT = ROOT / "examples" / "snapshots" / "ct129-relaunched.yaml"
 
 
 def _run(*args):
-    return subprocess.run([str(DRIFTWATCH), *args], capture_output=True, text=True, timeout=60, cwd=ROOT,
-                          env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": "/nonexistent"})
+    return run_in_process(*args, cwd=ROOT, env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "HOME": "/nonexistent",
+                                                "XDG_CONFIG_HOME": None})
 
 
 def test_compare_shows_the_numbers_the_engine_computed():

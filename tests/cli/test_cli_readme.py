@@ -92,7 +92,7 @@ def test_completion_and_netns_are_documented():
     assert "ip netns" in development
 
 
-def test_the_model_aware_example_prints_what_the_readme_shows(dw):
+def test_the_model_aware_example_prints_what_the_readme_shows(dw_script):
     """docs/impact.md's "Explanations that know the model and the GPU" command, run from the repository
     root: the figures its sample output quotes are the ones the CLI prints today."""
     impact = PAGES["docs/impact.md"]
@@ -104,7 +104,7 @@ def test_the_model_aware_example_prints_what_the_readme_shows(dw):
     assert "tok/s" in sample
     argv = shlex.split(command)
     assert argv[0] == "driftwatch"
-    run = dw(*argv[1:], "--baselines-dir", "baselines", cwd=Path(__file__).resolve().parents[2])
+    run = dw_script(*argv[1:], "--baselines-dir", "baselines", cwd=Path(__file__).resolve().parents[2])
     assert run.code == 1, run
     printed = " ".join(run.stdout.split())
     figures = re.findall(r"×\d\.\d\d|\d+\.\d ms|\d+\.\d →|\d+\.\d\d tokens|\d+\.\d tok/s", sample)
@@ -113,7 +113,7 @@ def test_the_model_aware_example_prints_what_the_readme_shows(dw):
         assert figure in printed, (figure, printed)
 
 
-def test_the_first_example_prints_what_the_readme_shows(dw):
+def test_the_first_example_prints_what_the_readme_shows(dw_script):
     """The README's first screen: its install-and-run command ends with a `driftwatch compare`, and
     the output it shows under "70 → 40 tok/s, explained" is what that command prints today, line
     for line (as a pipe gets it: no terminal, no COLUMNS)."""
@@ -124,7 +124,7 @@ def test_the_first_example_prints_what_the_readme_shows(dw):
     assert argv[0].endswith("driftwatch") and argv[1] == "compare", argv
     section = readme[readme.index("## 70 → 40 tok/s, explained"):]
     sample = re.search(r"```\n(.*?)```", section, re.S).group(1)
-    run = dw(*argv[1:], cwd=REPO)
+    run = dw_script(*argv[1:], cwd=REPO)
     assert run.code == 1, run
     assert run.stdout == sample, "the README's first example is stale: paste the command's output"
 

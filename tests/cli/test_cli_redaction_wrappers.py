@@ -3,13 +3,10 @@
 Abbreviated flags (`--api-k`), values passed through `${VAR}`, `docker run -e`, `env NAME=…`,
 `bash -c` scripts and Environment= lines a drop-in overrides.
 """
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from cli_helpers import run_in_process
 
-DRIFTWATCH = Path(sys.executable).parent / "driftwatch"
 PLANTED = ["oldpart1", "oldpart2", "leak333abbr", "leak two 222", "sk-viaenv-777", "hf_dock_999",
            "pw_dock_888", "envtok_444", "newtok_555"]
 
@@ -36,7 +33,7 @@ ExecStart=/usr/bin/env GITHUB_TOKEN=envtok_444 /v/bin/python -m sglang.launch_se
 
 
 def _dw(*args, cwd):
-    return subprocess.run([str(DRIFTWATCH), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=60)
+    return run_in_process(*args, cwd=cwd)
 
 
 @pytest.fixture

@@ -1,13 +1,11 @@
 """`driftwatch show` on every shipped example reads the flags an operator sees in the unit."""
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
-DRIFTWATCH = Path(sys.executable).parent / "driftwatch"
 
 # example -> (release chosen, explicit fields that must be read with these values)
 EXPECTED = {
@@ -27,8 +25,7 @@ EXPECTED = {
 
 
 def _show(example: str) -> dict:
-    proc = subprocess.run([str(DRIFTWATCH), "show", "--unit-file", str(ROOT / "examples" / example),
-                           "--format", "json"], capture_output=True, text=True, timeout=60)
+    proc = run_in_process("show", "--unit-file", ROOT / "examples" / example, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 

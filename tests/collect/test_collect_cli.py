@@ -31,6 +31,7 @@ from pathlib import Path
 import dw_sshlab
 import pytest
 import yaml
+from cli_helpers import Run, run_in_process
 from dw_sshlab import UNIT
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,7 +78,7 @@ def hosts(lab):
 
 
 class Env:
-    """A temporary HOME, known_hosts, ssh_config and store, and a runner for the console script."""
+    """A temporary HOME, known_hosts, ssh_config and store, and a runner for the CLI."""
 
     def __init__(self, tmp_path: Path, lab, hosts):
         self.tmp = tmp_path
@@ -103,12 +104,9 @@ class Env:
                 "--connect-timeout", "3", "--command-timeout", "15"]
         return args + (["--accept-new"] if accept_new else [])
 
-    def run(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("SSH_AUTH_SOCK", "DRIFTWATCH_BASELINES", "DRIFTWATCH_DEBUG")}
-        env["HOME"] = str(self.home)
-        return subprocess.run([str(DW), *args], capture_output=True, text=True, env=env,
-                              cwd=str(self.tmp), timeout=timeout, stdin=subprocess.DEVNULL, check=False)
+    def run(self, *args: str) -> Run:
+        """`driftwatch ARGS` in-process (the console script's entry point) with this HOME, no ssh-agent."""
+        return run_in_process(*args, cwd=self.tmp, env={"SSH_AUTH_SOCK": None, "HOME": str(self.home)})
 
     def inventory(self, names: list[str], extra: str = "") -> Path:
         body = "groups:\n  gpu:\n    hosts: [" + ", ".join(names) + "]\n    units: [" + UNIT + "]\nhosts:\n"

@@ -5,16 +5,13 @@ names the inventory, the baselines, the store and the SSH settings (issue 22 ite
 The hosts are the session lab's real OpenSSH servers on loopback (the lab kills them)."""
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_in_process
 from dw_sshlab import UNIT
 
 REPO = Path(__file__).resolve().parents[2]
-DW = Path(sys.executable).parent / "driftwatch"
 UNIT70 = (REPO / "examples" / "sglang-qwen-70toks.service").read_text().split("\n", 1)[1]
 UNIT40 = (REPO / "examples" / "sglang-qwen-40toks.service").read_text().split("\n", 1)[1]
 
@@ -42,14 +39,11 @@ def test_bare_commands_read_everything_from_the_config_file(tmp_path, lab, serve
         "parallel: 2\n")
     workdir = tmp_path / "elsewhere"
     workdir.mkdir()
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("SSH_AUTH_SOCK", "DRIFTWATCH_BASELINES", "DRIFTWATCH_DEBUG", "DRIFTWATCH_CONFIG",
-                        "XDG_CONFIG_HOME")}
+    env: dict[str, str | None] = dict.fromkeys(("SSH_AUTH_SOCK", "DRIFTWATCH_CONFIG", "XDG_CONFIG_HOME"))
     env["HOME"] = str(home)
 
     def dw(*args):
-        return subprocess.run([str(DW), *map(str, args)], capture_output=True, text=True, env=env, cwd=workdir,
-                              timeout=90, stdin=subprocess.DEVNULL, check=False)
+        return run_in_process(*args, cwd=workdir, env=env)
 
     unit70 = tmp_path / "70.service"
     unit70.write_text(UNIT70)

@@ -161,6 +161,7 @@ def test_ssh_config_resolution(tmp_path):
         load_ssh_config(str(tmp_path / "missing"))
 
 
+@pytest.mark.slow  # a scale test: 100 000 hosts written and read
 def test_an_inventory_of_100000_hosts_with_addresses_is_read(tmp_path):
     """Over the old 8 MiB bound (issue 23: a 10^5-host inventory with addresses is ~8.4 MB)."""
     from driftwatch.collect.inventory import load_inventory

@@ -4,15 +4,10 @@ so a run that reads it fails, and a run that reads no ssh config connects as roo
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from cli_helpers import run_in_process
 from dw_sshlab import UNIT, plain_unit
-
-DW = Path(sys.executable).parent / "driftwatch"
-pytestmark = pytest.mark.skipif(not DW.exists(), reason=f"console script {DW} not installed")
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +25,8 @@ def test_ssh_config_none_in_the_file_is_the_typed_none(tmp_path, lab, server):
     conf.mkdir()
     (conf / "known_hosts").write_text(server.known_hosts_line())
     common = f"known_hosts: known_hosts\nidentity: {lab.client_key}\nconnect_timeout: 3\ncommand_timeout: 15\n"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")
-           and k not in ("SSH_AUTH_SOCK", "XDG_CONFIG_HOME")} | {"HOME": str(home)}
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DRIFTWATCH_")}
+    env |= {"SSH_AUTH_SOCK": None, "XDG_CONFIG_HOME": None, "HOME": str(home)}
 
     def show(config_text: str | None, user: str = "", *typed: str):
         """`show` of the lab's unit; with a config file holding `config_text`, else with every option typed."""
@@ -41,8 +36,7 @@ def test_ssh_config_none_in_the_file_is_the_typed_none(tmp_path, lab, server):
             args += ["--config", str(conf / "config.yaml")]
         else:
             args += ["--known-hosts", str(conf / "known_hosts"), "-i", lab.client_key, "--connect-timeout", "3"]
-        return subprocess.run([str(DW), *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=90,
-                              stdin=subprocess.DEVNULL, check=False)
+        return run_in_process(*args, env=env, cwd=tmp_path)
 
     # by default ~/.ssh/config is read, and its User sends the host to a user that does not exist: proof it matters
     read = show("")

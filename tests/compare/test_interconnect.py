@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_in_process
 
 from driftwatch.collect.raw import RawUnit
 from driftwatch.errors import InputError
@@ -72,12 +71,10 @@ def test_gpu_option_drops_the_hosts_link(tmp_path):
     current.write_text(dump_yaml(snapshot_to_dict(snapshot(4, "nvlink"))), encoding="utf-8")
     baseline = tmp_path / "tp2.service"
     baseline.write_text(UNIT.format(tp=2), encoding="utf-8")
-    exe = Path(sys.executable).with_name("driftwatch")
-
     def tp_detail(*extra):
-        run = subprocess.run([str(exe), "compare", "--baseline", str(baseline), "--snapshot", str(current),
-                              "--model-config", str(REPO / "tools" / "calibration_models" / "Qwen--Qwen3-32B.json"),
-                              "--format", "json", *extra], capture_output=True, text=True, timeout=60)
+        run = run_in_process("compare", "--baseline", baseline, "--snapshot", current,
+                             "--model-config", REPO / "tools" / "calibration_models" / "Qwen--Qwen3-32B.json",
+                             "--format", "json", *extra)
         assert run.returncode == 1, run.stderr
         return next(f for f in json.loads(run.stdout)["findings"] if f["key"] == "tp_size")["explanation"]
 

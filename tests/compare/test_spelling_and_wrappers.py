@@ -1,16 +1,14 @@
 """Drift hidden in wrappers is found; equivalent spellings of the same launch are not drift."""
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_in_process
 
 from driftwatch.findings.compare import compare
 from driftwatch.findings.rulebook import load_rules
 from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import Baseline
 
-DRIFTWATCH = Path(sys.executable).parent / "driftwatch"
 PY = "/venv/bin/python -m sglang.launch_server --model-path /m --tp-size 1"
 
 
@@ -100,7 +98,7 @@ def test_overridden_draft_tokens_follow_the_steps_finding(tmp_path):
 
 
 def _dw(*args, cwd):
-    return subprocess.run([str(DRIFTWATCH), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=60)
+    return run_in_process(*args, cwd=cwd)
 
 
 def test_two_snapshots_in_one_second_both_survive(tmp_path):

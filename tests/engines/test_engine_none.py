@@ -7,13 +7,11 @@ only what systemd itself refuses (no ExecStart=, unbalanced quotes) is an error 
 """
 from __future__ import annotations
 
-import os
 import shlex
-import subprocess
 from pathlib import Path
 
 import pytest
-from cli_helpers import DRIFTWATCH, Run, assert_one_line_error
+from cli_helpers import Run, assert_one_line_error, run_in_process
 from dw_parse_oracle import SystemdOracle, oracle_available, quote_command_line
 
 NGINX = """\
@@ -122,10 +120,7 @@ BAD_UNITS = {
 @pytest.fixture
 def dw(tmp_path):
     def run(*args) -> Run:
-        env = {k: v for k, v in os.environ.items() if k not in ("DRIFTWATCH_BASELINES", "DRIFTWATCH_DEBUG")}
-        proc = subprocess.run([str(DRIFTWATCH), *map(str, args)], cwd=str(tmp_path), env=env,
-                              capture_output=True, text=True, timeout=60)
-        return Run(proc.returncode, proc.stdout, proc.stderr)
+        return run_in_process(*args, cwd=tmp_path)
 
     return run
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+from cli_helpers import run_in_process
 
 from driftwatch.collect.raw import RawUnit
 from driftwatch.errors import InputError
@@ -28,8 +28,7 @@ VLLM = "[Service]\nExecStart=/usr/bin/vllm serve /m --config /etc/vllm/c.yaml\n"
 
 
 def run(*args, env=None):
-    proc = subprocess.run([DW, *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})})
+    proc = run_in_process(*args, env=env)
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
     return proc
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 
 import pytest
+from cli_helpers import run_in_process
 
 from driftwatch.collect.raw import RawUnit
 from driftwatch.snapshots.snapshot import build_snapshot
@@ -26,7 +26,7 @@ def snap(text: str):
 
 
 def dw(*args):
-    proc = subprocess.run([DW, *args], capture_output=True, text=True, timeout=120)
+    proc = run_in_process(*args)
     assert "Traceback" not in proc.stderr
     return proc
 

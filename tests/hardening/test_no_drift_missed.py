@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 
 import pytest
+from cli_helpers import run_in_process
 
 EXAMPLES = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "ddtree")
 PY = "/usr/bin/python3 -m sglang.launch_server --model-path /m --tp-size 2"
@@ -16,7 +16,7 @@ PY = "/usr/bin/python3 -m sglang.launch_server --model-path /m --tp-size 2"
 
 def run(*args):
     """The real entry point (its error handling included): exit code and stdout + stderr."""
-    proc = subprocess.run([os.path.join(os.path.dirname(sys.executable), "driftwatch"), *args], capture_output=True, text=True, timeout=120)
+    proc = run_in_process(*args)
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, proc.stdout + proc.stderr
 

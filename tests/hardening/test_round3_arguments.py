@@ -9,13 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import argument_sweep
 import click
 import pytest
+from cli_helpers import run_in_process
 
-sys.path.insert(0, str(Path(__file__).parent))
-import argument_sweep  # noqa: E402
-
-from driftwatch.cli.params import CheckedPath, FiniteFloat, path_error_line, path_problem  # noqa: E402
+from driftwatch.cli.params import CheckedPath, FiniteFloat, path_error_line, path_problem
 
 DW = os.path.join(os.path.dirname(sys.executable), "driftwatch")
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,8 +22,7 @@ U70 = str(ROOT / "examples" / "sglang-qwen-70toks.service")
 
 
 def _dw(*args, cwd=None):
-    return subprocess.run([DW, *args], capture_output=True, text=True, timeout=120, cwd=cwd,
-                          env={k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")})
+    return run_in_process(*args, cwd=cwd, env={k: None for k in os.environ if k.startswith("DRIFTWATCH_")})
 
 
 @pytest.mark.parametrize("option", ["--connect-timeout", "--command-timeout"])

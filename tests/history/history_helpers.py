@@ -4,31 +4,31 @@ unit that changes (a drop-in added, a flag changed, reverted and changed again),
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import os
 from pathlib import Path
 
+from cli_helpers import Run, run_in_process
+
 ROOT = Path(__file__).resolve().parents[2]
-DW = Path(sys.executable).with_name("driftwatch")
 U70 = ROOT / "examples" / "sglang-qwen-70toks.service"
 U40 = ROOT / "examples" / "sglang-qwen-40toks.service"
 UNIT = "sglang-qwen.service"
 DROPIN = "/etc/systemd/system/sglang-qwen.service.d/override.conf"
 
 
-def run(*args, cwd=ROOT, check=True) -> subprocess.CompletedProcess:
-    r = subprocess.run([str(DW), *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120,
-                       env=_env(cwd))
+def run(*args, cwd=ROOT, check=True) -> Run:
+    """`driftwatch ARGS` in-process (the console script's entry point), in `cwd` with its own HOME."""
+    r = run_in_process(*args, cwd=cwd, env=_env(cwd))
     assert "Traceback" not in r.stderr, r.stderr
     if check:
         assert r.returncode in (0, 1), r.stdout + r.stderr
     return r
 
 
-def _env(cwd):
-    import os
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")}
-    env["HOME"] = str(Path(cwd) / ".home") if Path(cwd) != ROOT else env.get("HOME", "/nonexistent")
+def _env(cwd) -> dict[str, str | None]:
+    """What the run's environment changes: no DRIFTWATCH_* setting of the caller, HOME in `cwd`, wide text."""
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DRIFTWATCH_")}
+    env["HOME"] = str(Path(cwd) / ".home") if Path(cwd) != ROOT else os.environ.get("HOME", "/nonexistent")
     env["COLUMNS"] = "200"
     return env
 

@@ -3,17 +3,14 @@ refuses to load, and about an EnvironmentFile= that was not read."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+
+from cli_helpers import run_in_process
 
 PY = "/root/ml-env/bin/python3 -m sglang.launch_server --model-path /root/models/Qwen3.6-27B --tp-size 2"
 
 
 def run(*args: str, cwd: str | None = None) -> tuple[int, str, str]:
-    exe = os.path.join(os.path.dirname(sys.executable), "driftwatch")
-    proc = subprocess.run([exe, *args], capture_output=True, text=True, timeout=120, cwd=cwd,
-                          env={**os.environ, "COLUMNS": "200"})
+    proc = run_in_process(*args, cwd=cwd, env={"COLUMNS": "200"})
     assert "Traceback" not in proc.stderr, proc.stderr
     return proc.returncode, proc.stdout, proc.stderr
 

@@ -3,11 +3,12 @@
 targets and executables; no systemd manager runs)."""
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+from cli_helpers import Run, run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -18,14 +19,13 @@ _STUB_UNITS = ("sysinit.target", "basic.target", "shutdown.target", "network.tar
                "multi-user.target", "docker.service", "paths.target", "sockets.target", "timers.target")
 
 
-def dw(*args, cwd=None, env=None, timeout=120, stdin=subprocess.DEVNULL) -> subprocess.CompletedProcess:
-    full = {k: v for k, v in os.environ.items() if k not in ("DRIFTWATCH_BASELINES", "DRIFTWATCH_DEBUG")}
-    full.update(env or {})
-    return subprocess.run([str(DW), *map(str, args)], capture_output=True, text=True, cwd=cwd, env=full,
-                          timeout=timeout, stdin=stdin, check=False)
+def dw(*args, cwd=None, env=None) -> Run:
+    """`driftwatch ARGS` in-process (the console script's entry point; stdin is no terminal, as with
+    /dev/null): exit code, stdout and stderr as the script gives them."""
+    return run_in_process(*args, cwd=cwd, env=env)
 
 
-def no_traceback(r: subprocess.CompletedProcess) -> None:
+def no_traceback(r: Run) -> None:
     assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr
 
 

@@ -8,17 +8,15 @@ import json
 import os
 import random
 import string
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_in_process
+from test_store_db import U70, UNIT, at, snap
 
 from driftwatch.snapshots.store import FileStore, SnapshotStore
 from driftwatch.snapshots.store_records import component_name, safe_component
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_store_db import U70, UNIT, at, snap  # noqa: E402
 
 DW = Path(sys.executable).with_name("driftwatch")
 TWINS = ["gpu/01", "gpu_01", "gpu 01", "gpu%2F01", "gpu\\01", "..", "__", "é01", "e01"]
@@ -46,17 +44,15 @@ def test_names_that_folded_alike_keep_their_own_histories(kind, request, tmp_pat
 
 def test_history_of_one_of_two_twin_hosts_shows_only_its_own_change(tmp_path):
     store = str(tmp_path / "store")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")}
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DRIFTWATCH_")}
     changed = tmp_path / "changed.service"
     changed.write_text(U70.read_text().replace("--speculative-num-steps 3", "--speculative-num-steps 1"))
     for host, unit_file in (("gpu/01", U70), ("gpu_01", U70), ("gpu/01", changed)):
-        r = subprocess.run([str(DW), "snapshot", "--unit-file", str(unit_file), "--host-name", host, "--store", store],
-                           capture_output=True, text=True, timeout=120, env=env)
+        r = run_in_process("snapshot", "--unit-file", unit_file, "--host-name", host, "--store", store, env=env)
         assert r.returncode == 0, r.stderr
     docs = {}
     for host in ("gpu/01", "gpu_01"):
-        r = subprocess.run([str(DW), "history", host, "--store", store, "--format", "json"],
-                           capture_output=True, text=True, timeout=120, env=env)
+        r = run_in_process("history", host, "--store", store, "--format", "json", env=env)
         assert r.returncode in (0, 1), r.stderr
         docs[host] = json.loads(r.stdout)["units"]
     text = {h: json.dumps(d) for h, d in docs.items()}

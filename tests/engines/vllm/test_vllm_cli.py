@@ -1,14 +1,13 @@
-"""show / compare / report / snapshot on the vLLM examples through the installed `driftwatch`
+"""show / compare / report / snapshot on the vLLM examples through driftwatch's entry point, in-process
 (issue 10, items 1, 6, 7, and "Bad input")."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_in_process
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLES = REPO / "examples"
@@ -30,11 +29,7 @@ class Run:
 @pytest.fixture
 def dw(tmp_path):
     def run(*args, env=None, cwd=None) -> Run:
-        full = {k: v for k, v in os.environ.items()
-                if k not in ("DRIFTWATCH_BASELINES", "DRIFTWATCH_DEBUG", "DRIFTWATCH_ENGINE_CONFIG")}
-        full.update(env or {})
-        return Run(subprocess.run([str(DRIFTWATCH), *map(str, args)], cwd=str(cwd or REPO), env=full,
-                                  capture_output=True, text=True, timeout=120))
+        return Run(run_in_process(*args, cwd=cwd or REPO, env={"DRIFTWATCH_ENGINE_CONFIG": None, **(env or {})}))
     return run
 
 

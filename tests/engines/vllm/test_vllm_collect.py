@@ -3,14 +3,13 @@ unit's interpreter (never executed), vLLM's journal lines per release, and a mix
 report over real sshd hosts (tests/collect/dw_sshlab.py; skipped without root and sshd)."""
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import dw_sshlab
 import pytest
+from cli_helpers import run_in_process
 
 from driftwatch.collect.commands import is_engine_argv, parse_journal
 from driftwatch.engines.registry import engine_markers
@@ -119,13 +118,10 @@ def env(tmp_path, hosts):
     home.mkdir()
 
     def run(*args):
-        e = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "DRIFTWATCH_BASELINES",
-                                                               "DRIFTWATCH_DEBUG")}
-        e["HOME"] = str(home)
+        e = {"SSH_AUTH_SOCK": None, "HOME": str(home)}
         ssh = ["--ssh-config", str(cfg), "-i", lab.client_key, "--known-hosts", str(kh),
                "--connect-timeout", "3", "--command-timeout", "15"]
-        return subprocess.run([str(DW), *map(str, args), *ssh], capture_output=True, text=True, env=e,
-                              cwd=str(REPO), timeout=120, stdin=subprocess.DEVNULL)
+        return run_in_process(*args, *ssh, env=e, cwd=REPO)
 
     return run, inv
 

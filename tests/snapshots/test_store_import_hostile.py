@@ -5,17 +5,15 @@ imported tree is refused; each refusal is one warning with its reason, and the e
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import yaml
+from cli_helpers import run_in_process
+from test_store_db import UNIT, at, snap, story
 
 from driftwatch.snapshots.snapshot import snapshot_to_dict
 from driftwatch.snapshots.store import FileStore, SnapshotStore
-
-sys.path.insert(0, str(Path(__file__).parent))
-from test_store_db import UNIT, at, snap, story  # noqa: E402
 
 DW = Path(sys.executable).with_name("driftwatch")
 TOKEN = "hf_" + "Qx7Lm2Pz9Rt4Vb8Nc3Kd6Wj1Yh5Gf0Se"  # a Hugging Face token's shape
@@ -23,8 +21,7 @@ WORD = "hunter2-plain-in-yaml"
 
 
 def _dw(*args):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")}
-    return subprocess.run([str(DW), *map(str, args)], capture_output=True, text=True, timeout=180, env=env)
+    return run_in_process(*args, env={k: None for k in os.environ if k.startswith("DRIFTWATCH_")})
 
 
 def _hostile_tree(tmp_path: Path) -> tuple[Path, Path]:

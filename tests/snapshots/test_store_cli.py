@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from cli_helpers import run_in_process
 
 from driftwatch.snapshots.store import SnapshotStore
 
@@ -16,9 +17,8 @@ U40 = ROOT / "examples" / "sglang-qwen-40toks.service"
 
 def test_snapshot_command_saves_in_time_order(tmp_path):
     store = tmp_path / "store"
-    run = subprocess.run([str(DW), "snapshot", "--unit-file", str(U70), "--unit-file", str(U40),
-                          "--host-name", "ct129", "--store", str(store)],
-                         capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    run = run_in_process("snapshot", "--unit-file", U70, "--unit-file", U40, "--host-name", "ct129", "--store", store,
+                         cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     saved = [Path(line.split("\t")[3]) for line in run.stdout.splitlines()]
     assert len(saved) == 2 and saved[0] != saved[1]

@@ -13,6 +13,7 @@ import subprocess
 import sys
 
 import pytest
+from cli_helpers import run_in_process
 from dw_sshlab import plain_unit
 from mail_lab import smtp  # noqa: F401 - the fixture
 from node_exporter_lab import NODE_EXPORTER, node_exporter
@@ -142,10 +143,9 @@ def _merge(tmp_path, docs: dict[str, object], *extra: str):
         path = tmp_path / name
         path.write_text(doc if isinstance(doc, str) else json.dumps(doc))
         paths.append(str(path))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")}
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DRIFTWATCH_")}
     env["HOME"] = str(tmp_path)
-    return subprocess.run([DW, "report", "--merge", *paths, "--format", "json", *extra], capture_output=True,
-                          text=True, timeout=60, env=env, cwd=tmp_path)
+    return run_in_process("report", "--merge", *paths, "--format", "json", *extra, env=env, cwd=tmp_path)
 
 
 @pytest.mark.parametrize("docs, says", [
@@ -171,12 +171,12 @@ def test_what_cannot_be_merged_is_refused_in_one_line(tmp_path, docs, says):
 
 def test_the_same_file_twice_overlaps_and_files_need_merge(tmp_path):
     (tmp_path / "a.json").write_text(json.dumps(_report("0/2", ["h1"])))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")}, "HOME": str(tmp_path)}
+    env = {**{k: None for k in os.environ if k.startswith("DRIFTWATCH_")}, "HOME": str(tmp_path)}
     for argv, says in ((["--merge", "a.json", "./a.json"], "the same file as a.json"),
                        (["a.json"], "report --merge A.json B.json"),
                        (["--merge", "a.json", "--inventory", "x.yaml", "--shard", "0/2"], "drop --inventory, --shard"),
                        (["--merge", "missing.json"], "no such file")):
-        r = subprocess.run([DW, "report", *argv], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+        r = run_in_process("report", *argv, env=env, cwd=tmp_path)
         assert r.returncode == 2 and r.stderr.count("\n") == 1 and says in r.stderr, (argv, r.stderr)
 
 

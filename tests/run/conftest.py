@@ -1,4 +1,4 @@
-"""Fixtures for tests/shard: the real OpenSSH lab of tests/collect (dw_sshlab), removed even on failure."""
+"""Fixtures for tests/run (sharded runs and their merge): the real OpenSSH lab of tests/collect (dw_sshlab), removed even on failure."""
 from __future__ import annotations
 
 import dw_sshlab

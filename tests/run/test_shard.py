@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_in_process
 
 from driftwatch.errors import InputError
 from driftwatch.run.shard import Shard, parse_shard, pick, shard_of
@@ -45,17 +45,15 @@ def test_snapshot_reads_only_its_slice_of_the_inventory(tmp_path):
     inv.write_text("hosts:\n" + "".join(f"  {n}: {{address: 127.0.0.1, port: 1, units: [sglang-qwen.service]}}\n"
                                         for n in names))
     seen = []
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DRIFTWATCH_")}
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DRIFTWATCH_")}
     env["HOME"] = str(tmp_path)
     for i in range(3):
-        r = subprocess.run([str(DW), "snapshot", "--inventory", str(inv), "--shard", f"{i}/3", "--store",
-                            str(tmp_path / "store"), "--quiet", "--accept-new"], capture_output=True, text=True,
-                           timeout=120, env=env)
+        r = run_in_process("snapshot", "--inventory", inv, "--shard", f"{i}/3", "--store", tmp_path / "store",
+                           "--quiet", "--accept-new", env=env)
         assert "Traceback" not in r.stderr
         tried = sorted(line.split("\t")[0] for line in r.stdout.splitlines() if line.strip())
         assert tried == sorted(n for n in names if shard_of(n, 3) == i), r.stdout + r.stderr
         seen += tried
     assert sorted(seen) == sorted(names)
-    r = subprocess.run([str(DW), "snapshot", "--inventory", str(inv), "--shard", "3/3"], capture_output=True,
-                       text=True, timeout=60, env=env)
+    r = run_in_process("snapshot", "--inventory", inv, "--shard", "3/3", env=env)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "--shard" in r.stderr
