@@ -18,7 +18,10 @@ needs_libyaml = pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False),
 
 SHIPPED_YAML = sorted(p for pattern in ("baselines/*.yaml", "rules/*.yaml", "examples/**/*.yaml", "tests/**/*.yaml",
                                         "driftwatch/**/*.yaml")
-                      for p in glob.glob(str(ROOT / pattern), recursive=True))
+                      for p in glob.glob(str(ROOT / pattern), recursive=True)
+                      # Kubernetes and Compose files hold several documents: read by the manifest reader
+                      # (parse/kubernetes.py), never by the one-document loader these tests compare
+                      if "/tests/fixtures/manifests/" not in p)
 UNITS = sorted(glob.glob(str(ROOT / "examples/**/*.service"), recursive=True))
 
 
