@@ -186,6 +186,7 @@ esac
     assert len(raw.gpus) == 2 and raw.interconnect is None
 
 
+@pytest.mark.slow  # waits for a timeout on purpose (seconds of wall time, no CPU)
 def test_a_hung_systemctl_is_a_timeout_not_a_missing_unit(tmp_path):
     """systemctl cat that never answers is stopped by the step timeout (exit 124): the unit's status is
     "timeout", not "unit not found". The real script, run locally with a hanging systemctl first on

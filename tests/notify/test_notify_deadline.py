@@ -49,6 +49,7 @@ def trickling_server():
     server.server_close()
 
 
+@pytest.mark.slow  # waits for a timeout on purpose (seconds of wall time, no CPU)
 @pytest.mark.parametrize("where", ["greeting", "ehlo"])
 def test_a_trickling_server_is_stopped_by_the_overall_deadline(trickling_server, where):
     trickling_server["where"] = where
@@ -69,6 +70,7 @@ def build_message_or_plain():
     return msg
 
 
+@pytest.mark.slow  # waits for a timeout on purpose (seconds of wall time, no CPU)
 def test_report_run_ends_with_exit_2_and_its_report_written(trickling_server, tmp_path):
     home = tmp_path / "home"
     home.mkdir()

@@ -106,6 +106,7 @@ def test_connection_refused(closed_port, report, tls_files):
     assert "connection refused" in _one_line(e.value, f"127.0.0.1:{closed_port}")
 
 
+@pytest.mark.slow  # waits for a timeout on purpose (seconds of wall time, no CPU)
 @pytest.mark.parametrize("security", ["starttls", "ssl"])
 def test_hung_server_times_out(hung_server, report, tls_files, security):
     host, port = hung_server

@@ -208,6 +208,7 @@ def test_closed_port_is_refused(closed_port, tls_files, home, tmp_path):
     assert out.exists()
 
 
+@pytest.mark.slow  # waits for a timeout on purpose (seconds of wall time, no CPU)
 def test_hung_server_times_out_from_config(hung_server, tls_files, home, tmp_path):
     cfg = tmp_path / "config.yaml"
     cfg.write_text(f"baselines_dir: {ROOT / 'baselines'}\nsmtp:\n  timeout: 2\n")  # names: not ./baselines
