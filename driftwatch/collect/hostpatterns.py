@@ -18,8 +18,10 @@ MAX_REGEX = 256
 MAX_UNBOUNDED = 4  # ".*a.*b.*c.*d": polynomial, but its degree stays small on a host name
 
 try:  # Python 3.11+: re._parser; before it, sre_parse
-    from re import _constants as _sre_c  # type: ignore[attr-defined]
-    from re import _parser as _sre_p  # type: ignore[attr-defined]
+    from re import (
+        _constants as _sre_c,  # type: ignore[attr-defined]
+        _parser as _sre_p,  # type: ignore[attr-defined]
+    )
 except ImportError:  # pragma: no cover - older Pythons
     import sre_constants as _sre_c  # type: ignore[no-redef]
     import sre_parse as _sre_p  # type: ignore[no-redef]

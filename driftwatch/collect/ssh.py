@@ -19,14 +19,22 @@ import time
 from driftwatch.collect.commands import MAX_ENV_FILE_BYTES, build_command, parse_output
 from driftwatch.collect.hostkeys import KnownHosts, host_lookup_name
 from driftwatch.collect.interface import (
-    AUTH_FAILED, ERROR, READ_STATUSES, TIMEOUT, UNREACHABLE, CollectOptions, Collector, CollectTarget, HostError,
+    AUTH_FAILED,
+    ERROR,
+    READ_STATUSES,
+    TIMEOUT,
+    UNREACHABLE,
+    CollectOptions,
+    Collector,
+    CollectTarget,
+    HostError,
 )
 from driftwatch.collect.probe import PROBE_TIMEOUT, probe_unit
+from driftwatch.collect.raw import RawUnit
 from driftwatch.collect.reader import UnitReader
 from driftwatch.collect.sshconfig import Endpoint
 from driftwatch.fileio import MAX_TEXT_BYTES
 from driftwatch.resolver import ResolveTimeout, resolve
-from driftwatch.collect.raw import RawUnit
 from driftwatch.timestamps import utc_now
 
 # What one unit's round trip may send back: the unit (at most MAX_TEXT_BYTES, however it is read) twice
@@ -59,7 +67,7 @@ class SSHConnection:
         self.truncated = False  # the last run() stopped at MAX_OUTPUT_BYTES
 
     # -- connecting ---------------------------------------------------------------------------
-    def open(self) -> "SSHConnection":
+    def open(self) -> SSHConnection:
         deadline = time.monotonic() + self.connect_timeout * (1 + len(self.endpoint.jumps))
         hops = list(self.endpoint.jumps) + [self.endpoint]
         channel = None
@@ -245,7 +253,7 @@ class SSHConnection:
                 out += data
             self.truncated = True  # more than a unit's worth: refused by the caller, never parsed
             return bytes(out), False
-        except socket.timeout:
+        except TimeoutError:
             return bytes(out), True
         except (paramiko.SSHException, OSError, EOFError) as exc:
             if self._closed.is_set() or time.monotonic() >= deadline:

@@ -24,7 +24,7 @@ class Endpoint:
     identities: list[str] = field(default_factory=list)  # explicit first, then ssh_config's
     identities_only: bool = False
     host_key_alias: str | None = None
-    jumps: list["Endpoint"] = field(default_factory=list)  # ProxyJump chain, first hop first
+    jumps: list[Endpoint] = field(default_factory=list)  # ProxyJump chain, first hop first
 
     @property
     def display(self) -> str:

@@ -10,18 +10,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..snapshots.baseline import Baseline
 from ..diff import Difference, EnginePair, diff_snapshots, read_pair
 from ..diff.reported import reported_concepts, reported_figures
 from ..engines.config import folded_issues
 from ..facts import facts_context
-from .explained import MeasuredVsPredicted, host_facts, judge
-from .ignore import IgnoreEntry
 from ..impact import ImpactContext, combine, combine_intervals, direction, get_model
 from ..redact import mask_fingerprints
-from .rulebook import Rule, match_rule
+from ..snapshots.baseline import Baseline
 from ..snapshots.snapshot import Snapshot
 from ..snapshots.unitload import depends_on_unknown
+from .explained import MeasuredVsPredicted, host_facts, judge
+from .ignore import IgnoreEntry
+from .rulebook import Rule, match_rule
 
 COMPARE_SCHEMA = "driftwatch.compare/v1"
 _SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}

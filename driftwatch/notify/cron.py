@@ -161,8 +161,8 @@ def cron_example(driftwatch: str = DEFAULTS["driftwatch"], inventory: str = DEFA
     `baseline`: None judges each unit against its own baseline from the inventory. `state_dir`: where
     the job runs and keeps its store and last report; `prometheus`: the textfile to write (omitted
     when None).
-    `driftwatch`, `inventory`, `baselines_dir`, `state_dir`, `prometheus` and a `baseline` given as a path must be absolute:
-    cron and systemd run the job from another working directory (the state directory).
+    `driftwatch`, `inventory`, `baselines_dir`, `state_dir`, `prometheus` and a `baseline` given as a
+    path must be absolute: cron and systemd run the job from another working directory (the state directory).
     Raises InputError for values that cannot be written safely (newlines, a bad user name, ...).
     """
     for name, value in (("driftwatch", driftwatch), ("inventory", inventory), ("email", email), ("user", user),
@@ -267,7 +267,8 @@ def path_warnings(driftwatch: str, user: str, paths: dict[str, str] | None = Non
                    None)
         if tmp:
             out.append(f"{name} {p} is under {tmp}: the service runs with PrivateTmp=yes (it will not see it) "
-                       f"and tmp cleaners delete it; put it somewhere permanent (e.g. /opt/driftwatch, /etc/driftwatch)")
+                       "and tmp cleaners delete it; put it somewhere permanent "
+                       "(e.g. /opt/driftwatch, /etc/driftwatch)")
         home = next((h for h in _home_dirs() if real == h or real.startswith(h + "/")), None)
         if home:
             stop = _readable_by(real, user)

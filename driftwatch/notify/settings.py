@@ -44,8 +44,9 @@ password itself is never stored in it: `notify.deliver.smtp_settings()` reads it
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from driftwatch.errors import InputError
 from driftwatch.fileio import read_yaml
@@ -70,7 +71,8 @@ DEFAULTS: dict[str, Any] = {
 }
 
 _TOP_KEYS = {"email": "email", "from": "sender", "subject_prefix": "subject_prefix", "inventory": "inventory",
-             "baseline": "baseline", "baselines_dir": "baselines_dir", "state": "state", "only_changes": "only_changes", "smtp": None}
+             "baseline": "baseline", "baselines_dir": "baselines_dir", "state": "state",
+             "only_changes": "only_changes", "smtp": None}
 REPORT_KEYS = frozenset(_TOP_KEYS)  # report's own keys (smtp a mapping of its own)
 _SMTP_KEYS = {"host": "smtp_host", "port": "smtp_port", "user": "smtp_user", "security": "smtp_security",
               "password_file": "smtp_password_file", "ca_file": "smtp_ca_file", "timeout": "smtp_timeout"}
@@ -100,7 +102,8 @@ def is_path_sentinel(key: str, value: Any) -> bool:
 
 def parse_boolean(value: Any, where: str) -> bool:
     """A yes/no value read as click reads a flag's environment variable (true/false, yes/no, on/off,
-    1/0, y/n, t/f, any case; `where` names the key), so `always: "yes"` in the file is `--always`, as DRIFTWATCH_ALWAYS=yes is."""
+    1/0, y/n, t/f, any case; `where` names the key), so `always: "yes"` in the file is `--always`, as
+    DRIFTWATCH_ALWAYS=yes is."""
     import click
     if isinstance(value, int) and not isinstance(value, bool):  # YAML's 1 and 0: the variable's "1" and "0"
         value = str(value)
@@ -260,7 +263,8 @@ def _looks_like_path(spec: str) -> bool:
     return os.sep in spec or spec.endswith((".yaml", ".yml", ".service")) or Path(spec).exists()
 
 
-def baseline_search_dirs(option: str | None, env: Mapping[str, str], settings: Mapping[str, Any]) -> list[tuple[Path, str]]:
+def baseline_search_dirs(option: str | None, env: Mapping[str, str],
+                         settings: Mapping[str, Any]) -> list[tuple[Path, str]]:
     """[(directory, where it came from)] in the order baseline names are looked up (module doc)."""
     if option:
         why = "$DRIFTWATCH_BASELINES" if env.get("DRIFTWATCH_BASELINES") == option else "--baselines-dir"
@@ -349,7 +353,8 @@ def merge(cli: Mapping[str, Any], settings: Mapping[str, Any]) -> dict:
         if not _given(value):
             continue
         if key in DEFAULTS:
-            out[key] = _normalize(key, list(value) if isinstance(value, tuple) else value, f"option --{key.replace('_', '-')}")
+            out[key] = _normalize(key, list(value) if isinstance(value, tuple) else value,
+                                  f"option --{key.replace('_', '-')}")
         else:
             out[key] = value
     return out

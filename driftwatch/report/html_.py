@@ -16,8 +16,7 @@ from __future__ import annotations
 import html
 import re
 
-from . import view
-from . import wording as w
+from . import view, wording as w
 from .interface import Format
 
 _FONT = "font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif"
@@ -278,7 +277,8 @@ def _group_cards(doc: dict, anchors_by_pair: dict[tuple, str]) -> list[str]:
         lines = [f'<div style="{_P}"><strong>{esc(number)}.</strong> {_severity(g)} '
                  f'<strong style="{_MONO}">{esc(w.group_title(g))}</strong></div>',
                  f'<div style="{_P}">impact: {esc(w.impact_text(g))}</div>',
-                 f'<div style="{_P}">since: {esc(_group_since_text(since.get(number, []), len(view.group_hosts(g))))}</div>',
+                 f'<div style="{_P}">since: '
+                 f'{esc(_group_since_text(since.get(number, []), len(view.group_hosts(g))))}</div>',
                  f'<div style="{_P}">{esc(w.group_count_text(g))}: {_group_hosts(g, anchors_by_pair)}</div>']
         if w.explanation_lead(g):
             lines.append(f'<div style="{_P}">{esc(w.explanation_lead(g))}</div>')
@@ -306,7 +306,8 @@ def _host_table(hosts: list[dict], anchors: dict[int, str], sectioned: set[int],
         attrs = "" if id(h) in sectioned else f' id="{anchors[id(h)]}"'
         rows.append((attrs, [host, _badge(view.status(h)),
                              _whole_stamps(esc(_since(view.findings(h), view.status(h) == "drift"))),
-                             esc(w.predicted(h)), _mono(w.top_finding(h)), esc(w.host_baseline(h))][:6 if baselines else 5]))
+                             esc(w.predicted(h)), _mono(w.top_finding(h)),
+                             esc(w.host_baseline(h))][:6 if baselines else 5]))
     return _table(HOST_COLUMNS[:6 if baselines else 5], rows)
 
 
@@ -320,7 +321,8 @@ def _host_section(h: dict, anchor: str) -> list[str]:
     paragraph of links to their groups, then its own findings as blocks."""
     since = _since(view.findings(h), view.status(h) == "drift")
     out = [f'<div id="{anchor}" style="{_SECTION}">',
-           f'<h3 style="{_H3}">{esc(w.host_title(h))} {_badge(view.status(h))} <span style="{_SMALL};font-weight:normal">'
+           f'<h3 style="{_H3}">{esc(w.host_title(h))} {_badge(view.status(h))} '
+           f'<span style="{_SMALL};font-weight:normal">'
            f'baseline {esc(w.host_baseline(h))} · predicted {esc(w.predicted(h))} · since: '
            f'<span style="white-space:nowrap">{esc(since)}</span></span></h3>']
     summary = w.comparison_summary(view.comparison(h))

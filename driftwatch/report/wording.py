@@ -320,7 +320,8 @@ def comparison_header(doc: dict) -> list[str]:
               "file": "", None: ""}.get(src, f" from {clean(src)}")
     reason = f" ({clean(t['engine_version_reason'])})" if t.get("engine_version_reason") else ""
     return [
-        f"baseline: {clean(b.get('name') or '?')} ({clean(b.get('unit') or '-')} on {clean(b.get('host') or 'no host')}; "
+        f"baseline: {clean(b.get('name') or '?')} "
+        f"({clean(b.get('unit') or '-')} on {clean(b.get('host') or 'no host')}; "
         f"{engine_text(_label(b), b.get('engine_version'))})",
         f"current:  {where}{source}; {engine_text(_label(t), t.get('engine_version'))}{reason}",
     ]
@@ -438,7 +439,8 @@ def status_text(h: dict) -> str:
 def host_baseline(h: dict) -> str:
     """The baseline a unit was judged against ('none' when it has none); for a unit not read, the
     one it was to be judged against (the entry's `baseline`)."""
-    name = (view.comparison(h).get("baseline") or {}).get("name") if isinstance(view.comparison(h).get("baseline"), dict) else None
+    judged = view.comparison(h).get("baseline")
+    name = judged.get("name") if isinstance(judged, dict) else None
     if not name and isinstance(h.get("baseline"), str):
         name = h["baseline"]
     return clean(name) if name else "none"
@@ -544,7 +546,8 @@ def predicted(h: dict) -> str:
 def top_finding(h: dict, width: int = 32) -> str:
     """The host's first finding as one change line, or why it could not be read."""
     if view.status(h) == "error":
-        return shorten(clean(unreadable.reason(h.get("host"), h.get("unit"), h.get("error")) or "unreadable"), 2 * width)
+        why = unreadable.reason(h.get("host"), h.get("unit"), h.get("error"))
+        return shorten(clean(why or "unreadable"), 2 * width)
     if view.status(h) == "no_baseline":
         return NO_BASELINE_TEXT
     fs = view.findings(h)

@@ -34,8 +34,7 @@ def save_named(name: str, request: TargetRequest, collect: CollectOptions, detai
     """Save NAME from the one unit `request` names (a snapshot, a unit file or a live host, looked
     up in the inventory); the file written. `collect.engine_version` is recorded with the unit."""
     from ..findings.metrics import check_accept_length
-    from ..snapshots.baseline import baselines_dir as resolve_dir
-    from ..snapshots.baseline import save_baseline
+    from ..snapshots.baseline import baselines_dir as resolve_dir, save_baseline
     from ..snapshots.metrics import parse_metrics
     from .reading import read_target
     from .targets import one_of
@@ -66,8 +65,7 @@ def accept_drift(name: str, request: TargetRequest, collect: CollectOptions,
     the inventory), by default the host and unit NAME records, read live; (the file written, whether
     the old metrics were dropped)."""
     from ..findings.metrics import check_accept_length
-    from ..snapshots.baseline import baselines_dir as resolve_dir
-    from ..snapshots.baseline import load_baseline, save_baseline
+    from ..snapshots.baseline import baselines_dir as resolve_dir, load_baseline, save_baseline
     from ..snapshots.metrics import parse_metrics
     from .reading import read_target
     from .targets import one_of, with_unit
@@ -98,8 +96,7 @@ def list_named(baselines_dir: str | None) -> tuple[Path, list[dict]]:
     saved_by, note, error). A file that cannot be read is an item with its error, never a reason to
     hide the others."""
     from ..fileio import read_yaml
-    from ..snapshots.baseline import BASELINE_SCHEMA, list_baselines
-    from ..snapshots.baseline import baselines_dir as resolve_dir
+    from ..snapshots.baseline import BASELINE_SCHEMA, baselines_dir as resolve_dir, list_baselines
     directory = resolve_dir(baselines_dir)
     items = []
     for name in list_baselines(directory):

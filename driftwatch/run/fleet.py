@@ -27,13 +27,13 @@ from .voice import Voice
 
 if TYPE_CHECKING:
     from ..collect.raw import RawUnit
-    from .live_containers import LiveRead
-    from .shard import Shard
     from ..findings.compare import Comparison
     from ..findings.ignore import IgnoreEntry
     from ..findings.judging import Judging
     from ..snapshots.baseline import Baseline
     from ..snapshots.snapshot import Snapshot
+    from .live_containers import LiveRead
+    from .shard import Shard
 
 
 class Judge:
@@ -446,8 +446,8 @@ def _feed_store(snapshots: list[Snapshot], store: str | None, voice: Voice) -> b
     """Every live unit read saved to the snapshot store (after "since" was read from it), so history,
     "since" and "new since last run" work from the report's one cron job. True when one could not be
     saved (said; the report still goes out)."""
-    from ..snapshots.store import save_snapshot
     from ..diff.changes import changes_between
+    from ..snapshots.store import save_snapshot
     trouble = False
     for snap in snapshots:
         try:

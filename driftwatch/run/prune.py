@@ -16,8 +16,8 @@ def prune_store(store: str | None, keep: int | None, older_than: str | None, bas
     from; the records deleted (or that would be, with `dry_run`). Each is a `voice.out` line, the
     summary `voice.aside`, a store or baseline problem `voice.warn`."""
     from ..snapshots.baseline import baselines_dir as resolve_dir
-    from ..timestamps import parse_duration
     from ..snapshots.store import SnapshotStore, baseline_protections
+    from ..timestamps import parse_duration
     if keep is None and not older_than:
         raise InputError("prune needs --keep N and/or --older-than D (e.g. --keep 100, --older-than 30d)")
     age = parse_duration(older_than) if older_than else None

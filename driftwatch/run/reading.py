@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..collect.interface import CollectOptions as HowToCollect
-from ..collect.interface import CollectTarget, Where, collector_for
+from ..collect.interface import CollectOptions as HowToCollect, CollectTarget, Where, collector_for
 from ..engines.files import NO_FILES, EngineFiles
 from ..errors import InputError
 

@@ -1,7 +1,8 @@
 """Use cases on the snapshot store: a fleet snapshot (`driftwatch snapshot`) and retention (`prune`).
 
 Each host's answer is parsed and saved as it arrives (on a thread of its own, answers.py), while the
-others are still being read; its line is said in the order the hosts were named. One host's failure is its own line, never the others'.
+others are still being read; its line is said in the order the hosts were named. One host's failure
+is its own line, never the others'.
 """
 from __future__ import annotations
 
@@ -46,8 +47,8 @@ def snapshot_fleet(run: SnapshotRun, voice: Voice) -> bool:
     (`voice.out`: host, unit, status, where it was saved or `-`; why a unit failed is said once,
     through `voice.say`). True when a host could not be read or saved. `voice.aside` hears each
     host's timings (the CLI's --verbose)."""
-    from ..snapshots.store import save_snapshot
     from ..diff.changes import changes_between
+    from ..snapshots.store import save_snapshot
     from .reading import snapshot_from_unit_file
     if not run.targets:
         raise InputError("nothing to snapshot: give HOST..., --inventory FILE or --unit-file FILE")
@@ -84,9 +85,9 @@ def _said(voice: Voice, results: list | None, record: dict) -> None:
 
 
 def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> bool:
-    from ..snapshots.store import save_snapshot
     from ..diff.changes import changes_between
     from ..snapshots.reader import snapshot_from_raw
+    from ..snapshots.store import save_snapshot
     from .reading import collect_targets
     for t in targets:
         if not t.unit:
@@ -129,8 +130,8 @@ def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> boo
 def _snapshot_containers(targets: list[Target], run: SnapshotRun, voice: Voice) -> bool:
     """The inventory's containers and Kubernetes workloads and Pods (run/live_containers.py), one
     snapshot and one line each, as a unit's; True when one could not be read or saved (said once)."""
-    from ..snapshots.store import save_snapshot
     from ..diff.changes import changes_between
+    from ..snapshots.store import save_snapshot
     from .live_containers import read_live
     failed = False
     for read in read_live(targets, run.collect):

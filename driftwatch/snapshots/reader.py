@@ -102,7 +102,7 @@ def snapshot_from_raw(raw: RawUnit, engine_version: str | None = None, files: En
 
 def _host_network(wrapper_args: list[str]) -> bool:
     words = [w.strip() for w in wrapper_args]
-    pairs = zip(words, words[1:] + [""])
+    pairs = zip(words, words[1:] + [""], strict=True)
     return any(w in ("--network=host", "--net=host") or (w in ("--network", "--net") and nxt == "host")
                for w, nxt in pairs)
 

@@ -14,19 +14,19 @@ import functools
 import os
 
 from ...concepts import Binding
-from ..config import EngineConfig
-from ..files import EngineFiles
 from ...parse.wrappers import python_module
 from ..argparse_engine import ArgparseEngine
+from ..config import EngineConfig
+from ..files import EngineFiles
 from ..interface import EngineEntry
+from ..startup import StartupValues
 from ..versions import version_key
 from . import config_file
 from .catalogset import VLLMCatalogSet
 from .flexible import SERVE
-from ..startup import StartupValues
+from .journal import MARKERS as COLLECT_MARKERS
 from .probe import PROBE_PATHS, parse_probe
 from .rewrites import apply_rewrites
-from .journal import MARKERS as COLLECT_MARKERS
 from .startup_log import MARKERS, parse_startup_log
 
 API_SERVER = "vllm.entrypoints.openai.api_server"
