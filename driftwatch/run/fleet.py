@@ -427,9 +427,9 @@ def _since_from_store(doc: dict, store: str | None, baselines: _Baselines, judgi
                       voice: Voice) -> None:
     """Each finding's "since" from the snapshot store, each unit against its own baseline (nothing
     when the store holds no snapshot of it)."""
-    from ..snapshots.store import SnapshotStore
+    from ..snapshots.store import open_store
     from .since import annotate_since
-    opened = SnapshotStore(store or None, on_problem=lambda m: voice.aside(f"warning: {m}"))
+    opened = open_store(store or None, on_problem=lambda m: voice.aside(f"warning: {m}"))
     by_name: dict[str, list[dict]] = {}
     for entry in doc["hosts"]:
         name = ((entry.get("comparison") or {}).get("baseline") or {}).get("name")

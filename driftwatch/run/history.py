@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
-from ..snapshots.store import SnapshotStore, safe_component
+from ..snapshots.store import Store, open_store, safe_component
 from ..timestamps import parse_when
 from .history_document import groups_for, history_document
 
@@ -38,7 +38,7 @@ def store_history(request: TargetRequest, query: HistoryQuery, files: EngineFile
     warning (`voice.warn`) and a problem the document names."""
     from .targets import judged_pair, resolve_targets
     since = parse_when(query.since_text) if query.since_text else None
-    st = SnapshotStore(query.store or None, on_problem=voice.warn)
+    st = open_store(query.store or None, on_problem=voice.warn)
     # checks --limit; the inventory's (host, unit) pairs when it is the set; HOST is a name in the store
     targets = resolve_targets(replace(request, recorded_names=True))
     hosts = list(request.hosts)
@@ -74,7 +74,7 @@ def _override_note(request: TargetRequest, groups, specs) -> str | None:
     return baseline_override_note([judged_pair(request, h, u)[1] for h, u in groups])
 
 
-def _refuse_unknown(store: SnapshotStore, hosts: list[str], unit: str | None) -> None:
+def _refuse_unknown(store: Store, hosts: list[str], unit: str | None) -> None:
     """A host named on the command line of which the store holds no snapshot (of `unit`) is bad
     input, most often a typo: one line naming the hosts the store does hold (exit 2)."""
     wanted = unit is None or safe_component(unit, "unit")  # each named host's own rows: one index range

@@ -24,7 +24,7 @@ newest first; with a baseline, each finding's history (run/since.py).
 A change's time is the `collected_at` of the first snapshot that shows it; the change happened
 after the last run that still saw the old state (``previous.last_seen``, from the store's run log)
 and at or before that time. Unreadable files are skipped with a problem naming them
-(`SnapshotStore.problems`), never fatal. Nothing here formats text: report/wording.py phrases what
+(`Store.problems`), never fatal. Nothing here formats text: report/wording.py phrases what
 this module records.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DriftwatchError
-from ..snapshots.store import SnapshotStore, StoredSnapshot, component_name, safe_component, since_window
+from ..snapshots.store import Store, StoredSnapshot, component_name, safe_component, since_window
 from ..timestamps import epoch_stamp, format_utc, utc_now
 from .since import FindingsThroughTime, baseline_findings, stored_ref
 
@@ -117,7 +117,7 @@ def _batched_entry(batch: dict, where: tuple[str, str]) -> dict | None:
                        last_run)
 
 
-def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since: _dt.datetime | None = None,
+def unit_history(store: Store, host: str | None, unit: str | None, since: _dt.datetime | None = None,
                  findings: FindingsThroughTime | None = None, engine_version: str | None = None) -> dict:
     """One host/unit's history (one element of the document's `units`): from a database store's
     kept changes when it has them (no baseline asked), else by reading and diffing the snapshots."""
@@ -164,7 +164,7 @@ def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since
     return entry
 
 
-def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, str | None]] | None = None,
+def history_document(store: Store, groups: Iterable[tuple[str | None, str | None]] | None = None,
                      since: _dt.datetime | None = None, baseline=None, judging: Judging | None = None, *,
                      engine_version: str | None = None,
                      baseline_of: Callable[[str | None, str | None], Any] | None = None) -> dict:
@@ -232,7 +232,7 @@ def _baseline_ref(baseline) -> dict | None:
     return {"name": baseline.name, "host": baseline.host, "unit": baseline.unit, "metrics": dict(baseline.metrics)}
 
 
-def groups_for(store: SnapshotStore, hosts: Iterable[str] = (), unit: str | None = None,
+def groups_for(store: Store, hosts: Iterable[str] = (), unit: str | None = None,
                inventory_pairs: Iterable[tuple[str, str]] = ()) -> list[tuple[str, str]]:
     """The (host, unit) pairs a history is asked for: inventory pairs, named hosts (all their units
     in the store, or `unit`), or every unit in the store (filtered by `unit`)."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import DriftwatchError
 from ..identity import finding_id
-from ..snapshots.store import SnapshotStore, StoredSnapshot
+from ..snapshots.store import Store, StoredSnapshot
 
 if TYPE_CHECKING:
     from ..findings.judging import Judging
@@ -94,7 +94,7 @@ def baseline_findings(loaded: list[StoredSnapshot], findings: FindingsThroughTim
 # --------------------------------------------------------------------------- "since" in a fleet report
 
 
-def annotate_since(report: dict, store: SnapshotStore, baseline, judging: Judging) -> dict:
+def annotate_since(report: dict, store: Store, baseline, judging: Judging) -> dict:
     """Add `since` to every finding of a ``driftwatch.report/v1`` document, from the store: the
     first snapshot of the unbroken run, ending with the newest stored snapshot, whose comparison
     with the baseline has a finding of the same identity (host, unit, key). A finding the newest
@@ -124,7 +124,7 @@ def annotate_since(report: dict, store: SnapshotStore, baseline, judging: Judgin
     return report
 
 
-def since_by_walk(store: SnapshotStore, host: str | None, unit: str | None, wanted: set,
+def since_by_walk(store: Store, host: str | None, unit: str | None, wanted: set,
                    findings: FindingsThroughTime, engine_version: str | None
                    ) -> tuple[dict[str, StoredSnapshot], StoredSnapshot | None]:
     """Each wanted key's run start, judging every snapshot newest first until each run ends."""
