@@ -369,13 +369,13 @@ def _engine_shell(engines: tuple[EngineMarks, ...]) -> dict[str, str]:
     cases.append(f"*) DISTS={q(' '.join(dict.fromkeys(every)))} ;;")
     journal = " ".join(f"-e {q(m)}" for m in dict.fromkeys(m for e in engines for m in e.journal_markers))
 
-    def words(field: str) -> str:  # " a b " (awk looks for " WORD "), every engine's, once each
+    def field_words(field: str) -> str:  # " a b " (awk looks for " WORD "), every engine's, once each
         return q(" " + " ".join(dict.fromkeys(w for e in engines for w in getattr(e, field))) + " ")
 
     return {
-        "@CONFIGFLAGS@": words("config_flags"),
-        "@MODELFLAGS@": words("model_flags"),
-        "@MODELAFTER@": words("model_after"),
+        "@CONFIGFLAGS@": field_words("config_flags"),
+        "@MODELFLAGS@": field_words("model_flags"),
+        "@MODELAFTER@": field_words("model_after"),
         "@PROCFILES@": f"$(grep -l -a {procs} /proc/[0-9]*/cmdline 2>/dev/null)" if procs else "",
         "@SCRIPTS@": scripts or "/",  # no script: a pattern no base name matches
         "@DISTCASE@": f'case "$UNITTEXT" in {" ".join(cases)} esac',

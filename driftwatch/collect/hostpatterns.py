@@ -10,6 +10,7 @@ one line (an InputError) naming the rule it breaks.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
 
 from ..errors import InputError
@@ -17,14 +18,11 @@ from ..errors import InputError
 MAX_REGEX = 256
 MAX_UNBOUNDED = 4  # ".*a.*b.*c.*d": polynomial, but its degree stays small on a host name
 
-try:  # Python 3.11+: re._parser; before it, sre_parse
-    from re import (
-        _constants as _sre_c,  # type: ignore[attr-defined]
-        _parser as _sre_p,  # type: ignore[attr-defined]
-    )
-except ImportError:  # pragma: no cover - older Pythons
-    import sre_constants as _sre_c  # type: ignore[no-redef]
-    import sre_parse as _sre_p  # type: ignore[no-redef]
+if sys.version_info >= (3, 11):  # re._parser; before it, sre_parse (deprecated since 3.11)
+    from re import _constants as _sre_c, _parser as _sre_p
+else:  # pragma: no cover - older Pythons
+    import sre_constants as _sre_c
+    import sre_parse as _sre_p
 
 _REPEATS = {_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT} | ({_sre_c.POSSESSIVE_REPEAT}
                                                      if hasattr(_sre_c, "POSSESSIVE_REPEAT") else set())

@@ -399,7 +399,7 @@ def _load_driftwatch_yaml(path: str, doc: dict) -> list[HostTarget]:
     defaults = _settings(path, doc.get("defaults"), "defaults")
     hosts = doc.get("hosts")
     if isinstance(hosts, list):
-        hosts_map = {}
+        hosts_map: dict[str, None] = {}
         for h in hosts:
             if not isinstance(h, str):
                 raise InputError(f"{path}:{_line(hosts)}: hosts: list entries must be host names")
@@ -419,7 +419,7 @@ def _load_driftwatch_yaml(path: str, doc: dict) -> list[HostTarget]:
         if not isinstance(members, list):
             raise InputError(f"{path}:{_line(group, 'hosts')}: group {gname!r}: hosts must be a list")
         rest = _Map({k: v for k, v in group.items() if k != "hosts"})
-        rest.line, rest.key_lines = group.line, group.key_lines
+        rest.line, rest.key_lines = getattr(group, "line", 0), getattr(group, "key_lines", {})
         settings = _settings(path, rest, f"group {gname!r}")
         for member in members:
             if member not in hosts:
@@ -503,7 +503,7 @@ def expand_host_pattern(pattern: str, where: str) -> list[str]:
             raise InputError(f"{where}: host range {pattern!r} expands to more than {MAX_RANGE_HOSTS} hosts")
     if total == 0:
         raise InputError(f"{where}: empty host range {pattern!r}")
-    m = _RANGE.search(pattern)
+    m = ranges[0][0]  # the first range of `pattern` (found above)
     lo = m.group(1)
     items = _range_items(lo, m.group(2), int(m.group(3) or 1), pattern, where)
     head, tail = pattern[: m.start()], pattern[m.end():]

@@ -93,7 +93,7 @@ class SSHConnection:
                             f"(the DNS server did not answer for {hop.hostname})", TIMEOUT) from None
         except socket.gaierror as exc:
             raise HostError(f"{hop.display}: cannot resolve {hop.hostname}: {exc.strerror}", UNREACHABLE) from None
-        last: Exception | None = None
+        last: OSError | None = None
         for family, stype, proto, _, addr in infos:
             remaining = self.connect_timeout - (time.monotonic() - start)
             if remaining <= 0:
@@ -369,7 +369,7 @@ class SSHCollector(Collector):
                                         look_for_keys=look_for_keys)
         self._opened = False
         self._gpus_done = False
-        self._gpus = None
+        self._gpus: tuple[list[dict] | None, str | None] = (None, None)  # read once per host
         self._failure: tuple[str, str] | None = None
 
     def connect(self) -> None:
