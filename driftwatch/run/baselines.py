@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DriftwatchError, InputError
 
@@ -98,9 +98,9 @@ def list_named(baselines_dir: str | None) -> tuple[Path, list[dict]]:
     from ..fileio import read_yaml
     from ..snapshots.baseline import BASELINE_SCHEMA, baselines_dir as resolve_dir, list_baselines
     directory = resolve_dir(baselines_dir)
-    items = []
+    items: list[dict[str, Any]] = []
     for name in list_baselines(directory):
-        item = {"name": name, "path": str(directory / f"{name}.yaml"), "host": None, "unit": None,
+        item: dict[str, Any] = {"name": name, "path": str(directory / f"{name}.yaml"), "host": None, "unit": None,
                 "metrics": {}, "saved_at": None, "saved_by": None, "note": None, "error": None}
         items.append(item)
         try:
@@ -111,7 +111,7 @@ def list_named(baselines_dir: str | None) -> tuple[Path, list[dict]]:
         if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
             item["error"] = "not a driftwatch baseline"
             continue
-        raw_metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else {}
+        raw_metrics = found if isinstance(found := data.get("metrics"), dict) else {}
         item.update(host=data.get("host"), unit=data.get("unit"), metrics=dict(raw_metrics),
                     saved_at=data.get("saved_at"), saved_by=data.get("saved_by"), note=data.get("note"))
     return directory, items

@@ -237,8 +237,8 @@ def _owner(pod: ContainerSpec, workloads: list[ContainerSpec]) -> tuple | None:
     LeaderWorkerSet by its name label, the leader being worker index 0), else the one workload whose
     selector's `matchLabels` the Pod carries."""
     obj = pod.extra.get("object") or {}
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    meta = found if isinstance(found := obj.get("metadata"), dict) else {}
+    labels = found if isinstance(found := meta.get("labels"), dict) else {}
     owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
     container = pod.origin.container
 
@@ -263,7 +263,8 @@ def _owner(pod: ContainerSpec, workloads: list[ContainerSpec]) -> tuple | None:
     matched = []
     for w in workloads:
         wobj = w.extra.get("object") or {}
-        wanted = (wobj.get("spec") or {}).get("selector") if isinstance(wobj.get("spec"), dict) else None
+        spec = wobj.get("spec")
+        wanted = spec.get("selector") if isinstance(spec, dict) else None
         wanted = wanted.get("matchLabels") if isinstance(wanted, dict) else None
         if isinstance(wanted, dict) and wanted and all(labels.get(k) == v for k, v in wanted.items()) \
                 and w.origin.container == container:

@@ -428,7 +428,7 @@ def _reread(entry: PlannedDropin, ctx: RestoreContext) -> RawUnit:
     from ..collect.fleet import collect_fleet
     from ..snapshots.reader import EngineReader
     [raw] = collect_fleet([(entry.address.host_target(), entry.unit)], ctx.ssh,
-                          EngineReader(ctx.files))  # type: ignore[arg-type]
+                          EngineReader(ctx.files))
     raw.host = entry.host
     return raw
 

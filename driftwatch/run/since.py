@@ -13,7 +13,7 @@ Findings are identified as everywhere (`identity.finding_id`: host, unit, key).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from ..errors import DriftwatchError
 from ..identity import finding_id
@@ -23,7 +23,16 @@ if TYPE_CHECKING:
     from ..findings.judging import Judging
 
 
+@overload
+def stored_ref(stored: StoredSnapshot) -> dict: ...
+
+
+@overload
+def stored_ref(stored: None) -> None: ...
+
+
 def stored_ref(stored: StoredSnapshot | None) -> dict | None:
+    """Where a stored snapshot is (its name and when it was collected), as documents say it."""
     if stored is None:
         return None
     return {"snapshot": stored.record.name, "collected_at": stored.record.stamp}
@@ -116,7 +125,8 @@ def annotate_since(report: dict, store: Store, baseline, judging: Judging) -> di
         for f in comparison["findings"]:
             if not isinstance(f, dict):
                 continue
-            found = start.get(f.get("key"))
+            key = f.get("key")
+            found = start.get(key) if isinstance(key, str) else None
             f["since"] = ({"at": found.record.stamp, "snapshot": found.record.name,
                            "id": str(finding_id(entry.get("host"), entry.get("unit"), f.get("key")))}
                           if found is not None else {"at": None, "snapshot": None, "after": newest.record.stamp})
