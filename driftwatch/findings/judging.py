@@ -52,4 +52,4 @@ def load_judging(rules_dir: str | None = None, ignores: tuple[str, ...] | list[s
     inputs always names the same one first."""
     rules = load_rules(rules_dir)
     ignore = from_cli(ignores) + load_ignore_file(ignore_file)
-    return Judging(rules, ignore, concurrency, engine_version)
+    return Judging(tuple(rules), tuple(ignore), concurrency, engine_version)
