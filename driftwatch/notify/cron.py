@@ -16,10 +16,23 @@ import os
 import re
 import shlex
 from importlib import resources
+from typing import TypedDict
 
 from driftwatch.errors import InputError
 
-DEFAULTS = {
+
+class CronDefaults(TypedDict):
+    """What `cron_example` fills in for a value it is not given."""
+
+    driftwatch: str
+    inventory: str
+    baseline: str | None
+    baselines_dir: str
+    email: str
+    user: str
+
+
+DEFAULTS: CronDefaults = {
     "driftwatch": "/usr/local/bin/driftwatch",
     "inventory": "/etc/driftwatch/inventory.yaml",
     "baseline": None,  # each unit's own, from the inventory
@@ -48,7 +61,8 @@ def fill_template(name: str, **values: str) -> str:
     """The template `name` (a file in driftwatch/data/templates/) with each ``{key}`` replaced by
     ``values[key]``. Only ``{lowercase_name}`` is a placeholder; a placeholder without a value, or a
     value without a placeholder, is a programming error (ValueError)."""
-    text = resources.files("driftwatch.data").joinpath("templates", name).read_text(encoding="utf-8")
+    # one name per joinpath: Python 3.10's Traversable takes one
+    text = resources.files("driftwatch.data").joinpath("templates").joinpath(name).read_text(encoding="utf-8")
     wanted = set(_PLACEHOLDER.findall(text))
     if wanted != set(values):
         raise ValueError(f"template {name}: placeholders {sorted(wanted)} but values for {sorted(values)}")

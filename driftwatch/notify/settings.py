@@ -72,7 +72,7 @@ DEFAULTS: dict[str, Any] = {
 
 _TOP_KEYS = {"email": "email", "from": "sender", "subject_prefix": "subject_prefix", "inventory": "inventory",
              "baseline": "baseline", "baselines_dir": "baselines_dir", "state": "state",
-             "only_changes": "only_changes", "smtp": None}
+             "only_changes": "only_changes", "smtp": "smtp"}  # smtp: a mapping, flattened by _SMTP_KEYS
 REPORT_KEYS = frozenset(_TOP_KEYS)  # report's own keys (smtp a mapping of its own)
 _SMTP_KEYS = {"host": "smtp_host", "port": "smtp_port", "user": "smtp_user", "security": "smtp_security",
               "password_file": "smtp_password_file", "ca_file": "smtp_ca_file", "timeout": "smtp_timeout"}
@@ -312,16 +312,17 @@ def load_report_settings(config_path: str | None, env: Mapping[str, str], *,
     settings = dict(DEFAULTS)
     settings["email"] = []
     settings["config_file"] = None
+    path: str | None = None
+    doc: dict | None = None
     if config_path:
         path = os.path.expanduser(str(config_path))
         doc = read_config(path)
     else:
-        path, doc = None, None
         for candidate in (search_paths if search_paths is not None else default_config_paths(env)):
             if os.path.exists(candidate):
                 path, doc = candidate, read_config(candidate)
                 break
-    if doc is not None:
+    if doc is not None and path is not None:  # a file was read
         settings.update(_flatten_config(doc, path))
         settings["config_file"] = path
 
