@@ -269,8 +269,9 @@ class TextFormat(Format):
                 lines += self._fit(f"     impact: {w.impact_text(g)}", "     ")
                 lines += self._para("hosts: " + w.group_hosts_text(g), "     ")
                 lines += self._explanation(g)
-                if w.restore_line(g, doc):  # one line, never wrapped: a command is copied whole
-                    lines.append("     " + w.restore_line(g, doc))
+                restore = w.restore_line(g, doc)
+                if restore:  # one line, never wrapped: a command is copied whole
+                    lines.append("     " + restore)
             lines.append("")
         rows = w.fleet_rows(doc)
         if rows:

@@ -21,11 +21,21 @@ one line. Nothing here computes drift: the documents hold every number.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..engines.config import DEFAULT, RUNTIME, SOURCE_WORDS
 from ..redact import CHANGED_FINGERPRINT, UNKNOWN_FINGERPRINT, has_fingerprint, mask_fingerprints, visible
 from . import unreadable, view
+
+
+def as_dict(value: Any) -> dict:
+    """`value` when it is a mapping, else {}: a report may come from a file, an older release or a hand."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list:
+    """`value` when it is a list, else []."""
+    return value if isinstance(value, list) else []
 
 ARROW = "\u2192"  # →
 DASH = "\u2014"  # —
@@ -57,7 +67,7 @@ def shorten(text: str, width: int | None) -> str:
     return text if not width or len(text) <= width else text[: width - 1] + ELLIPSIS
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -196,13 +206,13 @@ def finding_name(f: dict) -> str:
     return clean(f.get("flag") or f.get("key") or "?") + origin_text(f)
 
 
-def _is_dropin(path: Any) -> bool:
+def _is_dropin(path: Any) -> TypeGuard[str]:
     return isinstance(path, str) and path.endswith(".conf") and ".d/" in path
 
 
 def origin_text(f: dict) -> str:
     """' (from override.conf)' when a drop-in set the current (else the baseline) value; '' otherwise."""
-    origin = f.get("origin") if isinstance(f.get("origin"), dict) else {}
+    origin = as_dict(f.get("origin"))
     for side in ("current", "baseline"):
         path = origin.get(side)
         if _is_dropin(path):
@@ -232,7 +242,7 @@ def finding_line(f: dict, width: int | None = None) -> str:
 def impact_text(f: dict) -> str:
     """'×0.61 single-stream, low confidence'; 'capacity; speed unchanged (high confidence)';
     'single-stream, not quantified'; 'no throughput impact'; 'unknown impact'."""
-    imp = f.get("impact") if isinstance(f.get("impact"), dict) else {}
+    imp = as_dict(f.get("impact"))
     dim = clean(imp.get("dimension") or "none")
     r = imp.get("throughput_ratio")
     r = r if is_number(r) else None
@@ -311,8 +321,8 @@ def _label(side: dict) -> str | None:
 def comparison_header(doc: dict) -> list[str]:
     """'baseline: 70toks (sglang-qwen.service on ct129; SGLang 0.5.12)',
     'current:  sglang-qwen.service (local file); SGLang 0.5.12 (inferred: …)'."""
-    b = doc.get("baseline") if isinstance(doc.get("baseline"), dict) else {}
-    t = doc.get("target") if isinstance(doc.get("target"), dict) else {}
+    b = as_dict(doc.get("baseline"))
+    t = as_dict(doc.get("target"))
     unit = clean(t.get("unit") or "-")
     where = f"{unit} on {clean(t['host'])}" if t.get("host") else f"{unit} (local file)"
     src = t.get("source")
@@ -329,8 +339,8 @@ def comparison_header(doc: dict) -> list[str]:
 
 def comparison_title(doc: dict) -> str:
     """'ct129 vs baseline 70toks' (the unit stands for the host when it was a local file)."""
-    b = doc.get("baseline") if isinstance(doc.get("baseline"), dict) else {}
-    t = doc.get("target") if isinstance(doc.get("target"), dict) else {}
+    b = as_dict(doc.get("baseline"))
+    t = as_dict(doc.get("target"))
     return f"{clean(t.get('host') or t.get('unit') or '?')} vs baseline {clean(b.get('name') or '?')}"
 
 
@@ -412,7 +422,7 @@ def baseline_name(report: dict) -> str:
 
 def _one_baseline_line(b: dict) -> str:
     where = ", ".join(clean(b[k]) for k in ("host", "unit") if b.get(k))
-    metrics = b.get("metrics") if isinstance(b.get("metrics"), dict) else {}
+    metrics = as_dict(b.get("metrics"))
     bits = [where] if where else []
     if metrics.get("throughput") is not None:
         bits.append(f"{tps_text(metrics['throughput'])} tok/s")
@@ -640,7 +650,8 @@ LAST_RUN = {"new": "new since last run", "still present": "still present"}
 
 def last_run_text(f: dict) -> str:
     """'new since last run' / 'still present' (mail: against the last settled run), else ''."""
-    return LAST_RUN.get(f.get("last_run"), "") if isinstance(f.get("last_run"), str) else ""
+    last = f.get("last_run")
+    return LAST_RUN.get(last, "") if isinstance(last, str) else ""
 
 
 def finding_history(f: dict) -> str:
@@ -670,7 +681,7 @@ def history_change(c: dict, width: int | None = None) -> str:
 
 def history_origin(c: dict) -> str:
     """The file that set the new side (the old one for a removal): a drop-in by name, else the path."""
-    origin = c.get("origin") if isinstance(c.get("origin"), dict) else {}
+    origin = as_dict(c.get("origin"))
     path = origin.get("new") or origin.get("old")
     if not isinstance(path, str) or not path:
         return DASH
@@ -679,7 +690,7 @@ def history_origin(c: dict) -> str:
 
 def history_rows(u: dict) -> list[list[str]]:
     """HISTORY_COLUMNS rows of one unit's changes, newest first (as the document lists them)."""
-    changes = u.get("changes") if isinstance(u.get("changes"), list) else []
+    changes = as_list(u.get("changes"))
     return [[clean(c.get("at") or "?"), history_change(c), history_origin(c), clean(c.get("snapshot") or "?")]
             for c in changes if isinstance(c, dict)]
 
@@ -687,7 +698,7 @@ def history_rows(u: dict) -> list[list[str]]:
 def history_unit_title(u: dict) -> str:
     """'ct129 sglang-qwen.service: 3 snapshots, 290 runs, 2026-11-20T03:00:00Z → 2026-12-01T10:40:00Z'."""
     n, runs = u.get("snapshots") or 0, u.get("runs") or 0
-    first = u.get("first") if isinstance(u.get("first"), dict) else {}
+    first = as_dict(u.get("first"))
     span = ""
     if first.get("collected_at") and u.get("last_run"):
         span = f", {clean(first['collected_at'])} {ARROW} {clean(u['last_run'])}"
@@ -698,8 +709,8 @@ def history_unit_title(u: dict) -> str:
 def history_finding(f: dict) -> str:
     """'--speculative-num-steps 3 → 1: since 2026-11-28T03:00:00Z, first seen in snapshot …; never went away'
     or '…: since T (snapshot S); first seen T0 in snapshot S0; went away at T1 (snapshot S1)'."""
-    since = f.get("since") if isinstance(f.get("since"), dict) else {}
-    first = f.get("first_seen") if isinstance(f.get("first_seen"), dict) else {}
+    since = as_dict(f.get("since"))
+    first = as_dict(f.get("first_seen"))
     head = finding_line(f)
     if not since.get("collected_at"):
         return head
@@ -719,7 +730,7 @@ def history_finding(f: dict) -> str:
 
 def history_header(doc: dict) -> list[str]:
     """'store: /var/lib/driftwatch (2 units)', 'since: …', 'baseline: 70toks (…)'."""
-    units = doc.get("units") if isinstance(doc.get("units"), list) else []
+    units = as_list(doc.get("units"))
     lines = [f"store: {clean(doc.get('store') or '?')} ({len(units)} unit{'s' if len(units) != 1 else ''})"]
     if doc.get("since"):
         lines.append(f"changes since: {clean(doc['since'])}")
