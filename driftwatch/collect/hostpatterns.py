@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Iterable
+from typing import Any
 
 from ..errors import InputError
 
@@ -28,7 +29,7 @@ _REPEATS = {_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT} | ({_sre_c.POSSESSIVE_REPEAT}
                                                      if hasattr(_sre_c, "POSSESSIVE_REPEAT") else set())
 
 
-def _walk(items, inside_repeat: bool, counts: list[int]) -> str | None:
+def _walk(items: Any, inside_repeat: bool, counts: list[int]) -> str | None:
     """The first rule the parsed pattern `items` breaks, or None."""
     for op, arg in items:
         if op in (_sre_c.GROUPREF, _sre_c.GROUPREF_EXISTS):
@@ -58,7 +59,7 @@ def _walk(items, inside_repeat: bool, counts: list[int]) -> str | None:
     return None
 
 
-def _has_branch(items) -> bool:
+def _has_branch(items: Any) -> bool:  # a parsed pattern (re._parser.SubPattern)
     return any(op == _sre_c.BRANCH or (op == _sre_c.SUBPATTERN and _has_branch(arg[-1])) for op, arg in items)
 
 

@@ -15,6 +15,8 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from driftwatch.collect.commands import MAX_ENV_FILE_BYTES, build_command, parse_output
 from driftwatch.collect.hostkeys import KnownHosts, host_lookup_name
@@ -36,6 +38,9 @@ from driftwatch.collect.sshconfig import Endpoint
 from driftwatch.fileio import MAX_TEXT_BYTES
 from driftwatch.resolver import ResolveTimeout, resolve
 from driftwatch.timestamps import utc_now
+
+if TYPE_CHECKING:  # paramiko is imported when a connection is opened (it is slow to import)
+    from paramiko import Channel, PKey, Transport
 
 # What one unit's round trip may send back: the unit (at most MAX_TEXT_BYTES, however it is read) twice
 # over (systemctl cat, or the files on disk), the EnvironmentFile= files (32 x 64 KiB) and 2 MiB for the
@@ -61,7 +66,7 @@ class SSHConnection:
         self.password = password
         self.allow_agent = allow_agent
         self.look_for_keys = look_for_keys
-        self.transports: list = []  # jump hosts first, target last
+        self.transports: list[Transport] = []  # jump hosts first, target last
         self._closed = threading.Event()
         self._sock: socket.socket | None = None
         self.truncated = False  # the last run() stopped at MAX_OUTPUT_BYTES
@@ -74,10 +79,7 @@ class SSHConnection:
         for hop in hops:
             if self._closed.is_set():
                 raise HostError(f"{self.endpoint.display}: aborted", TIMEOUT)
-            if channel is None:
-                sock = self._tcp(hop)
-            else:
-                sock = self._through(hop, deadline)
+            sock: socket.socket | Channel = self._tcp(hop) if channel is None else self._through(hop, deadline)
             transport = self._handshake(hop, sock)
             self._authenticate(hop, transport)
             channel = transport
@@ -113,7 +115,7 @@ class SSHConnection:
         reason = last.strerror or str(last)
         raise HostError(f"{hop.display}: cannot connect: {reason}", UNREACHABLE)
 
-    def _through(self, hop: Endpoint, deadline: float):
+    def _through(self, hop: Endpoint, deadline: float) -> Channel:
         import paramiko
 
         via = self.transports[-1]
@@ -128,7 +130,7 @@ class SSHConnection:
     def _names(self, hop: Endpoint) -> list[str]:
         return [host_lookup_name(hop.host_key_alias or hop.hostname, hop.port)]
 
-    def _handshake(self, hop: Endpoint, sock):
+    def _handshake(self, hop: Endpoint, sock: socket.socket | Channel) -> Transport:
         import paramiko
 
         t = paramiko.Transport(sock)
@@ -161,7 +163,7 @@ class SSHConnection:
         self.known_hosts.check(hop.display, names, key.get_name(), key.get_base64())
         return t
 
-    def _authenticate(self, hop: Endpoint, t) -> None:
+    def _authenticate(self, hop: Endpoint, t: Transport) -> None:
         import paramiko
 
         errors: list[str] = []
@@ -174,7 +176,7 @@ class SSHConnection:
                 errors.append(f"password: {exc}")
             except (paramiko.SSHException, OSError) as exc:
                 raise self._auth_io_error(hop, exc) from None
-        tried: set[str] = set()
+        tried: set[bytes] = set()  # key fingerprints (MD5 digests)
         for key, label in self._keys(hop, errors):
             fp = key.get_fingerprint()
             if fp in tried:
@@ -197,7 +199,7 @@ class SSHConnection:
             return HostError(f"{hop.display}: authentication timed out", TIMEOUT)
         return HostError(f"{hop.display}: connection lost during authentication: {exc}", ERROR)
 
-    def _keys(self, hop: Endpoint, errors: list[str]):
+    def _keys(self, hop: Endpoint, errors: list[str]) -> Iterator[tuple[PKey, str]]:
         """(pkey, label) in OpenSSH's order: identity files, agent keys, default key files."""
         import paramiko
 
@@ -262,7 +264,7 @@ class SSHConnection:
         finally:
             chan.close()
 
-    def open_loopback(self, port: int, timeout: float):
+    def open_loopback(self, port: int, timeout: float) -> Channel:
         """A ``direct-tcpip`` channel to 127.0.0.1:port *on the host* (what ``ssh -L`` opens), for
         --probe; the address is fixed here, never taken from the unit or the server."""
         return self.transports[-1].open_channel("direct-tcpip", ("127.0.0.1", port), ("127.0.0.1", 0),
@@ -287,7 +289,7 @@ class SSHConnection:
                 pass
 
 
-def _load_key(path: str, errors: list[str]):
+def _load_key(path: str, errors: list[str]) -> PKey | None:
     import paramiko
 
     try:
