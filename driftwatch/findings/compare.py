@@ -12,7 +12,7 @@ from typing import Any
 
 from ..diff import Difference, EnginePair, diff_snapshots, read_pair
 from ..diff.reported import reported_concepts, reported_figures
-from ..engines.config import folded_issues
+from ..engines.config import EngineConfig, folded_issues
 from ..facts import facts_context
 from ..impact import ImpactContext, combine, combine_intervals, direction, get_model
 from ..redact import mask_fingerprints
@@ -94,7 +94,7 @@ class Comparison:
         return bool(self.findings)
 
 
-def _side_values(config) -> tuple[dict[str, Any], set[str]]:
+def _side_values(config: EngineConfig) -> tuple[dict[str, Any], set[str]]:
     """What impact models read of one side: concept -> value, and the concepts computed at start-up."""
     return config.concept_values()
 
@@ -283,7 +283,7 @@ def _reported_capacities(snapshot: Snapshot) -> dict[str, float]:
             if c in by_concept and not isinstance(v, bool)}
 
 
-def _apply_measured(metrics: dict, values: dict, runtime: set, config) -> None:
+def _apply_measured(metrics: dict, values: dict, runtime: set, config: EngineConfig) -> None:
     """Measured start-up values replace what is not set on the command line."""
     for metric, concept in MEASURED_CONCEPTS.items():
         if metric not in metrics:

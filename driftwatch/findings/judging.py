@@ -30,7 +30,7 @@ class Judging:
     # --workload-*); a figure measured on a server (its own metrics) wins over it
     workload: tuple[tuple[str, float], ...] = ()
 
-    def __post_init__(self):  # lists are welcome; kept as tuples so a run cannot change them under way
+    def __post_init__(self) -> None:  # lists are welcome; kept as tuples so a run cannot change them under way
         object.__setattr__(self, "rules", tuple(self.rules))
         object.__setattr__(self, "ignore", tuple(self.ignore))
         object.__setattr__(self, "workload", tuple(dict(self.workload).items()))

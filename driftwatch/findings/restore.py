@@ -26,6 +26,7 @@ from ..redact import fingerprint, has_fingerprint, is_fingerprint_of
 from ..snapshots.baseline import Baseline
 from ..snapshots.snapshot import Snapshot, build_snapshot
 from .compare import Comparison, Finding
+from .judging import Judging
 
 # Named to sort after every drop-in a unit usually has (`override.conf` from `systemctl edit`,
 # `zz-…`): systemd applies drop-ins in file-name order, so the last one wins. A unit with a drop-in
@@ -638,7 +639,7 @@ def laid_over(raw: RawUnit, plan: RestorePlan, dropin_text: str) -> RawUnit:
                    interconnect=raw.interconnect, model_configs=dict(raw.model_configs))
 
 
-def verify(plan: RestorePlan, raw: RawUnit, dropin_text: str, baseline: Baseline, judging,
+def verify(plan: RestorePlan, raw: RawUnit, dropin_text: str, baseline: Baseline, judging: Judging,
            files: EngineFiles = NO_FILES) -> None:
     """Lay the drop-in over the unit, read it again and compare it with the baseline: whether systemd
     and the engine would accept it go into `plan.problems`, what still differs (beyond what is kept

@@ -44,7 +44,7 @@ password itself is never stored in it: `notify.deliver.smtp_settings()` reads it
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -278,7 +278,7 @@ def baseline_search_dirs(option: str | None, env: Mapping[str, str],
 
 
 def resolve_baselines_dir(spec: str, option: str | None, env: Mapping[str, str], settings: Mapping[str, Any],
-                          note=None) -> Path:
+                          note: Callable[[str], Any] | None = None) -> Path:
     """The directory in which `baseline.load_baseline(spec, ...)` should look for the name `spec`.
     A path `spec` needs none (the first candidate is returned). An unknown name is a BaselineError
     naming every directory searched and the names each holds. `note(message)` is called when the

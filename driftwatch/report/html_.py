@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import html
 import re
+from typing import Any
 
 from . import view, wording as w
 from .interface import Format
@@ -67,7 +68,7 @@ _STATUS_STYLE = {
 _OTHER = ("#344054", "#f2f4f7")
 
 
-def esc(value) -> str:
+def esc(value: Any) -> str:
     """Escaped text of one display line (control characters shown as escapes)."""
     return html.escape(w.clean(value), quote=True)
 

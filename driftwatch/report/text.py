@@ -11,6 +11,7 @@ import re
 import shutil
 import sys
 import textwrap
+from typing import Any, TextIO
 
 from tabulate import tabulate
 
@@ -31,7 +32,7 @@ _GAP = 2  # tabulate's "simple" format puts two spaces between columns
 TABLE_MIN_WIDTH = 80
 
 
-def terminal_width(stream=None) -> int | None:
+def terminal_width(stream: TextIO | None = None) -> int | None:
     """`COLUMNS` when set, else the width of the terminal `stream` (stdout) is, else None."""
     env = os.environ.get("COLUMNS", "").strip()
     if env.isdigit() and int(env) > 0:
@@ -98,7 +99,7 @@ def _spare_for_words(rows: list[list], headers: list[str], caps: list) -> list:
     return caps
 
 
-def wrap_cell(cell, width: int | None):
+def wrap_cell(cell: Any, width: int | None) -> Any:
     """A table cell wrapped to `width` at spaces (tabulate's own wrap cuts words wherever the column
     ends: "--speculative" / "-num-steps"); only a token wider than the column is split
     (`_split_token`). Non-text cells and cells without a width are returned as they are."""

@@ -21,11 +21,15 @@ one line. Nothing here computes drift: the documents hold every number.
 from __future__ import annotations
 
 import json
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..engines.config import DEFAULT, RUNTIME, SOURCE_WORDS
 from ..redact import CHANGED_FINGERPRINT, UNKNOWN_FINGERPRINT, has_fingerprint, mask_fingerprints, visible
 from . import unreadable, view
+
+if TYPE_CHECKING:
+    from ..diff import Difference
+    from ..findings.compare import Finding
 
 
 def as_dict(value: Any) -> dict:
@@ -150,7 +154,7 @@ def pair_text(baseline: Any, baseline_source: str | None, current: Any, current_
     return base, cur
 
 
-def display_pair(diff) -> tuple[str, str]:
+def display_pair(diff: Difference) -> tuple[str, str]:
     """Both sides of a `Difference` (`explain` writes them into the rule's sentence)."""
     base, cur = pair_text(diff.baseline, diff.baseline_source, diff.current, diff.current_source,
                           bool(diff.secret))
@@ -160,11 +164,11 @@ def display_pair(diff) -> tuple[str, str]:
 
 
 class _SafeFormat(dict):
-    def __missing__(self, key):
+    def __missing__(self, key: str) -> str:
         return "{" + key + "}"
 
 
-def _drop_restatement(detail: str, diff) -> str:
+def _drop_restatement(detail: str, diff: Difference) -> str:
     """Models often open with "NAME a → b: …"; the rule's sentence already says that."""
     head, sep, rest = detail.partition(": ")
     names = [diff.key.split(".", 1)[-1], diff.label] + ([diff.concept] if diff.concept else [])
@@ -173,7 +177,7 @@ def _drop_restatement(detail: str, diff) -> str:
     return detail
 
 
-def explain(finding) -> str:
+def explain(finding: Finding) -> str:
     """A finding's explanation: its rule's sentence filled with both sides and the model's detail."""
     diff, detail = finding.difference, finding.detail
     base, cur = display_pair(diff)
