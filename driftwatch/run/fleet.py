@@ -402,7 +402,7 @@ def _judge_hosts(judge: Judge, targets: list[Target], collect: CollectOptions) -
     from .answers import AnswerWorker
     compared: dict[int, dict] = {}
 
-    def arrived(item) -> None:
+    def arrived(item: tuple[RawUnit, Target]) -> None:
         raw, target = item
         compared[id(raw)] = judge.raw(raw, target)
 

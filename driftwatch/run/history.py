@@ -60,14 +60,14 @@ def store_history(request: TargetRequest, query: HistoryQuery, files: EngineFile
         directory = resolve_dir(options.baselines_dir)
         for spec in dict.fromkeys(v for v in specs.values() if v):
             cache[spec] = named_baseline(spec, directory, files)
-    note = _override_note(request, groups, specs)
+    note = _override_note(request, groups)
     if note:
         voice.aside(note)
     return history_document(st, groups, since, None, judging, engine_version=query.engine_version,
                             baseline_of=(lambda h, u: cache.get(specs.get((h, u)) or "")) if cache else None)
 
 
-def _override_note(request: TargetRequest, groups, specs) -> str | None:
+def _override_note(request: TargetRequest, groups: list[tuple[str, str]]) -> str | None:
     from .targets import baseline_override_note, judged_pair
     if not request.baseline:
         return None
