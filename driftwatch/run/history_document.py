@@ -34,22 +34,24 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import DriftwatchError
-from ..snapshots.store import Store, StoredSnapshot, component_name, safe_component, since_window
+from ..snapshots.store import KeptChanges, Store, StoredSnapshot, component_name, safe_component, since_window
 from ..timestamps import epoch_stamp, format_utc, utc_now
 from .since import FindingsThroughTime, baseline_findings, stored_ref
 
 if TYPE_CHECKING:
     from ..findings.judging import Judging
+    from ..snapshots.baseline import Baseline
     from ..snapshots.snapshot import Snapshot
+    from ..snapshots.store_sql import KeptRow
 
 HISTORY_SCHEMA = "driftwatch.history/v1"
 
 
-def _record_ref(record) -> dict:
+def _record_ref(record: KeptRow) -> dict:
     return {"snapshot": record.name, "collected_at": record.stamp}
 
 
-def _kept_unit_history(store, host: str | None, unit: str | None, since: _dt.datetime | None,
+def _kept_unit_history(store: KeptChanges, host: str | None, unit: str | None, since: _dt.datetime | None,
                        engine_version: str | None) -> dict:
     """`unit_history` from a database store's rows and kept changes (schema v2): no snapshot is
     read or typed unless a pair's changes were never kept (then they are computed once and kept)."""
@@ -67,8 +69,9 @@ def _kept_unit_history(store, host: str | None, unit: str | None, since: _dt.dat
                        len(rows) + sum(s[0] for s in stats.values()), last_run)
 
 
-def _kept_entry(host, unit, pairs, stats: dict[int, tuple[int, int]], count: int, first, newest, runs: int,
-                last_run: int | None) -> dict:
+def _kept_entry(host: str | None, unit: str | None, pairs: list[tuple[KeptRow, KeptRow, list[dict]]],
+                stats: dict[int, tuple[int, int]], count: int, first: KeptRow | None, newest: KeptRow | None,
+                runs: int, last_run: int | None) -> dict:
     """One element of `units` from kept rows: `pairs` (older, newer, changes) the answer shows,
     `stats` row id -> (unchanged runs, the last one's time) for their older rows."""
     per_pair = []
@@ -90,9 +93,9 @@ def _kept_entry(host, unit, pairs, stats: dict[int, tuple[int, int]], count: int
     }
 
 
-def _kept_batch(store, groups: list, since: _dt.datetime | None) -> dict:
+def _kept_batch(store: Store, groups: list[tuple[str | None, str | None]], since: _dt.datetime | None) -> dict:
     """Every unit's kept rows in a few statements (a database store of schema v2), or {}."""
-    if not hasattr(store, "kept_histories") or not groups:
+    if not isinstance(store, KeptChanges) or not groups:
         return {}
     try:
         return {"units": store.kept_histories(groups, since)}
@@ -121,7 +124,7 @@ def unit_history(store: Store, host: str | None, unit: str | None, since: _dt.da
                  findings: FindingsThroughTime | None = None, engine_version: str | None = None) -> dict:
     """One host/unit's history (one element of the document's `units`): from a database store's
     kept changes when it has them (no baseline asked), else by reading and diffing the snapshots."""
-    if findings is None and hasattr(store, "pair_changes"):
+    if findings is None and isinstance(store, KeptChanges):
         try:
             return _kept_unit_history(store, host, unit, since, engine_version)
         except DriftwatchError:
@@ -165,7 +168,8 @@ def unit_history(store: Store, host: str | None, unit: str | None, since: _dt.da
 
 
 def history_document(store: Store, groups: Iterable[tuple[str | None, str | None]] | None = None,
-                     since: _dt.datetime | None = None, baseline=None, judging: Judging | None = None, *,
+                     since: _dt.datetime | None = None, baseline: Baseline | None = None,
+                     judging: Judging | None = None, *,
                      engine_version: str | None = None,
                      baseline_of: Callable[[str | None, str | None], Any] | None = None) -> dict:
     """``driftwatch.history/v1`` for `groups` ((host, unit) pairs; None: every unit in the store).
@@ -183,7 +187,7 @@ def history_document(store: Store, groups: Iterable[tuple[str | None, str | None
         judging = Judging(engine_version=engine_version)
     per_baseline: dict[int, FindingsThroughTime] = {}
 
-    def findings_of(host, unit) -> tuple[FindingsThroughTime | None, Any]:
+    def findings_of(host: str | None, unit: str | None) -> tuple[FindingsThroughTime | None, Any]:
         base = baseline_of(host, unit) if baseline_of is not None else baseline
         if base is None:
             return None, None
@@ -191,7 +195,9 @@ def history_document(store: Store, groups: Iterable[tuple[str | None, str | None
             per_baseline[id(base)] = FindingsThroughTime(base, judging)  # type: ignore[arg-type]  # set above
         return per_baseline[id(base)], base
 
-    units, seen, used = [], set(), {}  # type: ignore[var-annotated]
+    units: list[dict] = []
+    seen: set[tuple[str, str]] = set()
+    used: dict[str, dict | None] = {}  # baseline name -> its reference
     groups = list(groups)
     judged_any = baseline is not None or baseline_of is not None
     batch = _kept_batch(store, groups, since) if not judged_any and engine_version is None else {}
@@ -212,7 +218,7 @@ def history_document(store: Store, groups: Iterable[tuple[str | None, str | None
         except DriftwatchError as exc:  # one unit's trouble is named, never fatal to the others
             store.problems.append(f"{where[0]}/{where[1]}: skipped: {exc}")
     one = _baseline_ref(baseline) if baseline is not None else (next(iter(used.values())) if len(used) == 1 else None)
-    doc = {
+    doc: dict[str, Any] = {
         "schema": HISTORY_SCHEMA,
         "generated_at": utc_now(),
         "store": str(store.root),
@@ -226,7 +232,7 @@ def history_document(store: Store, groups: Iterable[tuple[str | None, str | None
     return doc
 
 
-def _baseline_ref(baseline) -> dict | None:
+def _baseline_ref(baseline: Baseline | None) -> dict | None:
     if baseline is None:
         return None
     return {"name": baseline.name, "host": baseline.host, "unit": baseline.unit, "metrics": dict(baseline.metrics)}

@@ -13,18 +13,21 @@ kubectl refusing); run/fleet.py turns each into a report entry.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import DriftwatchError
 from .reading import CollectOptions
 from .targets import Target
 
+K = TypeVar("K")
+V = TypeVar("V")
+
 if TYPE_CHECKING:
     from ..collect.containers import HostContainers
-    from ..parse.containers import ContainerSpec
+    from ..parse.containers import ContainerSpec, ImageCommand
     from ..snapshots.baseline import Baseline
     from ..snapshots.snapshot import Snapshot
 
@@ -140,7 +143,11 @@ def _kubernetes(target: Target, collect: CollectOptions) -> list[LiveRead]:
                          failure=answer.status)]
     from ..run.manifest import image_command
     shown = f"kubectl get ({source.label})"
-    images = _once(lambda image: image_command(image, use_podman=False))
+
+    def own_command(image: str | None) -> ImageCommand | None:  # the engines' published images only
+        return image_command(image, use_podman=False)
+
+    images = _once(own_command)
     specs = read_objects([(shown, None, item) for item in answer.items], images)
     workloads = [s for s in specs if s.origin.kind != "Pod"]
     pods = [s for s in specs if s.origin.kind == "Pod"]
@@ -194,10 +201,11 @@ def _template_of(pod: ContainerSpec, template: ContainerSpec, read: LiveRead, co
     return Baseline(name=name, snapshot=snap)
 
 
-def _once(lookup):
-    seen: dict = {}
+def _once(lookup: Callable[[K], V]) -> Callable[[K], V]:
+    """`lookup` asked once per argument (an image's own command: one `podman image inspect` each)."""
+    seen: dict[K, V] = {}
 
-    def cached(image):
+    def cached(image: K) -> V:
         if image not in seen:
             seen[image] = lookup(image)
         return seen[image]

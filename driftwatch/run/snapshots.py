@@ -19,6 +19,9 @@ from .shard import Shard
 from .voice import Voice, unheard
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..collect.raw import RawUnit
     from .reading import CollectOptions
     from .targets import Target
 
@@ -95,12 +98,12 @@ def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> boo
     engine_version, files, store, results = run.collect.engine_version, run.collect.files, run.store, run.results
     outcomes: dict[int, dict] = {}  # id(raw) -> its record
 
-    def record(raw, status: str, saved=None, error: str | None = None) -> dict:
+    def record(raw: RawUnit, status: str, saved: Path | None = None, error: str | None = None) -> dict:
         return {"host": raw.host, "unit": raw.unit, "status": status,
                 "snapshot": snapshot_name(store, saved) if saved else None,
                 "error": error}
 
-    def save(raw) -> None:  # as each answer arrives, while the other hosts are still being read (its thread)
+    def save(raw: RawUnit) -> None:  # as each answer arrives, while the other hosts are still being read (its thread)
         try:
             saved = save_snapshot(snapshot_from_raw(raw, engine_version, files), store, changes=changes_between)
             outcomes[id(raw)] = record(raw, raw.status, saved)
@@ -150,7 +153,7 @@ def _snapshot_containers(targets: list[Target], run: SnapshotRun, voice: Voice) 
     return failed
 
 
-def _step_costs(raw) -> str:
+def _step_costs(raw: RawUnit) -> str:
     """Where one host's time went, client side (connect, round trip, probe) and on the host (each
     step of the remote script)."""
     steps = getattr(raw, "step_seconds", None) or {}

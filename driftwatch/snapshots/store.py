@@ -11,7 +11,7 @@ import os
 from abc import ABCMeta
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Protocol, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload, runtime_checkable
 
 from ..errors import InputError
 from .store_records import (
@@ -40,7 +40,7 @@ from .store_records import (
 if TYPE_CHECKING:
     from .snapshot import Snapshot
     from .store_files import LOCK, FileStore, is_file_store
-    from .store_sql import DatabaseStore
+    from .store_sql import DatabaseStore, KeptRow, UnitRows
 
 _LAZY = {"FileStore", "LOCK", "is_file_store"}  # the YAML-file store: imported by those who use it
 
@@ -152,10 +152,38 @@ class Store(Protocol):
         """The first snapshot of the unbroken run, ending with the newest, in which `predicate` holds."""
 
 
+@runtime_checkable
+class KeptChanges(Protocol):
+    """What a store that keeps each snapshot's changes as it saves answers (a database store: schema
+    v2). History and report's "since" read these instead of diffing; `isinstance(store,
+    KeptChanges)` says whether a store can (the YAML-file store cannot)."""
+
+    def pair_changes(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
+                     differ: Callable[[Snapshot, Snapshot], list] | None = None, engine_version: str | None = None
+                     ) -> tuple[list[KeptRow], list[tuple[KeptRow, KeptRow, list[dict]]]]:
+        """One host/unit's rows and, per consecutive pair, the changes kept (computed once when not)."""
+
+    def kept_histories(self, groups: Iterable[tuple[str | None, str | None]], since: _dt.datetime | None = None
+                       ) -> dict[tuple[str, str], UnitRows]:
+        """History's rows for many host/units in a few statements."""
+
+    def key_changes(self, host: str | None, unit: str | None, keys: Iterable[str]
+                    ) -> tuple[list[KeptRow], dict[str, dict[int, dict]]]:
+        """One host/unit's rows and, per key, the rows where it changed."""
+
+    def stored_row(self, row: KeptRow, host: str | None, unit: str | None,
+                   engine_version: str | None = None) -> StoredSnapshot:
+        """One row read as `newest_first` yields it."""
+
+    def run_stats(self, host: str | None, unit: str | None) -> dict[int, tuple[int, int]]:
+        """Per snapshot row that unchanged runs saw again: (how many, the last one's time)."""
+
+
 if TYPE_CHECKING:
-    def _backends_are_stores(database: DatabaseStore, files: FileStore) -> tuple[Store, Store]:
-        """Never called: makes the type checker hold both backends to the `Store` interface."""
-        return database, files
+    def _backends_are_stores(database: DatabaseStore, files: FileStore) -> tuple[Store, Store, KeptChanges]:
+        """Never called: makes the type checker hold both backends to the `Store` interface, and the
+        database store to `KeptChanges`."""
+        return database, files, database
 
 
 @overload
@@ -212,7 +240,7 @@ def save_snapshot(snapshot: Snapshot, store: str | os.PathLike | None, *, dedupe
 
 
 __all__ = ["DEFAULT_STORE", "LATEST", "LOCK", "MAX_PER_SECOND", "RUNS", "BaselineSource", "FileStore", "SaveResult",
-           "Seen", "SnapshotKey", "SnapshotRecord", "SnapshotStore", "Store", "StoreBase", "StoredSnapshot",
-           "baseline_protections", "check_prune_request", "component_name", "is_file_store", "open_store",
-           "read_snapshot_file", "safe_component", "save_snapshot", "since_window", "snapshot_hash", "source_hash",
-           "state_hash"]
+           "KeptChanges", "Seen", "SnapshotKey", "SnapshotRecord", "SnapshotStore", "Store", "StoreBase",
+           "StoredSnapshot", "baseline_protections", "check_prune_request", "component_name", "is_file_store",
+           "open_store", "read_snapshot_file", "safe_component", "save_snapshot", "since_window", "snapshot_hash",
+           "source_hash", "state_hash"]
