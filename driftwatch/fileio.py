@@ -1,17 +1,14 @@
 """Every file driftwatch reads or writes goes through here: one text reader, one atomic writer,
-one YAML loader and dumper.
+one YAML loader and dumper, one JSON loader.
 
 - `read_text_file`: UTF-8 text with one clear error per failure (missing, directory, too large,
   binary, not UTF-8, empty), checked before anything is parsed.
-- `write_atomic` / `write_new`: nothing a user keeps is ever half-written. The text goes to a
-  synced temp file in the target's directory (same filesystem), then is renamed over the target
-  (`write_atomic`) or hard-linked to it, which fails if it exists (`write_new`: never overwrites,
-  no race); the directory is synced after, so the new name survives a crash. Only a regular file is
-  replaced: a character device or FIFO (`-o /dev/null`, `/dev/stdout`) is written in place and stays
-  what it is; a symbolic link to anything else, a directory or a socket is refused (one line).
+- `write_atomic` / `write_new` / `link_atomic` / `sync_directories`: nothing a user keeps is ever
+  half-written; they live in `filewrite` (the writing half) and are imported from here.
 - `read_yaml` / `load_yaml_text`: ``yaml.safe_load`` only, bounded; errors name the file and the line.
   libyaml's parser does the reading when installed; a text it might read differently, or refuses, is
   read by the pure loader, so values and messages are PyYAML's.
+- `read_json` / `loads_json`: ``json.loads``, bounded in size, depth, values and number length.
 - `dump_yaml`: block style, multi-line strings as literal blocks (unit text stays reviewable in git);
   libyaml's emitter for the data it writes byte for byte as PyYAML's does.
 
@@ -19,17 +16,17 @@ Errors are `InputError`s whose message is one line naming the file.
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import stat
-import threading
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from .errors import InputError
+
+# the writing half, imported from here by every caller
+from .filewrite import STALE_TEMP_SECONDS, file_kind, link_atomic, sync_directories, write_atomic, write_new
 
 MAX_TEXT_BYTES = 1_000_000
 MAX_YAML_BYTES = 8_000_000
@@ -68,7 +65,7 @@ def read_text_file(path: str | os.PathLike, what: str = "unit file", *, allow_em
     if stat.S_ISDIR(st.st_mode):
         raise InputError(f"{name}: is a directory, not a {what}")
     if regular_only and not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{name}: not a regular file ({_kind(st.st_mode)}), cannot read {what}")
+        raise InputError(f"{name}: not a regular file ({file_kind(st.st_mode)}), cannot read {what}")
     if stat.S_ISREG(st.st_mode) and st.st_size > limit:
         raise InputError(f"{name}: {what} is too large ({st.st_size} bytes; the limit is {limit} bytes)")
     try:
@@ -103,260 +100,6 @@ def read_text_file(path: str | os.PathLike, what: str = "unit file", *, allow_em
     if not allow_empty and not text.strip():
         raise InputError(f"{name}: file is empty")
     return text
-
-
-def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a directory")):
-        if test(mode):
-            return name
-    return "not a regular file"
-
-
-# --------------------------------------------------------------------------- writing
-
-
-def _sync_directory(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:  # pragma: no cover - a directory we just wrote in, but unreadable
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover - some filesystems refuse fsync on a directory
-        pass
-    finally:
-        os.close(fd)
-
-
-def sync_directories(directories) -> None:
-    """Sync each directory once (after writing many entries with ``sync_directory=False``): the new
-    names survive a crash; deepest first, so a new folder's own entry is synced after its content."""
-    for directory in sorted({Path(d) for d in directories}, key=lambda d: len(d.parts), reverse=True):
-        _sync_directory(directory)
-
-
-def _unlink(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-STALE_TEMP_SECONDS = 5  # an unlocked temp file this old belongs to no save in progress
-_TEMP_NAME = re.compile(r"^\..+\.[A-Za-z0-9_]{1,32}\.tmp$")  # `.NAME.XXXXXXXX.tmp`, as _temp_copy makes them
-
-
-def _remove_stale_temps(target: Path) -> None:
-    """Temp files a killed save left in the target's directory (any target's: a store writes a new
-    name each time): removed by the next save. A save in progress holds an exclusive lock on its temp
-    file while it writes, so only a file nobody holds, last written over STALE_TEMP_SECONDS ago, goes."""
-    import fcntl
-    import time
-    try:
-        entries = list(os.scandir(target.parent))
-    except OSError:
-        return
-    now = time.time()
-    for entry in entries:
-        if not _TEMP_NAME.match(entry.name):
-            continue
-        try:
-            if not entry.is_file(follow_symlinks=False) or now - entry.stat().st_mtime <= STALE_TEMP_SECONDS:
-                continue
-            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError:
-            continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held: a save is writing it
-            os.unlink(entry.path)
-        except OSError:
-            pass
-        finally:
-            os.close(fd)
-
-
-def _temp_copy(target: Path, text: str, mode: int) -> str:
-    """Write text to a synced temp file beside target (same filesystem, so rename is atomic)."""
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        _remove_stale_temps(target)
-        import tempfile  # only when saving: questions that only read skip its import (random, shutil)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    except OSError as exc:
-        raise InputError(f"{target}: cannot write here: {exc.strerror or exc}") from None
-    with _removed_on_failure(tmp, target):
-        import fcntl
-        fcntl.flock(fd, fcntl.LOCK_EX)  # ours while we write: the next save's clean-up leaves it alone
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)
-    return tmp
-
-
-@contextlib.contextmanager
-def _removed_on_failure(tmp: str, target: Path):
-    """Whatever stops the block (an OSError, Ctrl-C) removes the temp file; an OSError is one
-    InputError line naming the target."""
-    try:
-        yield
-    except BaseException as exc:
-        _unlink(tmp)
-        if isinstance(exc, OSError):
-            raise InputError(f"{target}: cannot write: {exc.strerror or exc}") from None
-        raise
-
-
-MAX_LINK_HOPS = 40  # as the kernel's own limit on symbolic links followed in one path
-
-
-def _open_descriptor(path: str) -> int | None:
-    """The descriptor N when `path` names one of this process's open files (`/dev/stdout`, `/dev/fd/N`,
-    `/proc/self/fd/N`, or a link leading to one), else None: such a name is a stream already open, and
-    is written where it stands (after what was written to it), as the shell's `>` left it."""
-    try:
-        ours = os.path.realpath("/proc/self/fd")
-    except OSError:  # pragma: no cover - no /proc
-        return None
-    current = path
-    for _ in range(MAX_LINK_HOPS):
-        head, tail = os.path.split(current)
-        if tail.isdigit() and os.path.realpath(head or ".") == ours:
-            return int(tail)
-        try:
-            if not stat.S_ISLNK(os.lstat(current).st_mode):
-                return None
-            current = os.path.join(head, os.readlink(current))
-        except OSError:
-            return None
-    return None
-
-
-def _write_stream(fd: int, text: str) -> None:
-    """All of text's bytes to an open descriptor (a short write on a pipe is continued)."""
-    data = memoryview(text.encode("utf-8"))
-    while data:
-        data = data[os.write(fd, data):]
-
-
-def _write_in_place(target: Path, text: str) -> bool:
-    """True when `target` is a stream written in place: a character device or FIFO (`/dev/null`, a
-    named pipe a reader waits on), or a symbolic link to one (`/dev/stdout`). Refused with one line: a
-    directory, a socket, a block device, and a symbolic link to anything else (a link is never
-    replaced, and never written through into a file). False: a regular file or nothing, replaced or
-    created atomically by the caller."""
-    name = os.fspath(target)
-    try:
-        mode = os.lstat(name).st_mode
-    except FileNotFoundError:
-        return False
-    except OSError as exc:
-        raise InputError(f"{name}: cannot write: {exc.strerror or exc}") from None
-    if stat.S_ISREG(mode):
-        return False
-    if stat.S_ISDIR(mode):
-        raise InputError(f"{name}: is a directory, not a file to write")
-    link = stat.S_ISLNK(mode)
-    if link:
-        descriptor = _open_descriptor(name)
-        if descriptor is not None:
-            _flush_standard_streams(descriptor)
-            try:
-                _write_stream(descriptor, text)
-            except OSError as exc:
-                raise InputError(f"{name}: cannot write: {exc.strerror or exc}") from None
-            return True
-        try:
-            mode = os.stat(name).st_mode
-        except OSError:
-            mode = 0
-        if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
-            raise InputError(f"{name}: is a symbolic link (to {_link_text(name)}); driftwatch does not replace "
-                             "a link or write through it into a file: give the file itself")
-    elif not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
-        raise InputError(f"{name}: is {_kind(mode)}, not a file driftwatch can write")
-    flags = os.O_WRONLY | getattr(os, "O_NOCTTY", 0) | (0 if link else getattr(os, "O_NOFOLLOW", 0))
-    try:
-        fd = os.open(name, flags)  # a FIFO: waits for its reader, as the shell's `>` does
-    except OSError as exc:
-        raise InputError(f"{name}: cannot write: {exc.strerror or exc}") from None
-    try:
-        opened = os.fstat(fd).st_mode
-        if not (stat.S_ISCHR(opened) or stat.S_ISFIFO(opened)):  # swapped for a file since it was looked at
-            raise InputError(f"{name}: changed while being opened ({_kind(opened)}); not written")
-        _write_stream(fd, text)
-    except OSError as exc:
-        raise InputError(f"{name}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        os.close(fd)
-    return True
-
-
-def _link_text(name: str) -> str:
-    try:
-        return os.readlink(name)
-    except OSError:  # pragma: no cover - removed since lstat
-        return "?"
-
-
-def _flush_standard_streams(descriptor: int) -> None:
-    """What Python buffered for stdout or stderr goes out before bytes written to the same descriptor."""
-    import sys
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None and stream.fileno() == descriptor:
-                stream.flush()
-        except (AttributeError, OSError, ValueError):
-            continue
-
-
-def write_atomic(path: str | os.PathLike, text: str, mode: int = 0o644) -> None:
-    """Replace path with text in one rename: readers see the old file or the new one, never half.
-    Only a regular file (or a new name) is replaced: a character device or FIFO (`-o /dev/null`,
-    `-o /dev/stdout`) is written in place and stays what it is; a directory, a symbolic link to a file
-    and a socket are refused with one line (`_write_in_place`)."""
-    target = Path(path)
-    if _write_in_place(target, text):
-        return
-    tmp = _temp_copy(target, text, mode)
-    with _removed_on_failure(tmp, target):
-        os.replace(tmp, target)
-    _sync_directory(target.parent)
-
-
-def write_new(path: str | os.PathLike, text: str, force: bool = False, mode: int = 0o644,
-              sync_directory: bool = True) -> None:
-    """Atomic write that refuses to replace an existing file unless force (no race: link, not rename).
-    `sync_directory=False`: the caller syncs the directory itself, once for several entries."""
-    target = Path(path)
-    if force:
-        write_atomic(target, text, mode)
-        return
-    tmp = _temp_copy(target, text, mode)
-    try:
-        os.link(tmp, target)  # fails if target exists: never overwrites
-    except FileExistsError:
-        raise InputError(f"{target}: already exists (use --force to replace it)") from None
-    except OSError as exc:
-        raise InputError(f"{target}: cannot write: {exc.strerror or exc}") from None
-    finally:
-        _unlink(tmp)
-    if sync_directory:
-        _sync_directory(target.parent)
-
-
-def link_atomic(source: str | os.PathLike, path: str | os.PathLike) -> None:
-    """Make `path` another name of the file `source` (a hard link), replacing what `path` was in one
-    rename; its content is already synced, so only the directory needs to be, once."""
-    source, target = Path(source), Path(path)
-    tmp = str(target.parent / f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    _unlink(tmp)
-    with _removed_on_failure(tmp, target):
-        os.link(source, tmp)
-        os.replace(tmp, target)
-    _sync_directory(target.parent)
 
 
 # --------------------------------------------------------------------------- YAML
@@ -394,7 +137,19 @@ def _children(node) -> list:
     return []
 
 
-class _Limits:
+if TYPE_CHECKING:  # what the mixins below extend, for the checker only (at run time they sit before it in the MRO)
+    from yaml.events import Event
+
+    class _ComposerBase(yaml.composer.Composer):
+        def peek_event(self) -> Event | None: ...
+        def check_event(self, *choices: Any) -> bool: ...
+
+    _ResolverBase = yaml.resolver.BaseResolver
+else:
+    _ComposerBase = _ResolverBase = object
+
+
+class _Limits(_ComposerBase):
     """Bounds for a loader whose composer is PyYAML's Python one: nesting depth, and the number of nodes a
     document expands to (each alias counted as the size of what it names), so an alias bomb or a deep
     structure is one clear error."""
@@ -408,7 +163,7 @@ class _Limits:
         self._dw_total = 0
 
     def compose_node(self, parent, index):
-        mark = self.peek_event().start_mark
+        mark: Any = self.peek_event().start_mark  # type: ignore[union-attr]  # an event is always next here
         self._dw_depth += 1
         try:
             if self._dw_depth > MAX_YAML_DEPTH:
@@ -446,7 +201,7 @@ class PureLimitedLoader(_Limits, yaml.SafeLoader):
         self._dw_reset()
 
 
-class _RememberedTags:
+class _RememberedTags(_ResolverBase):
     """A scalar's implicit tag, worked out once per spelling in a document (an argv of `--tp 1` x 8 000
     repeats three words; the regular expressions ran for each), for libyaml's loader and dumper, which
     ask for every scalar (the dumper twice). With no path resolvers (none are added to the safe classes),
@@ -511,7 +266,7 @@ if getattr(yaml, "__with_libyaml__", False):
                 return node.value
             return super().construct_object(node, deep)
 else:  # pragma: no cover - PyYAML built without libyaml
-    CLimitedLoader = _CSafeLoader = None
+    CLimitedLoader = _CSafeLoader = None  # type: ignore[assignment,misc]
 
 LimitedLoader = PureLimitedLoader  # the reference; subclassed elsewhere (inventory) for its exact errors
 
@@ -536,14 +291,14 @@ def _literal(data: str) -> bool:
     return not any(line != line.rstrip() for line in data.split("\n"))
 
 
-def _str_representer(dumper: yaml.SafeDumper, data: str):
+def _str_representer(dumper: yaml.representer.SafeRepresenter, data: str) -> yaml.ScalarNode:
     style = "|" if "\n" in data and not any(c in data for c in "\r\t") else None
     if style and not _literal(data):
         style = None  # trailing spaces cannot round-trip through a literal block
     return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
 
 
-def _add_representers(dumper: type) -> None:
+def _add_representers(dumper: type[yaml.representer.SafeRepresenter]) -> None:
     dumper.add_representer(str, _str_representer)
     dumper.add_multi_representer(str, _str_representer)  # str subclasses too (a rejected flag value, a message)
     dumper.add_representer(tuple, lambda dumper, data: dumper.represent_list(list(data)))
@@ -579,7 +334,7 @@ if getattr(yaml, "__with_libyaml__", False):
 
     _add_representers(_CDumper)
 else:  # pragma: no cover - PyYAML built without libyaml
-    _CDumper = None
+    _CDumper = None  # type: ignore[assignment,misc]
 
 _SCALARS = (int, float, bool, type(None))
 
@@ -682,33 +437,50 @@ def _load_one(loader_class, text: str, max_nodes: int = MAX_YAML_NODES) -> Any:
 # (sexagesimal, hex, '_'): a text without one cannot hold a number over the bound.
 _MAY_ALIAS = re.compile(r"[&*]")
 _MERGE_KEY = re.compile(r"<<")
-_MAY_BE_LONG_NUMBER = re.compile(r"[-+0-9_:.xXoObBa-fA-F]{%d,}" % (MAX_NUMBER_CHARS + 1))
+_MAY_BE_LONG_NUMBER = re.compile(r"[-+0-9_:.xXoObBa-fA-F]{" + str(MAX_NUMBER_CHARS + 1) + ",}")
+
+
+def _first_bound_broken(data: Any, max_nodes: int, *, as_yaml_nodes: bool) -> str | None:
+    """The bound parsed `data` breaks first, walked without recursion: "values" (more than `max_nodes`),
+    "depth" (deeper than MAX_YAML_DEPTH = MAX_JSON_DEPTH) or "set" (not judged here); None within both.
+    The one loop behind both loaders, counting as each one defines its bounds: `as_yaml_nodes`, as the
+    bounded YAML composer counts nodes (a mapping's keys are nodes, and a scalar is as deep as where it
+    stands); otherwise as JSON counts values (keys are not; only arrays and objects have a depth). A list
+    of strings (an argv) is counted at once, which changes no verdict and saves a step per word."""
+    stack = [(data, 1)]
+    count = 0
+    while stack:
+        item, depth = stack.pop()
+        count += 1
+        if count > max_nodes:
+            return "values"
+        kind = type(item)
+        if depth > MAX_YAML_DEPTH and (as_yaml_nodes or kind is dict or kind is list):
+            return "depth"
+        if kind is dict:
+            if as_yaml_nodes:
+                stack.extend((child, depth + 1) for pair in item.items() for child in pair)
+            else:
+                stack.extend((child, depth + 1) for child in item.values())
+        elif kind is list or kind is tuple:  # a tuple: one pair of an !!omap or !!pairs, a mapping of one entry
+            if item and all(type(child) is str for child in item):  # an argv: counted at once
+                count += len(item)
+                if count > max_nodes:
+                    return "values"
+                if as_yaml_nodes and depth + 1 > MAX_YAML_DEPTH:
+                    return "depth"
+            else:
+                stack.extend((child, depth + 1) for child in item)
+        elif kind is set:
+            return "set"
+    return None
 
 
 def _within_bounds(data: Any, max_nodes: int) -> bool:
     """True when `data` (alias-free: no object reached twice) is at most MAX_YAML_DEPTH deep and holds at most
     `max_nodes` values, both counted as the bounded composer counts nodes (a scalar too, a mapping's keys too).
     A set (a `!!set` mapping's nodes are not its members) is not judged here."""
-    stack = [(data, 1)]
-    count = 0
-    while stack:
-        item, depth = stack.pop()
-        count += 1
-        if depth > MAX_YAML_DEPTH or count > max_nodes:
-            return False
-        kind = type(item)
-        if kind is dict:
-            stack.extend((child, depth + 1) for pair in item.items() for child in pair)
-        elif kind is list or kind is tuple:  # a tuple: one pair of an !!omap or !!pairs, a mapping of one entry
-            if item and all(type(child) is str for child in item):  # an argv: counted at once
-                count += len(item)
-                if depth + 1 > MAX_YAML_DEPTH or count > max_nodes:
-                    return False
-            else:
-                stack.extend((child, depth + 1) for child in item)
-        elif kind is set:
-            return False
-    return True
+    return _first_bound_broken(data, max_nodes, as_yaml_nodes=True) is None
 
 
 def _graph_within_bounds(root, max_nodes: int) -> bool:
@@ -839,8 +611,8 @@ def load_yaml_text(text: str, where: str, what: str, *, max_nodes: int = MAX_YAM
         if line is None:
             raise InputError(f"{where}: invalid YAML in {what}: {problem}") from None
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        raise InputError(f"{where}:{line}: invalid YAML in {what} (line {line}, column {mark.column + 1}): "
-                         f"{problem}") from None
+        column = f", column {mark.column + 1}" if mark is not None else ""  # yaml_problem gave a line: a mark
+        raise InputError(f"{where}:{line}: invalid YAML in {what} (line {line}{column}): {problem}") from None
 
 
 class JSONLimitError(ValueError):
@@ -878,18 +650,12 @@ def loads_json(text: str | bytes, *, limit: int = MAX_JSON_BYTES, max_nodes: int
 
 
 def _check_json_shape(data: Any, max_nodes: int = MAX_JSON_NODES) -> None:
-    """Depth and size of parsed JSON, without recursion."""
-    stack = [(data, 1)]
-    count = 0
-    while stack:
-        item, depth = stack.pop()
-        count += 1
-        if count > max_nodes:
-            raise JSONLimitError(f"JSON text of more than {max_nodes} values")
-        if isinstance(item, (dict, list)):
-            if depth > MAX_JSON_DEPTH:
-                raise JSONLimitError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
-            stack.extend((v, depth + 1) for v in (item.values() if isinstance(item, dict) else item))
+    """Depth and size of parsed JSON, without recursion (`_first_bound_broken`, counting JSON values)."""
+    broken = _first_bound_broken(data, max_nodes, as_yaml_nodes=False)
+    if broken == "values":
+        raise JSONLimitError(f"JSON text of more than {max_nodes} values")
+    if broken == "depth":
+        raise JSONLimitError(f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
 
 
 def load_json_text(text: str | bytes, where: str, what: str, *, limit: int = MAX_JSON_BYTES,
@@ -918,6 +684,7 @@ def read_yaml(path: str | os.PathLike, what: str, *, limit: int = MAX_YAML_BYTES
     return load_yaml_text(read_text_file(name, what, allow_empty=True, limit=limit, regular_only=True), name, what)
 
 
-__all__ = ["LimitedLoader", "CLimitedLoader", "libyaml_reads_alike", "MAX_TEXT_BYTES", "MAX_YAML_BYTES", "read_text_file", "loads_json", "load_json_text",
-           "read_json", "JSONLimitError", "dump_yaml_readable", "load_yaml_data", "YAMLLimitError", "write_atomic", "write_new", "link_atomic", "dump_yaml",
-           "yaml_problem", "load_yaml_text", "read_yaml"]
+__all__ = ["LimitedLoader", "CLimitedLoader", "libyaml_reads_alike", "MAX_TEXT_BYTES", "MAX_YAML_BYTES",
+           "read_text_file", "loads_json", "load_json_text", "read_json", "JSONLimitError", "dump_yaml_readable",
+           "load_yaml_data", "YAMLLimitError", "write_atomic", "write_new", "link_atomic", "sync_directories",
+           "STALE_TEMP_SECONDS", "dump_yaml", "yaml_problem", "load_yaml_text", "read_yaml"]

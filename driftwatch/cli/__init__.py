@@ -28,14 +28,15 @@ from ..errors import EXIT_OK, EXIT_TROUBLE, DriftwatchError
 from ..gctune import fewer_collections
 from . import config
 from .baselines import baseline_group
+from .calibration import calibration
 from .cron import cron_example
 from .drift import compare, report
 from .inspect import check, show
 from .options import EngineFilesGiven
 from .restore import restore
 from .rules import rules_group
-from .store import history, prune, snapshot
-from .store_commands import store_group
+from .snapshots import history, prune, snapshot
+from .store import store_group
 
 
 class _ConfiguredGroup(click.Group):
@@ -69,7 +70,7 @@ def cli(ctx, config_path=None, engine_configs=()):
 
 
 for _command in (show, check, snapshot, prune, history, store_group, baseline_group, compare, report, cron_example,
-                 rules_group, restore):
+                 rules_group, restore, calibration):
     cli.add_command(_command)
 config.prepare(cli)
 

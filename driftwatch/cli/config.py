@@ -8,10 +8,10 @@ environment variable, so that is all this module does (docs/config.md is the ref
   first that exists of ~/.config/driftwatch/config.yaml and /etc/driftwatch/config.yaml. A missing
   file given by option or variable is bad input (exit 2);
 - a key is an option's long name with underscores (`--ssh-config` -> `ssh_config`); only settings
-  are keys (notify/settings.COMMAND_KEYS and report's own), never what one run names or does
+  are keys (config.COMMAND_KEYS and report's own), never what one run names or does
   (--host, --unit, --output, --apply, --yes …): an unknown key is an error naming the known ones;
 - relative paths are relative to the file's directory;
-- report's own keys (email, from, smtp, state, …) stay notify/settings.py's: report reads them there;
+- report's own keys (email, from, smtp, state, …) stay driftwatch/config.py's: report reads them there;
 - the file's `inventory`, `limit` and `baseline` are never merged into what was typed: each command
   hands both to run/targets.py (`resolve_targets`), where the file's inventory only describes the
   hosts named and is the target set only when nothing is named (`typed` tells them apart).
@@ -61,7 +61,7 @@ def _commands(group: click.Group, path: tuple[str, ...] = ()) -> Iterator[tuple[
 
 def _fed_keys(command_name: str) -> frozenset[str]:
     """The config keys a command takes as option defaults (report reads its own through settings)."""
-    from ..notify.settings import COMMAND_KEYS
+    from ..config import COMMAND_KEYS
     return COMMAND_KEYS if command_name == "report" else COMMAND_KEYS | SHARED_REPORT_KEYS
 
 
@@ -105,7 +105,7 @@ def _config_after_command(args: list[str]) -> str | None:
 
 def chosen_file(ctx: click.Context, before: str | None) -> tuple[str | None, str]:
     """(the config file to read or None, where its name came from)."""
-    from ..notify.settings import default_config_paths
+    from ..config import default_config_paths
     after = _config_after_command(ctx.meta.get(_ARGS, []))
     if after:
         return after, "--config"
@@ -143,7 +143,7 @@ def _resolve(key: str, value: Any, base: Path, path: str = "") -> Any:
     """A path key's value made absolute against the config file's directory (`base`), as a relative
     path typed in that directory would be; a sentinel word (`ssh_config: none`, `-`) is kept as the
     option reads it; true/false where a path is wanted is refused (`ssh_config: no` is YAML's false)."""
-    from ..notify.settings import COMMAND_PATH_KEYS, is_path_sentinel
+    from ..config import COMMAND_PATH_KEYS, is_path_sentinel
     path_key = key in COMMAND_PATH_KEYS or key in ("inventory", "baselines_dir", "engine_config")
     if path_key and any(isinstance(v, bool) for v in (value if isinstance(value, list) else [value])):
         raise InputError(f"{path}: {key} takes a path, not true/false (YAML reads yes/no/on/off as booleans; "
@@ -171,7 +171,7 @@ def _checked(key: str, value: Any, options: list[click.Option], path: str) -> An
     if option.multiple and not isinstance(value, list):
         value = [value]
     if option.is_flag:  # a yes/no word as the option's environment variable takes it
-        from ..notify.settings import parse_boolean
+        from ..config import parse_boolean
         return parse_boolean(value, f"{path}: {key}")
     if any(isinstance(item, bool) for item in (value if option.multiple else [value])):
         if isinstance(option.type, click.types._NumberParamTypeBase):  # int(True) is 1: not a number here
@@ -204,7 +204,7 @@ def _use_key_file(path: str | None) -> None:
 def load(ctx: click.Context, group: click.Group, before: str | None) -> dict[str, Any]:
     """Read the chosen config file, check its keys and values, and set `ctx.default_map` so each
     command's options default to it. Returns the file's settings for the group itself (flat keys)."""
-    from ..notify.settings import COMMAND_KEYS, REPORT_KEYS, read_config
+    from ..config import COMMAND_KEYS, REPORT_KEYS, read_config
     path, source = chosen_file(ctx, before)
     ctx.meta[_FILE] = None
     _use_key_file(None)

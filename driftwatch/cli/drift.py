@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import click
 
@@ -24,6 +25,9 @@ from .options import (
     voice,
 )
 from .params import PORT, SHARE
+
+if TYPE_CHECKING:
+    from ..report.document import FleetReportDoc
 
 
 def workload_options(func):
@@ -161,7 +165,7 @@ def report(inventory, host, unit, unit_files, baseline_spec, email, smtp_host, s
                     sender=sender, subject_prefix=subject_prefix, state=state, only_changes=only_changes,
                     inventory=inventory, baseline=baseline_spec)
 
-    def show(doc: dict) -> None:
+    def show(doc: FleetReportDoc) -> None:
         shown = terminal_format(fmt, color).render_fleet(doc)
         click.echo(shown, nl=not shown.endswith("\n"), color=True)  # coloured only as --color says
 

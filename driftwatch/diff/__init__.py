@@ -27,6 +27,7 @@ from .unit import (
     _launcher_diff,
     _prefix_set,
 )
+from .upgrade import upgrade_differences
 
 __all__ = ["Difference", "EnginePair", "read_pair", "diff_flags", "diff_concepts", "default_changes",
            "diff_snapshots"]
@@ -67,12 +68,7 @@ def diff_snapshots(baseline: Snapshot, current: Snapshot, pair: EnginePair) -> l
                                 current=c_prefixes or None))
     if (pair.same_engine and baseline.engine_version and current.engine_version
             and baseline.engine_version != current.engine_version):
-        changed = default_changes(pair.baseline, pair.current)
-        label = f"{pair.current.label} release" if pair.same_engine else "engine release"
-        diffs.append(Difference(key="engine.version", label=label, baseline=baseline.engine_version,
-                                current=current.engine_version, details={"defaults_changed": changed},
-                                notes=[f"{len(changed)} default{'s' if len(changed) != 1 else ''} differ between "
-                                       "the releases for settings neither unit sets"] if changed else []))
+        diffs += upgrade_differences(baseline, current, pair)
     bg, cg = baseline.runtime.get("gpus"), current.runtime.get("gpus")
     if bg is not None and cg is not None and _gpu_summary(bg) != _gpu_summary(cg):
         diffs.append(Difference(key="host.gpus", label="GPUs", baseline=_gpu_summary(bg), current=_gpu_summary(cg)))

@@ -20,10 +20,12 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from ..errors import CatalogError
 from ..fileio import loads_json
+from ..redact import is_secret_field
 from .config import Issue
 from .versions import version_key
 
@@ -378,7 +380,6 @@ CREDENTIALS_FILE = "credential-options.json"  # beside the shipped catalogs; too
 def credential_options_of(catalogs) -> list[str]:
     """The long options that take a credential (`--api-key`, `--hf-token`, …) in any of `catalogs`:
     an abbreviation of one names a secret wherever it appears in a command line."""
-    from ..redact import is_secret_field
     found: set[str] = set()
     for catalog in catalogs:
         for spec in catalog.options:
@@ -405,7 +406,6 @@ class CatalogSet:
 
     def add_dir(self, directory) -> list[str]:
         """Also read `<engine>-<release>.json` catalogs from `directory`; the releases found there."""
-        from pathlib import Path
         path = Path(directory)
         prefix = f"{self.engine}-"
         found = sorted(p.name[len(prefix):-len(".json")] for p in path.glob(f"{prefix}*.json"))
@@ -417,7 +417,6 @@ class CatalogSet:
     def remove_dir(self, directory) -> None:
         """Stop reading `directory` (given to `add_dir`): a command's `--catalog-dir` ends with the
         command, so a later command in the same process (a test, an embedding tool) sees the shipped set."""
-        from pathlib import Path
         path = Path(directory)
         if path in self.extra_dirs:
             self.extra_dirs.remove(path)

@@ -60,7 +60,7 @@ def _changed(a: Any, b: Any) -> bool:
         return na != nb  # "1" and 1.0 are both 1.0 after _norm
     if _identical(na, nb):  # DeepDiff can only agree (20 000 equal keys of a JSON value took it 0.3 s)
         return False
-    from deepdiff import DeepDiff
+    from deepdiff import DeepDiff  # lazy: expensive to import, and most compares never get here
     return bool(DeepDiff(na, nb, ignore_numeric_type_changes=True, ignore_order=False))
 
 

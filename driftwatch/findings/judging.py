@@ -9,7 +9,7 @@ snapshot)` is `compare.compare` with those four filled in.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .ignore import IgnoreEntry, from_cli, load_ignore_file
 from .rulebook import Rule, load_rules
@@ -29,6 +29,9 @@ class Judging:
     # the workload the predictions are for, as metrics (prefix_share, prompt_tokens: compare/report
     # --workload-*); a figure measured on a server (its own metrics) wins over it
     workload: tuple[tuple[str, float], ...] = ()
+    # the fleet's own calibration (findings/fleet.py FleetCalibration): families with enough measured changes
+    # in the store get their intervals re-sized to it; None: the models' intervals as they are
+    fleet: Any = None
 
     def __post_init__(self) -> None:  # lists are welcome; kept as tuples so a run cannot change them under way
         object.__setattr__(self, "rules", tuple(self.rules))
@@ -40,8 +43,9 @@ class Judging:
         from .compare import compare  # the judging machinery (diff, impact models) loads when first used
         if self.workload:
             current_metrics = {**dict(self.workload), **(current_metrics or {})}
-        return compare(baseline, current, list(self.rules), list(self.ignore), self.concurrency, baseline_metrics,
-                       current_metrics, self.engine_version)
+        result = compare(baseline, current, list(self.rules), list(self.ignore), self.concurrency, baseline_metrics,
+                         current_metrics, self.engine_version)
+        return result if self.fleet is None else self.fleet.apply(result)
 
 
 def load_judging(rules_dir: str | None = None, ignores: tuple[str, ...] | list[str] = (),

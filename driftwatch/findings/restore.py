@@ -333,7 +333,8 @@ def plan_restore(result: Comparison, raw: RawUnit, keep: tuple[str, ...] = (),
                 kept_flags.append(d.label.split(".", 1)[0])
             continue
         if d.key.startswith(_NOT_BY_DROPIN) or d.key == "exec.prefixes":
-            reason = {"engine.version": "release", "host.gpus": "gpus"}.get(d.key, "runtime")
+            # engine.version.FIELD: a default the release changed goes with the release
+            reason = "release" if d.key.startswith("engine.version") else "gpus" if d.key == "host.gpus" else "runtime"
             plan.left.append(Left(d.label, d.key, "unrestorable" if d.key == "exec.prefixes" else reason))
             continue
         if d.key.startswith("env.") and d.key[4:] not in launcher_env:
@@ -498,7 +499,7 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
         plan.exec_start = None  # never written from a redacted value
         plan.problems.append("secret-in-command")
         return
-    plan.secrets.extend(s for s in secrets if s and (fingerprint(s) in redacted_now or
+    plan.secrets.extend(s for s in secrets if s and not _REFERENCE.match(s) and (fingerprint(s) in redacted_now or
                                                      any(fingerprint(s) in w for w in redacted_now)))
 
 
@@ -519,7 +520,8 @@ def _keep_references(plan: RestorePlan, clear: Clear) -> None:
     assert plan.exec_start is not None
     written = {}
     for j, (w, e) in enumerate(zip(clear.argv, clear.expanded, strict=False)):
-        if w != e and "$" in w:
+        # expanded to something, or left as written because its EnvironmentFile= was not readable
+        if "$" in w and (w != e or _REFERENCE.match(w)):
             written[(_flag_of(clear.expanded, j), e)] = w
     for i, word in enumerate(plan.exec_start):
         if i < plan.exec_head:
@@ -547,6 +549,7 @@ def _current_value(engine_argv: list[str], flag: str, index: int, words: list[st
     return None
 
 
+_REFERENCE = re.compile(r"^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$")  # `${API_KEY}`: names a secret, holds none
 _SECTION_ORDER = ("Unit", "Service", "Install")
 _KEY = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 _SECTION = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
@@ -722,5 +725,4 @@ def unit_secrets(text: str, name: str) -> set[str]:
             policy.env_value(k, v)
     except (DriftwatchError, ValueError):
         return set()
-    reference = re.compile(r"^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$")  # `${API_KEY}` names a secret, holds none
-    return {s for s in policy.strong | (policy.weak - policy.typed_public) if len(s) >= 4 and not reference.match(s)}
+    return {s for s in policy.strong | (policy.weak - policy.typed_public) if len(s) >= 4 and not _REFERENCE.match(s)}

@@ -52,8 +52,8 @@ def kv_dtype_estimate(name: str, baseline_value: Any, current_value: Any, ctx: I
     if single_stream_known(ctx) or (concurrency_stated(ctx) and conc < POOL_PRESSURE_CONCURRENCY):
         point = 1.0
         if m is not None:
-            point = (roofline.forward_time(m, hw, conc, 1, kv_bytes=b, params=params).total
-                     / roofline.forward_time(m, hw, conc, 1, kv_bytes=c, params=params).total)
+            point = (roofline.forward_time(m, hw, conc, 1, shape=roofline.Pass(kv_bytes=b), params=params).total
+                     / roofline.forward_time(m, hw, conc, 1, shape=roofline.Pass(kv_bytes=c), params=params).total)
         lo, hi = point * k_lo, point * k_hi
         return Estimate(point, LOW, f"{change}: {words}; at concurrency {conc} the pool does not limit the batch, so "
                         f"only the bytes read per step and the kernel path change: ×{lo:.2f}–{hi:.2f}, most likely "
@@ -69,8 +69,8 @@ def kv_dtype_estimate(name: str, baseline_value: Any, current_value: Any, ctx: I
                         f"--concurrency", AGGREGATE, (lo, hi))
     n_b, n_c, per_b = fits
     b_base, b_cur = max(1, min(conc, n_b)), max(1, min(conc, n_c))
-    t_b = roofline.forward_time(m, hw, b_base, 1, kv_bytes=b, params=params).total
-    t_c = roofline.forward_time(m, hw, b_cur, 1, kv_bytes=c, params=params).total
+    t_b = roofline.forward_time(m, hw, b_base, 1, shape=roofline.Pass(kv_bytes=b), params=params).total
+    t_c = roofline.forward_time(m, hw, b_cur, 1, shape=roofline.Pass(kv_bytes=c), params=params).total
     point = (b_cur / t_c) / (b_base / t_b)
     lo, hi = point * k_lo, point * k_hi
     return Estimate(point, LOW, f"{change}: {words}; the pool holds ~{n_b} → ~{n_c} requests of "

@@ -142,13 +142,30 @@ def allreduce_latency(interconnect: str, params: dict | None = None) -> float:
     return us * 1e-6
 
 
-def forward_time(m: ModelFacts, hw: Hardware, batch: float, tokens: float = 1, *, context: float | None = None,
-                 kv_bytes: float | None = None, layers: float | None = None, lm_head: bool = True,
-                 overhead_s: float | None = None, moe: bool = True, params: dict | None = None) -> StepTime:
-    """Time of one forward over `batch` requests × `tokens` tokens each.
+@dataclass(frozen=True)
+class Pass:
+    """What one forward runs beside the batch: the model's whole stack with its lm_head (the default), or a
+    draft head's share of it. `layers` < m.layers models a draft head (one decoder layer of the target's
+    shape: MTP/EAGLE); `moe=False` makes that layer dense (an external EAGLE head on an MoE target);
+    `context` tokens read per request (None: CONTEXT_TOKENS), `kv_bytes` per cached value (None: 16-bit),
+    `overhead_s` per forward (None: STEP_OVERHEAD_MS)."""
 
-    `layers` < m.layers models a draft head (one decoder layer of the target's shape: MTP/EAGLE);
-    `moe=False` makes that layer dense (an external EAGLE head on an MoE target)."""
+    context: float | None = None
+    kv_bytes: float | None = None
+    layers: float | None = None
+    lm_head: bool = True
+    overhead_s: float | None = None
+    moe: bool = True
+
+
+WHOLE = Pass()  # the target's own forward
+
+
+def forward_time(m: ModelFacts, hw: Hardware, batch: float, tokens: float = 1, *, shape: Pass = WHOLE,
+                 params: dict | None = None) -> StepTime:
+    """Time of one forward over `batch` requests × `tokens` tokens each, of the `shape` it runs (Pass)."""
+    context, kv_bytes, layers, lm_head = shape.context, shape.kv_bytes, shape.layers, shape.lm_head
+    overhead_s, moe = shape.overhead_s, shape.moe
     bw = hw.gpu.bandwidth_gbs * 1e9 * _param(params, "bw_efficiency", cal.BW_EFFICIENCY)
     fp8 = (m.bytes_per_weight or 2.0) <= 1.0 and hw.gpu.fp8_tflops
     peak = (hw.gpu.fp8_tflops if fp8 else hw.gpu.bf16_tflops) * 1e12
@@ -222,9 +239,8 @@ def draft_time(m: ModelFacts, hw: Hardware, batch: float, width: int = 1, *, nat
     """One draft pass of an EAGLE/MTP head: one decoder layer of the target's shape plus the lm_head,
     over `batch` × `width` tokens (width = topk for a tree). A native MTP layer of an MoE model is
     an MoE layer; an external EAGLE head is dense."""
-    return forward_time(m, hw, batch, width, layers=1, lm_head=True, moe=native_mtp,
-                        overhead_s=_param(params, "draft_overhead_ms", cal.DRAFT_OVERHEAD_MS) * 1e-3,
-                        params=params)
+    return forward_time(m, hw, batch, width, shape=Pass(layers=1, lm_head=True, moe=native_mtp, overhead_s=_param(
+        params, "draft_overhead_ms", cal.DRAFT_OVERHEAD_MS) * 1e-3), params=params)
 
 
 # --- Reading the context ------------------------------------------------------------------------

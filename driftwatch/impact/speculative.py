@@ -120,164 +120,240 @@ def measured_accept_length(ctx: ImpactContext, side: str) -> float | None:
     return None
 
 
+@dataclass
+class _Spec:
+    """One speculative comparison: both sides, the context and the model's parameters."""
+
+    base: SpecSide
+    cur: SpecSide
+    ctx: ImpactContext
+    params: dict
+    decay: float
+    tree: float
+
+    @property
+    def sides(self) -> dict[str, SpecSide]:
+        return {"baseline": self.base, "current": self.cur}
+
+    @property
+    def dim(self) -> str:
+        return SINGLE if concurrency_of(self.ctx) <= 1 else AGGREGATE
+
+
+@dataclass
+class _Acceptance:
+    """Per side: the accept length measured, α, the tokens a step yields E (and E with a shallow
+    measurement carried deeper, the floor), where α came from, and the notes for the operator."""
+
+    measured: dict[str, float | None]
+    alphas: dict[str, float] = field(default_factory=dict)
+    expected: dict[str, float] = field(default_factory=dict)
+    shallow: dict[str, float] = field(default_factory=dict)
+    source: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Costs:
+    """The step cost of both sides: from the roofline (`physical`) or the knee prior."""
+
+    baseline: float
+    current: float
+    physical: dict | None = None
+
+    def ratio(self, expected: dict) -> float:
+        return (expected["current"] / self.current) / (expected["baseline"] / self.baseline)
+
+
 def estimate_speculation(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: dict) -> Estimate:
     """Ratio (E_cur / cost_cur) / (E_base / cost_base) at the current effective batch."""
     decay = param(params, "decay", cal.DECAY)
     knee = param(params, "knee_tokens", cal.KNEE_TOKENS)
     if not (0.0 < decay <= 1.5) or knee <= 0:
         return unknown_estimate(f"unusable model parameters decay={decay} knee_tokens={knee}")
-    tree = param(params, "tree_exponent", cal.TREE_EXPONENT)
+    spec = _Spec(base, cur, ctx, params, decay, param(params, "tree_exponent", cal.TREE_EXPONENT))
     batch = roofline.decode_batch(ctx)
-    dim = SINGLE if concurrency_of(ctx) <= 1 else AGGREGATE
-    sides = {"baseline": base, "current": cur}
-    measured = {s: (measured_accept_length(ctx, s) if sp.on else None) for s, sp in sides.items()}
+    acc = _acceptance(spec)
+    if isinstance(acc, Estimate):
+        return acc
+    costs = _step_costs(spec, batch, knee)
+    ratio = costs.ratio(acc.expected)
+    if acc.shallow:
+        shallow_ratio = costs.ratio({**acc.expected, **acc.shallow})
+        acc.notes = [n.replace("{shallow_ratio:.2f}", f"{shallow_ratio:.2f}") for n in acc.notes]
+    unsettled = _sign_unsettled(spec, acc, costs, ratio, batch)
+    if unsettled is not None:
+        return unsettled
+    srcs = {acc.source[s] for s, sp in spec.sides.items() if sp.on}
+    conf = _confidence(spec, srcs, batch)
+    a_part = _accept_words(spec, acc, srcs)
+    e_part = (f"{base.label()}={acc.expected['baseline']:.2f} → {cur.label()}={acc.expected['current']:.2f} "
+              f"tokens per target step")
+    if costs.physical is not None:
+        return _physical_estimate(spec, acc, costs, (ratio, conf, batch), f"{a_part}; {e_part}")
+    c_part = (f"step cost {costs.baseline:.3f} → {costs.current:.3f} (drafting {base.steps} → {cur.steps} passes, "
+              f"verifying {base.tokens if base.on else 1} → {cur.tokens if cur.on else 1} tokens/request at batch "
+              f"{batch})")
+    if getattr(ctx, "model_facts", None) is None:
+        acc.notes.append("model facts unknown: step cost from the default roofline knee; --model-config "
+                         "config.json gives the model's own")
+    said = f" ({'; '.join(acc.notes)})" if acc.notes else ""
+    interval = _interval(spec, acc, costs, ratio, None)
+    return Estimate(ratio, conf, f"{_prior_words(base, cur, acc.expected, costs.current / costs.baseline, ratio)}"
+                    f"{said}. Details: {a_part}; {e_part}; {c_part} ⇒ ×{ratio:.2f}", spec.dim, interval)
 
-    # α per side: from its own accept length, else from the other side's (same algorithm), else prior.
-    alphas: dict[str, float] = {}
-    expected: dict[str, float] = {}
-    shallow: dict[str, float] = {}  # E with a shallow side's α carried to deeper steps (the floor)
-    by_position: dict[str, float] = {}  # E with the measured α where observed, the prior deeper
-    source: dict[str, str] = {}
-    notes: list[str] = base.notes + cur.notes
+
+def _acceptance(spec: _Spec) -> _Acceptance | Estimate:
+    """α and E per side: from its own accept length, else from the other side's (same algorithm), else the
+    prior; an Estimate (no number) when a side has neither a measurement nor a sound prior."""
+    ctx, params, decay, tree, sides = spec.ctx, spec.params, spec.decay, spec.tree, spec.sides
+    acc = _Acceptance({s: (measured_accept_length(ctx, s) if sp.on else None) for s, sp in sides.items()},
+                      notes=spec.base.notes + spec.cur.notes)
     for s, sp in sides.items():
-        if sp.on and measured[s] is not None:
-            alphas[s] = alpha_from_accept_length(measured[s], sp.steps, decay, sp.topk, tree_exp=tree)
+        m = acc.measured[s]
+        if sp.on and m is not None:
+            acc.alphas[s] = alpha_from_accept_length(m, sp.steps, decay, sp.topk, tree_exp=tree)
             e_max = expected_tokens(1.0, sp.steps, decay, sp.topk, tree)
-            if measured[s] > e_max:
-                notes.append(f"{s} accept length {measured[s]:g} exceeds the {e_max:g} possible at "
-                             f"{sp.steps} steps: clamped")
-            expected[s] = min(measured[s], e_max)
-            source[s] = "measured"
+            if m > e_max:
+                acc.notes.append(f"{s} accept length {m:g} exceeds the {e_max:g} possible at {sp.steps} steps: "
+                                 "clamped")
+            acc.expected[s] = min(m, e_max)
+            acc.source[s] = "measured"
     for s, sp in sides.items():
         if not sp.on:
-            expected[s] = 1.0
-            source[s] = "off"
+            acc.expected[s] = 1.0
+            acc.source[s] = "off"
             continue
-        if s in expected:
+        if s in acc.expected:
             continue
         other = "current" if s == "baseline" else "baseline"
         prior = param(params, "alpha_prior", -1.0)
         if prior < 0:
             prior = _prior_alpha(ctx, s, sp)
-        if other in alphas and sides[other].algorithm == sp.algorithm:
-            alpha, source[s] = alphas[other], "transferred"
+        if other in acc.alphas and sides[other].algorithm == sp.algorithm:
+            alpha, acc.source[s] = acc.alphas[other], "transferred"
             seen = sides[other].steps
             if sp.steps > seen and 0.0 <= prior <= 1.0 and prior > alpha:
                 # A shallow measurement observes only the first `seen` draft positions: the same
                 # drafter accepts as measured there, and the deeper positions (never observed) get
                 # the prior — the seeds (000, 001) show MTP/EAGLE acceptance does not fall with
                 # depth, so the measured α is their floor, given as the other bound.
-                shallow[s] = expected_tokens(alpha, sp.steps, decay, sp.topk, tree)
-                by_position[s] = expected_tokens_by_position(
+                acc.shallow[s] = expected_tokens(alpha, sp.steps, decay, sp.topk, tree)
+                acc.expected[s] = expected_tokens_by_position(
                     [alpha if i < seen else prior for i in range(sp.steps)], decay, sp.topk, tree)
-                notes.append(f"an accept length measured at {seen} step{'s' if seen != 1 else ''} observes "
-                             f"draft position{'s' if seen != 1 else ''} 1{'–' + str(seen) if seen > 1 else ''} "
-                             f"only: the {s} side's deeper positions use the {_prior_key(ctx, s, sp)} prior "
-                             f"α {prior:.2f} (the measured α {alpha:.2f} throughout would give "
-                             "×{shallow_ratio:.2f}); measure the accept length on the " + s + " side to pin it")
-                alpha, source[s] = prior, "prior"
+                acc.notes.append(f"an accept length measured at {seen} step{'s' if seen != 1 else ''} observes "
+                                 f"draft position{'s' if seen != 1 else ''} 1{'–' + str(seen) if seen > 1 else ''} "
+                                 f"only: the {s} side's deeper positions use the {_prior_key(ctx, s, sp)} prior "
+                                 f"α {prior:.2f} (the measured α {alpha:.2f} throughout would give "
+                                 "×{shallow_ratio:.2f}); measure the accept length on the " + s + " side to pin it")
+                alpha, acc.source[s] = prior, "prior"
         else:
             if not (0.0 <= prior <= 1.0):
                 return unknown_estimate(
                     f"no accept length measured for {sp.algorithm} and no sound prior for its acceptance "
-                    f"(workload-dependent); measure accept length on the {s} side", dim)
-            alpha, source[s] = prior, "prior"
-        alphas.setdefault(s, alpha)
-        expected[s] = by_position.get(s) or expected_tokens(alpha, sp.steps, decay, sp.topk, tree)
+                    f"(workload-dependent); measure accept length on the {s} side", spec.dim)
+            alpha, acc.source[s] = prior, "prior"
+        acc.alphas.setdefault(s, alpha)
+        if s not in acc.expected:
+            acc.expected[s] = expected_tokens(alpha, sp.steps, decay, sp.topk, tree)
+    return acc
 
-    physical = _physical_costs(base, cur, ctx, params, batch)
+
+def _step_costs(spec: _Spec, batch: int, knee: float) -> _Costs:
+    physical = _physical_costs(spec.base, spec.cur, spec.ctx, spec.params, batch)
     if physical is not None:
-        cost_b, cost_c = physical["baseline"].total, physical["current"].total
-    else:
-        def cost(sp: SpecSide) -> float:
-            d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm or "", cal.DEFAULT_DRAFT_COST))
-            return step_cost(sp.steps if sp.on else 0, batch, sp.tokens if sp.on else 1, d if sp.on else 0.0, knee)
+        return _Costs(physical["baseline"].total, physical["current"].total, physical)
 
-        cost_b, cost_c = cost(base), cost(cur)
-    ratio = (expected["current"] / cost_c) / (expected["baseline"] / cost_b)
-    if shallow:
-        alt = {**expected, **shallow}
-        shallow_ratio = (alt["current"] / cost_c) / (alt["baseline"] / cost_b)
-        notes = [n.replace("{shallow_ratio:.2f}", f"{shallow_ratio:.2f}") for n in notes]
+    def cost(sp: SpecSide) -> float:
+        d = param(spec.params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm or "", cal.DEFAULT_DRAFT_COST))
+        return step_cost(sp.steps if sp.on else 0, batch, sp.tokens if sp.on else 1, d if sp.on else 0.0, knee)
 
-    # The sign must not rest on an assumed acceptance: where a prior decides, the same step costs at
-    # a weak drafter's acceptance (ALPHA_FLOOR, chain only: extra tree candidates assumed useless; or
-    # the shallow measurement, which is the floor of deeper positions) must point the same way.
-    if physical is not None:
-        low = dict(expected)
-        from_prior = {s for s in sides if source.get(s) == "prior"}
-        # an α carried over from a side that itself rests on the prior falls with it (one drafter)
-        from_prior |= {s for s in sides if source.get(s) == "transferred"
-                       and source.get("current" if s == "baseline" else "baseline") == "prior"}
-        for s, sp in sides.items():
-            if s in from_prior and sp.on:
-                floor = cal.ALPHA_FLOOR_BY_PRIOR.get(_prior_key(ctx, s, sp).split(".")[0], cal.ALPHA_FLOOR)
-                low[s] = shallow.get(s) or expected_tokens(min(floor, alphas[s]), sp.steps, decay, 1)
-        ratio_low = (low["current"] / cost_c) / (low["baseline"] / cost_b)
-        if (ratio - 1.0) * (ratio_low - 1.0) < 0:
-            return _direction_unknown(base, cur, physical, expected, low, (ratio, ratio_low), batch, dim)
+    return _Costs(cost(spec.base), cost(spec.cur))
 
-    srcs = {source[s] for s, sp in sides.items() if sp.on}
+
+def _sign_unsettled(spec: _Spec, acc: _Acceptance, costs: _Costs, ratio: float, batch: int) -> Estimate | None:
+    """The sign must not rest on an assumed acceptance: where a prior decides, the same step costs at a weak
+    drafter's acceptance (ALPHA_FLOOR, chain only: extra tree candidates assumed useless; or the shallow
+    measurement, which is the floor of deeper positions) must point the same way; else direction unknown."""
+    if costs.physical is None:
+        return None
+    sides, source = spec.sides, acc.source
+    low = dict(acc.expected)
+    from_prior = {s for s in sides if source.get(s) == "prior"}
+    # an α carried over from a side that itself rests on the prior falls with it (one drafter)
+    from_prior |= {s for s in sides if source.get(s) == "transferred"
+                   and source.get("current" if s == "baseline" else "baseline") == "prior"}
+    for s, sp in sides.items():
+        if s in from_prior and sp.on:
+            floor = cal.ALPHA_FLOOR_BY_PRIOR.get(_prior_key(spec.ctx, s, sp).split(".")[0], cal.ALPHA_FLOOR)
+            low[s] = acc.shallow.get(s) or expected_tokens(min(floor, acc.alphas[s]), sp.steps, spec.decay, 1)
+    ratio_low = costs.ratio(low)
+    if (ratio - 1.0) * (ratio_low - 1.0) < 0:
+        return _direction_unknown(spec.base, spec.cur, costs.physical, acc.expected, low, (ratio, ratio_low), batch,
+                                  spec.dim)
+    return None
+
+
+def _confidence(spec: _Spec, srcs: set[str], batch: int) -> str:
     if srcs == {"measured"}:
         conf = HIGH if batch <= 8 else MEDIUM
     elif "prior" in srcs:
         conf = LOW
     else:
         conf = MEDIUM
-    if base.notes or cur.notes or base.topk > 1 or cur.topk > 1 or decay != 1.0:
+    base, cur = spec.base, spec.cur
+    if base.notes or cur.notes or base.topk > 1 or cur.topk > 1 or spec.decay != 1.0:
         conf = min_conf(conf, LOW)
+    return conf
 
-    # One plain sentence with the numbers.
+
+def _accept_words(spec: _Spec, acc: _Acceptance, srcs: set[str]) -> str:
+    """Where the acceptance came from, in words (the details' first part)."""
+    sides = spec.sides
     if srcs == {"measured"} and len(srcs) and all(sp.on for sp in sides.values()):
-        a_part = f"measured accept lengths {measured['baseline']:g} → {measured['current']:g} tokens/step"
-    else:
-        m = [s for s in sides if source.get(s) == "measured"]
-        if m:
-            s = m[0]
-            a_part = (f"accept length {measured[s]:g} measured on the {s} side at {sides[s].steps} "
-                      f"step{'s' if sides[s].steps != 1 else ''} ⇒ α≈{alphas[s]:.2f}")
-        elif "prior" in srcs:
-            a = next(alphas[s] for s in sides if source.get(s) == "prior")
-            a_part = f"no accept length measured: α prior {a:.2f}"
-        else:
-            a_part = "speculation off on both sides"
-    e_part = (f"{base.label()}={expected['baseline']:.2f} → {cur.label()}={expected['current']:.2f} "
-              f"tokens per target step")
-    if physical is not None:
-        checked, off, gap = _measured_step(ctx, base, expected["baseline"], source.get("baseline"), physical, params)
-        interval = _interval(base, cur, ctx, params, decay, tree, measured, source, alphas, expected,
-                             physical, cost_b, cost_c, ratio, gap)
-        lead, terms = _physical_words(base, cur, physical, expected, ratio, batch,
-                                      uncertainty.direction(ratio, interval) == uncertainty.UNKNOWN)
-        if not physical["hardware"].known:
-            notes.append(f"GPU unknown: {physical['hardware'].gpu.name} assumed (pass --gpu NAME[xN])")
-            conf = min_conf(conf, LOW)
-        pool = _state_pool_note(physical["model"], base, cur, ctx)
-        if pool:
-            notes.append(pool)
-        for s_name, sp in sides.items():
-            own = draft_facts(ctx, s_name) if sp.on and sp.algorithm in ("EAGLE", "EAGLE3") else None
-            if own is not None:
-                notes.append(f"{s_name} draft head from its own config.json: {own.layers} layer"
-                             f"{'s' if own.layers != 1 else ''}, hidden {own.hidden_size}, vocabulary {own.vocab}")
-        if off:
-            notes.append(off)
-        terms += checked
-        # what the operator must know (assumptions, what to measure) stays beside the sentence;
-        # α, E(k) and the roofline terms go to the details
-        said = f" ({'; '.join(notes)})" if notes else ""
-        return Estimate(ratio, conf, f"{lead}{said}. Details: {a_part}; {e_part}; {terms}", dim, interval)
-    else:
-        c_part = (f"step cost {cost_b:.3f} → {cost_c:.3f} (drafting {base.steps} → {cur.steps} passes, verifying "
-                  f"{base.tokens if base.on else 1} → {cur.tokens if cur.on else 1} tokens/request at batch {batch})")
-        if getattr(ctx, "model_facts", None) is None:
-            notes.append("model facts unknown: step cost from the default roofline knee; --model-config "
-                         "config.json gives the model's own")
-        said = f" ({'; '.join(notes)})" if notes else ""
-        interval = _interval(base, cur, ctx, params, decay, tree, measured, source, alphas, expected,
-                             None, cost_b, cost_c, ratio, None)
-        return Estimate(ratio, conf, f"{_prior_words(base, cur, expected, cost_c / cost_b, ratio)}{said}. "
-                        f"Details: {a_part}; {e_part}; {c_part} ⇒ ×{ratio:.2f}", dim, interval)
+        return f"measured accept lengths {acc.measured['baseline']:g} → {acc.measured['current']:g} tokens/step"
+    m = [s for s in sides if acc.source.get(s) == "measured"]
+    if m:
+        s = m[0]
+        return (f"accept length {acc.measured[s]:g} measured on the {s} side at {sides[s].steps} "
+                f"step{'s' if sides[s].steps != 1 else ''} ⇒ α≈{acc.alphas[s]:.2f}")
+    if "prior" in srcs:
+        a = next(acc.alphas[s] for s in sides if acc.source.get(s) == "prior")
+        return f"no accept length measured: α prior {a:.2f}"
+    return "speculation off on both sides"
+
+
+def _physical_estimate(spec: _Spec, acc: _Acceptance, costs: _Costs, judged: tuple[float, str, int],
+                       details: str) -> Estimate:
+    """The estimate from the roofline's step costs: the lead sentence, the operator's notes, the details.
+    `judged`: (ratio, confidence, batch)."""
+    ratio, conf, batch = judged
+    base, cur, ctx, physical = spec.base, spec.cur, spec.ctx, costs.physical
+    assert physical is not None
+    notes = acc.notes
+    checked, off, gap = _measured_step(ctx, base, acc.expected["baseline"], acc.source.get("baseline"), physical,
+                                       spec.params)
+    interval = _interval(spec, acc, costs, ratio, gap)
+    lead, terms = _physical_words(base, cur, physical, acc.expected, ratio, batch,
+                                  uncertainty.direction(ratio, interval) == uncertainty.UNKNOWN)
+    if not physical["hardware"].known:
+        notes.append(f"GPU unknown: {physical['hardware'].gpu.name} assumed (pass --gpu NAME[xN])")
+        conf = min_conf(conf, LOW)
+    pool = _state_pool_note(physical["model"], base, cur, ctx)
+    if pool:
+        notes.append(pool)
+    for s_name, sp in spec.sides.items():
+        own = draft_facts(ctx, s_name) if sp.on and sp.algorithm in ("EAGLE", "EAGLE3") else None
+        if own is not None:
+            notes.append(f"{s_name} draft head from its own config.json: {own.layers} layer"
+                         f"{'s' if own.layers != 1 else ''}, hidden {own.hidden_size}, vocabulary {own.vocab}")
+    if off:
+        notes.append(off)
+    terms += checked
+    # what the operator must know (assumptions, what to measure) stays beside the sentence;
+    # α, E(k) and the roofline terms go to the details
+    said = f" ({'; '.join(notes)})" if notes else ""
+    return Estimate(ratio, conf, f"{lead}{said}. Details: {details}; {terms}", spec.dim, interval)
 
 
 def _prior_words(base: SpecSide, cur: SpecSide, expected: dict, cost_growth: float, ratio: float) -> str:
@@ -405,9 +481,7 @@ def _decay_low(ctx: ImpactContext, side: str, sp: SpecSide) -> float:
     return cal.DECAY_LOW.get(fam, cal.DECAY_LOW.get(fam.split(".")[0], 1.0))
 
 
-def _interval(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: dict, decay: float, tree: float,
-              measured: dict, source: dict, alphas: dict, expected: dict, physical: dict | None,
-              cost_b: float, cost_c: float, ratio: float, gap) -> tuple[float, float]:
+def _interval(spec: _Spec, acc: _Acceptance, costs: _Costs, ratio: float, gap) -> tuple[float, float]:
     """The 80 % interval of the ratio (docs/impact.md "Intervals"): the tokens a step yields at the
     low and the high end of each side's acceptance (the drafter family's α range, decay with depth,
     the tree gain; a measured accept length ± its window), both sides at the same end when one
@@ -415,6 +489,9 @@ def _interval(base: SpecSide, cur: SpecSide, ctx: ImpactContext, params: dict, d
     cost rests on), at the other link when the GPU is unknown, at a larger batch when nobody stated
     the concurrency, and at both readings of a measured step the roofline misses by more than half;
     widened by SPEC_BASE_SPREAD."""
+    base, cur, ctx, params, decay, tree = spec.base, spec.cur, spec.ctx, spec.params, spec.decay, spec.tree
+    measured, source, alphas, expected = acc.measured, acc.source, acc.alphas, acc.expected
+    physical, cost_b, cost_c = costs.physical, costs.baseline, costs.current
     sides = {"baseline": base, "current": cur}
     t_lo, t_hi = cal.TREE_EXPONENT_RANGE
     t_lo, t_hi = min(t_lo, tree), max(t_hi, tree)
@@ -541,9 +618,9 @@ def physical_step(m, hw, sp: SpecSide, ctx: ImpactContext, side: str, params: di
         own = draft_facts(ctx, side)
         if own is not None and not native:
             # the head's own config.json: its layers, width and (draft) vocabulary, at the target's TP
-            draft = roofline.forward_time(own, hw, batch, sp.topk, lm_head=True, moe=own.is_moe,
-                                          overhead_s=param(params, "draft_overhead_ms", cal.DRAFT_OVERHEAD_MS) * 1e-3,
-                                          params=params)
+            draft = roofline.forward_time(own, hw, batch, sp.topk, shape=roofline.Pass(
+                lm_head=True, moe=own.is_moe, overhead_s=param(params, "draft_overhead_ms", cal.DRAFT_OVERHEAD_MS) * 1e-3),
+                params=params)
         else:
             draft = roofline.draft_time(m, hw, batch, sp.topk, native_mtp=native, params=params)
         draft_s = sp.steps * draft.total
@@ -554,8 +631,9 @@ def physical_step(m, hw, sp: SpecSide, ctx: ImpactContext, side: str, params: di
         size = draft_size_from_name(_draft_model(ctx, side))
         target = m.active_params if m.is_moe and m.active_params else m.params
         if own is not None:
-            draft = roofline.forward_time(own, hw, batch, 1, moe=own.is_moe, params=params,
-                                          overhead_s=param(params, "draft_overhead_ms", cal.DRAFT_OVERHEAD_MS) * 1e-3)
+            draft = roofline.forward_time(own, hw, batch, 1, shape=roofline.Pass(
+                moe=own.is_moe, overhead_s=param(params, "draft_overhead_ms", cal.DRAFT_OVERHEAD_MS) * 1e-3),
+                params=params)
             draft_s = sp.steps * draft.total
         else:
             d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm, cal.DEFAULT_DRAFT_COST))

@@ -31,6 +31,8 @@ def model_change(name: str, baseline_value: Any, current_value: Any, ctx: Impact
 
 def interpreter_change(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
                        params: dict) -> Estimate:
+    if name == "engine.version":  # DW502 also names the release: its own words (impact of its defaults apart)
+        return engine_version(name, baseline_value, current_value, ctx, params)
     if name == "launcher.runtime":  # between a container image and the host's Python environment
         return Estimate(None, LOW, f"The server now runs in {show(current_value)} instead of {show(baseline_value)}, "
                         f"hence possibly a different {_build(ctx)} and kernels; re-measure")
@@ -43,8 +45,9 @@ def engine_version(name: str, baseline_value: Any, current_value: Any, ctx: Impa
     engine = _engine(ctx)
     if show(baseline_value) == show(current_value):
         return Estimate(1.0, LOW, f"same {engine} version {show(current_value)}", NONE_DIM)
-    return Estimate(None, LOW, f"{engine} {show(baseline_value)} → {show(current_value)}: a different {_build(ctx)} "
-                    f"(defaults, kernels and schedulers change between releases); re-measure")
+    return Estimate(None, LOW, f"{engine} {show(baseline_value)} → {show(current_value)}: a different {_build(ctx)}; "
+                    f"its changed defaults that a model prices are findings of their own, its kernels and "
+                    f"schedulers are not priced; re-measure")
 
 
 def _engine_name(value: Any) -> str | None:

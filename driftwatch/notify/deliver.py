@@ -1,18 +1,21 @@
 """Decide whether a fleet report is mailed, mail it, and remember what was sent (--only-changes).
 
-`deliver` takes the merged settings dict of `driftwatch.notify.settings` (flat keys: email, sender,
-state, only_changes, smtp_*); this module reads it, `driftwatch.notify.settings` never imports it, so
-settings → notify is the only direction between the two.
+`deliver` takes the merged settings dict of `driftwatch.config` (flat keys: email, sender,
+state, only_changes, smtp_*); this module reads it, `driftwatch.config` never imports it, so
+config → notify is the only direction between the two.
 """
 from __future__ import annotations
 
 import os
 import socket
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .email import PASSWORD_ENV, SMTPSettings, build_message, load_password_file, send_message
 from .state import is_resolved, load_state, mark_changes, save_state, should_send, state_for
+
+if TYPE_CHECKING:
+    from ..report.document import FleetReportDoc
 
 
 def default_sender() -> str:
@@ -34,7 +37,7 @@ def smtp_settings(settings: Mapping[str, Any], env: Mapping[str, str]) -> SMTPSe
                         timeout=settings.get("smtp_timeout") or 30.0, ca_file=settings.get("smtp_ca_file"))
 
 
-def deliver(doc: dict, settings: Mapping, always: bool) -> str:
+def deliver(doc: FleetReportDoc, settings: Mapping, always: bool) -> str:
     """Mail `doc` when warranted and return one line saying what happened.
 
     Raises NotifyError when a mail was due and could not be delivered; the state file is then left

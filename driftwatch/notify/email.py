@@ -23,6 +23,7 @@ import stat
 from dataclasses import dataclass
 from email.message import EmailMessage
 from email.utils import formatdate, getaddresses, make_msgid, parseaddr
+from typing import TYPE_CHECKING
 
 from driftwatch import __version__
 from driftwatch.errors import InputError, NotifyError
@@ -30,6 +31,9 @@ from driftwatch.notify.smtp_words import PASSWORD_ENV, SECURITY_MODES  # re-expo
 from driftwatch.report import get_format
 from driftwatch.report.wording import subject
 from driftwatch.resolver import ResolveTimeout, local_fqdn, resolve
+
+if TYPE_CHECKING:
+    from driftwatch.report.document import FleetReportDoc
 
 
 @dataclass
@@ -159,7 +163,7 @@ def _msgid_domain(sender: str) -> str:
 FULL_MAIL_LIMIT = 1_000_000  # bytes of text + HTML above which the mail carries the summary (Postfix: 10 MB)
 
 
-def build_message(report: dict, sender: str, recipients: list[str],
+def build_message(report: FleetReportDoc, sender: str, recipients: list[str],
                   subject_prefix: str = "[driftwatch]", limit: int = FULL_MAIL_LIMIT) -> EmailMessage:
     """A multipart/alternative message (text/plain first, then text/html) for `report`. When the
     two parts together are larger than `limit` bytes, they carry the summary (groups and the host

@@ -28,11 +28,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from driftwatch.errors import InputError
 from driftwatch.fileio import loads_json, write_atomic
 from driftwatch.identity import finding_id
+
+if TYPE_CHECKING:
+    from driftwatch.report.document import FleetReportDoc
 
 STATE_SCHEMA = "driftwatch.state/v1"
 
@@ -41,7 +45,7 @@ def _canon(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
-def _items(report: dict) -> list[str]:
+def _items(report: FleetReportDoc) -> list[str]:
     items = set()
     for h in report.get("hosts") or []:
         if not isinstance(h, dict):
@@ -49,7 +53,7 @@ def _items(report: dict) -> list[str]:
         where = finding_id(h.get("host"), h.get("unit"), None)
         if h.get("status") == "error":
             items.add(_canon(["unreadable", where.host, where.unit]))
-        comp = comparison_ if isinstance(comparison_ := h.get("comparison"), dict) else {}
+        comp: Mapping[str, Any] = comparison_ if isinstance(comparison_ := h.get("comparison"), dict) else {}
         for f in comp.get("findings") or []:
             if isinstance(f, dict):
                 items.add(_canon(["finding", *finding_id(where.host, where.unit, f.get("key")),
@@ -57,7 +61,7 @@ def _items(report: dict) -> list[str]:
     return sorted(items)
 
 
-def fingerprint(report: dict) -> str:
+def fingerprint(report: FleetReportDoc) -> str:
     """sha256 over the set of findings — identity (host, unit, key) as `identity.finding_id`, with
     baseline, current and rule — and the unreadable (host, unit) pairs. Independent of timestamps,
     ranks, wording, error text and order."""
@@ -67,23 +71,23 @@ def fingerprint(report: dict) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def _findings(report: dict):
+def _findings(report: FleetReportDoc):
     """(identity, finding) for every finding of `report` that is a mapping."""
     for h in report.get("hosts") or []:
         if not isinstance(h, dict):
             continue
-        comp = comparison_ if isinstance(comparison_ := h.get("comparison"), dict) else {}
+        comp: Mapping[str, Any] = comparison_ if isinstance(comparison_ := h.get("comparison"), dict) else {}
         for f in comp.get("findings") or []:
             if isinstance(f, dict):
                 yield str(finding_id(h.get("host"), h.get("unit"), f.get("key"))), f
 
 
-def finding_ids(report: dict) -> list[str]:
+def finding_ids(report: FleetReportDoc) -> list[str]:
     """``host/unit/key`` of every finding of `report`, sorted (what the state file remembers)."""
     return sorted({fid for fid, _ in _findings(report)})
 
 
-def mark_changes(report: dict, previous: dict | None) -> dict:
+def mark_changes(report: FleetReportDoc, previous: dict | None) -> dict:
     """Mark each finding of `report` ``last_run: "new"`` or ``"still present"`` against the
     findings the `previous` state remembers; counts {"new": n, "still present": m}. Without a
     previous state that lists its findings, nothing is marked (every finding would be "new")."""
@@ -99,16 +103,16 @@ def mark_changes(report: dict, previous: dict | None) -> dict:
     return counts
 
 
-def _counts(report: dict) -> dict:
+def _counts(report: FleetReportDoc) -> dict:
     hosts = [h for h in report.get("hosts") or [] if isinstance(h, dict)]
     return {"hosts": len(hosts),
             "drifted": sum(1 for h in hosts if h.get("status") == "drift"),
             "unreadable": sum(1 for h in hosts if h.get("status") == "error")}
 
 
-def state_for(report: dict, *, sent: bool | None = None) -> dict:
+def state_for(report: FleetReportDoc, *, sent: bool | None = None) -> dict:
     """The state to save after a settled run of `report`."""
-    data = {"schema": STATE_SCHEMA, "fingerprint": fingerprint(report),
+    data: dict[str, Any] = {"schema": STATE_SCHEMA, "fingerprint": fingerprint(report),
             "generated_at": report.get("generated_at"), "summary": _counts(report),
             "findings": finding_ids(report)}
     if sent is not None:
@@ -156,14 +160,14 @@ def _had_trouble(state: dict | None) -> bool:
     return bool(state.get("findings"))  # an older state without a summary
 
 
-def is_resolved(report: dict, state: dict | None, only_changes: bool) -> bool:
+def is_resolved(report: FleetReportDoc, state: dict | None, only_changes: bool) -> bool:
     """True when `report` is clean (no drift, every host read) while the last settled run under
     --only-changes had drift or unreadable hosts: the "resolved" mail is due."""
     c = _counts(report)
     return bool(only_changes) and not c["drifted"] and not c["unreadable"] and _had_trouble(state)
 
 
-def should_send(report: dict, state: dict | None, only_changes: bool, always: bool) -> tuple[bool, str]:
+def should_send(report: FleetReportDoc, state: dict | None, only_changes: bool, always: bool) -> tuple[bool, str]:
     """(send?, reason) — the reason is one line for logs / --verbose."""
     c = _counts(report)
     if always:

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from driftwatch.parse.said import Said, prefixed
 from driftwatch.parse.specifiers import SpecifierFailure, apply_specifiers
-from driftwatch.parse.unitfile import Assignment, UnitFile
+from driftwatch.parse.unitfile import UNIT_SUFFIXES, Assignment, UnitFile
 from driftwatch.redact import shown
 
 PATH_MAX = 4096
@@ -108,7 +108,7 @@ def _users(unit: UnitFile, specifiers: dict | None, out: list[str]) -> None:
 
 def _hooks(unit: UnitFile, specifiers: dict | None, split: Callable, out: list[str], warnings: list[str]) -> None:
     """Exec hooks parsed like ExecStart=; `split` is execstart's config_parse_exec port."""
-    from driftwatch.parse.execstart import ExecStartError
+    from driftwatch.parse.execstart import ExecStartError  # lazy: execstart imports this module (cycle)
 
     for a in unit.assignments:
         if a.section != "Service" or a.key not in EXEC_HOOKS or a.value == "":
@@ -205,8 +205,6 @@ def _bus_name(unit: UnitFile, specifiers: dict | None) -> str | None:
 def _dependencies(unit: UnitFile, key: str, specifiers: dict | None) -> set[str]:
     """The units an OnFailure=-like list names (no reset by an empty value; a word whose specifiers
     fail, or that is no unit name, is ignored)."""
-    from driftwatch.parse.unitfile import UNIT_SUFFIXES
-
     names: set[str] = set()
     for value in unit.raw_values("Unit", key):
         for word in value.split():

@@ -14,6 +14,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ..errors import InputError
+
 REDACTED_PREFIX = "<redacted:"
 
 # --------------------------------------------------------------------------- the fingerprint key
@@ -41,7 +43,6 @@ def default_key_path(env: Mapping[str, str] | None = None) -> str:
 
 
 def _read_key_file(path: str) -> bytes:
-    from ..errors import InputError
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError as exc:
@@ -101,7 +102,6 @@ def fingerprint_key() -> tuple[bytes, str]:
     hit = _key_cache.get(cache_key)
     if hit is not None:
         return hit
-    from ..errors import InputError
     if given is not None:
         key = given.strip().encode("utf-8", "surrogatepass")
         if len(key) < 16:

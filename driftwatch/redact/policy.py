@@ -15,6 +15,9 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from ..errors import InputError
+from ..fileio import read_yaml
+
 CONFIG_FILE = ".driftwatch.yaml"
 
 # Operational environment variables: what they hold is configuration, never a credential (a name
@@ -270,8 +273,6 @@ def load_public_env(path: str | os.PathLike | None = None) -> tuple[str, ...]:
     """Names (or glob patterns: ``MY_APP_*``) users declare not secret, from ``public_env:`` in
     ``.driftwatch.yaml`` (the working directory's, or `path`). A malformed list is an InputError
     naming the file and the entry."""
-    from ..errors import InputError
-
     target = os.fspath(path) if path is not None else CONFIG_FILE
     try:
         st = os.stat(target)
@@ -280,7 +281,6 @@ def load_public_env(path: str | os.PathLike | None = None) -> tuple[str, ...]:
     key = (os.path.abspath(target), st.st_mtime_ns, st.st_size)
     if key in _PUBLIC_ENV_CACHE:
         return _PUBLIC_ENV_CACHE[key]
-    from ..fileio import read_yaml
     data = read_yaml(target, "driftwatch config")
     names: list[str] = []
     raw = data.get("public_env") if isinstance(data, dict) else None

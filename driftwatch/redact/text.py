@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..unitwords import LexInvalid, extract_word
 from .fingerprints import fingerprint, is_redacted
 from .policy import (
     _NUMERIC_KINDS,
@@ -242,7 +243,6 @@ class Redactor:
     def assignments(self, value: str, env: bool = True) -> str:
         """`A=1 "B=x y"` (Environment=, LogExtraFields=) with each value redacted; a value that does not
         split (bad quoting) is fingerprinted whole."""
-        from ..unitwords import LexInvalid, extract_word
         words, i = [], 0
         while True:
             try:
@@ -532,7 +532,6 @@ class Redactor:
         if value == "":
             return ""
         if key == "ExecStart" or key in EXEC_HOOKS:
-            from ..unitwords import LexInvalid, extract_word
             words, i = [], 0
             try:
                 while True:

@@ -78,7 +78,7 @@ def fast_table(rows: Sequence[Sequence[Any]], headers: Sequence[str],
     """``tabulate(rows, headers, maxcolwidths=maxcolwidths, **kwargs)``, the same text (a property test
     holds it to that), without typing the cells of a column one cell already makes text nor wrapping a
     column whose every cell fits."""
-    from tabulate import tabulate
+    from tabulate import tabulate  # lazy: expensive (~15 ms); JSON and other formats never draw a table
     rows = [list(row) for row in rows]
     columns = list(zip(*rows, strict=False)) if rows else []  # truncating, as before
     caps = list(maxcolwidths or [None] * len(columns)) + [None] * len(columns)

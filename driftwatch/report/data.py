@@ -11,13 +11,25 @@ the explanation, the summary sentence and the facts of the header lines. Formats
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..findings.compare import COMPARE_SCHEMA, Comparison, Finding, unquantified
 from ..redact import mask_tree
 from ..snapshots.baseline import Baseline
 from ..snapshots.snapshot import now_utc
 from . import wording
+
+if TYPE_CHECKING:
+    from .document import (
+        BaselineRef,
+        ComparisonDoc,
+        DriftGroup,
+        FindingDoc,
+        FleetReportDoc,
+        HostEntry,
+        MeasuredVsPredictedDoc,
+        Status,
+    )
 
 REPORT_SCHEMA = "driftwatch.report/v1"
 NO_BASELINE = "no_baseline"  # the status of a unit no baseline is named for (read and stored, not judged)
@@ -46,9 +58,9 @@ def _interval(iv) -> list[float] | None:
     return None if iv is None else [float(iv[0]), float(iv[1])]
 
 
-def finding_to_dict(f: Finding) -> dict:
+def finding_to_dict(f: Finding) -> FindingDoc:
     d = f.difference
-    out = {
+    out: dict[str, Any] = {  # built in the schema's key order (`secret` sits mid-way): typed on return
         "rank": f.rank, "key": d.key, "concept": d.concept, "flag": d.label,
         "baseline": _json_value(d, "baseline"), "current": _json_value(d, "current"),
         "baseline_source": d.baseline_source, "current_source": d.current_source,
@@ -69,14 +81,14 @@ def finding_to_dict(f: Finding) -> dict:
         out["details"] = mask_tree(d.details)
     if f.ignored_because:
         out["ignored_because"] = f.ignored_because
-    return out
+    return cast("FindingDoc", out)
 
 
 def summary(c: Comparison) -> str:
     """One paragraph: the prediction and where most of it comes from."""
     top = c.findings[0] if c.findings else None
     top_line = wording.change_line(top.difference.label, *wording.display_pair(top.difference)) if top else None
-    return wording.summary_sentence(
+    return wording.summary_sentence(wording.SummaryFacts(
         baseline_name=c.baseline.name, findings=len(c.findings), ignored=len(c.ignored), top_line=top_line,
         top_moves=top is not None and top.throughput_ratio not in (None, 1.0), concurrency=c.concurrency,
         predicted=c.predicted_throughput, ratio=c.predicted_throughput_ratio,
@@ -84,10 +96,10 @@ def summary(c: Comparison) -> str:
         unquantified=[f.difference.label for f in unquantified(c.findings)],
         withheld=c.prediction_withheld, measured_ratio=c.measured_throughput_ratio,
         interval=c.predicted_throughput_interval, direction=c.predicted_direction,
-        verdict=None if c.measured_vs_predicted is None else c.measured_vs_predicted.to_dict())
+        verdict=None if c.measured_vs_predicted is None else c.measured_vs_predicted.to_dict()))
 
 
-def comparison_to_dict(c: Comparison) -> dict:
+def comparison_to_dict(c: Comparison) -> ComparisonDoc:
     """The driftwatch.compare/v1 document (design.md); scripts read it, so keep it stable."""
     b = c.baseline
     return {
@@ -109,7 +121,8 @@ def comparison_to_dict(c: Comparison) -> dict:
         "prediction_withheld": c.prediction_withheld,  # why there is no prediction at all
         "measured_throughput_ratio": c.measured_throughput_ratio,
         # does the drift explain the measured change (issue 35): {measured, interval, verdict, look_at}
-        "measured_vs_predicted": None if c.measured_vs_predicted is None else c.measured_vs_predicted.to_dict(),
+        "measured_vs_predicted": None if c.measured_vs_predicted is None
+        else cast("MeasuredVsPredictedDoc", c.measured_vs_predicted.to_dict()),
         "warnings": list(c.warnings),
         "summary": summary(c),
         "findings": [finding_to_dict(f) for f in c.findings],
@@ -121,14 +134,15 @@ def comparison_to_dict(c: Comparison) -> dict:
 # --------------------------------------------------------------------------- driftwatch.report/v1
 
 
-def host_entry(host: str | None, unit: str | None, status: str, comparison: dict | None = None,
-               error: str | None = None, failure: str | None = None, file: str | None = None) -> dict:
+def host_entry(host: str | None, unit: str | None, status: Status, comparison: ComparisonDoc | None = None,
+               error: str | None = None, failure: str | None = None, file: str | None = None) -> HostEntry:
     """One (host, unit) of a report. An unreadable one (status "error") says why in `error` and what
     kind of failure it was in `failure` (the collector's status: unreachable, timeout, auth failed,
     host key refused, unit not found, unit masked, error; "invalid unit" for a unit read but refused).
     A local unit file is labelled by the path the user gave (`host` and `file`), never by a
     `# /path` header inside it."""
-    entry = {"host": host or "local", "unit": unit, "status": status, "error": error, "comparison": comparison}
+    entry: HostEntry = {"host": host or "local", "unit": unit, "status": status, "error": error,
+                        "comparison": comparison}
     if failure is not None or status == "error":
         entry["failure"] = failure or "error"
     if file is not None:
@@ -148,12 +162,12 @@ def _counts(statuses_by_host: dict[str, list[str]]) -> tuple[int, int, int, int]
     return drifted, clean, unreadable, none
 
 
-def _baseline_dict(b: Baseline) -> dict:
+def _baseline_dict(b: Baseline) -> BaselineRef:
     return {"name": b.name, "host": b.host, "unit": b.unit, "metrics": dict(b.metrics)}
 
 
-def build_report(baseline: Baseline | None, entries: list[dict], baselines: list[Baseline] | None = None,
-                 inventory: str | None = None) -> dict:
+def build_report(baseline: Baseline | None, entries: list[HostEntry], baselines: list[Baseline] | None = None,
+                 inventory: str | None = None) -> FleetReportDoc:
     """`summary` counts hosts (`hosts`, `drifted`, `clean`, `unreadable`, `no_baseline`: a host with
     two units is one host) and, under `units`, the (host, unit) pairs with the same counts.
 
@@ -168,8 +182,8 @@ def build_report(baseline: Baseline | None, entries: list[dict], baselines: list
                            entries, inventory)
 
 
-def assemble_report(baseline: dict | None, baselines: list[dict], entries: list[dict], inventory: str | None,
-                    generated_at: str | None = None) -> dict:
+def assemble_report(baseline: BaselineRef | None, baselines: list[BaselineRef], entries: list[HostEntry],
+                    inventory: str | None, generated_at: str | None = None) -> FleetReportDoc:
     """The `driftwatch.report/v1` document from baselines already as dicts: what `build_report` makes
     of one run, and what `report --merge` makes of several shards' entries (counts and drift groups
     computed here, over every entry given)."""
@@ -193,21 +207,21 @@ def assemble_report(baseline: dict | None, baselines: list[dict], entries: list[
     }
 
 
-def _origin_name(f: dict) -> str | None:
+def _origin_name(f: FindingDoc) -> str | None:
     """The file name (not the path) that set the current value, e.g. override.conf."""
     origin = origin_ if isinstance(origin_ := f.get("origin"), dict) else {}
     path = origin.get("current")
     return str(path).rstrip("/").rsplit("/", 1)[-1] if path else None
 
 
-def drift_groups(entries: list[dict]) -> list[dict]:
+def drift_groups(entries: list[HostEntry]) -> list[DriftGroup]:
     """Identical findings across units, told once: the same rule, key, baseline name, baseline ->
     current value and origin file name make one group, with the (host, unit) pairs that have it.
     Numbered in order: the groups several units share first, each by its findings' best rank, then
     by how many units share it; a finding of a shared group gets its `group` number."""
     import json
-    groups: dict[str, dict] = {}
-    members: dict[str, list[dict]] = {}
+    groups: dict[str, DriftGroup] = {}
+    members: dict[str, list[FindingDoc]] = {}
     for e in entries:
         comparison = e.get("comparison") if isinstance(e.get("comparison"), dict) else None
         if e.get("status") != "drift" or comparison is None:
@@ -224,7 +238,8 @@ def drift_groups(entries: list[dict]) -> list[dict]:
                     "baseline": f.get("baseline"), "current": f.get("current"),
                     "baseline_source": f.get("baseline_source"), "current_source": f.get("current_source"),
                     "secret": bool(f.get("secret")), "origin": _origin_name(f), "impact": f.get("impact"),
-                    "explanation": f.get("explanation"), "rank": f.get("rank"), "hosts": []}
+                    "explanation": f.get("explanation"), "rank": f.get("rank"), "hosts": [],
+                    "group": 0}  # numbered below, once every group is known
             elif isinstance(f.get("rank"), int) and (not isinstance(group["rank"], int) or f["rank"] < group["rank"]):
                 group["rank"] = f["rank"]
             group["hosts"].append({"host": e.get("host"), "unit": e.get("unit")})

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import html
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import view, wording as w
 from .interface import Format
+
+if TYPE_CHECKING:
+    from .document import ComparisonDoc, DocumentLike, FleetReportDoc
 
 _FONT = "font-family:-apple-system,'Segoe UI',Helvetica,Arial,sans-serif"
 _MONO = "font-family:ui-monospace,Menlo,Consolas,monospace"
@@ -208,7 +211,7 @@ def _group_since_text(findings: list[dict], units: int) -> str:
     return "unknown"
 
 
-def _group_since(doc: dict) -> dict[int, list[dict]]:
+def _group_since(doc: DocumentLike) -> dict[int, list[dict]]:
     """Each shared group's member findings (they carry the since of their host)."""
     out: dict[int, list[dict]] = {}
     for h in view.hosts(doc):
@@ -221,7 +224,7 @@ def _group_since(doc: dict) -> dict[int, list[dict]]:
 # --------------------------------------------------------------------------- the fleet report's parts
 
 
-def _baseline_summary(doc: dict, anchors: dict[int, str]) -> list[str]:
+def _baseline_summary(doc: DocumentLike, anchors: dict[int, str]) -> list[str]:
     """A card per baseline: what it is, its units' counts by status, its worst unit."""
     described = {w.clean(b.get("name")): b for b in view.baselines(doc) if b.get("name")}
     by_name: dict[str, list[dict]] = {}
@@ -267,7 +270,7 @@ def _group_hosts(g: dict, anchors_by_pair: dict[tuple, str]) -> str:
     return "; ".join(f"{esc(unit)} on {', '.join(links)}" for unit, links in by_unit.items())
 
 
-def _group_cards(doc: dict, anchors_by_pair: dict[tuple, str]) -> list[str]:
+def _group_cards(doc: DocumentLike, anchors_by_pair: dict[tuple, str]) -> list[str]:
     groups = view.shared_groups(doc)
     if not groups:
         return []
@@ -351,7 +354,7 @@ class HtmlFormat(Format):
     media_type = "text/html"
     suffix = ".html"
 
-    def render_comparison(self, doc: dict) -> str:
+    def render_comparison(self, doc: ComparisonDoc) -> str:
         body = [f'<p style="{_P}">{esc(line)}</p>' for line in w.comparison_header(doc)]
         body.append(f'<p style="margin:8px 0 4px 0">{_badge("drift" if view.drift(doc) else "clean")}</p>')
         if w.comparison_summary(doc):
@@ -371,7 +374,7 @@ class HtmlFormat(Format):
             body += _list([esc(n) for n in notes])
         return _document(w.comparison_title(doc), body)
 
-    def render_fleet(self, doc: dict, brief: bool = False) -> str:
+    def render_fleet(self, doc: FleetReportDoc, brief: bool = False) -> str:
         """The report; `brief`: without the per-host sections (the mail's summary when the full
         report is attached)."""
         hosts = view.ordered_hosts(doc)

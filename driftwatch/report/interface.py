@@ -10,8 +10,12 @@ Adding a format is one module with a `Format` subclass and one line in report/__
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, cast
 
 from ..errors import InputError
+
+if TYPE_CHECKING:
+    from .document import ComparisonDoc, DocumentLike, FleetReportDoc, HistoryDoc
 
 COMPARISON = "comparison"
 FLEET = "fleet"
@@ -35,16 +39,16 @@ class Format(ABC):
     suffix: str = ".txt"  # file name suffix for the output
 
     @abstractmethod
-    def render_comparison(self, doc: dict) -> str:
+    def render_comparison(self, doc: ComparisonDoc) -> str:
         """A `driftwatch.compare/v1` document (one unit against its baseline)."""
 
     @abstractmethod
-    def render_fleet(self, doc: dict, brief: bool = False) -> str:
+    def render_fleet(self, doc: FleetReportDoc, brief: bool = False) -> str:
         """A `driftwatch.report/v1` document (many hosts against one baseline). `brief`: without the
         per-host sections, in the formats that have them (text, HTML: a mail's summary when the full
         report is attached); the others have one layout."""
 
-    def render_history(self, doc: dict) -> str:
+    def render_history(self, doc: HistoryDoc) -> str:
         """A `driftwatch.history/v1` document (what changed when, since when each finding is there;
         built by history.py); not every format has a layout for it."""
         raise UnsupportedDocument(f"the {self.name} format cannot render a history")
@@ -55,16 +59,17 @@ class Format(ABC):
             return type(self).render_history is not Format.render_history
         return kind in (COMPARISON, FLEET)
 
-    def render(self, doc: dict) -> str:
-        """Render any document, by its `schema`."""
+    def render(self, doc: DocumentLike) -> str:
+        """Render any document, by its `schema` (one read from a file too: the formats read it through
+        report/view.py and report/wording.py, so a field missing or of the wrong type never breaks it)."""
         schema = doc.get("schema") if isinstance(doc, dict) else None
         kind = SCHEMA_KINDS.get(schema) if isinstance(schema, str) else None
         if kind == COMPARISON:
-            return self.render_comparison(doc)
+            return self.render_comparison(cast("ComparisonDoc", doc))
         if kind == FLEET:
-            return self.render_fleet(doc)
+            return self.render_fleet(cast("FleetReportDoc", doc))
         if kind == HISTORY:
-            return self.render_history(doc)
+            return self.render_history(cast("HistoryDoc", doc))
         schema = doc.get("schema") if isinstance(doc, dict) else None
         raise UnsupportedDocument(f"the {self.name} format cannot render a document of schema {schema!r}")
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 import math
 from json.encoder import encode_basestring as _string  # the C encoder (ensure_ascii=False)
+from typing import TYPE_CHECKING
 
 from .interface import Format
+
+if TYPE_CHECKING:
+    from .document import ComparisonDoc, DocumentLike, FleetReportDoc, HistoryDoc
 
 
 def strict(value):
@@ -21,7 +25,7 @@ def strict(value):
     return value
 
 
-def dump(doc: dict, flat: frozenset[str] = frozenset()) -> str:
+def dump(doc: DocumentLike, flat: frozenset[str] = frozenset()) -> str:
     """`doc` as indented JSON; the records in a list under a key named in `flat` one per line (see
     `indented`)."""
     try:
@@ -173,11 +177,11 @@ class JsonFormat(Format):
     media_type = "application/json"
     suffix = ".json"
 
-    def render_comparison(self, doc: dict) -> str:
+    def render_comparison(self, doc: ComparisonDoc) -> str:
         return dump(doc)
 
-    def render_fleet(self, doc: dict, brief: bool = False) -> str:
+    def render_fleet(self, doc: FleetReportDoc, brief: bool = False) -> str:
         return dump(doc)  # one layout: the document itself
 
-    def render_history(self, doc: dict) -> str:
+    def render_history(self, doc: HistoryDoc) -> str:
         return dump(doc, HISTORY_RECORDS)

@@ -3,9 +3,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from . import view, wording as w
 from .interface import Format
+
+if TYPE_CHECKING:
+    from .document import ComparisonDoc, FleetReportDoc, HistoryDoc
 
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
 
@@ -35,7 +39,7 @@ class MarkdownFormat(Format):
     media_type = "text/markdown"
     suffix = ".md"
 
-    def render_comparison(self, doc: dict) -> str:
+    def render_comparison(self, doc: ComparisonDoc) -> str:
         out = [f"## driftwatch: {md(w.comparison_title(doc))}", ""]
         out += [f"- {md(line)}" for line in w.comparison_header(doc)]
         if w.comparison_summary(doc):
@@ -54,7 +58,7 @@ class MarkdownFormat(Format):
         out += [f"- note: {md(n)}" for n in view.comparison_notes(doc)]
         return "\n".join(out).rstrip() + "\n"
 
-    def render_fleet(self, doc: dict, brief: bool = False) -> str:  # one layout
+    def render_fleet(self, doc: FleetReportDoc, brief: bool = False) -> str:  # one layout
         lines = [f"# driftwatch: {md(w.headline(doc))}", "", f"Baseline: {md(w.baseline_line(doc))}  "]
         if doc.get("generated_at"):
             lines.append(f"Generated: {md(str(doc['generated_at']))}  ")
@@ -115,7 +119,7 @@ class MarkdownFormat(Format):
             lines += [""] + [f"- {md(d)}" for d in details]
         return lines
 
-    def render_history(self, doc: dict) -> str:
+    def render_history(self, doc: HistoryDoc) -> str:
         lines = ["# driftwatch history", ""] + [f"- {md(line)}" for line in w.history_header(doc)]
         units = [u for u in doc.get("units") or [] if isinstance(u, dict)]
         if not units:

@@ -45,11 +45,14 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..timestamps import parse_utc
 from . import view
 from .interface import FLEET, Format, UnsupportedDocument
+
+if TYPE_CHECKING:
+    from .document import ComparisonDoc, FleetReportDoc
 
 SEVERITIES = ("high", "medium", "low", "info")
 
@@ -115,10 +118,10 @@ class PrometheusFormat(Format):
     def supports(self, kind: str) -> bool:
         return kind == FLEET
 
-    def render_comparison(self, doc: dict) -> str:
+    def render_comparison(self, doc: ComparisonDoc) -> str:
         raise UnsupportedDocument("the prometheus format renders fleet reports only (use `report --unit-file`)")
 
-    def render_fleet(self, doc: dict, brief: bool = False) -> str:
+    def render_fleet(self, doc: FleetReportDoc, brief: bool = False) -> str:
         return render_textfile(doc)  # one layout: the metrics
 
 
@@ -132,7 +135,7 @@ def report_label(path: str | None) -> str:
 CONTAINER_LABELS = ("namespace", "workload", "container")
 
 
-def render_textfile(doc: dict, report: str = "driftwatch") -> str:
+def render_textfile(doc: FleetReportDoc, report: str = "driftwatch") -> str:
     """The fleet report as one textfile; every series labelled `report` (see the module's doc)."""
     last = _Family("driftwatch_last_run_timestamp_seconds",
                    "When driftwatch last made this report (Unix time).")

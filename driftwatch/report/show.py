@@ -70,7 +70,7 @@ def _reported_lines(rt: dict) -> list[str]:
 
 def render_show(snap: Snapshot, fmt: str, include_defaults: bool) -> str:
     if fmt == "json":
-        from .json_ import dump
+        from .json_ import dump  # lazy: a command imports only the format it renders (tests/report)
         return dump(mask_for_show(show_dict(snap, include_defaults)))
     e = snap.engine
     launcher = snap.launcher

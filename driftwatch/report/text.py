@@ -11,13 +11,16 @@ import re
 import shutil
 import sys
 import textwrap
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tabulate import tabulate
 
 from . import view, wording as w
 from .cells import prewrap
 from .interface import Format
+
+if TYPE_CHECKING:
+    from .document import ComparisonDoc, DocumentLike, FleetReportDoc, HistoryDoc
 
 # Default caps per column of the findings table (#, flag, baseline, current, impact, explanation),
 # and how columns give up width to fit a terminal: (column, narrowest), in order. The explanation
@@ -214,7 +217,7 @@ class TextFormat(Format):
     def _para(self, text: str, indent: str) -> list[str]:
         return _wrap(text, indent, 78 if self.width is None else min(78, self.width))
 
-    def render_comparison(self, doc: dict) -> str:
+    def render_comparison(self, doc: ComparisonDoc) -> str:
         """Header lines, the ranked table, the summary paragraph, ignored findings and notes."""
         lines = [part for line in w.comparison_header(doc) for part in self._fit(line, "          ")] + [""]
         findings = view.comparison_findings(doc)
@@ -247,7 +250,7 @@ class TextFormat(Format):
             lines += self._fit(f"note: {w.clean(n)}")
         return "\n".join(lines) + "\n"
 
-    def render_fleet(self, doc: dict, brief: bool = False) -> str:
+    def render_fleet(self, doc: FleetReportDoc, brief: bool = False) -> str:
         """Headline, counts, the drift shared by several units (told once), the host table, each
         drifted host's findings (not with `brief`: the mail's summary when the full report is
         attached), unreadable hosts."""
@@ -294,7 +297,7 @@ class TextFormat(Format):
                 lines += self._fit(f"   {w.host_title(h)}: {w.host_error(h)}", "     ")
         return "\n".join(lines).rstrip() + "\n"
 
-    def _host_sections(self, doc: dict) -> list[tuple[str, list[str]]]:
+    def _host_sections(self, doc: DocumentLike) -> list[tuple[str, list[str]]]:
         """(title, body) per drifted host; units whose sections would read the same word for word
         (same status, prediction, summary and findings: typically every finding told once above)
         share one section that names them all, so 20 identical hosts are one section, not 20."""
@@ -338,7 +341,7 @@ class TextFormat(Format):
             lines += self._explanation(f)
         return lines
 
-    def render_history(self, doc: dict) -> str:
+    def render_history(self, doc: HistoryDoc) -> str:
         """Per unit: a title, its changes newest first (a table), then the baseline's findings
         with since when each is there; skipped files last."""
         lines = ["driftwatch history"] + [p for line in w.history_header(doc) for p in self._fit(line, "  ")]

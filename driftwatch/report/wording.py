@@ -21,6 +21,8 @@ one line. Nothing here computes drift: the documents hold every number.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..engines.config import DEFAULT, RUNTIME, SOURCE_WORDS
@@ -30,6 +32,7 @@ from . import unreadable, view
 if TYPE_CHECKING:
     from ..diff import Difference
     from ..findings.compare import Finding
+    from .document import DocumentLike
 
 
 def as_dict(value: Any) -> dict:
@@ -195,7 +198,7 @@ def explain(finding: Finding) -> str:
     return mask_fingerprints(" ".join(text.split()))
 
 
-def finding_pair(f: dict) -> tuple[str, str]:
+def finding_pair(f: DocumentLike) -> tuple[str, str]:
     """Both sides of a finding of a `driftwatch.compare/v1` document."""
     base, cur = pair_text(f.get("baseline"), f.get("baseline_source"), f.get("current"), f.get("current_source"),
                           bool(f.get("secret")))
@@ -204,7 +207,7 @@ def finding_pair(f: dict) -> tuple[str, str]:
     return base, cur
 
 
-def finding_name(f: dict) -> str:
+def finding_name(f: DocumentLike) -> str:
     """How a person recognises the setting: --flag, NAME, User=; else its key. A value set by a
     drop-in says so: '--context-length (from override.conf)'."""
     return clean(f.get("flag") or f.get("key") or "?") + origin_text(f)
@@ -214,7 +217,7 @@ def _is_dropin(path: Any) -> TypeGuard[str]:
     return isinstance(path, str) and path.endswith(".conf") and ".d/" in path
 
 
-def origin_text(f: dict) -> str:
+def origin_text(f: DocumentLike) -> str:
     """' (from override.conf)' when a drop-in set the current (else the baseline) value; '' otherwise."""
     origin = as_dict(f.get("origin"))
     for side in ("current", "baseline"):
@@ -235,15 +238,15 @@ def change_line(name: str, base: str, cur: str, width: int | None = None) -> str
     return f"{name} {change_text(base, cur, width)}"
 
 
-def finding_change(f: dict, width: int | None = None) -> str:
+def finding_change(f: DocumentLike, width: int | None = None) -> str:
     return change_text(*finding_pair(f), width=width)
 
 
-def finding_line(f: dict, width: int | None = None) -> str:
+def finding_line(f: DocumentLike, width: int | None = None) -> str:
     return change_line(finding_name(f), *finding_pair(f), width=width)
 
 
-def impact_text(f: dict) -> str:
+def impact_text(f: DocumentLike) -> str:
     """'×0.61 single-stream, low confidence'; 'capacity; speed unchanged (high confidence)';
     'single-stream, not quantified'; 'no throughput impact'; 'unknown impact'."""
     imp = as_dict(f.get("impact"))
@@ -266,12 +269,12 @@ def impact_text(f: dict) -> str:
     return f"{words} {dim}" + (f", {conf} confidence" if conf else "")
 
 
-def rule_tag(f: dict) -> str:
+def rule_tag(f: DocumentLike) -> str:
     """'DW101 high'."""
     return " ".join(clean(x) for x in (f.get("rule"), f.get("severity")) if x)
 
 
-def rank_text(f: dict) -> str:
+def rank_text(f: DocumentLike) -> str:
     rank = f.get("rank")
     return clean(rank) if rank is not None else "-"
 
@@ -281,33 +284,33 @@ def rank_text(f: dict) -> str:
 DETAILS_MARK = " Details: "
 
 
-def explanation_text(f: dict) -> str:
+def explanation_text(f: DocumentLike) -> str:
     return clean(f.get("explanation") or "")
 
 
-def explanation_lead(f: dict) -> str:
+def explanation_lead(f: DocumentLike) -> str:
     """The explanation up to its details (all of it when it has none)."""
     return explanation_text(f).split(DETAILS_MARK, 1)[0]
 
 
-def explanation_details(f: dict) -> str:
+def explanation_details(f: DocumentLike) -> str:
     """The terms behind the number ('' when the explanation has none)."""
     parts = explanation_text(f).split(DETAILS_MARK, 1)
     return parts[1] if len(parts) == 2 else ""
 
 
-def rule_explanation(f: dict) -> str:
+def rule_explanation(f: DocumentLike) -> str:
     """'DW101 --speculative-num-steps 3 → 1: each target forward pass …' (the rule id, then why;
     without the details, which `details_lines` gives below the table)."""
     return " ".join(x for x in (clean(f.get("rule") or ""), explanation_lead(f)) if x)
 
 
-def details_lines(findings: list[dict]) -> list[str]:
+def details_lines(findings: Sequence[DocumentLike]) -> list[str]:
     """'#1 details: no accept length measured: α prior 0.97; …', one per finding that has details."""
     return [f"#{rank_text(f)} details: {explanation_details(f)}" for f in findings if explanation_details(f)]
 
 
-def ignored_text(f: dict) -> str:
+def ignored_text(f: DocumentLike) -> str:
     """'--port (DW901: port differs by design)'."""
     return f"{finding_name(f)} ({clean(f.get('rule') or '?')}: {clean(f.get('ignored_because') or '')})"
 
@@ -315,14 +318,14 @@ def ignored_text(f: dict) -> str:
 # --------------------------------------------------------------------------- a comparison
 
 
-def _label(side: dict) -> str | None:
+def _label(side: DocumentLike) -> str | None:
     """The engine's display name (`engine_label`); its registry name for documents without one."""
     if side.get("engine_label") is not None or side.get("engine") == "none":
         return side.get("engine_label") or None
     return side.get("engine") or ("engine" if side.get("engine_version") else None)
 
 
-def comparison_header(doc: dict) -> list[str]:
+def comparison_header(doc: DocumentLike) -> list[str]:
     """'baseline: 70toks (sglang-qwen.service on ct129; SGLang 0.5.12)',
     'current:  sglang-qwen.service (local file); SGLang 0.5.12 (inferred: …)'."""
     b = as_dict(doc.get("baseline"))
@@ -341,27 +344,50 @@ def comparison_header(doc: dict) -> list[str]:
     ]
 
 
-def comparison_title(doc: dict) -> str:
+def comparison_title(doc: DocumentLike) -> str:
     """'ct129 vs baseline 70toks' (the unit stands for the host when it was a local file)."""
     b = as_dict(doc.get("baseline"))
     t = as_dict(doc.get("target"))
     return f"{clean(t.get('host') or t.get('unit') or '?')} vs baseline {clean(b.get('name') or '?')}"
 
 
-def comparison_summary(doc: dict) -> str:
+def comparison_summary(doc: DocumentLike) -> str:
     """The one-paragraph summary report/data.py wrote into the document ('' when absent)."""
     return clean(doc.get("summary")) if isinstance(doc.get("summary"), str) else ""
 
 
-def summary_sentence(baseline_name: str, findings: int, ignored: int, top_line: str | None,
-                     top_moves: bool, concurrency: int, predicted: float | None, ratio: float | None,
-                     baseline_tps: float | None, measured_tps: float | None,
-                     unquantified: list[str], withheld: str | None = None,
-                     measured_ratio: float | None = None, interval: Any = None,
-                     direction: str | None = None, verdict: dict | None = None) -> str:
+@dataclass(frozen=True)
+class SummaryFacts:
+    """What a comparison's summary says, as report/data.py gathers it from the Comparison."""
+
+    baseline_name: str
+    findings: int
+    ignored: int
+    top_line: str | None
+    top_moves: bool
+    concurrency: int
+    predicted: float | None
+    ratio: float | None
+    baseline_tps: float | None
+    measured_tps: float | None
+    unquantified: list[str] = field(default_factory=list)
+    withheld: str | None = None
+    measured_ratio: float | None = None
+    interval: Any = None
+    direction: str | None = None
+    verdict: dict | None = None
+
+
+def summary_sentence(facts: SummaryFacts) -> str:
     """The comparison's summary, from facts report/data.py gathers:
     '3 differences from baseline 70toks: predicted 42.5 tok/s vs 70 baseline (×0.61) at concurrency 1;
     most of it from --speculative-num-steps 3 → 1.'"""
+    baseline_name, findings, ignored, top_line = facts.baseline_name, facts.findings, facts.ignored, facts.top_line
+    top_moves, concurrency, predicted, ratio = facts.top_moves, facts.concurrency, facts.predicted, facts.ratio
+    baseline_tps, measured_tps, unquantified = facts.baseline_tps, facts.measured_tps, facts.unquantified
+    withheld, measured_ratio = facts.withheld, facts.measured_ratio
+    interval, direction = facts.interval, facts.direction
+    verdict = facts.verdict
     said = measured_vs_predicted_text(verdict)
     if not findings:
         tail = f" ({ignored} ignored)" if ignored else ""
@@ -416,7 +442,7 @@ def measured_vs_predicted_text(verdict: Any) -> str:
 # --------------------------------------------------------------------------- a fleet report
 
 
-def baseline_name(report: dict) -> str:
+def baseline_name(report: DocumentLike) -> str:
     """The report's baseline; 'their baselines (sg-qwen27b, vl-32b)' when its units had several."""
     b = view.baseline(report)
     if not b and len(view.baselines(report)) > 1:
@@ -424,7 +450,7 @@ def baseline_name(report: dict) -> str:
     return clean(b.get("name") or b.get("host") or "the baseline")
 
 
-def _one_baseline_line(b: dict) -> str:
+def _one_baseline_line(b: DocumentLike) -> str:
     where = ", ".join(clean(b[k]) for k in ("host", "unit") if b.get(k))
     metrics = as_dict(b.get("metrics"))
     bits = [where] if where else []
@@ -433,7 +459,7 @@ def _one_baseline_line(b: dict) -> str:
     return clean(b.get("name") or b.get("host") or "the baseline") + (f" ({'; '.join(bits)})" if bits else "")
 
 
-def baseline_line(report: dict) -> str:
+def baseline_line(report: DocumentLike) -> str:
     """'70toks (ct129, sglang-qwen.service; 70 tok/s)'; several joined by '; ' ('none' when no unit had one)."""
     b = view.baseline(report)
     if b:
@@ -445,12 +471,12 @@ def baseline_line(report: dict) -> str:
 STATUS_WORDS = {"no_baseline": "no baseline"}
 
 
-def status_text(h: dict) -> str:
+def status_text(h: DocumentLike) -> str:
     """A unit's status as shown: drift, clean, error, 'no baseline'."""
     return STATUS_WORDS.get(view.status(h), view.status(h))
 
 
-def host_baseline(h: dict) -> str:
+def host_baseline(h: DocumentLike) -> str:
     """The baseline a unit was judged against ('none' when it has none); for a unit not read, the
     one it was to be judged against (the entry's `baseline`)."""
     judged = view.comparison(h).get("baseline")
@@ -463,7 +489,7 @@ def host_baseline(h: dict) -> str:
 NO_BASELINE_TEXT = "no baseline named for this unit (stored, not judged)"
 
 
-def group_title(g: dict) -> str:
+def group_title(g: DocumentLike) -> str:
     """'5 hosts: --speculative-num-steps 3 → 1 (from override.conf) [vl-32b]'."""
     n = len(view.group_hosts(g))
     base, cur = finding_pair(g)
@@ -473,12 +499,12 @@ def group_title(g: dict) -> str:
             f"[baseline {clean(g.get('baseline_name') or '?')}]")
 
 
-def group_ref(f: dict) -> str:
+def group_ref(f: DocumentLike) -> str:
     """'(group 2, told once above)' for a finding other units share; '' otherwise."""
     return f"(group {f['group']}, told once above)" if isinstance(f.get("group"), int) else ""
 
 
-def groups_heading(report: dict) -> str:
+def groups_heading(report: DocumentLike) -> str:
     n = len(view.shared_groups(report))
     return f"Drift shared by several units ({n} finding{'s' if n != 1 else ''}, each told once)"
 
@@ -487,18 +513,18 @@ GROUP_COLUMNS = ["group", "flag", "baseline", "current", "impact", "explanation"
 ATTACHED_TEXT = "Summary only: the full report is attached (report.html, report.txt)."
 
 
-def group_count_text(g: dict) -> str:
+def group_count_text(g: DocumentLike) -> str:
     """'2 hosts, baseline vl-b'."""
     n = len(view.group_hosts(g))
     return f"{n} host{'s' if n != 1 else ''}, baseline {clean(g.get('baseline_name') or '?')}"
 
 
-def group_hosts_text(g: dict) -> str:
+def group_hosts_text(g: DocumentLike) -> str:
     """'sglang.service on ct129, ct200; vllm.service on ct140' (hosts by unit, in the group's order)."""
     return hosts_text(view.group_hosts(g))
 
 
-def restore_command(g: dict, report: dict) -> str | None:
+def restore_command(g: DocumentLike, report: DocumentLike) -> str | None:
     """The command that writes the group's units back to their baseline (`driftwatch restore`, whose
     plan is checked before it is offered): the group's hosts of the report's inventory (numbered
     hosts as one ``~regex`` that matches exactly them, not thousands of names), or its one host; None
@@ -519,18 +545,18 @@ def restore_command(g: dict, report: dict) -> str | None:
     return clean(" ".join(shlex.quote(word) for word in words))
 
 
-def restore_line(g: dict, report: dict) -> str | None:
+def restore_line(g: DocumentLike, report: DocumentLike) -> str | None:
     """'to restore: driftwatch restore --baseline … (review first with --write DIR)'."""
     command = restore_command(g, report)
     return f"to restore: {command} (each unit's drop-in, checked; review with --write DIR, install with --apply)" \
         if command else None
 
 
-def host_title(h: dict) -> str:
+def host_title(h: DocumentLike) -> str:
     return f"{clean(h.get('host') or '?')} {clean(h.get('unit') or '?')}"
 
 
-def hosts_text(hs: list[dict]) -> str:
+def hosts_text(hs: Sequence[DocumentLike]) -> str:
     """'sglang.service on gpu00, gpu01; vllm.service on ct140' (units' hosts by unit, in order)."""
     by_unit: dict[str, list[str]] = {}
     for h in hs:
@@ -538,12 +564,12 @@ def hosts_text(hs: list[dict]) -> str:
     return "; ".join(f"{unit} on {', '.join(hosts)}" for unit, hosts in by_unit.items())
 
 
-def host_error(h: dict) -> str:
+def host_error(h: DocumentLike) -> str:
     """Why the host could not be read, without repeating its host and unit (`unreadable.reason`)."""
     return clean(unreadable.reason(h.get("host"), h.get("unit"), h.get("error")) or "unknown error")
 
 
-def predicted(h: dict) -> str:
+def predicted(h: DocumentLike) -> str:
     """'42.5 tok/s (×0.55–0.70, most likely ×0.61)', '×0.61' or '—' (always '—' for a clean host): the
     80 % interval with the point where the comparison has one."""
     if view.status(h) == "clean":
@@ -557,7 +583,7 @@ def predicted(h: dict) -> str:
     return r or DASH
 
 
-def top_finding(h: dict, width: int = 32) -> str:
+def top_finding(h: DocumentLike, width: int = 32) -> str:
     """The host's first finding as one change line, or why it could not be read."""
     if view.status(h) == "error":
         why = unreadable.reason(h.get("host"), h.get("unit"), h.get("error"))
@@ -568,13 +594,13 @@ def top_finding(h: dict, width: int = 32) -> str:
     return finding_line(fs[0], width) if fs else DASH
 
 
-def fleet_rows(report: dict) -> list[list[str]]:
+def fleet_rows(report: DocumentLike) -> list[list[str]]:
     """The summary table (FLEET_COLUMNS), hosts in display order."""
     return [[clean(h.get("host") or "?"), clean(h.get("unit") or "?"), status_text(h), top_finding(h), predicted(h)]
             for h in view.ordered_hosts(report)]
 
 
-def count_parts(report: dict) -> list[str]:
+def count_parts(report: DocumentLike) -> list[str]:
     """['hosts: 14', 'drifted: 2', 'clean: 11', 'unreadable: 1'] (joined by each format)."""
     c = view.counts(report)
     parts = [f"{k}: {c[k]}" for k in ("hosts", "drifted", "clean", "unreadable")]
@@ -583,7 +609,7 @@ def count_parts(report: dict) -> list[str]:
     return parts
 
 
-def _headline_parts(report: dict) -> tuple[str, str]:
+def _headline_parts(report: DocumentLike) -> tuple[str, str]:
     c = view.counts(report)
     name = baseline_name(report)
     n, d, u = c["hosts"], c["drifted"], c["unreadable"]
@@ -598,13 +624,13 @@ def _headline_parts(report: dict) -> tuple[str, str]:
     return main, (f", {u} unreadable" if u else "") + (f", {none} without a baseline" if none else "")
 
 
-def headline(report: dict) -> str:
+def headline(report: DocumentLike) -> str:
     """'2 of 14 hosts drifted from 70toks, 1 unreadable' / '14 hosts match 70toks'."""
     main, tail = _headline_parts(report)
     return main + tail
 
 
-def _worst_host_phrase(report: dict) -> str:
+def _worst_host_phrase(report: DocumentLike) -> str:
     drifted = [h for h in view.ordered_hosts(report) if view.status(h) == "drift"]
     if not drifted:
         return ""
@@ -621,7 +647,7 @@ def _worst_host_phrase(report: dict) -> str:
     return f": {host}"
 
 
-def subject(report: dict, prefix: str = "[driftwatch]") -> str:
+def subject(report: DocumentLike, prefix: str = "[driftwatch]") -> str:
     """One header line, worst host first:
     '[driftwatch] 2 of 14 hosts drifted from 70toks: ct129 predicted 42 tok/s, 1 unreadable',
     '[driftwatch] 14 hosts match 70toks', '[driftwatch] 13 of 14 hosts match 70toks, 1 unreadable'."""
@@ -634,7 +660,7 @@ def subject(report: dict, prefix: str = "[driftwatch]") -> str:
 # --------------------------------------------------------------------------- history and "since"
 
 
-def since_text(f: dict) -> str:
+def since_text(f: DocumentLike) -> str:
     """'since 2026-11-28T03:00:00Z, first seen in snapshot 20261128T030000Z-00.yaml' (the start of the
     finding's current unbroken run in the store); 'new since the last snapshot (2026-…)' when the
     newest stored snapshot did not have it; '' without a store."""
@@ -652,13 +678,13 @@ def since_text(f: dict) -> str:
 LAST_RUN = {"new": "new since last run", "still present": "still present"}
 
 
-def last_run_text(f: dict) -> str:
+def last_run_text(f: DocumentLike) -> str:
     """'new since last run' / 'still present' (mail: against the last settled run), else ''."""
     last = f.get("last_run")
     return LAST_RUN.get(last, "") if isinstance(last, str) else ""
 
 
-def finding_history(f: dict) -> str:
+def finding_history(f: DocumentLike) -> str:
     """'still present; since 2026-11-28T03:00:00Z, first seen in snapshot …' ('' when nothing is known)."""
     return "; ".join(x for x in (last_run_text(f), since_text(f)) if x)
 
@@ -673,7 +699,7 @@ def _ref_text(ref: Any) -> str:
     return f"{clean(ref['collected_at'])} (snapshot {clean(ref.get('snapshot') or '?')})"
 
 
-def history_change(c: dict, width: int | None = None) -> str:
+def history_change(c: DocumentLike, width: int | None = None) -> str:
     """'--speculative-num-steps 3 → 1'; a restart pending appearing: 'restart pending: no → yes'."""
     base, cur = pair_text(c.get("old"), c.get("old_source"), c.get("new"), c.get("new_source"),
                           bool(c.get("secret")))
@@ -683,7 +709,7 @@ def history_change(c: dict, width: int | None = None) -> str:
     return change_line(name, base, cur, width)
 
 
-def history_origin(c: dict) -> str:
+def history_origin(c: DocumentLike) -> str:
     """The file that set the new side (the old one for a removal): a drop-in by name, else the path."""
     origin = as_dict(c.get("origin"))
     path = origin.get("new") or origin.get("old")
@@ -692,14 +718,14 @@ def history_origin(c: dict) -> str:
     return clean(path.rsplit("/", 1)[-1] if _is_dropin(path) else path)
 
 
-def history_rows(u: dict) -> list[list[str]]:
+def history_rows(u: DocumentLike) -> list[list[str]]:
     """HISTORY_COLUMNS rows of one unit's changes, newest first (as the document lists them)."""
     changes = as_list(u.get("changes"))
     return [[clean(c.get("at") or "?"), history_change(c), history_origin(c), clean(c.get("snapshot") or "?")]
             for c in changes if isinstance(c, dict)]
 
 
-def history_unit_title(u: dict) -> str:
+def history_unit_title(u: DocumentLike) -> str:
     """'ct129 sglang-qwen.service: 3 snapshots, 290 runs, 2026-11-20T03:00:00Z → 2026-12-01T10:40:00Z'."""
     n, runs = u.get("snapshots") or 0, u.get("runs") or 0
     first = as_dict(u.get("first"))
@@ -710,7 +736,7 @@ def history_unit_title(u: dict) -> str:
             f"{runs} run{'s' if runs != 1 else ''}{span}")
 
 
-def history_finding(f: dict) -> str:
+def history_finding(f: DocumentLike) -> str:
     """'--speculative-num-steps 3 → 1: since 2026-11-28T03:00:00Z, first seen in snapshot …; never went away'
     or '…: since T (snapshot S); first seen T0 in snapshot S0; went away at T1 (snapshot S1)'."""
     since = as_dict(f.get("since"))
@@ -732,7 +758,7 @@ def history_finding(f: dict) -> str:
     return text
 
 
-def history_header(doc: dict) -> list[str]:
+def history_header(doc: DocumentLike) -> list[str]:
     """'store: /var/lib/driftwatch (2 units)', 'since: …', 'baseline: 70toks (…)'."""
     units = as_list(doc.get("units"))
     lines = [f"store: {clean(doc.get('store') or '?')} ({len(units)} unit{'s' if len(units) != 1 else ''})"]

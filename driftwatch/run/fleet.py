@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..findings.compare import Comparison
     from ..findings.ignore import IgnoreEntry
     from ..findings.judging import Judging
+    from ..report.document import DocumentLike, FleetReportDoc, HostEntry
     from ..snapshots.baseline import Baseline
     from ..snapshots.snapshot import Snapshot
     from .live_containers import LiveRead
@@ -61,7 +62,7 @@ class Judge:
             return self.baselines.get(target.baseline) if target.baseline else None
         return self.pick(host or "", unit or "") if self.pick is not None else self.baseline
 
-    def snapshot(self, snap: Snapshot, file: str | None = None, target: Target | None = None) -> dict:
+    def snapshot(self, snap: Snapshot, file: str | None = None, target: Target | None = None) -> HostEntry:
         """The entry of a unit read (labelled by `file`, the path the user gave, when it is one)."""
         from ..report.data import comparison_to_dict, host_entry
         if target is not None:
@@ -77,7 +78,7 @@ class Judge:
         self.comparisons.append(result)
         return _named(entry, base)
 
-    def unit_file(self, path: str, target: Target | None = None) -> dict:
+    def unit_file(self, path: str, target: Target | None = None) -> HostEntry:
         """A local unit file, labelled by the path as given; one that cannot be read or parsed is an
         entry with its error."""
         from ..report.data import host_entry
@@ -90,7 +91,7 @@ class Judge:
             return _named(entry, self.baseline_of(None, None, target) if target is not None else self.baseline)
         return self.snapshot(snap, file=path, target=target)
 
-    def raw(self, raw: RawUnit, target: Target | None = None) -> dict:
+    def raw(self, raw: RawUnit, target: Target | None = None) -> HostEntry:
         """One host and unit as collected; whatever goes wrong with it stays its own error (the
         entry still names the unit's baseline: a down host keeps it in every output)."""
         from ..report.data import host_entry
@@ -112,7 +113,7 @@ class Judge:
             return _named(host_entry(raw.host, raw.unit, "error", error=f"{raw.host}: {raw.unit}: internal error: "
                                      f"{type(exc).__name__}", failure="error"), base)
 
-    def manifest(self, target: Target, collect: CollectOptions) -> dict:
+    def manifest(self, target: Target, collect: CollectOptions) -> HostEntry:
         """`report --manifest`: the manifests' engine container, labelled by the first file; a file
         that cannot be read is an entry with its error."""
         from ..report.data import host_entry
@@ -127,7 +128,7 @@ class Judge:
         entry["unit"] = snap.unit
         return _with_labels(entry, _container_labels(snap))
 
-    def live(self, read: LiveRead) -> dict:
+    def live(self, read: LiveRead) -> HostEntry:
         """A container or Kubernetes unit read live (run/live_containers.py): judged against its
         target's baseline, a Pod against its workload's template; an unreadable one is its error."""
         from ..report.data import comparison_to_dict, host_entry
@@ -170,7 +171,7 @@ class Judge:
         return unused(list(self.judging.ignore), pairs)
 
 
-def _with_labels(entry: dict, labels: dict[str, str]) -> dict:
+def _with_labels(entry: HostEntry, labels: dict[str, str]) -> HostEntry:
     """The entry with where its container runs (`namespace`, `workload`, `container`: the Prometheus
     labels of a container's series; a unit's entry has none)."""
     for key in ("namespace", "workload", "container"):
@@ -188,7 +189,7 @@ def _container_labels(snap: Snapshot) -> dict[str, str]:
     return out
 
 
-def _judge_live(judge: Judge, targets: list[Target], collect: CollectOptions) -> list[dict]:
+def _judge_live(judge: Judge, targets: list[Target], collect: CollectOptions) -> list[HostEntry]:
     """The containers' and workloads' entries (run/live_containers.py), in the order named."""
     if not targets:
         return []
@@ -196,7 +197,7 @@ def _judge_live(judge: Judge, targets: list[Target], collect: CollectOptions) ->
     return [judge.live(read) for read in read_live(targets, collect)]
 
 
-def _named(entry: dict, base: Baseline | None) -> dict:
+def _named(entry: HostEntry, base: Baseline | None) -> HostEntry:
     """The entry with the name of the baseline its unit is judged against (None: none), also when
     it could not be read: the report says which baseline a down host was to be judged against."""
     entry["baseline"] = base.name if base is not None else None
@@ -205,7 +206,7 @@ def _named(entry: dict, base: Baseline | None) -> dict:
 
 @dataclass
 class FleetReport:
-    doc: dict  # driftwatch.report/v1
+    doc: FleetReportDoc  # driftwatch.report/v1
     trouble: bool  # a unit unreadable, a file not written or a mail not sent
 
     @property
@@ -245,7 +246,7 @@ class FleetOutputs:
     output: str | None = None
     prometheus_file: str | None = None
     always: bool = False
-    show: Callable[[dict], None] | None = None
+    show: Callable[[FleetReportDoc], None] | None = None
     store: str | None = None
     save: bool = True
 
@@ -267,7 +268,7 @@ class FleetRun:
 def report_settings(options: dict, config_path: str | None) -> tuple[dict, dict]:
     """(the command line's report settings laid over the config file's, the config file's alone):
     the second says what the file names (its inventory, baseline), never merged into the targets."""
-    from ..notify.settings import load_report_settings, merge
+    from ..config import load_report_settings, merge
     from_file = load_report_settings(config_path, os.environ)
     settings = merge(options, from_file)
     if settings.get("only_changes") and not settings.get("state"):
@@ -283,6 +284,9 @@ def report_fleet(run: FleetRun) -> FleetReport:
     from ..report.data import build_report
     voice, outputs = run.voice, run.outputs
     judging = run.judging.load(run.collect.engine_version)
+    if outputs.save or outputs.store:  # the store's own measured changes re-size the intervals (findings/fleet.py)
+        from ..findings.fleet import with_fleet
+        judging = with_fleet(judging, outputs.store)
     baselines = _Baselines(run.judging.baselines_dir, outputs.settings, run.collect.files, voice)
     targets = _with_units(list(run.targets), baselines)
     if run.shard is not None:
@@ -349,8 +353,8 @@ def _with_units(targets: list[Target], baselines: _Baselines) -> list[Target]:
     return out
 
 
-def publish(doc: dict, settings: dict, *, fmt: str, output: str | None, prometheus_file: str | None,
-            always: bool, voice: Voice, show: Callable[[dict], None] | None) -> bool:
+def publish(doc: FleetReportDoc, settings: dict, *, fmt: str, output: str | None, prometheus_file: str | None,
+            always: bool, voice: Voice, show: Callable[[FleetReportDoc], None] | None) -> bool:
     """A finished report written (--output, --prometheus), shown, its unreadable units named and
     mailed: the tail every fleet report shares, one run's or shards merged (run/merge.py). True when
     a unit was unreadable, a file not written or the mail not sent."""
@@ -360,7 +364,7 @@ def publish(doc: dict, settings: dict, *, fmt: str, output: str | None, promethe
         show(doc)
     for entry in doc["hosts"]:  # even when quiet: exit 2 must come with a reason cron can mail
         if entry["status"] == "error":
-            voice.say(entry["error"])
+            voice.say(str(entry["error"]))
     if settings.get("email"):
         trouble = _mail(doc, settings, always, voice) or trouble
     return trouble
@@ -374,7 +378,7 @@ class _Baselines:
         self.known: dict[str, Baseline] = {}
 
     def get(self, spec: str) -> Baseline:
-        from ..notify.settings import resolve_baselines_dir
+        from ..config import resolve_baselines_dir
         from .reading import named_baseline
         if spec not in self.known:
             note = lambda m: self.voice.aside(f"note: {m}")  # noqa: E731
@@ -382,7 +386,7 @@ class _Baselines:
                 spec, resolve_baselines_dir(spec, self.baselines_dir, os.environ, self.settings, note), self.files)
         return self.known[spec]
 
-    def used(self, entries: list[dict]) -> list[Baseline]:
+    def used(self, entries: Sequence[DocumentLike]) -> list[Baseline]:
         """The baselines the entries were judged (or, unread, were to be judged) against, in the
         order first used."""
         names = []
@@ -394,13 +398,13 @@ class _Baselines:
         return [by_name[n] for n in names if n in by_name]
 
 
-def _judge_hosts(judge: Judge, targets: list[Target], collect: CollectOptions) -> list[dict]:
+def _judge_hosts(judge: Judge, targets: list[Target], collect: CollectOptions) -> list[HostEntry]:
     """The live hosts' entries, in the order they were named; each host is compared as its answer
     arrives, overlapping the others' reads."""
     if not targets:
         return []
     from .answers import AnswerWorker
-    compared: dict[int, dict] = {}
+    compared: dict[int, HostEntry] = {}
 
     def arrived(item: tuple[RawUnit, Target]) -> None:
         raw, target = item
@@ -411,7 +415,7 @@ def _judge_hosts(judge: Judge, targets: list[Target], collect: CollectOptions) -
     return [compared.get(id(raw)) or judge.raw(raw, target) for raw, target in zip(raws, targets, strict=True)]
 
 
-def _say_unused_ignores(doc: dict, judge: Judge, voice: Voice) -> None:
+def _say_unused_ignores(doc: FleetReportDoc, judge: Judge, voice: Voice) -> None:
     """An ignore that matched no difference on any host: a warning naming it (`aside`, and the
     report's `warnings`)."""
     from ..findings.ignore import unused_warning
@@ -423,16 +427,16 @@ def _say_unused_ignores(doc: dict, judge: Judge, voice: Voice) -> None:
         voice.aside(f"warning: {message}")
 
 
-def _since_from_store(doc: dict, store: str | None, baselines: _Baselines, judging: Judging,
+def _since_from_store(doc: FleetReportDoc, store: str | None, baselines: _Baselines, judging: Judging,
                       voice: Voice) -> None:
     """Each finding's "since" from the snapshot store, each unit against its own baseline (nothing
     when the store holds no snapshot of it)."""
     from ..snapshots.store import open_store
     from .since import annotate_since
     opened = open_store(store or None, on_problem=lambda m: voice.aside(f"warning: {m}"))
-    by_name: dict[str, list[dict]] = {}
+    by_name: dict[str, list[HostEntry]] = {}
     for entry in doc["hosts"]:
-        name = ((entry.get("comparison") or {}).get("baseline") or {}).get("name")
+        name = c["baseline"].get("name") if (c := entry.get("comparison")) else None
         if name:
             by_name.setdefault(name, []).append(entry)
     known = {b.name: b for b in baselines.known.values()}
@@ -458,7 +462,7 @@ def _feed_store(snapshots: list[Snapshot], store: str | None, voice: Voice) -> b
     return trouble
 
 
-def _write(doc: dict, fmt: str, output: str | None, prometheus_file: str | None, voice: Voice) -> bool:
+def _write(doc: FleetReportDoc, fmt: str, output: str | None, prometheus_file: str | None, voice: Voice) -> bool:
     """--prometheus and --output, each atomically; True when one could not be written (said, and the
     report is still shown and mailed)."""
     from ..fileio import write_atomic
@@ -480,7 +484,7 @@ def _write(doc: dict, fmt: str, output: str | None, prometheus_file: str | None,
     return trouble
 
 
-def _mail(doc: dict, settings: dict, always: bool, voice: Voice) -> bool:
+def _mail(doc: FleetReportDoc, settings: dict, always: bool, voice: Voice) -> bool:
     """Mail the report when warranted; True when delivery failed (said). What happened is said
     aside: cron mails any output, so a quiet run stays silent unless something is wrong."""
     from ..notify.deliver import deliver

@@ -15,6 +15,7 @@ from .history_document import groups_for, history_document
 
 if TYPE_CHECKING:
     from ..engines.files import EngineFiles
+    from ..report.document import HistoryDoc
     from .fleet import JudgingOptions
     from .targets import TargetRequest
     from .voice import Voice
@@ -30,7 +31,7 @@ class HistoryQuery:
     engine_version: str | None = None
 
 
-def store_history(request: TargetRequest, query: HistoryQuery, files: EngineFiles, voice: Voice) -> dict:
+def store_history(request: TargetRequest, query: HistoryQuery, files: EngineFiles, voice: Voice) -> HistoryDoc:
     """`driftwatch history`: the ``driftwatch.history/v1`` document for the named hosts (or the
     inventory's, or every unit in the store), since `query.since_text`; each unit's current findings
     against its own baseline (run/targets.py: the typed --baseline, else the inventory's for the

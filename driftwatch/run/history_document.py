@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import datetime as _dt
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import DriftwatchError
 from ..snapshots.store import KeptChanges, Store, StoredSnapshot, component_name, safe_component, since_window
@@ -40,6 +40,7 @@ from .since import FindingsThroughTime, baseline_findings, stored_ref
 
 if TYPE_CHECKING:
     from ..findings.judging import Judging
+    from ..report.document import BaselineRef, HistoryDoc, UnitHistoryDoc
     from ..snapshots.baseline import Baseline
     from ..snapshots.snapshot import Snapshot
     from ..snapshots.store_sql import KeptRow
@@ -171,7 +172,7 @@ def history_document(store: Store, groups: Iterable[tuple[str | None, str | None
                      since: _dt.datetime | None = None, baseline: Baseline | None = None,
                      judging: Judging | None = None, *,
                      engine_version: str | None = None,
-                     baseline_of: Callable[[str | None, str | None], Any] | None = None) -> dict:
+                     baseline_of: Callable[[str | None, str | None], Any] | None = None) -> HistoryDoc:
     """``driftwatch.history/v1`` for `groups` ((host, unit) pairs; None: every unit in the store).
     A pair with no snapshots is listed with zero snapshots, so a typo shows as such. Snapshots are
     read with `engine_version` (`judging.engine_version` when a judging is given); with a
@@ -197,7 +198,7 @@ def history_document(store: Store, groups: Iterable[tuple[str | None, str | None
 
     units: list[dict] = []
     seen: set[tuple[str, str]] = set()
-    used: dict[str, dict | None] = {}  # baseline name -> its reference
+    used: dict[str, BaselineRef] = {}  # baseline name -> its reference
     groups = list(groups)
     judged_any = baseline is not None or baseline_of is not None
     batch = _kept_batch(store, groups, since) if not judged_any and engine_version is None else {}
@@ -212,19 +213,20 @@ def history_document(store: Store, groups: Iterable[tuple[str | None, str | None
             units.append(entry if entry is not None else unit_history(store, host, unit, since, findings,
                                                                        engine_version))
             if baseline_of is not None:
-                units[-1]["baseline"] = _baseline_ref(base)
-                if base is not None:
-                    used.setdefault(base.name, _baseline_ref(base))
+                ref = _baseline_ref(base)
+                units[-1]["baseline"] = ref
+                if base is not None and ref is not None:
+                    used.setdefault(base.name, ref)
         except DriftwatchError as exc:  # one unit's trouble is named, never fatal to the others
             store.problems.append(f"{where[0]}/{where[1]}: skipped: {exc}")
     one = _baseline_ref(baseline) if baseline is not None else (next(iter(used.values())) if len(used) == 1 else None)
-    doc: dict[str, Any] = {
+    doc: HistoryDoc = {
         "schema": HISTORY_SCHEMA,
         "generated_at": utc_now(),
         "store": str(store.root),
         "since": format_utc(since) if since is not None else None,
         "baseline": one,
-        "units": units,
+        "units": cast("list[UnitHistoryDoc]", units),  # each unit's record: plain dicts (diff/changes.py's)
         "problems": list(store.problems),
     }
     if baseline_of is not None:
@@ -232,7 +234,7 @@ def history_document(store: Store, groups: Iterable[tuple[str | None, str | None
     return doc
 
 
-def _baseline_ref(baseline: Baseline | None) -> dict | None:
+def _baseline_ref(baseline: Baseline | None) -> BaselineRef | None:
     if baseline is None:
         return None
     return {"name": baseline.name, "host": baseline.host, "unit": baseline.unit, "metrics": dict(baseline.metrics)}

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from .fleet import FleetReport, publish
 from .shard import parse_shard
 from .voice import Voice
+
+if TYPE_CHECKING:
+    from ..report.document import BaselineRef, FleetReportDoc, HostEntry
 
 # A shard's report of 25 000 hosts with findings is a few hundred MB of JSON: bounds well above that,
 # still refusing a file that is not a report before it fills the memory.
@@ -29,10 +33,10 @@ MAX_REPORT_VALUES = 64_000_000
 
 def merge_reports(paths: list[str] | tuple[str, ...], options: dict, *, config_path: str | None, fmt: str,
                   output: str | None, prometheus_file: str | None, always: bool, voice: Voice,
-                  show: Callable[[dict], None] | None = None) -> FleetReport:
+                  show: Callable[[FleetReportDoc], None] | None = None) -> FleetReport:
     """Read, check and merge the shards' reports; write, show and mail the fleet's. `options`: the
     command line's report settings (e-mail, SMTP, state), laid over the config file's."""
-    from ..notify.settings import load_report_settings, merge
+    from ..config import load_report_settings, merge
     settings = merge(options, load_report_settings(config_path, os.environ))
     if settings.get("only_changes") and not settings.get("state"):
         raise InputError("--only-changes needs --state FILE (where the last report's fingerprint is kept)")
@@ -53,7 +57,7 @@ def merge_reports(paths: list[str] | tuple[str, ...], options: dict, *, config_p
                                     always=always, voice=voice, show=show) or trouble)
 
 
-def read_report(path: str) -> dict:
+def read_report(path: str) -> FleetReportDoc:
     """One shard's `driftwatch.report/v1` document (InputError naming the file when it is not one)."""
     from ..fileio import read_json
     from ..report.data import REPORT_SCHEMA
@@ -72,7 +76,7 @@ def read_report(path: str) -> dict:
     return doc
 
 
-def check_shards(docs: list[tuple[str, dict]]) -> list[str]:
+def check_shards(docs: list[tuple[str, FleetReportDoc]]) -> list[str]:
     """InputError when the files overlap; else the slices of their N that no file holds."""
     if not docs:
         raise InputError("--merge needs the shards' reports: report --merge A.json B.json …")
@@ -109,7 +113,7 @@ def check_shards(docs: list[tuple[str, dict]]) -> list[str]:
     return [f"{i}/{count}" for i in range(count or 0) if i not in slices]
 
 
-def _slice_index(doc: dict) -> int:
+def _slice_index(doc: FleetReportDoc) -> int:
     """The slice a report of `check_shards`'s holds (it has refused every report without one)."""
     shard = parse_shard(str(doc["shard"]))
     if shard is None:
@@ -117,26 +121,26 @@ def _slice_index(doc: dict) -> int:
     return shard.index
 
 
-def merged_document(docs: list[tuple[str, dict]]) -> dict:
+def merged_document(docs: list[tuple[str, FleetReportDoc]]) -> FleetReportDoc:
     """The fleet's `driftwatch.report/v1`: the entries of every shard (in the inventory's order when
     the inventory can be read here, else slice by slice), counts and drift groups recomputed."""
     from ..report.data import assemble_report
     ordered = sorted(docs, key=lambda d: _slice_index(d[1]))
     entries = [entry for _, doc in ordered for entry in doc["hosts"]]
     for entry in entries:  # each shard numbered its own groups: numbers of the fleet's are given anew
-        for f in (entry.get("comparison") or {}).get("findings") or []:
+        for f in (c.get("findings") or [] if (c := entry.get("comparison")) else []):
             if isinstance(f, dict):
                 f.pop("group", None)
     inventory = next((d.get("inventory") for _, d in ordered if d.get("inventory")), None)
     entries = _in_inventory_order(entries, inventory)
-    known: dict[str, dict] = {}
+    known: dict[str, BaselineRef] = {}
     for _, doc in ordered:
         for b in doc.get("baselines") or []:
             if isinstance(b, dict) and b.get("name") is not None:
                 known.setdefault(b["name"], b)
     used = []
     for e in entries:
-        name = (((e.get("comparison") or {}).get("baseline")) or {}).get("name")
+        name = b.get("name") if (c := e.get("comparison")) and (b := c.get("baseline")) else None
         if name in known and known[name] not in used:
             used.append(known[name])
     defaults = [d.get("baseline") for _, d in ordered]
@@ -157,7 +161,7 @@ def merged_document(docs: list[tuple[str, dict]]) -> dict:
     return doc
 
 
-def _in_inventory_order(entries: list[dict], inventory: str | None) -> list[dict]:
+def _in_inventory_order(entries: list[HostEntry], inventory: str | None) -> list[HostEntry]:
     """Local files first, then hosts as the inventory lists them (a host's units keep their order);
     entries as given when the inventory cannot be read here."""
     position: dict[str | None, int] = {}

@@ -21,6 +21,7 @@ from ..snapshots.store import KeptChanges, Store, StoredSnapshot
 
 if TYPE_CHECKING:
     from ..findings.judging import Judging
+    from ..report.document import FindingDoc
     from ..snapshots.baseline import Baseline
 
 
@@ -49,9 +50,9 @@ class FindingsThroughTime:
     def __init__(self, baseline: Baseline, judging: Judging):
         self.baseline = baseline
         self.judging = judging
-        self._cache: dict[str, dict[str, dict]] = {}
+        self._cache: dict[str, dict[str, FindingDoc]] = {}
 
-    def of(self, stored: StoredSnapshot) -> dict[str, dict]:
+    def of(self, stored: StoredSnapshot) -> dict[str, FindingDoc]:
         key = str(stored.path)
         if key not in self._cache:
             from ..report.data import finding_to_dict

@@ -53,6 +53,8 @@ def list_baselines(directory: Path) -> list[str]:
 
 
 def baseline_to_dict(baseline: Baseline) -> dict:
+    # lazy, here and below: .snapshot loads the engines, the parser and redact (hashlib); listing and
+    # pruning baselines (`baselines_dir`, `list_baselines`) need none of them
     from .snapshot import snapshot_to_dict
     return {
         "schema": BASELINE_SCHEMA,

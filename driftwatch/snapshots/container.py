@@ -10,10 +10,13 @@ from __future__ import annotations
 import os
 import re
 
+from ..collect.raw import RawUnit
 from ..engines.files import NO_FILES, EngineFiles
+from ..engines.registry import find_launcher
 from ..errors import InputError
 from ..parse.containers import ContainerSpec
 from ..parse.wrappers import NO_ENGINE
+from ..redact import Redactor, load_public_env
 from .snapshot import Snapshot, build_snapshot
 
 _PLAIN = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
@@ -41,7 +44,6 @@ def engine_of(spec: ContainerSpec, files: EngineFiles = NO_FILES) -> str:
     """The engine a container's argv starts (`none` when it starts none)."""
     if not spec.argv or spec.init:
         return NO_ENGINE
-    from ..engines.registry import find_launcher
     return find_launcher(list(spec.argv), {}, files).engine
 
 
@@ -106,8 +108,6 @@ def _synthetic_unit(spec: ContainerSpec) -> tuple[str, int, list[str]]:
 def snapshot_from_container(spec: ContainerSpec, engine_version: str | None = None,
                             files: EngineFiles = NO_FILES) -> Snapshot:
     """The Snapshot of one container, through the same build_snapshot as a unit (module docstring)."""
-    from ..collect.raw import RawUnit
-    from ..redact import Redactor, load_public_env
     label = spec.origin.label
     where = f"{spec.origin.file}: {label}"
     if not spec.argv:

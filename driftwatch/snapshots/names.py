@@ -19,13 +19,12 @@ from urllib.parse import unquote
 
 from ..errors import InputError
 from .store_records import DEFAULT_STORE
-
-_SECRET_PARAMS = frozenset({"password", "sslpassword", "passfile"})
+from .store_sql import DB_NAME, DatabaseStore, is_database_url
+from .store_url import _SECRET_PARAMS, _url_parts
 
 
 def url_without_password(url: str) -> str:
     """`url` with no password at all: ``user:PW@`` -> ``user@``, secret query settings dropped."""
-    from .store_sql import _url_parts
     scheme, _, rest = url.partition("://")
     userinfo, host_path, query = _url_parts(rest)
     if userinfo is not None:
@@ -39,7 +38,6 @@ def url_without_password(url: str) -> str:
 
 def snapshot_name(store: str | os.PathLike | None, saved: str | os.PathLike) -> str:
     """What `snapshot` prints for `saved` (the path `save_snapshot` returned) in the store at `store`."""
-    from .store_sql import is_database_url
     location = os.fspath(store) if store else DEFAULT_STORE
     host, unit, name = Path(saved).parts[-3:]
     if is_database_url(location):
@@ -51,7 +49,6 @@ def snapshot_name(store: str | os.PathLike | None, saved: str | os.PathLike) -> 
 
 def _where(text: str) -> tuple[str, str, str, str] | None:
     """(store location, host, unit, name) of a name `snapshot_name` printed, or None."""
-    from .store_sql import DB_NAME, is_database_url
     if is_database_url(text):
         url, hash_, rest = text.rpartition("#")
         parts = rest.split("/")
@@ -72,7 +69,6 @@ def _where(text: str) -> tuple[str, str, str, str] | None:
 def read_stored(text: str, engine_version: str | None = None):
     """The snapshot a store name names (a `Snapshot`), or None when `text` is not such a name. A URL
     name whose row is not in its store is an InputError (there is no file to fall back on)."""
-    from .store_sql import DatabaseStore, is_database_url
     where = _where(text)
     if where is None:
         if is_database_url(text):

@@ -14,11 +14,12 @@ from typing import Any
 from ..collect.raw import RawUnit
 from ..engines.config import EngineConfig, FoldedKeys, Issue, folded_issues, folded_keys
 from ..engines.files import NO_FILES, EngineFiles
-from ..engines.registry import carried_files, find_launcher, get_engine
+from ..engines.registry import ENGINES, carried_files, find_launcher, get_engine
 from ..errors import DriftwatchError, InputError
+from ..facts import model_facts
 from ..facts.gpu import INTERCONNECTS
-from ..fileio import MAX_TEXT_BYTES
-from ..parse.environment import parse_environment_file
+from ..fileio import MAX_TEXT_BYTES, loads_json
+from ..parse.environment import parse_environment_file, parse_environment_values
 from ..parse.execstart import ExecStartError, resolve_exec_start
 from ..parse.launcher import Launcher
 from ..parse.said import public
@@ -116,7 +117,6 @@ def _locate(message: str, where: str, prefix: str = "") -> str:
 def _origins(unit, environment: dict[str, str], environment_files: list[str]) -> dict[str, str]:
     """Which file (fragment or drop-in) set ExecStart, each environment variable and each unit key:
     the last assignment in systemd's order wins, as it does for the value."""
-    from ..parse.environment import parse_environment_values
     origins: dict[str, str] = {}
     for a in unit.assignments:
         if a.path is None:
@@ -148,7 +148,6 @@ def _typed_options(config: EngineConfig) -> dict[str, bool]:
 def credential_options() -> tuple[str, ...]:
     """Every credential flag of every registered engine's catalogs (`--api-key`, `--hf-token`, …):
     an abbreviation of one is a secret's name wherever it appears in a command line."""
-    from ..engines.registry import ENGINES
     found: set[str] = set()
     for engine in ENGINES.values():
         catalogs = getattr(engine, "catalogs", None)
@@ -322,13 +321,11 @@ def _visible_devices_issue(environment: dict[str, str], engine: EngineConfig, co
 def _model_facts(raw: RawUnit, engine: EngineConfig) -> dict[str, Any] | None:
     """Facts of the model the unit serves, from the config.json the collector read on the host
     (the one named by the unit's model path when several were read); None when none parses."""
-    from ..facts import model_facts
     configs = dict(getattr(raw, "model_configs", None) or {})
     if not configs:
         return None
     path = engine.concept_values()[0].get("model.path")
     name = path if path in configs else next(iter(configs))
-    from ..fileio import loads_json
     try:
         data = loads_json(configs[name])
     except (ValueError, RecursionError, MemoryError):  # not JSON, or nested past what Python parses

@@ -56,7 +56,7 @@ def read_snapshot_file(path: str | os.PathLike, engine_version: str | None = Non
     """One saved snapshot, from the store or anywhere else (``--snapshot FILE``)."""
     name = os.fspath(path)
     if not os.path.lexists(name):  # a name `snapshot` printed for a database row (snapshots/names.py)
-        from .names import read_stored
+        from .names import read_stored  # lazy: names loads store_sql; `compare --snapshot FILE` needs no store
         stored = read_stored(name, engine_version)
         if stored is not None:
             return stored
@@ -139,10 +139,6 @@ class Store(Protocol):
         """Delete old snapshots, never the newest of a host/unit nor a `protected` one; the records
         deleted (or that would be, with `dry_run`)."""
 
-    def timeline(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
-                 engine_version: str | None = None) -> list[tuple[StoredSnapshot, StoredSnapshot]]:
-        """Consecutive (older, newer) pairs of readable snapshots, oldest pair first."""
-
     def first_seen(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
                    engine_version: str | None = None) -> StoredSnapshot | None:
         """The oldest snapshot for which `predicate` holds, or None."""
@@ -204,6 +200,7 @@ def open_store(location: str | os.PathLike | None = None, on_problem: Callable[[
     text = os.fspath(location) if location is not None else DEFAULT_STORE
     if not text:
         text = DEFAULT_STORE
+    # lazy: only the backend opened is imported (`read_snapshot_file`, for `compare --snapshot`, needs neither)
     from .store_sql import DB_NAME, DatabaseStore, is_database_url
     if is_database_url(text):
         return DatabaseStore(text, on_problem, changes)

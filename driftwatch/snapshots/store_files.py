@@ -32,8 +32,8 @@ skipped with a problem naming the file. `prune` drops the lines of the snapshots
 with ``older_than``, lines older than the cut-off except the newest of each kept snapshot) by
 rewriting ``runs.log`` atomically.
 
-History: `SnapshotStore.timeline` gives consecutive (older, newer) snapshots of one host/unit;
-`first_seen` / `since` give the first snapshot in which something held (ever, or in the current
+History: `load` gives one host/unit's readable snapshots oldest first (a file that cannot be read
+is skipped and named once); `first_seen` / `since` give the first snapshot in which something held (ever, or in the current
 unbroken run).
 """
 from __future__ import annotations

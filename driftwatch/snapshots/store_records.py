@@ -267,7 +267,7 @@ class StoredSnapshot:
 
 class StoreBase:
     """What every backend shares: problems named once, reading a record, and the history walks
-    (`timeline`, `first_seen`, `since`) built on the backend's `load`."""
+    (`first_seen`, `since`) built on the backend's `load`."""
 
     indexed = False  # True: rows in a database (load(previous=True) reads from the cut only)
     problems: list[str]
@@ -286,17 +286,6 @@ class StoreBase:
         return read_yaml_snapshot(record, engine_version)
 
     # ------------------------------------------------------------------ history
-
-    def timeline(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
-                 engine_version: str | None = None) -> list[tuple[StoredSnapshot, StoredSnapshot]]:
-        """Consecutive (older, newer) pairs of readable snapshots, oldest pair first. With `since`,
-        only pairs whose newer snapshot was collected at or after it (the older one may be earlier:
-        a change seen since then is between the two)."""
-        loaded = self.load(host, unit, engine_version=engine_version)
-        pairs = list(zip(loaded, loaded[1:]))
-        if since is not None:
-            pairs = [(old, new) for old, new in pairs if new.collected_at >= since]
-        return pairs
 
     def first_seen(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
                    engine_version: str | None = None) -> StoredSnapshot | None:

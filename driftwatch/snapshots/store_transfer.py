@@ -47,7 +47,7 @@ def _clean_document(data: Any, origin: str) -> tuple[dict, str | None]:
     and redacted as `snapshot` redacts. A file that is already what this release saves is stored as it
     is (its hashes unchanged, so baselines made from it still protect it); otherwise the saved form of
     what it holds (secret values redacted, keys the schema does not know dropped)."""
-    from .snapshot import snapshot_from_dict
+    from .snapshot import snapshot_from_dict  # lazy: only `store import` checks documents; export needs no engines
     clean = snapshot_dict(snapshot_from_dict(data, origin))
     if snapshot_hash(clean) == snapshot_hash(data):
         return data, None

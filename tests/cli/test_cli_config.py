@@ -199,7 +199,7 @@ def test_every_key_is_documented_and_names_an_option():
 
     from driftwatch.cli import cli
     from driftwatch.cli.config import key_of
-    from driftwatch.notify.settings import COMMAND_KEYS, REPORT_KEYS
+    from driftwatch.config import COMMAND_KEYS, REPORT_KEYS
     example = (REPO / "docs" / "config.md").read_text().split("```yaml", 1)[1].split("```", 1)[0]
     documented = set(yaml.safe_load(example))
     assert COMMAND_KEYS <= documented and documented <= COMMAND_KEYS | REPORT_KEYS

@@ -2,7 +2,7 @@
 the manual in docs/ honest (the commands themselves were run in order in a fresh clone + venv; see
 docs/walkthrough.md): they never write into the shipped baselines/, each page activates the venv
 before its first bare `driftwatch`, every option a documented command uses exists, docs/reports.md
-documents every config-file key settings.py reads, docs/cli.md shell completion and
+documents every config-file key driftwatch/config.py reads, docs/cli.md shell completion and
 docs/development.md the SSH tests' network namespaces."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import click
 
+from driftwatch import config
 from driftwatch.cli import cli
-from driftwatch.notify import settings
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = {str(p.relative_to(REPO)): p.read_text() for p in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]}
@@ -81,7 +81,7 @@ def test_config_file_keys_are_documented():
     reports = PAGES["docs/reports.md"]
     block = reports[reports.index("### The config file"):]
     block = block[:block.index("```\n", block.index("```yaml") + 7)]
-    for key in list(settings._TOP_KEYS) + [f"  {k}:" for k in settings._SMTP_KEYS]:
+    for key in list(config._TOP_KEYS) + [f"  {k}:" for k in config._SMTP_KEYS]:
         assert re.search(rf"^{re.escape(key) if key.startswith(' ') else re.escape(key) + ':'}", block, re.M), key
 
 

@@ -17,8 +17,8 @@ import click
 import pytest
 
 from driftwatch.cli import cli, config as cfg
+from driftwatch.config import COMMAND_PATH_KEYS, PATH_SENTINELS, load_report_settings
 from driftwatch.errors import InputError
-from driftwatch.notify.settings import COMMAND_PATH_KEYS, PATH_SENTINELS, load_report_settings
 
 PATH_KEYS = COMMAND_PATH_KEYS | {"inventory", "baselines_dir"}
 FED = [(path, key, option) for path, command in cfg._commands(cli) for key, option in cfg._keyed_options(path[-1],
@@ -129,7 +129,7 @@ def test_a_config_value_means_what_the_typed_option_means(setup, path, key, opti
 
 
 def test_every_fed_key_was_tried():
-    from driftwatch.notify.settings import COMMAND_KEYS
+    from driftwatch.config import COMMAND_KEYS
     tried = {key for _, key, _ in FED}
     assert {"ssh_config", "accept_new", "probe", "always", "no_store", "store", "prometheus", "inventory"} <= tried
     assert COMMAND_KEYS - tried <= {"engine_config", "fingerprint_key_file"}  # the group's own, below

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from driftwatch.config import baseline_search_dirs, resolve_baselines_dir
 from driftwatch.errors import BaselineError, InputError
 from driftwatch.notify import cron as ce
-from driftwatch.notify.settings import baseline_search_dirs, resolve_baselines_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 DW = Path(sys.executable).parent / "driftwatch"
@@ -189,7 +189,7 @@ def test_unknown_name_says_where_it_looked(tmp_path):
 
 
 def test_config_relative_baselines_dir(tmp_path):
-    from driftwatch.notify.settings import load_report_settings
+    from driftwatch.config import load_report_settings
     cfg = tmp_path / "config.yaml"
     cfg.write_text("baselines_dir: bl\nbaseline: 70toks\n")
     settings = load_report_settings(str(cfg), {})

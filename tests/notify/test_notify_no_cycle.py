@@ -1,4 +1,4 @@
-"""settings → notify is the only direction: nothing in driftwatch/notify imports driftwatch.notify.settings,
+"""config → notify is the only direction: nothing in driftwatch/notify imports driftwatch.config (the config file),
 not even lazily inside a function (the old dodge), directly or through another module."""
 from __future__ import annotations
 
@@ -50,17 +50,17 @@ def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
 
 def test_graph_sees_lazy_imports():
     graph = import_graph()
-    assert "driftwatch.notify.smtp_words" in graph["driftwatch.notify.settings"]
+    assert "driftwatch.notify.smtp_words" in graph["driftwatch.config"]
     assert "driftwatch.notify.smtp_words" in graph["driftwatch.notify.email"]
     assert "driftwatch.notify.state" in graph["driftwatch.notify.deliver"]  # `from .state import …`
     assert "driftwatch.notify.deliver" in graph["driftwatch.run.fleet"]  # imported inside a function there
 
 
-def test_no_notify_module_reaches_settings():
+def test_no_notify_module_reaches_the_config_file():
     graph = import_graph()
     notify = [m for m in graph if m == "driftwatch.notify" or m.startswith("driftwatch.notify.")]
     assert len(notify) >= 4
-    offenders = {m: sorted(reachable(graph, m) & {"driftwatch.notify.settings"}) for m in notify}
+    offenders = {m: sorted(reachable(graph, m) & {"driftwatch.config"}) for m in notify}
     assert not any(offenders.values()), offenders
 
 
@@ -69,15 +69,15 @@ def _python(code: str, *flags: str) -> subprocess.CompletedProcess:
 
 
 def test_fresh_interpreter_import_order():
-    run = _python("import driftwatch.notify.settings", "-X", "importtime")
+    run = _python("import driftwatch.config", "-X", "importtime")
     assert run.returncode == 0, run.stderr
     loaded = [line.rsplit("|", 1)[-1].strip() for line in run.stderr.splitlines() if line.startswith("import time:")]
-    assert "driftwatch.notify.settings" in loaded and "driftwatch.notify.smtp_words" in loaded
-    assert loaded.index("driftwatch.notify.smtp_words") < loaded.index("driftwatch.notify.settings")
-    assert "driftwatch.notify.email" not in loaded and "smtplib" not in loaded  # every command reads settings
+    assert "driftwatch.config" in loaded and "driftwatch.notify.smtp_words" in loaded
+    assert loaded.index("driftwatch.notify.smtp_words") < loaded.index("driftwatch.config")
+    assert "driftwatch.notify.email" not in loaded and "smtplib" not in loaded  # every command reads the config file
     assert "driftwatch.notify.deliver" not in loaded
-    run = _python("import sys, driftwatch.notify.deliver, driftwatch.notify.settings; "
+    run = _python("import sys, driftwatch.notify.deliver, driftwatch.config; "
                   "print(sorted(m for m in sys.modules if m.startswith('driftwatch.')))")
     assert run.returncode == 0, run.stderr
-    run = _python("import sys, driftwatch.notify.deliver; print('driftwatch.notify.settings' in sys.modules)")
+    run = _python("import sys, driftwatch.notify.deliver; print('driftwatch.config' in sys.modules)")
     assert run.returncode == 0 and run.stdout.strip() == "False", run

@@ -6,9 +6,9 @@ import os
 
 import pytest
 
+from driftwatch.config import DEFAULTS, default_config_paths, load_report_settings, merge
 from driftwatch.errors import InputError
 from driftwatch.notify.deliver import smtp_settings
-from driftwatch.notify.settings import DEFAULTS, default_config_paths, load_report_settings, merge
 
 CONFIG = """\
 email: [ops@example.com, oncall@example.com]

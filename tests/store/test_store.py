@@ -169,7 +169,7 @@ def test_foreign_and_corrupt_files_are_skipped_with_a_problem(tmp_path):
 
 def test_empty_or_missing_store(tmp_path):
     store = SnapshotStore(tmp_path / "nothing-here")
-    assert store.records() == [] and store.latest("h", "u") is None and store.timeline("h", "u") == []
+    assert store.records() == [] and store.latest("h", "u") is None and store.load("h", "u") == []
     assert store.prune(keep=1) == []
 
 
@@ -268,18 +268,6 @@ def history_store(tmp_path) -> tuple[SnapshotStore, list[Path]]:
     return store, [store.save(snap(u, at=f"2026-11-2{i}T03:00:00Z"), dedupe=False) for i, u in enumerate(units)]
 
 
-def test_timeline_gives_consecutive_pairs_oldest_first(tmp_path):
-    store, paths = history_store(tmp_path)
-    pairs = store.timeline("ct129", UNIT)
-    assert [(old.path, new.path) for old, new in pairs] == list(zip(paths, paths[1:], strict=False))
-    assert [(steps(old.snapshot), steps(new.snapshot)) for old, new in pairs] == [(3, 1), (1, 3), (3, 1), (1, 1)]
-    assert all(old.collected_at < new.collected_at for old, new in pairs)
-    since = dt.datetime(2026, 11, 22, 12, tzinfo=UTC)
-    assert [(old.path, new.path) for old, new in store.timeline("ct129", UNIT, since=since)] == \
-        [(paths[2], paths[3]), (paths[3], paths[4])]
-    assert store.timeline("other-host", UNIT) == []
-
-
 def test_first_seen_and_since(tmp_path):
     store, paths = history_store(tmp_path)
     one_step = lambda s: steps(s) == 1  # noqa: E731
@@ -292,7 +280,5 @@ def test_first_seen_and_since(tmp_path):
 def test_history_skips_a_corrupt_snapshot(tmp_path):
     store, paths = history_store(tmp_path)
     paths[2].write_text("schema: driftwatch.snapshot/v1\nexec_start: [\n")
-    pairs = store.timeline("ct129", UNIT)
-    assert [(old.path, new.path) for old, new in pairs] == [(paths[0], paths[1]), (paths[1], paths[3]),
-                                                            (paths[3], paths[4])]
+    assert [s.path for s in store.load("ct129", UNIT)] == [paths[0], paths[1], paths[3], paths[4]]
     assert any(paths[2].name in p and "invalid YAML" in p for p in store.problems)

@@ -9,7 +9,7 @@ import json
 
 from test_store_db import at, snap
 
-from driftwatch.snapshots import store_records, store_sql
+from driftwatch.snapshots import store_records, store_sql_schema
 from driftwatch.snapshots.snapshot import snapshot_to_dict
 from driftwatch.snapshots.store import SnapshotStore
 from driftwatch.snapshots.store_records import row_hashes, snapshot_hash, source_hash, state_hash
@@ -63,10 +63,10 @@ def test_a_save_serialises_the_whole_document_once_for_its_hashes(tmp_path, monk
             return self.encoder.encode(value)
     store = SnapshotStore(tmp_path / "store")
     store.save(snap(3))
-    for module in (store_records, store_sql):
+    for module in (store_records, store_sql_schema):
         monkeypatch.setattr(module.json, "dumps", counting)
     monkeypatch.setattr(store_records, "_CANON", Counting(store_records._CANON, "sorted"))
-    monkeypatch.setattr(store_sql, "_ROW_JSON", Counting(store_sql._ROW_JSON, "row"))
+    monkeypatch.setattr(store_sql_schema, "_ROW_JSON", Counting(store_sql_schema._ROW_JSON, "row"))
     changed = store.save_run(snap(1, at=at(1)))
     assert changed.written
     # the row's document (natural key order) once; the hashes' canonical text never of the whole
@@ -82,15 +82,15 @@ def test_export_syncs_every_folder_it_wrote_in_once(tmp_path, monkeypatch):
     unit folders (with or without a runs.log), the host folders and the output folder."""
     from test_store_db import story
 
-    from driftwatch import fileio
+    from driftwatch import filewrite
     from driftwatch.snapshots.store_transfer import export_files
     db = SnapshotStore(tmp_path / "db")
     story(db)  # ct129: two units with unchanged runs (a runs.log each)
     db.save(snap(2, unit="third.service"))  # and one without
     db.save(snap(2, host="ct130"))
     synced = []
-    real = fileio._sync_directory
-    monkeypatch.setattr(fileio, "_sync_directory", lambda d: (synced.append(str(d)), real(d)))
+    real = filewrite._sync_directory
+    monkeypatch.setattr(filewrite, "_sync_directory", lambda d: (synced.append(str(d)), real(d)))
     out = tmp_path / "out"
     assert export_files(db, out).snapshots == 7
     units = {str(p.parent) for p in out.glob("*/*/*.yaml")}

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import json
 
+import yaml
+
+from ...fileio import YAMLLimitError, load_yaml_data, loads_json
 from ..files import MAX_CONFIG_BYTES, EngineFiles
 
 MAX_CONFIG_VALUES = 20_000  # values the YAML may expand to, aliases counted as what they repeat
@@ -25,7 +28,6 @@ PAYLOAD_PREFIX = '--config={"' + PAYLOAD_KEY + '":'
 
 def payload(path: str, text: str) -> str:
     """The argv word carrying the parsed file (or why it could not be parsed)."""
-    from ...fileio import YAMLLimitError, load_yaml_data
     if len(text) > MAX_CONFIG_BYTES:
         return _error_payload(path, f"larger than {MAX_CONFIG_BYTES} bytes", limit=True)
     try:  # every bound of fileio's loader: depth, aliases, number length
@@ -75,7 +77,6 @@ def split_payloads(argv: list[str]) -> tuple[list[str], dict[str, dict]]:
     words, payloads = [], {}
     for word in argv:
         if word.startswith(PAYLOAD_PREFIX):
-            from ...fileio import loads_json
             try:
                 doc = loads_json(word[len("--config="):])
             except ValueError:
@@ -92,6 +93,5 @@ def carried(argv: list[str]) -> dict[str, str]:
 
     YAML, not JSON: read back through the same loader, it gives the same values and so the same
     payload word (JSON's `1e-05` would be a string to a YAML 1.1 reader)."""
-    import yaml
     return {path: yaml.safe_dump(doc["data"], sort_keys=False)
             for path, doc in split_payloads(argv)[1].items() if "data" in doc}

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...fileio import loads_json
+from ...redact import is_fingerprint_of
 from ..config import Issue
 from ..versions import version_key
 from . import config_file
@@ -46,7 +47,6 @@ def is_serve_word(word: str) -> bool:
     """`serve`, also once the redaction policy fingerprinted it (a bare word it cannot prove public)."""
     if word == SERVE:
         return True
-    from ...redact import is_fingerprint_of
     return is_fingerprint_of(word, SERVE)
 
 

@@ -1,5 +1,7 @@
-"""Settings for `driftwatch report`: config file + environment, merged under the command line.
-The same file serves every command (cli/config.py feeds COMMAND_KEYS to their options; docs/config.md).
+"""The config file of every command: its keys, where it is found, how it is read, and `report`'s
+settings (config file + environment, merged under the command line). cli/config.py feeds
+COMMAND_KEYS to every command's options; docs/config.md is the reference. Above notify/ (it knows
+the SMTP words, notify/smtp_words.py) and below run/, which reads report's settings here.
 
 Precedence: command line > environment > config file > defaults.
 
@@ -71,8 +73,8 @@ DEFAULTS: dict[str, Any] = {
 }
 
 _TOP_KEYS = {"email": "email", "from": "sender", "subject_prefix": "subject_prefix", "inventory": "inventory",
-             "baseline": "baseline", "baselines_dir": "baselines_dir", "state": "state",
-             "only_changes": "only_changes", "smtp": "smtp"}  # smtp: a mapping, flattened by _SMTP_KEYS
+             "baseline": "baseline", "baselines_dir": "baselines_dir", "state": "state", "only_changes": "only_changes",
+             "smtp": None}
 REPORT_KEYS = frozenset(_TOP_KEYS)  # report's own keys (smtp a mapping of its own)
 _SMTP_KEYS = {"host": "smtp_host", "port": "smtp_port", "user": "smtp_user", "security": "smtp_security",
               "password_file": "smtp_password_file", "ca_file": "smtp_ca_file", "timeout": "smtp_timeout"}
@@ -241,8 +243,8 @@ def _flatten_config(doc: dict, path: str) -> dict:
                     key = _SMTP_KEYS[sk]
                     out[key] = _normalize(key, sv, f"{path}: smtp.{sk}")
         elif v is not None:
-            key = _TOP_KEYS[k]
-            out[key] = _normalize(key, v, f"{path}: {k}")
+            flat = _TOP_KEYS[k] or k  # only smtp maps to None, handled above
+            out[flat] = _normalize(flat, v, f"{path}: {k}")
     base = Path(path).resolve().parent
     for key in _PATH_KEYS:
         if out.get(key) and not is_path_sentinel(key, out[key]):
@@ -322,7 +324,7 @@ def load_report_settings(config_path: str | None, env: Mapping[str, str], *,
             if os.path.exists(candidate):
                 path, doc = candidate, read_config(candidate)
                 break
-    if doc is not None and path is not None:  # a file was read
+    if doc is not None and path is not None:  # a document is only read from a path
         settings.update(_flatten_config(doc, path))
         settings["config_file"] = path
 
