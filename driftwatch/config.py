@@ -46,7 +46,7 @@ password itself is never stored in it: `notify.deliver.smtp_settings()` reads it
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -280,7 +280,7 @@ def baseline_search_dirs(option: str | None, env: Mapping[str, str],
 
 
 def resolve_baselines_dir(spec: str, option: str | None, env: Mapping[str, str], settings: Mapping[str, Any],
-                          note=None) -> Path:
+                          note: Callable[[str], Any] | None = None) -> Path:
     """The directory in which `baseline.load_baseline(spec, ...)` should look for the name `spec`.
     A path `spec` needs none (the first candidate is returned). An unknown name is a BaselineError
     naming every directory searched and the names each holds. `note(message)` is called when the
@@ -314,11 +314,12 @@ def load_report_settings(config_path: str | None, env: Mapping[str, str], *,
     settings = dict(DEFAULTS)
     settings["email"] = []
     settings["config_file"] = None
+    path: str | None = None
+    doc: dict | None = None
     if config_path:
         path = os.path.expanduser(str(config_path))
         doc = read_config(path)
     else:
-        path, doc = None, None
         for candidate in (search_paths if search_paths is not None else default_config_paths(env)):
             if os.path.exists(candidate):
                 path, doc = candidate, read_config(candidate)

@@ -27,12 +27,12 @@ from ..engines.files import ENV_VAR
 from ..errors import EXIT_OK, EXIT_TROUBLE, DriftwatchError
 from ..gctune import fewer_collections
 from . import config
-from .options import EngineFilesGiven
 from .baselines import baseline_group
 from .calibration import calibration
 from .cron import cron_example
 from .drift import compare, report
 from .inspect import check, show
+from .options import EngineFilesGiven
 from .restore import restore
 from .rules import rules_group
 from .snapshots import history, prune, snapshot

@@ -71,8 +71,8 @@ def baseline_accept(name, unit_file, snapshot_file, host, unit, reason, metrics,
                              unit=unit, inventory=inventory, one=True)
     path, dropped = accept_drift(name, request, CollectOptions(ssh, files),
                                  AcceptDetails(reason, tuple(metrics), keep_metrics, baselines_dir))
-    dropped = " (old metrics dropped: re-measure and pass --metric)" if dropped else ""
-    click.echo(f"accepted: baseline {name} in {path} now holds the current unit{dropped}")
+    note = " (old metrics dropped: re-measure and pass --metric)" if dropped else ""
+    click.echo(f"accepted: baseline {name} in {path} now holds the current unit{note}")
     sys.exit(EXIT_OK)
 
 

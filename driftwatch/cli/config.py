@@ -19,8 +19,9 @@ environment variable, so that is all this module does (docs/config.md is the ref
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import click
 
@@ -155,7 +156,9 @@ def _resolve(key: str, value: Any, base: Path, path: str = "") -> Any:
             return f"{server}{sep}{_resolve_path(local, base)}"
         return [one(str(v)) for v in value] if isinstance(value, list) else one(str(value))
     if key in COMMAND_PATH_KEYS or key in ("inventory", "baselines_dir"):
-        return [_resolve_path(str(v), base) for v in value] if isinstance(value, list) else _resolve_path(str(value), base)
+        if isinstance(value, list):
+            return [_resolve_path(str(v), base) for v in value]
+        return _resolve_path(str(value), base)
     if key == "baseline" and isinstance(value, str) and ("/" in value or value.startswith("~")
                                                          or value.endswith((".yaml", ".yml", ".service"))):
         return _resolve_path(value, base)

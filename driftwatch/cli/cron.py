@@ -24,7 +24,8 @@ from ..errors import EXIT_OK
 @click.option("--state-dir", default="/var/lib/driftwatch", show_default=True,
               help="Where the job runs and keeps its snapshot store (STATE/store) and last report.")
 @click.option("--prometheus", "prometheus_file",
-              help="Textfile the job writes for node_exporter (e.g. /var/lib/prometheus/node-exporter/driftwatch.prom).")
+              help="Textfile the job writes for node_exporter "
+                   "(e.g. /var/lib/prometheus/node-exporter/driftwatch.prom).")
 def cron_example(inventory, baseline_spec, cron_baselines_dir, email, user, exe, state_dir, prometheus_file):
     """Print a crontab entry and a systemd service + timer for daily reports, filled in.
 

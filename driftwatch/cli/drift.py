@@ -10,9 +10,21 @@ import click
 from ..errors import EXIT_DRIFT, EXIT_OK
 from ..report import format_names
 from .manifest import manifest_options
+from .options import (
+    baselines_dir_option,
+    catalog_option,
+    color_option,
+    emit,
+    engine_files,
+    facts_options,
+    judging_options,
+    shard_option,
+    ssh_options,
+    target_request,
+    terminal_format,
+    voice,
+)
 from .params import PORT, SHARE
-from .options import (baselines_dir_option, catalog_option, color_option, emit, engine_files, facts_options, judging_options,
-                      shard_option, ssh_options, target_request, terminal_format, voice)
 
 if TYPE_CHECKING:
     from ..report.document import FleetReportDoc
@@ -33,8 +45,9 @@ def workload_metrics(prefix_share, prompt_tokens) -> dict:
 
 
 @click.command()
-@click.option("--baseline", "baseline_spec", help="Baseline NAME, a baseline YAML, or a unit file [default: the one the "
-                                                 "inventory names for the unit, else `baseline:` in the config file].")
+@click.option("--baseline", "baseline_spec",
+              help="Baseline NAME, a baseline YAML, or a unit file [default: the one the "
+                   "inventory names for the unit, else `baseline:` in the config file].")
 @click.option("--unit-file", help="Current unit file (or saved `systemctl cat` output).")
 @click.option("--host", help="Read the current unit live from this host.")
 @click.option("--unit", help="Unit on --host (default: the baseline's unit).")
@@ -75,9 +88,11 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
     result = compare_unit(request, CollectOptions(ssh, files, engine_version),
                           JudgingOptions(rules_dir, tuple(ignores), ignore_file, concurrency,
                                          baselines_dir=baselines_dir),
-                          CompareFacts(tuple(baseline_metric), current_metric, model_config, baseline_model_config, gpu),
+                          CompareFacts(tuple(baseline_metric), current_metric, model_config,
+                                       baseline_model_config, gpu),
                           voice())
-    emit((get_format(fmt) if output else terminal_format(fmt, color)).render_comparison(comparison_to_dict(result)), output)
+    shown = get_format(fmt) if output else terminal_format(fmt, color)
+    emit(shown.render_comparison(comparison_to_dict(result)), output)
     sys.exit(EXIT_DRIFT if result.drift else EXIT_OK)
 
 
@@ -100,15 +115,18 @@ def compare(baseline_spec, unit_file, host, unit, snapshot_file, baseline_metric
 @click.option("--from", "sender", help="From address [default: driftwatch@FQDN].")
 @click.option("--subject-prefix", help="Subject prefix [default: [driftwatch]].")
 @click.option("--state", help="State file for --only-changes.")
-@click.option("--only-changes", is_flag=True, default=None, help="Mail only when the findings differ from the last mail.")
+@click.option("--only-changes", is_flag=True, default=None,
+              help="Mail only when the findings differ from the last mail.")
 @click.option("--always", is_flag=True, help="Mail even when every host matches.")
 @click.option("--format", "fmt", type=click.Choice(format_names("fleet")), default="text", show_default=True,
               help="How to print and write the report (json: driftwatch.report/v1).")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the report here instead of printing it (a file atomically; a device or FIFO in place).")
+@click.option("--output", "-o", type=click.Path(dir_okay=False),
+              help="Write the report here instead of printing it (a file atomically; a device or FIFO in place).")
 @click.option("--quiet", "-q", is_flag=True, help="Do not print the report (still mailed / written).")
 @color_option
-@click.option("--config", "config_path", help="Config file [default: ~/.config/driftwatch/config.yaml, "
-              "/etc/driftwatch/config.yaml; also $DRIFTWATCH_CONFIG]; its keys are the options' names (docs/config.md).")
+@click.option("--config", "config_path",
+              help="Config file [default: ~/.config/driftwatch/config.yaml, /etc/driftwatch/config.yaml; "
+                   "also $DRIFTWATCH_CONFIG]; its keys are the options' names (docs/config.md).")
 @click.option("--concurrency", type=click.IntRange(1, 100000), help="Client concurrency the predictions are for.")
 @workload_options
 @click.option("--parallel", type=click.IntRange(1, 1024), default=32, show_default=True, help="Hosts read at once.")

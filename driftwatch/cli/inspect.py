@@ -63,8 +63,8 @@ def check(unit_file, host, unit, snapshot_file, engine_version, fmt, quiet, inve
           container):
     """Would the engine start? Exit 1 when it would refuse (unknown or removed flags, known
     start-up crashes), 0 otherwise; one line per problem. For ExecStartPre= or CI."""
-    from ..report.check import check_doc, problems, refused_doc, render_check
     from ..errors import UnitError
+    from ..report.check import check_doc, problems, refused_doc, render_check
     try:
         snap = _one(unit_file, host, unit, snapshot_file, engine_version, inventory, ssh, files, manifests, container)
     except UnitError as exc:  # systemd itself would refuse the unit: it cannot start either

@@ -8,9 +8,9 @@ it `files`, the engine configuration files given to the group (--engine-config).
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
 import os
 import sys
+from dataclasses import dataclass
 
 import click
 
@@ -32,12 +32,16 @@ def ssh_options(func):
         return func(*args, **kw)
 
     options = [
-        click.option("--known-hosts", type=CheckedPath(dir_okay=False), help="known_hosts file (default ~/.ssh/known_hosts)."),
-        click.option("--accept-new", is_flag=True, help="Trust and record unknown host keys (changed keys are still refused)."),
+        click.option("--known-hosts", type=CheckedPath(dir_okay=False),
+                     help="known_hosts file (default ~/.ssh/known_hosts)."),
+        click.option("--accept-new", is_flag=True,
+                     help="Trust and record unknown host keys (changed keys are still refused)."),
         click.option("-i", "--identity", type=CheckedPath(dir_okay=False), help="SSH private key file."),
         click.option("--ssh-config", type=CheckedPath(dir_okay=False), help="ssh_config file (default ~/.ssh/config)."),
-        click.option("--connect-timeout", type=CONNECT_TIMEOUT, default=10.0, show_default=True, help="Seconds to connect, name resolution included."),
-        click.option("--command-timeout", type=COMMAND_TIMEOUT, default=30.0, show_default=True, help="Seconds for the remote read."),
+        click.option("--connect-timeout", type=CONNECT_TIMEOUT, default=10.0, show_default=True,
+                     help="Seconds to connect, name resolution included."),
+        click.option("--command-timeout", type=COMMAND_TIMEOUT, default=30.0, show_default=True,
+                     help="Seconds for the remote read."),
         click.option("--probe", is_flag=True,
                      help="Also ask each engine's HTTP endpoint (/server_info, /metrics) on the host's loopback, "
                           "through the SSH connection: what the server really runs with."),

@@ -23,6 +23,7 @@ def rules_list(rules_dir, fmt):
 
     One row per rule: id, name, severity, dimension, model, the concepts and keys it matches."""
     from tabulate import tabulate
+
     from ..findings.rulebook import UNKNOWN_RULE, load_rules
     every = load_rules(rules_dir) + [UNKNOWN_RULE]
     if fmt == "json":
@@ -50,6 +51,7 @@ def rules_show(rule_id, rules_dir):
 
     Each concept it matches is named with every engine's native field for it."""
     import fnmatch
+
     from ..concepts import CONCEPTS
     from ..engines.registry import ENGINES
     from ..findings.rulebook import get_rule, load_rules

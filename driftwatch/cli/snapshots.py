@@ -10,9 +10,20 @@ import click
 
 from ..errors import EXIT_OK, EXIT_TROUBLE, InputError
 from ..report import format_names
+from .options import (
+    baselines_dir_option,
+    catalog_option,
+    color_option,
+    emit,
+    engine_files,
+    judging_options,
+    shard_option,
+    ssh_options,
+    target_request,
+    terminal_format,
+    voice,
+)
 from .params import COUNT
-from .options import (baselines_dir_option, catalog_option, color_option, emit, engine_files, judging_options, shard_option,
-                      ssh_options, target_request, terminal_format, voice)
 from .store import STORE_HELP
 
 
@@ -30,7 +41,8 @@ from .store import STORE_HELP
 @click.option("--concurrency", "old_parallel", type=click.IntRange(1, 1024), hidden=True,
               help="Deprecated spelling of --parallel (everywhere else --concurrency is the client concurrency).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
-              help="text: one line per unit (host, unit, status, snapshot; why a unit failed on stderr); json: driftwatch.snapshot-run/v1.")
+              help="text: one line per unit (host, unit, status, snapshot; why a unit failed on stderr); "
+                   "json: driftwatch.snapshot-run/v1.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line.")
 @click.option("--verbose", "-v", is_flag=True,
               help="Say on stderr where each host's time went: connect, round trip, each remote step, probe.")
@@ -56,8 +68,8 @@ def snapshot(hosts, inventory, unit, unit_files, host_name, store, engine_versio
         parallel = old_parallel
     if host_name and not unit_files:
         hosts, host_name = tuple(hosts) + (host_name,), None
-    from ..run.snapshots import SnapshotRun
     from ..run.reading import CollectOptions
+    from ..run.snapshots import SnapshotRun
     from ..run.targets import resolve_targets
     targets = resolve_targets(target_request(unit_files=tuple(unit_files), hosts=tuple(hosts), unit=unit,
                                              inventory=inventory, limit=limit))
@@ -116,8 +128,10 @@ def prune(keep, older_than, store, host, unit, dry_run, quiet, baselines_dir):
 @click.option("--inventory", type=str, help="Inventory naming the hosts and units to show.")
 @click.option("--unit", help="Only this unit.")
 @click.option("--store", help=STORE_HELP)
-@click.option("--since", "since_text", help="Changes since WHEN: RFC 3339 (2026-11-28T03:00:00Z) or back from now (7d, 12h).")
-@click.option("--baseline", "baseline_spec", help="Also say, for each finding against this baseline, since when it is there.")
+@click.option("--since", "since_text",
+              help="Changes since WHEN: RFC 3339 (2026-11-28T03:00:00Z) or back from now (7d, 12h).")
+@click.option("--baseline", "baseline_spec",
+              help="Also say, for each finding against this baseline, since when it is there.")
 @click.option("--format", "fmt", type=click.Choice(format_names("history")), default="text", show_default=True,
               help="How to write the history (json: driftwatch.history/v1).")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Write the history here (atomically).")
@@ -130,8 +144,8 @@ def prune(keep, older_than, store, host, unit, dry_run, quiet, baselines_dir):
 @baselines_dir_option
 @catalog_option
 @engine_files
-def history(hosts, inventory, unit, store, since_text, baseline_spec, fmt, output, color, rules_dir, ignores, ignore_file,
-            concurrency, engine_version, limit, baselines_dir, files):
+def history(hosts, inventory, unit, store, since_text, baseline_spec, fmt, output, color, rules_dir, ignores,
+            ignore_file, concurrency, engine_version, limit, baselines_dir, files):
     """What changed when, per host and unit, from the snapshot store (newest first); with
     --baseline, since when each current finding is there and whether it ever went away."""
     from ..report import get_format

@@ -55,9 +55,9 @@ def store_import(directory, store):
 @click.option("--unit", help="Only this unit.")
 def store_export(store, output, host, unit):
     """Write the store's snapshots as YAML files (the layout `store import` reads)."""
-    from ..snapshots.store import SnapshotStore
+    from ..snapshots.store import open_store
     from ..snapshots.store_transfer import export_files
-    source = SnapshotStore(store or None, on_problem=_warn)
+    source = open_store(store or None, on_problem=_warn)
     done = export_files(source, output, host, unit)
     click.echo(f"driftwatch: exported {done.snapshots} snapshot{'s' if done.snapshots != 1 else ''} to {output}",
                err=True)
@@ -73,8 +73,8 @@ def store_check(store, host, unit):
     history and report's "since" read kept changes and only the snapshots they need, so a damaged
     snapshot they never reach is not named by them: run this (e.g. weekly from cron) to learn of it.
     Exit 0 when every snapshot reads, 1 when one does not, 2 on bad input."""
-    from ..snapshots.store import SnapshotStore
-    source = SnapshotStore(store or None, on_problem=_warn)  # a directory of YAML files is refused (exit 2)
+    from ..snapshots.store import open_store
+    source = open_store(store or None, on_problem=_warn)  # a directory of YAML files is refused (exit 2)
     count, bad = source.check(host, unit)
     for record, why in bad:
         click.echo(f"{record.path}: unreadable: {why}")

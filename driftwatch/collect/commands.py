@@ -52,11 +52,12 @@ content can forge a header. Sections, in order:
 
 Every optional step runs under ``timeout`` (when the host has it) so a hung ``nvidia-smi`` costs
 one step, not the host; and the whole script, when it has a process group of its own (an SSH
-session does), kills that group at its deadline (driftwatch's ``--command-timeout`` plus a grace), so a
-host without a working ``timeout`` keeps nothing running after driftwatch has given up. The unit name is validated (``unitname.py``) and then shell-quoted; every
-other value substituted into the script is a fixed path derived from it, also quoted, or an engine's
-marker (``reader.EngineMarks``: plain words the engine's declaration checked), also quoted. This
-module names no engine: what it looks for comes from the markers the caller passes.
+session does), kills that group at its deadline (driftwatch's ``--command-timeout`` plus a grace),
+so a host without a working ``timeout`` keeps nothing running after driftwatch has given up. The
+unit name is validated (``unitname.py``) and then shell-quoted; every other value substituted into
+the script is a fixed path derived from it, also quoted, or an engine's marker
+(``reader.EngineMarks``: plain words the engine's declaration checked), also quoted. This module
+names no engine: what it looks for comes from the markers the caller passes.
 """
 from __future__ import annotations
 
@@ -65,17 +66,29 @@ import re
 import secrets
 import shlex
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from driftwatch.collect.interface import (
-    ERROR, FALLBACK, OK, SOURCE_DISK, SOURCE_SYSTEMCTL, TIMEOUT, UNIT_MASKED, UNIT_NOT_FOUND,
+    ERROR,
+    FALLBACK,
+    OK,
+    SOURCE_DISK,
+    SOURCE_SYSTEMCTL,
+    TIMEOUT,
+    UNIT_MASKED,
+    UNIT_NOT_FOUND,
 )
 from driftwatch.collect.local import (
-    MAX_UNIT_FILE_BYTES, SEARCH_PATH, candidate_dropin_dirs, candidate_fragments, render_unit_text,
+    MAX_UNIT_FILE_BYTES,
+    SEARCH_PATH,
+    candidate_dropin_dirs,
+    candidate_fragments,
+    render_unit_text,
     select_unit_files,
 )
-from driftwatch.collect.unitname import validate_unit_name
 from driftwatch.collect.raw import RawUnit
 from driftwatch.collect.reader import EngineMarks, UnitReader
+from driftwatch.collect.unitname import validate_unit_name
 from driftwatch.facts.gpu import parse_topology
 
 MAX_OUTPUT_BYTES = 32 << 20
@@ -292,11 +305,13 @@ EOS
 while IFS= read -r e; do  # --config FILE: a regular file of sane size only, never truncated
   [ -n "$e" ] || continue
   case "$e" in /*) ;; *) sec "CFGX $e"; echo "a relative path: not read"; continue ;; esac
-  case "$e" in *%*|*'$'*|*'*'*|*'?'*|*'['*) sec "CFGX $e"; echo "names a variable or pattern: not read"; continue ;; esac
+  case "$e" in *%*|*'$'*|*'*'*|*'?'*|*'['*)
+    sec "CFGX $e"; echo "names a variable or pattern: not read"; continue ;; esac
   if [ ! -e "$e" ]; then sec "CFGX $e"; echo "no such file on the host"
   elif [ ! -f "$e" ]; then sec "CFGX $e"; echo "not a regular file: not read"
   elif [ ! -r "$e" ]; then sec "CFGX $e"; echo "not readable: not read"
-  elif [ "$(head -c @MAXCFGONE@ "$e" | wc -c | tr -d ' ')" -gt @MAXENV@ ]; then sec "CFGX $e"; echo "larger than @MAXENV@ bytes: not read"
+  elif [ "$(head -c @MAXCFGONE@ "$e" | wc -c | tr -d ' ')" -gt @MAXENV@ ]; then
+    sec "CFGX $e"; echo "larger than @MAXENV@ bytes: not read"
   else sec "CFG $e"; head -c @MAXENV@ "$e"; fi
 done <<EOS
 $CFGFILES
@@ -354,13 +369,13 @@ def _engine_shell(engines: tuple[EngineMarks, ...]) -> dict[str, str]:
     cases.append(f"*) DISTS={q(' '.join(dict.fromkeys(every)))} ;;")
     journal = " ".join(f"-e {q(m)}" for m in dict.fromkeys(m for e in engines for m in e.journal_markers))
 
-    def words(field: str) -> str:  # " a b " (awk looks for " WORD "), every engine's, once each
+    def field_words(field: str) -> str:  # " a b " (awk looks for " WORD "), every engine's, once each
         return q(" " + " ".join(dict.fromkeys(w for e in engines for w in getattr(e, field))) + " ")
 
     return {
-        "@CONFIGFLAGS@": words("config_flags"),
-        "@MODELFLAGS@": words("model_flags"),
-        "@MODELAFTER@": words("model_after"),
+        "@CONFIGFLAGS@": field_words("config_flags"),
+        "@MODELFLAGS@": field_words("model_flags"),
+        "@MODELAFTER@": field_words("model_after"),
         "@PROCFILES@": f"$(grep -l -a {procs} /proc/[0-9]*/cmdline 2>/dev/null)" if procs else "",
         "@SCRIPTS@": scripts or "/",  # no script: a pattern no base name matches
         "@DISTCASE@": f'case "$UNITTEXT" in {" ".join(cases)} esac',
@@ -503,7 +518,7 @@ def match_process(text: str | None, unit: str, candidates: list[tuple[int, list[
         return None
     argv, engine, engine_argv = unit_command.argv, unit_command.engine, unit_command.engine_argv
     same, by_port = [], []
-    for pid, proc_argv in sorted(candidates):
+    for _pid, proc_argv in sorted(candidates):
         running = reader.process(list(proc_argv))
         if running is None:
             continue
@@ -549,7 +564,7 @@ def parse_journal(text: str, engines: tuple[EngineMarks, ...]) -> dict[str, floa
     return measured
 
 
-def step_seconds(s: "Sections") -> dict[str, float]:
+def step_seconds(s: Sections) -> dict[str, float]:
     """step -> seconds it took on the host (10 ms resolution), from the TICK sections."""
     ticks = []
     for arg, _ in s.all("TICK"):
@@ -558,7 +573,7 @@ def step_seconds(s: "Sections") -> dict[str, float]:
             ticks.append((name, float(up)))
         except ValueError:
             continue
-    return {name: round(max(0.0, t - prev), 3) for (_, prev), (name, t) in zip(ticks, ticks[1:])}
+    return {name: round(max(0.0, t - prev), 3) for (_, prev), (name, t) in pairwise(ticks)}
 
 
 def _int(value: str | None) -> int | None:

@@ -6,11 +6,15 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from .interface import ERROR, TIMEOUT, HostError
 from .inventory import HostTarget
 from .sshoptions import SSHOptions
+
+if TYPE_CHECKING:
+    from .ssh import SSHConnection
 
 RUNTIMES = ("podman", "docker")
 # Docker's and podman's container names: [a-zA-Z0-9][a-zA-Z0-9_.-]* (a container ID is hex of the same set).
@@ -35,7 +39,7 @@ def validate_container_name(name: str) -> str:
     return name
 
 
-def _open(target: HostTarget, ssh: SSHOptions):
+def _open(target: HostTarget, ssh: SSHOptions) -> SSHConnection:
     """An open SSHConnection to `target` with the command line's SSH settings (HostError/InputError
     when it cannot be opened)."""
     from .fleet import DEFAULT_KNOWN_HOSTS, GLOBAL_KNOWN_HOSTS
@@ -55,7 +59,7 @@ def _open(target: HostTarget, ssh: SSHOptions):
                          allow_agent=ssh.allow_agent, look_for_keys=ssh.look_for_keys).open()
 
 
-def _run(connection, command: str, ssh: SSHOptions) -> tuple[str, int | None, bool]:
+def _run(connection: SSHConnection, command: str, ssh: SSHOptions) -> tuple[str, int | None, bool]:
     """(output, exit status or None when not said, timed out) of one command (stderr combined)."""
     data, timed_out = connection.run(command + '; echo "driftwatch-exit $?"', b"", ssh.command_timeout)
     text = data.decode("utf-8", "replace")
@@ -66,7 +70,7 @@ def _run(connection, command: str, ssh: SSHOptions) -> tuple[str, int | None, bo
     return text, None, timed_out
 
 
-def _inspect(connection, host: str, name: str, runtime: str, ssh: SSHOptions) -> InspectAnswer:
+def _inspect(connection: SSHConnection, host: str, name: str, runtime: str, ssh: SSHOptions) -> InspectAnswer:
     """One container's `RUNTIME inspect` over an open connection (its failure said, never raised)."""
     # LC_ALL=C: the runtime's own words (stderr is combined by the channel); its exit status last
     try:

@@ -10,25 +10,26 @@ one line (an InputError) naming the rule it breaks.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
+from typing import Any
 
 from ..errors import InputError
 
 MAX_REGEX = 256
 MAX_UNBOUNDED = 4  # ".*a.*b.*c.*d": polynomial, but its degree stays small on a host name
 
-try:  # Python 3.11+: re._parser; before it, sre_parse
-    from re import _constants as _sre_c  # type: ignore[attr-defined]
-    from re import _parser as _sre_p  # type: ignore[attr-defined]
-except ImportError:  # pragma: no cover - older Pythons
-    import sre_constants as _sre_c  # type: ignore[no-redef]
-    import sre_parse as _sre_p  # type: ignore[no-redef]
+if sys.version_info >= (3, 11):  # re._parser; before it, sre_parse (deprecated since 3.11)
+    from re import _constants as _sre_c, _parser as _sre_p
+else:  # pragma: no cover - older Pythons
+    import sre_constants as _sre_c
+    import sre_parse as _sre_p
 
 _REPEATS = {_sre_c.MAX_REPEAT, _sre_c.MIN_REPEAT} | ({_sre_c.POSSESSIVE_REPEAT}
                                                      if hasattr(_sre_c, "POSSESSIVE_REPEAT") else set())
 
 
-def _walk(items, inside_repeat: bool, counts: list[int]) -> str | None:
+def _walk(items: Any, inside_repeat: bool, counts: list[int]) -> str | None:
     """The first rule the parsed pattern `items` breaks, or None."""
     for op, arg in items:
         if op in (_sre_c.GROUPREF, _sre_c.GROUPREF_EXISTS):
@@ -58,7 +59,7 @@ def _walk(items, inside_repeat: bool, counts: list[int]) -> str | None:
     return None
 
 
-def _has_branch(items) -> bool:
+def _has_branch(items: Any) -> bool:  # a parsed pattern (re._parser.SubPattern)
     return any(op == _sre_c.BRANCH or (op == _sre_c.SUBPATTERN and _has_branch(arg[-1])) for op, arg in items)
 
 

@@ -92,7 +92,7 @@ _KUBE_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@/-]{0,252}$")
 _SELECTOR = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:/=!,() -]{0,1023}$")
 
 
-def _kubernetes(value, where: str) -> KubernetesSource:
+def _kubernetes(value: Any, where: str) -> KubernetesSource:
     """`kubernetes: {context, namespace, selector}` (each optional; strings kubectl takes as argv)."""
     if isinstance(value, str) and value.strip().startswith("{"):
         try:
@@ -119,7 +119,7 @@ def _kubernetes(value, where: str) -> KubernetesSource:
     return KubernetesSource(out["context"], out["namespace"], out["selector"])
 
 
-def _containers(value, where: str) -> tuple[list[str], dict[str, str]]:
+def _containers(value: Any, where: str) -> tuple[list[str], dict[str, str]]:
     """`containers:` as `auto`, a list of names, or a mapping name -> baseline NAME (as `units:`)."""
     if value is None:
         return [], {}
@@ -155,7 +155,7 @@ def _containers(value, where: str) -> tuple[list[str], dict[str, str]]:
 NO_BASELINE = "none"  # `baseline: none` (or null): the unit is not judged, whatever a lower level names
 
 
-def _baseline_name(value) -> str:
+def _baseline_name(value: Any) -> str:
     """A baseline value as written: a name, or NO_BASELINE for `none`/null."""
     if value is None or (isinstance(value, str) and value.strip().lower() in ("none", "null", "~")):
         return NO_BASELINE
@@ -219,7 +219,7 @@ MAX_INVENTORY_BYTES = 128 << 20
 MAX_INVENTORY_VALUES = 16_000_000
 
 
-def load_inventory(path) -> list[HostTarget]:
+def load_inventory(path: str | os.PathLike) -> list[HostTarget]:
     path = os.fspath(path)
     text = read_text_file(path, "inventory file", limit=MAX_INVENTORY_BYTES)
     if _looks_like_ini(path, text):
@@ -257,7 +257,7 @@ class _Seq(list):
     line = 0
 
 
-def _yaml_load(path: str, text: str):
+def _yaml_load(path: str, text: str) -> Any:
     """The inventory's YAML with each mapping's and list's line, bounded; libyaml's parser where it
     reads the text as PyYAML does (100 000 hosts: 43 -> 12 s of CPU), else (and for the message of a
     text it refuses) the pure loader."""
@@ -270,13 +270,13 @@ def _yaml_load(path: str, text: str):
     return _yaml_load_with(LimitedLoader, path, text)
 
 
-def _yaml_load_with(base, path: str, text: str):
+def _yaml_load_with(base: Any, path: str, text: str) -> Any:  # base: a limited (C)SafeLoader
     import yaml
 
     class Loader(base):  # a SafeLoader with depth and alias-expansion limits
         _dw_max_nodes = MAX_INVENTORY_VALUES
 
-    def construct_mapping(loader, node):
+    def construct_mapping(loader: Any, node: Any) -> _Map:
         loader.flatten_mapping(node)
         m = _Map()
         m.line = node.start_mark.line + 1
@@ -291,7 +291,7 @@ def _yaml_load_with(base, path: str, text: str):
             m.key_lines[key] = knode.start_mark.line + 1
         return m
 
-    def construct_seq(loader, node):
+    def construct_seq(loader: Any, node: Any) -> _Seq:
         s = _Seq(loader.construct_object(v, deep=True) for v in node.value)
         s.line = node.start_mark.line + 1
         return s
@@ -310,7 +310,7 @@ def _yaml_load_with(base, path: str, text: str):
         loader.dispose()
 
 
-def _line(obj, key=None) -> int:
+def _line(obj: Any, key: Any = None) -> int:
     if isinstance(obj, _Map) and key is not None and key in obj.key_lines:
         return obj.key_lines[key]
     return getattr(obj, "line", 0)
@@ -330,7 +330,7 @@ def _load_yaml(path: str, text: str) -> list[HostTarget]:
 _DW_KEYS = {"address", "user", "port", "units", "identity", "baseline", "containers", "kubernetes"}
 
 
-def _unit_baselines(value, where: str) -> tuple[list[str], dict[str, str]]:
+def _unit_baselines(value: Any, where: str) -> tuple[list[str], dict[str, str]]:
     """``units:`` as a list (or a comma-separated string), or a mapping unit -> baseline NAME (a
     null value or ``none``: the unit opts out of any baseline, NO_BASELINE)."""
     if isinstance(value, str) and value.strip().startswith("{"):
@@ -350,7 +350,7 @@ def _unit_baselines(value, where: str) -> tuple[list[str], dict[str, str]]:
     return _units(value, where), {}
 
 
-def _units(value, where: str) -> list[str]:
+def _units(value: Any, where: str) -> list[str]:
     if value is None:
         return []
     if isinstance(value, str):
@@ -367,7 +367,7 @@ def _units(value, where: str) -> list[str]:
     return list(value)
 
 
-def _settings(path: str, mapping, what: str) -> dict:
+def _settings(path: str, mapping: Any, what: str) -> dict:
     if mapping is None:
         return {}
     if not isinstance(mapping, dict):
@@ -399,7 +399,7 @@ def _load_driftwatch_yaml(path: str, doc: dict) -> list[HostTarget]:
     defaults = _settings(path, doc.get("defaults"), "defaults")
     hosts = doc.get("hosts")
     if isinstance(hosts, list):
-        hosts_map = {}
+        hosts_map: dict[str, None] = {}
         for h in hosts:
             if not isinstance(h, str):
                 raise InputError(f"{path}:{_line(hosts)}: hosts: list entries must be host names")
@@ -419,7 +419,7 @@ def _load_driftwatch_yaml(path: str, doc: dict) -> list[HostTarget]:
         if not isinstance(members, list):
             raise InputError(f"{path}:{_line(group, 'hosts')}: group {gname!r}: hosts must be a list")
         rest = _Map({k: v for k, v in group.items() if k != "hosts"})
-        rest.line, rest.key_lines = group.line, group.key_lines
+        rest.line, rest.key_lines = getattr(group, "line", 0), getattr(group, "key_lines", {})
         settings = _settings(path, rest, f"group {gname!r}")
         for member in members:
             if member not in hosts:
@@ -503,7 +503,7 @@ def expand_host_pattern(pattern: str, where: str) -> list[str]:
             raise InputError(f"{where}: host range {pattern!r} expands to more than {MAX_RANGE_HOSTS} hosts")
     if total == 0:
         raise InputError(f"{where}: empty host range {pattern!r}")
-    m = _RANGE.search(pattern)
+    m = ranges[0][0]  # the first range of `pattern` (found above)
     lo = m.group(1)
     items = _range_items(lo, m.group(2), int(m.group(3) or 1), pattern, where)
     head, tail = pattern[: m.start()], pattern[m.end():]
@@ -531,7 +531,7 @@ class _AnsibleInventory:
         if group not in self.host_groups[name]:
             self.host_groups[name].append(group)
 
-    def _ancestors(self, group: str, seen=None) -> list[str]:
+    def _ancestors(self, group: str, seen: set[str] | None = None) -> list[str]:
         """Groups from most generic to most specific for precedence (all first)."""
         seen = seen if seen is not None else set()
         parents = [p for p, kids in self.children.items() if group in kids]
@@ -593,7 +593,7 @@ _SHELL_SPECIAL = re.compile(r"[\"'\\#]")
 _INI_BLANKS = re.compile(r"[ \t\r\n]+")
 
 
-def _ini_value(raw: str):
+def _ini_value(raw: str) -> Any:
     """A variable's value as Ansible's INI reader types it (a Python literal, else the text). Plain
     words and integers skip the compile (10^5 hosts: seconds of CPU)."""
     if _PLAIN_WORD.match(raw) and raw not in ("True", "False", "None"):
@@ -658,7 +658,7 @@ def _load_ini(path: str, text: str) -> list[HostTarget]:
 def _load_ansible_yaml(path: str, doc: dict) -> list[HostTarget]:
     inv = _AnsibleInventory(path)
 
-    def walk(gname: str, group, line: int) -> None:
+    def walk(gname: str, group: Any, line: int) -> None:
         if group is None:
             return
         if not isinstance(group, dict):

@@ -3,18 +3,19 @@
 The request travels inside the SSH connection already open to the host (a ``direct-tcpip``
 channel to ``127.0.0.1:PORT``, as ``ssh -L`` does), so nothing new is reachable from here and no
 other address is ever asked. The port comes from the unit's typed command line (`server.port`, as
-the caller's `UnitReader` reads it); a server that listens on one non-loopback address only is not asked. Each path costs at most its
-own timeout and ``MAX_BODY_BYTES``; a failure is recorded per path (`RawUnit.probe_problems`),
-never fatal to the host. The server's API key, when the unit sets one, is sent to the server
-itself (it needs it to answer) through the encrypted channel; it is never stored or shown — the
-answers are redacted like everything else a snapshot keeps (`reported.py`).
+the caller's `UnitReader` reads it); a server that listens on one non-loopback address only is not
+asked. Each path costs at most its own timeout and ``MAX_BODY_BYTES``; a failure is recorded per
+path (`RawUnit.probe_problems`), never fatal to the host. The server's API key, when the unit sets
+one, is sent to the server itself (it needs it to answer) through the encrypted channel; it is never
+stored or shown — the answers are redacted like everything else a snapshot keeps (`reported.py`).
 """
 from __future__ import annotations
 
 import ipaddress
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from driftwatch.collect.raw import RawUnit
 from driftwatch.collect.reader import UnitReader

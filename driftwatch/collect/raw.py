@@ -13,7 +13,8 @@ class RawUnit:
     text: str | None = None  # `systemctl cat` output, or fragment + drop-ins with '# /path' headers
     source: str = "file"  # "systemctl cat" | "disk" | "file"
     paths: list[str] = field(default_factory=list)  # fragment then drop-ins, in systemd's order
-    status: str = "ok"  # ok | fallback | unreachable | auth failed | host key refused | timeout | unit not found | error
+    # ok | fallback | unreachable | auth failed | host key refused | timeout | unit not found | error
+    status: str = "ok"
     error: str | None = None
     loaded_exec_start: str | None = None  # `systemctl show -p ExecStart` (what systemd has loaded)
     need_daemon_reload: bool | None = None

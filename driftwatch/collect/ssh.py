@@ -15,19 +15,32 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from driftwatch.collect.commands import MAX_ENV_FILE_BYTES, build_command, parse_output
 from driftwatch.collect.hostkeys import KnownHosts, host_lookup_name
 from driftwatch.collect.interface import (
-    AUTH_FAILED, ERROR, READ_STATUSES, TIMEOUT, UNREACHABLE, CollectOptions, Collector, CollectTarget, HostError,
+    AUTH_FAILED,
+    ERROR,
+    READ_STATUSES,
+    TIMEOUT,
+    UNREACHABLE,
+    CollectOptions,
+    Collector,
+    CollectTarget,
+    HostError,
 )
 from driftwatch.collect.probe import PROBE_TIMEOUT, probe_unit
+from driftwatch.collect.raw import RawUnit
 from driftwatch.collect.reader import UnitReader
 from driftwatch.collect.sshconfig import Endpoint
 from driftwatch.fileio import MAX_TEXT_BYTES
 from driftwatch.resolver import ResolveTimeout, resolve
-from driftwatch.collect.raw import RawUnit
 from driftwatch.timestamps import utc_now
+
+if TYPE_CHECKING:  # paramiko is imported when a connection is opened (it is slow to import)
+    from paramiko import Channel, PKey, Transport
 
 # What one unit's round trip may send back: the unit (at most MAX_TEXT_BYTES, however it is read) twice
 # over (systemctl cat, or the files on disk), the EnvironmentFile= files (32 x 64 KiB) and 2 MiB for the
@@ -53,23 +66,20 @@ class SSHConnection:
         self.password = password
         self.allow_agent = allow_agent
         self.look_for_keys = look_for_keys
-        self.transports: list = []  # jump hosts first, target last
+        self.transports: list[Transport] = []  # jump hosts first, target last
         self._closed = threading.Event()
         self._sock: socket.socket | None = None
         self.truncated = False  # the last run() stopped at MAX_OUTPUT_BYTES
 
     # -- connecting ---------------------------------------------------------------------------
-    def open(self) -> "SSHConnection":
+    def open(self) -> SSHConnection:
         deadline = time.monotonic() + self.connect_timeout * (1 + len(self.endpoint.jumps))
         hops = list(self.endpoint.jumps) + [self.endpoint]
         channel = None
         for hop in hops:
             if self._closed.is_set():
                 raise HostError(f"{self.endpoint.display}: aborted", TIMEOUT)
-            if channel is None:
-                sock = self._tcp(hop)
-            else:
-                sock = self._through(hop, deadline)
+            sock: socket.socket | Channel = self._tcp(hop) if channel is None else self._through(hop, deadline)
             transport = self._handshake(hop, sock)
             self._authenticate(hop, transport)
             channel = transport
@@ -85,7 +95,7 @@ class SSHConnection:
                             f"(the DNS server did not answer for {hop.hostname})", TIMEOUT) from None
         except socket.gaierror as exc:
             raise HostError(f"{hop.display}: cannot resolve {hop.hostname}: {exc.strerror}", UNREACHABLE) from None
-        last: Exception | None = None
+        last: OSError | None = None
         for family, stype, proto, _, addr in infos:
             remaining = self.connect_timeout - (time.monotonic() - start)
             if remaining <= 0:
@@ -105,7 +115,7 @@ class SSHConnection:
         reason = last.strerror or str(last)
         raise HostError(f"{hop.display}: cannot connect: {reason}", UNREACHABLE)
 
-    def _through(self, hop: Endpoint, deadline: float):
+    def _through(self, hop: Endpoint, deadline: float) -> Channel:
         import paramiko
 
         via = self.transports[-1]
@@ -120,7 +130,7 @@ class SSHConnection:
     def _names(self, hop: Endpoint) -> list[str]:
         return [host_lookup_name(hop.host_key_alias or hop.hostname, hop.port)]
 
-    def _handshake(self, hop: Endpoint, sock):
+    def _handshake(self, hop: Endpoint, sock: socket.socket | Channel) -> Transport:
         import paramiko
 
         t = paramiko.Transport(sock)
@@ -153,7 +163,7 @@ class SSHConnection:
         self.known_hosts.check(hop.display, names, key.get_name(), key.get_base64())
         return t
 
-    def _authenticate(self, hop: Endpoint, t) -> None:
+    def _authenticate(self, hop: Endpoint, t: Transport) -> None:
         import paramiko
 
         errors: list[str] = []
@@ -166,7 +176,7 @@ class SSHConnection:
                 errors.append(f"password: {exc}")
             except (paramiko.SSHException, OSError) as exc:
                 raise self._auth_io_error(hop, exc) from None
-        tried: set[str] = set()
+        tried: set[bytes] = set()  # key fingerprints (MD5 digests)
         for key, label in self._keys(hop, errors):
             fp = key.get_fingerprint()
             if fp in tried:
@@ -189,7 +199,7 @@ class SSHConnection:
             return HostError(f"{hop.display}: authentication timed out", TIMEOUT)
         return HostError(f"{hop.display}: connection lost during authentication: {exc}", ERROR)
 
-    def _keys(self, hop: Endpoint, errors: list[str]):
+    def _keys(self, hop: Endpoint, errors: list[str]) -> Iterator[tuple[PKey, str]]:
         """(pkey, label) in OpenSSH's order: identity files, agent keys, default key files."""
         import paramiko
 
@@ -245,7 +255,7 @@ class SSHConnection:
                 out += data
             self.truncated = True  # more than a unit's worth: refused by the caller, never parsed
             return bytes(out), False
-        except socket.timeout:
+        except TimeoutError:
             return bytes(out), True
         except (paramiko.SSHException, OSError, EOFError) as exc:
             if self._closed.is_set() or time.monotonic() >= deadline:
@@ -254,7 +264,7 @@ class SSHConnection:
         finally:
             chan.close()
 
-    def open_loopback(self, port: int, timeout: float):
+    def open_loopback(self, port: int, timeout: float) -> Channel:
         """A ``direct-tcpip`` channel to 127.0.0.1:port *on the host* (what ``ssh -L`` opens), for
         --probe; the address is fixed here, never taken from the unit or the server."""
         return self.transports[-1].open_channel("direct-tcpip", ("127.0.0.1", port), ("127.0.0.1", 0),
@@ -279,7 +289,7 @@ class SSHConnection:
                 pass
 
 
-def _load_key(path: str, errors: list[str]):
+def _load_key(path: str, errors: list[str]) -> PKey | None:
     import paramiko
 
     try:
@@ -361,7 +371,7 @@ class SSHCollector(Collector):
                                         look_for_keys=look_for_keys)
         self._opened = False
         self._gpus_done = False
-        self._gpus = None
+        self._gpus: tuple[list[dict] | None, str | None] = (None, None)  # read once per host
         self._failure: tuple[str, str] | None = None
 
     def connect(self) -> None:

@@ -10,9 +10,13 @@ from __future__ import annotations
 import getpass
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from driftwatch.collect.inventory import HostTarget, parse_target
 from driftwatch.errors import InputError
+
+if TYPE_CHECKING:  # paramiko is imported when a config is read (it is slow to import)
+    from paramiko import SSHConfig
 
 
 @dataclass
@@ -24,7 +28,7 @@ class Endpoint:
     identities: list[str] = field(default_factory=list)  # explicit first, then ssh_config's
     identities_only: bool = False
     host_key_alias: str | None = None
-    jumps: list["Endpoint"] = field(default_factory=list)  # ProxyJump chain, first hop first
+    jumps: list[Endpoint] = field(default_factory=list)  # ProxyJump chain, first hop first
 
     @property
     def display(self) -> str:
@@ -37,7 +41,7 @@ def default_ssh_config() -> str | None:
     return path if os.path.exists(path) else None
 
 
-def load_ssh_config(path: str | None):
+def load_ssh_config(path: str | None) -> SSHConfig:
     """paramiko.SSHConfig for ``path`` (None: an empty config). InputError when unreadable."""
     import paramiko
 
@@ -51,7 +55,7 @@ def load_ssh_config(path: str | None):
         raise InputError(f"{path}: cannot read ssh config: {exc}") from None
 
 
-def resolve(target: HostTarget, config, identity: str | None = None, _depth: int = 0) -> Endpoint:
+def resolve(target: HostTarget, config: SSHConfig, identity: str | None = None, _depth: int = 0) -> Endpoint:
     """The effective endpoint of ``target`` under ssh ``config`` (a paramiko.SSHConfig).
 
     ``identity`` (-i) is offered to ProxyJump hosts too, before their own IdentityFile.
@@ -84,7 +88,7 @@ def _flatten(ep: Endpoint) -> list[Endpoint]:
     return jumps + [ep]
 
 
-def _port(value, name: str) -> int | None:
+def _port(value: Any, name: str) -> int | None:
     if value in (None, ""):
         return None
     try:

@@ -47,8 +47,9 @@ class Engine(ABC):
                     recorded_version: str | None = None,
                     choose_from: list[list[str]] | None = None, recorded_from: str | None = None) -> EngineConfig:
         """Type the argv under one release: `engine_version` (the user's word), else the release
-        recorded with the unit (`recorded_from` says how, e.g. "named by the image tag …"), else the newest release under which every argv of `choose_from`
-        (default: this one) parses. Problems are Issues, never exceptions. Applies start-up rewrites."""
+        recorded with the unit (`recorded_from` says how, e.g. "named by the image tag …"), else the
+        newest release under which every argv of `choose_from` (default: this one) parses. Problems
+        are Issues, never exceptions. Applies start-up rewrites."""
 
     @abstractmethod
     def choose_release(self, argvs: list[list[str]]) -> tuple[str, str]:

@@ -9,7 +9,7 @@ from ..errors import DriftwatchError
 from ..parse.launcher import Launcher
 from ..parse.wrappers import NO_ENGINE, peel_wrappers
 from .files import NO_FILES, EngineFiles
-from .interface import Engine
+from .interface import Engine, EngineEntry
 from .markers import EngineMarkers
 from .none import NONE_ENGINE
 from .sglang.engine import ENGINE as SGLANG
@@ -69,14 +69,14 @@ def find_launcher(argv: list[str], environment: dict[str, str] | None = None,
     """Peel wrappers off argv until a registered engine's entry point (engine "none" if none).
     `files` are the configuration files the engine's arguments may name (vLLM's `--config FILE`)."""
 
-    def detect(words: list[str]):
+    def detect(words: list[str]) -> tuple[str, EngineEntry] | None:
         for engine in ENGINES.values():
             entry = engine.detect(words, files)
             if entry is not None:
                 return engine.name, entry
         return None
 
-    def detect_image(image: str, args: list[str]):
+    def detect_image(image: str, args: list[str]) -> tuple[str, EngineEntry] | None:
         for engine in ENGINES.values():
             entry = engine.detect_image(image, args, files)
             if entry is not None:

@@ -10,18 +10,18 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..snapshots.baseline import Baseline
 from ..diff import Difference, EnginePair, diff_snapshots, read_pair
 from ..diff.reported import reported_concepts, reported_figures
-from ..engines.config import folded_issues
+from ..engines.config import EngineConfig, folded_issues
 from ..facts import facts_context
-from .explained import MeasuredVsPredicted, host_facts, judge
-from .ignore import IgnoreEntry
 from ..impact import ImpactContext, combine, combine_intervals, direction, get_model
 from ..redact import mask_fingerprints
-from .rulebook import Rule, match_rule
+from ..snapshots.baseline import Baseline
 from ..snapshots.snapshot import Snapshot
 from ..snapshots.unitload import depends_on_unknown
+from .explained import MeasuredVsPredicted, host_facts, judge
+from .ignore import IgnoreEntry
+from .rulebook import Rule, match_rule
 
 COMPARE_SCHEMA = "driftwatch.compare/v1"
 _SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
@@ -94,7 +94,7 @@ class Comparison:
         return bool(self.findings)
 
 
-def _side_values(config) -> tuple[dict[str, Any], set[str]]:
+def _side_values(config: EngineConfig) -> tuple[dict[str, Any], set[str]]:
     """What impact models read of one side: concept -> value, and the concepts computed at start-up."""
     return config.concept_values()
 
@@ -283,7 +283,7 @@ def _reported_capacities(snapshot: Snapshot) -> dict[str, float]:
             if c in by_concept and not isinstance(v, bool)}
 
 
-def _apply_measured(metrics: dict, values: dict, runtime: set, config) -> None:
+def _apply_measured(metrics: dict, values: dict, runtime: set, config: EngineConfig) -> None:
     """Measured start-up values replace what is not set on the command line."""
     for metric, concept in MEASURED_CONCEPTS.items():
         if metric not in metrics:

@@ -33,7 +33,7 @@ class Judging:
     # in the store get their intervals re-sized to it; None: the models' intervals as they are
     fleet: Any = None
 
-    def __post_init__(self):  # lists are welcome; kept as tuples so a run cannot change them under way
+    def __post_init__(self) -> None:  # lists are welcome; kept as tuples so a run cannot change them under way
         object.__setattr__(self, "rules", tuple(self.rules))
         object.__setattr__(self, "ignore", tuple(self.ignore))
         object.__setattr__(self, "workload", tuple(dict(self.workload).items()))
@@ -56,4 +56,4 @@ def load_judging(rules_dir: str | None = None, ignores: tuple[str, ...] | list[s
     inputs always names the same one first."""
     rules = load_rules(rules_dir)
     ignore = from_cli(ignores) + load_ignore_file(ignore_file)
-    return Judging(rules, ignore, concurrency, engine_version)
+    return Judging(tuple(rules), tuple(ignore), concurrency, engine_version)

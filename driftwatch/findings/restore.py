@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..collect.raw import RawUnit
@@ -25,6 +26,7 @@ from ..redact import fingerprint, has_fingerprint, is_fingerprint_of
 from ..snapshots.baseline import Baseline
 from ..snapshots.snapshot import Snapshot, build_snapshot
 from .compare import Comparison, Finding
+from .judging import Judging
 
 # Named to sort after every drop-in a unit usually has (`override.conf` from `systemctl edit`,
 # `zz-…`): systemd applies drop-ins in file-name order, so the last one wins. A unit with a drop-in
@@ -152,13 +154,21 @@ class Clear:
     environment: dict[str, str]
 
 
+def _unit_text(raw: RawUnit) -> str:
+    """The text of a unit that was read (a restore plan is made only for one)."""
+    if raw.text is None:
+        raise DriftwatchError(f"{raw.host or 'local'} {raw.unit}: the unit was not read, so it cannot be restored")
+    return raw.text
+
+
 def read_clear(raw: RawUnit, files: EngineFiles = NO_FILES) -> Clear:
-    unit = parse_unit_text(raw.text, name=raw.unit or None, path=raw.paths[0] if raw.paths else None)
+    unit = parse_unit_text(_unit_text(raw), name=raw.unit or None, path=raw.paths[0] if raw.paths else None)
     result = resolve_exec_start(unit, raw.environment_files or None)
     command = result.command
     expanded = list(result.expanded_argv)
-    if "@" in command.prefixes and getattr(command, "path", None):
-        expanded = [command.path] + expanded[1:]
+    path = getattr(command, "path", None)
+    if "@" in command.prefixes and path:
+        expanded = [path, *expanded[1:]]
     launcher = find_launcher(expanded, dict(result.environment), files.with_fetched(raw.engine_files))
     return Clear(list(command.argv), expanded, list(launcher.engine_argv), command.prefixes,
                  dict(result.environment))
@@ -169,7 +179,7 @@ def _secret_word(word: str) -> bool:
 
 
 def _unredact(words: list[str], clear_pool: list[str], secrets: list[str],
-              public: list[str] = ()) -> tuple[list[str], list[int]]:
+              public: Sequence[str] = ()) -> tuple[list[str], list[int]]:
     """The baseline's words with each redacted one replaced by the current unit's clear word of the
     same fingerprint (`--flag=VALUE` too), or by a `public` word (`vllm serve`'s) an older release
     fingerprinted; indexes of those that cannot be."""
@@ -199,13 +209,14 @@ def _script_words(script: str) -> tuple[list[str], list[str], list[int]] | None:
     """The shell words of a `bash -c` script, each one's spelling in its text and where it starts
     (None: not splittable)."""
     import io
-    lex = shlex.shlex(io.StringIO(script), posix=True)
+    stream = io.StringIO(script)  # kept: shlex types its stream as one without `tell`
+    lex = shlex.shlex(stream, posix=True)
     lex.whitespace_split = True
     lex.commenters = ""
     words, starts = [], []
     try:
         while True:
-            start = lex.instream.tell()
+            start = stream.tell()
             word = lex.get_token()
             if word is None or word == lex.eof:
                 break
@@ -417,7 +428,7 @@ def _common_suffix(words: list[str], tail: list[str]) -> int:
 
 
 def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snapshot, launcher_drift: bool,
-                     kept_flags: list[str] = ()) -> None:
+                     kept_flags: Sequence[str] = ()) -> None:
     secrets: list[str] = []
     public = bsnap.launcher.entry.split() + cur.launcher.entry.split()  # `vllm serve`: never a secret
     b_engine = list(bsnap.launcher.engine_argv)
@@ -430,15 +441,16 @@ def _plan_exec_start(plan: RestorePlan, clear: Clear, cur: Snapshot, bsnap: Snap
         plan.left.append(Left("ExecStart", "secret:ExecStart", "secret"))
         plan.problems.append("secret-in-command")
         return
+    engine_words: list[str | None] = list(new_engine)  # None: a word dropped (a secret with no value now)
     for i in missing:  # a drifted secret: keep the unit's own value for that option, said "by hand"
-        flag = new_engine[i - 1] if i > 0 and new_engine[i - 1].startswith("-") else new_engine[i].split("=", 1)[0]
+        before, word = (engine_words[i - 1] if i > 0 else None), engine_words[i] or ""
+        flag = before if before is not None and before.startswith("-") else word.split("=", 1)[0]
         if not any(left.label == flag for left in plan.left):
             plan.left.append(Left(flag, f"secret:{flag}", "secret"))
-        new_engine[i] = _current_value(clear.engine_argv, flag, i, new_engine)
-        if new_engine[i] is not None:
-            plan.secrets.append(new_engine[i].split("=", 1)[1] if new_engine[i].startswith("-")
-                                else new_engine[i])
-    new_engine = keep_options([w for w in new_engine if w is not None], clear.engine_argv, list(kept_flags))
+        value = engine_words[i] = _current_value(clear.engine_argv, flag, i, engine_words)
+        if value is not None:
+            plan.secrets.append(value.split("=", 1)[1] if value.startswith("-") else value)
+    new_engine = keep_options([w for w in engine_words if w is not None], clear.engine_argv, list(kept_flags))
     if launcher_drift:
         # The launcher itself drifted (interpreter, image, wrappers, their -e variables): the baseline's
         # whole command line, as its unit writes it, with the engine's arguments spliced in.
@@ -522,9 +534,10 @@ def _keep_references(plan: RestorePlan, clear: Clear) -> None:
             plan.exec_refs.add(i)
 
 
-def _current_value(engine_argv: list[str], flag: str, index: int, words: list[str]):
+def _current_value(engine_argv: list[str], flag: str, index: int, words: list[str | None]) -> str | None:
     """The current unit's clear value of `flag` (None when it has none: the option is then dropped)."""
-    if "=" in words[index] and words[index].startswith("-"):
+    word = words[index] or ""
+    if "=" in word and word.startswith("-"):
         for w in engine_argv:
             if w.startswith(flag + "="):
                 return w
@@ -571,15 +584,15 @@ def dropin_body(plan: RestorePlan) -> list[str]:
         service.append(f"Environment={quote_env(name, value)}")
     if plan.unset_environment:
         service.append("UnsetEnvironment=" + " ".join(sorted(plan.unset_environment)))
-    for name, value in sorted(plan.unit_keys.items()):
+    for name, setting in sorted(plan.unit_keys.items()):
         section, _, key = name.partition(".")
         lines = sections.setdefault(section, [])
         # A list is reset first (an empty assignment), then given the baseline's value; a scalar's
         # last assignment wins; a key the baseline leaves unset is reset (see EMPTY_REFUSED).
-        if (key in LIST_KEYS or value is None) and key not in DEPENDENCY_KEYS:
+        if (key in LIST_KEYS or setting is None) and key not in DEPENDENCY_KEYS:
             lines.append(f"{key}=")
-        if value is not None:
-            lines.append(f"{key}={value}")
+        if setting is not None:
+            lines.append(f"{key}={setting}")
     order = [x for x in _SECTION_ORDER if sections.get(x)] + sorted(x for x in sections
                                                                     if x not in _SECTION_ORDER and sections[x])
     out: list[str] = []
@@ -616,7 +629,7 @@ def laid_over(raw: RawUnit, plan: RestorePlan, dropin_text: str) -> RawUnit:
     import os
 
     from ..parse.unitfile import split_files
-    _, _, files, _ = split_files(raw.text, name=raw.unit or None, path=raw.paths[0] if raw.paths else None)
+    _, _, files, _ = split_files(_unit_text(raw), name=raw.unit or None, path=raw.paths[0] if raw.paths else None)
     first = raw.paths[0] if raw.paths else f"/etc/systemd/system/{plan.unit}"
     parts = [((p or first), [line for _, line in lines]) for p, lines in files if p != plan.path]
     fragment, dropins = parts[:1], parts[1:]
@@ -629,7 +642,7 @@ def laid_over(raw: RawUnit, plan: RestorePlan, dropin_text: str) -> RawUnit:
                    interconnect=raw.interconnect, model_configs=dict(raw.model_configs))
 
 
-def verify(plan: RestorePlan, raw: RawUnit, dropin_text: str, baseline: Baseline, judging,
+def verify(plan: RestorePlan, raw: RawUnit, dropin_text: str, baseline: Baseline, judging: Judging,
            files: EngineFiles = NO_FILES) -> None:
     """Lay the drop-in over the unit, read it again and compare it with the baseline: whether systemd
     and the engine would accept it go into `plan.problems`, what still differs (beyond what is kept

@@ -16,10 +16,23 @@ import os
 import re
 import shlex
 from importlib import resources
+from typing import TypedDict
 
 from driftwatch.errors import InputError
 
-DEFAULTS = {
+
+class CronDefaults(TypedDict):
+    """What `cron_example` fills in for a value it is not given."""
+
+    driftwatch: str
+    inventory: str
+    baseline: str | None
+    baselines_dir: str
+    email: str
+    user: str
+
+
+DEFAULTS: CronDefaults = {
     "driftwatch": "/usr/local/bin/driftwatch",
     "inventory": "/etc/driftwatch/inventory.yaml",
     "baseline": None,  # each unit's own, from the inventory
@@ -48,7 +61,8 @@ def fill_template(name: str, **values: str) -> str:
     """The template `name` (a file in driftwatch/data/templates/) with each ``{key}`` replaced by
     ``values[key]``. Only ``{lowercase_name}`` is a placeholder; a placeholder without a value, or a
     value without a placeholder, is a programming error (ValueError)."""
-    text = resources.files("driftwatch.data").joinpath("templates", name).read_text(encoding="utf-8")
+    # one name per joinpath: Python 3.10's Traversable takes one
+    text = resources.files("driftwatch.data").joinpath("templates").joinpath(name).read_text(encoding="utf-8")
     wanted = set(_PLACEHOLDER.findall(text))
     if wanted != set(values):
         raise ValueError(f"template {name}: placeholders {sorted(wanted)} but values for {sorted(values)}")
@@ -161,8 +175,8 @@ def cron_example(driftwatch: str = DEFAULTS["driftwatch"], inventory: str = DEFA
     `baseline`: None judges each unit against its own baseline from the inventory. `state_dir`: where
     the job runs and keeps its store and last report; `prometheus`: the textfile to write (omitted
     when None).
-    `driftwatch`, `inventory`, `baselines_dir`, `state_dir`, `prometheus` and a `baseline` given as a path must be absolute:
-    cron and systemd run the job from another working directory (the state directory).
+    `driftwatch`, `inventory`, `baselines_dir`, `state_dir`, `prometheus` and a `baseline` given as a
+    path must be absolute: cron and systemd run the job from another working directory (the state directory).
     Raises InputError for values that cannot be written safely (newlines, a bad user name, ...).
     """
     for name, value in (("driftwatch", driftwatch), ("inventory", inventory), ("email", email), ("user", user),
@@ -267,7 +281,8 @@ def path_warnings(driftwatch: str, user: str, paths: dict[str, str] | None = Non
                    None)
         if tmp:
             out.append(f"{name} {p} is under {tmp}: the service runs with PrivateTmp=yes (it will not see it) "
-                       f"and tmp cleaners delete it; put it somewhere permanent (e.g. /opt/driftwatch, /etc/driftwatch)")
+                       "and tmp cleaners delete it; put it somewhere permanent "
+                       "(e.g. /opt/driftwatch, /etc/driftwatch)")
         home = next((h for h in _home_dirs() if real == h or real.startswith(h + "/")), None)
         if home:
             stop = _readable_by(real, user)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import view, wording as w
 from .interface import Format
@@ -71,7 +71,7 @@ _STATUS_STYLE = {
 _OTHER = ("#344054", "#f2f4f7")
 
 
-def esc(value) -> str:
+def esc(value: Any) -> str:
     """Escaped text of one display line (control characters shown as escapes)."""
     return html.escape(w.clean(value), quote=True)
 
@@ -183,7 +183,7 @@ def _list(items: list[str]) -> list[str]:
 
 def _since_at(f: dict) -> tuple[str, str]:
     """(start of the finding's run, or '', 'new since the last snapshot …', or '')."""
-    s = f.get("since") if isinstance(f.get("since"), dict) else {}
+    s = w.as_dict(f.get("since"))
     return (w.clean(s["at"]) if s.get("at") else "", w.since_text(f) if s.get("after") and not s.get("at") else "")
 
 
@@ -253,7 +253,7 @@ def _baseline_summary(doc: DocumentLike, anchors: dict[int, str]) -> list[str]:
                          f'predicted {esc(w.predicted(worst))}</div>')
         unread = [h for h in hs if view.status(h) == "error"] if name == "(not read)" else []
         if unread:  # the card of units read against no baseline names them, never only counts them
-            links = ", ".join(_link(anchors.get(id(h)), esc(w.host_title(h))) if anchors.get(id(h))
+            links = ", ".join(_link(anchor, esc(w.host_title(h))) if (anchor := anchors.get(id(h)))
                               else esc(w.host_title(h)) for h in unread)
             lines.append(f'<div style="{_P}">not read: {links}</div>')
         out.append(f'<div style="{_CARD}">' + "".join(lines) + "</div>")
@@ -278,10 +278,12 @@ def _group_cards(doc: DocumentLike, anchors_by_pair: dict[tuple, str]) -> list[s
     out = [f'<h2 style="{_H2}">{esc(w.groups_heading(doc))}</h2>']
     for g in groups:
         number = g.get("group")
+        members = since.get(number, []) if isinstance(number, int) else []
         lines = [f'<div style="{_P}"><strong>{esc(number)}.</strong> {_severity(g)} '
                  f'<strong style="{_MONO}">{esc(w.group_title(g))}</strong></div>',
                  f'<div style="{_P}">impact: {esc(w.impact_text(g))}</div>',
-                 f'<div style="{_P}">since: {esc(_group_since_text(since.get(number, []), len(view.group_hosts(g))))}</div>',
+                 f'<div style="{_P}">since: '
+                 f'{esc(_group_since_text(members, len(view.group_hosts(g))))}</div>',
                  f'<div style="{_P}">{esc(w.group_count_text(g))}: {_group_hosts(g, anchors_by_pair)}</div>']
         if w.explanation_lead(g):
             lines.append(f'<div style="{_P}">{esc(w.explanation_lead(g))}</div>')
@@ -309,7 +311,8 @@ def _host_table(hosts: list[dict], anchors: dict[int, str], sectioned: set[int],
         attrs = "" if id(h) in sectioned else f' id="{anchors[id(h)]}"'
         rows.append((attrs, [host, _badge(view.status(h)),
                              _whole_stamps(esc(_since(view.findings(h), view.status(h) == "drift"))),
-                             esc(w.predicted(h)), _mono(w.top_finding(h)), esc(w.host_baseline(h))][:6 if baselines else 5]))
+                             esc(w.predicted(h)), _mono(w.top_finding(h)),
+                             esc(w.host_baseline(h))][:6 if baselines else 5]))
     return _table(HOST_COLUMNS[:6 if baselines else 5], rows)
 
 
@@ -323,7 +326,8 @@ def _host_section(h: dict, anchor: str) -> list[str]:
     paragraph of links to their groups, then its own findings as blocks."""
     since = _since(view.findings(h), view.status(h) == "drift")
     out = [f'<div id="{anchor}" style="{_SECTION}">',
-           f'<h3 style="{_H3}">{esc(w.host_title(h))} {_badge(view.status(h))} <span style="{_SMALL};font-weight:normal">'
+           f'<h3 style="{_H3}">{esc(w.host_title(h))} {_badge(view.status(h))} '
+           f'<span style="{_SMALL};font-weight:normal">'
            f'baseline {esc(w.host_baseline(h))} · predicted {esc(w.predicted(h))} · since: '
            f'<span style="white-space:nowrap">{esc(since)}</span></span></h3>']
     summary = w.comparison_summary(view.comparison(h))
@@ -377,7 +381,7 @@ class HtmlFormat(Format):
         anchors = _anchor_ids(hosts)
         detailed = [] if brief else view.detailed_hosts(doc)
         sectioned = {id(h) for h in detailed}
-        by_pair = {}
+        by_pair: dict[tuple[str, str], str] = {}
         for h in hosts:
             by_pair.setdefault((w.clean(h.get("host") or "?"), w.clean(h.get("unit") or "?")), anchors[id(h)])
         body = [f'<p style="{_P}">Baseline: <strong>{esc(w.baseline_line(doc))}</strong></p>']

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from ..findings.compare import Finding
 from ..findings.restore import RestorePlan, dropin_body
 from ..redact import fingerprint
 from .wording import clean, finding_pair
@@ -47,7 +48,7 @@ PROBLEMS = {
 }
 
 
-def _finding_phrase(f) -> str:
+def _finding_phrase(f: Finding) -> str:
     d = f.difference
     doc = {"label": d.label, "baseline": d.baseline, "current": d.current, "secret": d.secret,
            "baseline_source": d.baseline_source, "current_source": d.current_source}

@@ -11,7 +11,7 @@ import re
 import shutil
 import sys
 import textwrap
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TextIO
 
 from tabulate import tabulate
 
@@ -35,7 +35,7 @@ _GAP = 2  # tabulate's "simple" format puts two spaces between columns
 TABLE_MIN_WIDTH = 80
 
 
-def terminal_width(stream=None) -> int | None:
+def terminal_width(stream: TextIO | None = None) -> int | None:
     """`COLUMNS` when set, else the width of the terminal `stream` (stdout) is, else None."""
     env = os.environ.get("COLUMNS", "").strip()
     if env.isdigit() and int(env) > 0:
@@ -102,7 +102,7 @@ def _spare_for_words(rows: list[list], headers: list[str], caps: list) -> list:
     return caps
 
 
-def wrap_cell(cell, width: int | None):
+def wrap_cell(cell: Any, width: int | None) -> Any:
     """A table cell wrapped to `width` at spaces (tabulate's own wrap cuts words wherever the column
     ends: "--speculative" / "-num-steps"); only a token wider than the column is split
     (`_split_token`). Non-text cells and cells without a width are returned as they are."""
@@ -168,7 +168,7 @@ def visible_len(line: str) -> int:
 def _splits_words(rows: list[list[str]], caps: list) -> bool:
     """Whether wrapping some cell to its column's cap would cut a word (other than after a hyphen)."""
     for row in rows:
-        for cell, cap in zip(row, caps):
+        for cell, cap in zip(row, caps, strict=False):  # a row may be longer than its caps
             for line in str(cell).splitlines() if cap else ():
                 if any(len(piece) > cap for piece in textwrap.wrap(line, width=cap, break_long_words=False)):
                     return True
@@ -225,7 +225,8 @@ class TextFormat(Format):
             rows = [[w.rank_text(f), w.finding_name(f), *w.finding_pair(f), w.impact_text(f),
                      w.rule_explanation(f)] for f in findings]
             caps = _fit_caps(rows, w.FINDING_COLUMNS, _FINDING_CAPS, _FINDING_SHRINK, self.width)
-            shown = [[self._paint(row[0], f.get("severity")), *row[1:]] for row, f in zip(prewrap(rows, caps), findings)]
+            shown = [[self._paint(row[0], f.get("severity")), *row[1:]]
+                     for row, f in zip(prewrap(rows, caps), findings, strict=True)]
             table = tabulate(shown, headers=w.FINDING_COLUMNS, tablefmt="simple", maxcolwidths=caps)
             if self.width is not None and (self.width < TABLE_MIN_WIDTH or _splits_words(rows, caps)
                                            or max(visible_len(x) for x in table.splitlines()) > self.width):
@@ -272,8 +273,9 @@ class TextFormat(Format):
                 lines += self._fit(f"     impact: {w.impact_text(g)}", "     ")
                 lines += self._para("hosts: " + w.group_hosts_text(g), "     ")
                 lines += self._explanation(g)
-                if w.restore_line(g, doc):  # one line, never wrapped: a command is copied whole
-                    lines.append("     " + w.restore_line(g, doc))
+                restore = w.restore_line(g, doc)
+                if restore:  # one line, never wrapped: a command is copied whole
+                    lines.append("     " + restore)
             lines.append("")
         rows = w.fleet_rows(doc)
         if rows:
@@ -281,7 +283,8 @@ class TextFormat(Format):
                              self.width)
             caps = _spare_for_words(rows, w.FLEET_COLUMNS, caps) if self.width else caps
             tones = [view.status(h).replace(" ", "_") for h in view.ordered_hosts(doc)]
-            shown = [[*row[:2], self._paint(row[2], tone), *row[3:]] for row, tone in zip(_wrapped(rows, caps), tones)]
+            shown = [[*row[:2], self._paint(row[2], tone), *row[3:]]
+                     for row, tone in zip(_wrapped(rows, caps), tones, strict=True)]
             lines.append(tabulate(shown, headers=w.FLEET_COLUMNS, tablefmt="simple", disable_numparse=True))
         else:
             lines.append("(no hosts in this report)")
@@ -362,7 +365,8 @@ class TextFormat(Format):
                           if findings else f"   no drift from {w.baseline_name(judged)} in the newest snapshot"]
                 for f in findings:
                     head = f"   {w.rank_text(f):>2}. "
-                    lines += textwrap.wrap(w.history_finding(f), width=78 if self.width is None else max(40, self.width),
+                    lines += textwrap.wrap(w.history_finding(f),
+                                           width=78 if self.width is None else max(40, self.width),
                                            initial_indent=head, subsequent_indent=" " * len(head),
                                            break_long_words=True, break_on_hyphens=False)
         for problem in doc.get("problems") or []:

@@ -23,14 +23,26 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..engines.config import DEFAULT, RUNTIME, SOURCE_WORDS
 from ..redact import CHANGED_FINGERPRINT, UNKNOWN_FINGERPRINT, has_fingerprint, mask_fingerprints, visible
 from . import unreadable, view
 
 if TYPE_CHECKING:
+    from ..diff import Difference
+    from ..findings.compare import Finding
     from .document import DocumentLike
+
+
+def as_dict(value: Any) -> dict:
+    """`value` when it is a mapping, else {}: a report may come from a file, an older release or a hand."""
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list:
+    """`value` when it is a list, else []."""
+    return value if isinstance(value, list) else []
 
 ARROW = "\u2192"  # →
 DASH = "\u2014"  # —
@@ -62,7 +74,7 @@ def shorten(text: str, width: int | None) -> str:
     return text if not width or len(text) <= width else text[: width - 1] + ELLIPSIS
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -145,7 +157,7 @@ def pair_text(baseline: Any, baseline_source: str | None, current: Any, current_
     return base, cur
 
 
-def display_pair(diff) -> tuple[str, str]:
+def display_pair(diff: Difference) -> tuple[str, str]:
     """Both sides of a `Difference` (`explain` writes them into the rule's sentence)."""
     base, cur = pair_text(diff.baseline, diff.baseline_source, diff.current, diff.current_source,
                           bool(diff.secret))
@@ -155,11 +167,11 @@ def display_pair(diff) -> tuple[str, str]:
 
 
 class _SafeFormat(dict):
-    def __missing__(self, key):
+    def __missing__(self, key: str) -> str:
         return "{" + key + "}"
 
 
-def _drop_restatement(detail: str, diff) -> str:
+def _drop_restatement(detail: str, diff: Difference) -> str:
     """Models often open with "NAME a → b: …"; the rule's sentence already says that."""
     head, sep, rest = detail.partition(": ")
     names = [diff.key.split(".", 1)[-1], diff.label] + ([diff.concept] if diff.concept else [])
@@ -168,7 +180,7 @@ def _drop_restatement(detail: str, diff) -> str:
     return detail
 
 
-def explain(finding) -> str:
+def explain(finding: Finding) -> str:
     """A finding's explanation: its rule's sentence filled with both sides and the model's detail."""
     diff, detail = finding.difference, finding.detail
     base, cur = display_pair(diff)
@@ -201,13 +213,13 @@ def finding_name(f: DocumentLike) -> str:
     return clean(f.get("flag") or f.get("key") or "?") + origin_text(f)
 
 
-def _is_dropin(path: Any) -> bool:
+def _is_dropin(path: Any) -> TypeGuard[str]:
     return isinstance(path, str) and path.endswith(".conf") and ".d/" in path
 
 
 def origin_text(f: DocumentLike) -> str:
     """' (from override.conf)' when a drop-in set the current (else the baseline) value; '' otherwise."""
-    origin = f.get("origin") if isinstance(f.get("origin"), dict) else {}
+    origin = as_dict(f.get("origin"))
     for side in ("current", "baseline"):
         path = origin.get(side)
         if _is_dropin(path):
@@ -237,7 +249,7 @@ def finding_line(f: DocumentLike, width: int | None = None) -> str:
 def impact_text(f: DocumentLike) -> str:
     """'×0.61 single-stream, low confidence'; 'capacity; speed unchanged (high confidence)';
     'single-stream, not quantified'; 'no throughput impact'; 'unknown impact'."""
-    imp = f.get("impact") if isinstance(f.get("impact"), dict) else {}
+    imp = as_dict(f.get("impact"))
     dim = clean(imp.get("dimension") or "none")
     r = imp.get("throughput_ratio")
     r = r if is_number(r) else None
@@ -316,8 +328,8 @@ def _label(side: DocumentLike) -> str | None:
 def comparison_header(doc: DocumentLike) -> list[str]:
     """'baseline: 70toks (sglang-qwen.service on ct129; SGLang 0.5.12)',
     'current:  sglang-qwen.service (local file); SGLang 0.5.12 (inferred: …)'."""
-    b = doc.get("baseline") if isinstance(doc.get("baseline"), dict) else {}
-    t = doc.get("target") if isinstance(doc.get("target"), dict) else {}
+    b = as_dict(doc.get("baseline"))
+    t = as_dict(doc.get("target"))
     unit = clean(t.get("unit") or "-")
     where = f"{unit} on {clean(t['host'])}" if t.get("host") else f"{unit} (local file)"
     src = t.get("source")
@@ -325,7 +337,8 @@ def comparison_header(doc: DocumentLike) -> list[str]:
               "file": "", None: ""}.get(src, f" from {clean(src)}")
     reason = f" ({clean(t['engine_version_reason'])})" if t.get("engine_version_reason") else ""
     return [
-        f"baseline: {clean(b.get('name') or '?')} ({clean(b.get('unit') or '-')} on {clean(b.get('host') or 'no host')}; "
+        f"baseline: {clean(b.get('name') or '?')} "
+        f"({clean(b.get('unit') or '-')} on {clean(b.get('host') or 'no host')}; "
         f"{engine_text(_label(b), b.get('engine_version'))})",
         f"current:  {where}{source}; {engine_text(_label(t), t.get('engine_version'))}{reason}",
     ]
@@ -333,8 +346,8 @@ def comparison_header(doc: DocumentLike) -> list[str]:
 
 def comparison_title(doc: DocumentLike) -> str:
     """'ct129 vs baseline 70toks' (the unit stands for the host when it was a local file)."""
-    b = doc.get("baseline") if isinstance(doc.get("baseline"), dict) else {}
-    t = doc.get("target") if isinstance(doc.get("target"), dict) else {}
+    b = as_dict(doc.get("baseline"))
+    t = as_dict(doc.get("target"))
     return f"{clean(t.get('host') or t.get('unit') or '?')} vs baseline {clean(b.get('name') or '?')}"
 
 
@@ -372,7 +385,8 @@ def summary_sentence(facts: SummaryFacts) -> str:
     baseline_name, findings, ignored, top_line = facts.baseline_name, facts.findings, facts.ignored, facts.top_line
     top_moves, concurrency, predicted, ratio = facts.top_moves, facts.concurrency, facts.predicted, facts.ratio
     baseline_tps, measured_tps, unquantified = facts.baseline_tps, facts.measured_tps, facts.unquantified
-    withheld, measured_ratio, interval, direction = facts.withheld, facts.measured_ratio, facts.interval, facts.direction
+    withheld, measured_ratio = facts.withheld, facts.measured_ratio
+    interval, direction = facts.interval, facts.direction
     verdict = facts.verdict
     said = measured_vs_predicted_text(verdict)
     if not findings:
@@ -438,7 +452,7 @@ def baseline_name(report: DocumentLike) -> str:
 
 def _one_baseline_line(b: DocumentLike) -> str:
     where = ", ".join(clean(b[k]) for k in ("host", "unit") if b.get(k))
-    metrics = b.get("metrics") if isinstance(b.get("metrics"), dict) else {}
+    metrics = as_dict(b.get("metrics"))
     bits = [where] if where else []
     if metrics.get("throughput") is not None:
         bits.append(f"{tps_text(metrics['throughput'])} tok/s")
@@ -465,7 +479,8 @@ def status_text(h: DocumentLike) -> str:
 def host_baseline(h: DocumentLike) -> str:
     """The baseline a unit was judged against ('none' when it has none); for a unit not read, the
     one it was to be judged against (the entry's `baseline`)."""
-    name = (view.comparison(h).get("baseline") or {}).get("name") if isinstance(view.comparison(h).get("baseline"), dict) else None
+    judged = view.comparison(h).get("baseline")
+    name = judged.get("name") if isinstance(judged, dict) else None
     if not name and isinstance(h.get("baseline"), str):
         name = h["baseline"]
     return clean(name) if name else "none"
@@ -571,7 +586,8 @@ def predicted(h: DocumentLike) -> str:
 def top_finding(h: DocumentLike, width: int = 32) -> str:
     """The host's first finding as one change line, or why it could not be read."""
     if view.status(h) == "error":
-        return shorten(clean(unreadable.reason(h.get("host"), h.get("unit"), h.get("error")) or "unreadable"), 2 * width)
+        why = unreadable.reason(h.get("host"), h.get("unit"), h.get("error"))
+        return shorten(clean(why or "unreadable"), 2 * width)
     if view.status(h) == "no_baseline":
         return NO_BASELINE_TEXT
     fs = view.findings(h)
@@ -664,7 +680,8 @@ LAST_RUN = {"new": "new since last run", "still present": "still present"}
 
 def last_run_text(f: DocumentLike) -> str:
     """'new since last run' / 'still present' (mail: against the last settled run), else ''."""
-    return LAST_RUN.get(f.get("last_run"), "") if isinstance(f.get("last_run"), str) else ""
+    last = f.get("last_run")
+    return LAST_RUN.get(last, "") if isinstance(last, str) else ""
 
 
 def finding_history(f: DocumentLike) -> str:
@@ -694,7 +711,7 @@ def history_change(c: DocumentLike, width: int | None = None) -> str:
 
 def history_origin(c: DocumentLike) -> str:
     """The file that set the new side (the old one for a removal): a drop-in by name, else the path."""
-    origin = c.get("origin") if isinstance(c.get("origin"), dict) else {}
+    origin = as_dict(c.get("origin"))
     path = origin.get("new") or origin.get("old")
     if not isinstance(path, str) or not path:
         return DASH
@@ -703,7 +720,7 @@ def history_origin(c: DocumentLike) -> str:
 
 def history_rows(u: DocumentLike) -> list[list[str]]:
     """HISTORY_COLUMNS rows of one unit's changes, newest first (as the document lists them)."""
-    changes = u.get("changes") if isinstance(u.get("changes"), list) else []
+    changes = as_list(u.get("changes"))
     return [[clean(c.get("at") or "?"), history_change(c), history_origin(c), clean(c.get("snapshot") or "?")]
             for c in changes if isinstance(c, dict)]
 
@@ -711,7 +728,7 @@ def history_rows(u: DocumentLike) -> list[list[str]]:
 def history_unit_title(u: DocumentLike) -> str:
     """'ct129 sglang-qwen.service: 3 snapshots, 290 runs, 2026-11-20T03:00:00Z → 2026-12-01T10:40:00Z'."""
     n, runs = u.get("snapshots") or 0, u.get("runs") or 0
-    first = u.get("first") if isinstance(u.get("first"), dict) else {}
+    first = as_dict(u.get("first"))
     span = ""
     if first.get("collected_at") and u.get("last_run"):
         span = f", {clean(first['collected_at'])} {ARROW} {clean(u['last_run'])}"
@@ -722,8 +739,8 @@ def history_unit_title(u: DocumentLike) -> str:
 def history_finding(f: DocumentLike) -> str:
     """'--speculative-num-steps 3 → 1: since 2026-11-28T03:00:00Z, first seen in snapshot …; never went away'
     or '…: since T (snapshot S); first seen T0 in snapshot S0; went away at T1 (snapshot S1)'."""
-    since = f.get("since") if isinstance(f.get("since"), dict) else {}
-    first = f.get("first_seen") if isinstance(f.get("first_seen"), dict) else {}
+    since = as_dict(f.get("since"))
+    first = as_dict(f.get("first_seen"))
     head = finding_line(f)
     if not since.get("collected_at"):
         return head
@@ -743,7 +760,7 @@ def history_finding(f: DocumentLike) -> str:
 
 def history_header(doc: DocumentLike) -> list[str]:
     """'store: /var/lib/driftwatch (2 units)', 'since: …', 'baseline: 70toks (…)'."""
-    units = doc.get("units") if isinstance(doc.get("units"), list) else []
+    units = as_list(doc.get("units"))
     lines = [f"store: {clean(doc.get('store') or '?')} ({len(units)} unit{'s' if len(units) != 1 else ''})"]
     if doc.get("since"):
         lines.append(f"changes since: {clean(doc['since'])}")

@@ -10,22 +10,34 @@ from __future__ import annotations
 import queue
 import threading
 from collections.abc import Callable
+from types import TracebackType
+from typing import Generic, TypeVar
+
+from ..collect.raw import RawUnit
 
 _DONE = object()
+T = TypeVar("T")  # an answer: a RawUnit, or a tuple that holds one (with the target it answers)
 
 
-class AnswerWorker:
+def _unit_in(item: object) -> RawUnit | None:
+    """The RawUnit an answer is or holds (where a failed handler's error is written)."""
+    if isinstance(item, RawUnit):
+        return item
+    return next((x for x in item if isinstance(x, RawUnit)), None) if isinstance(item, tuple) else None
+
+
+class AnswerWorker(Generic[T]):
     """`put(raw)` from the collector's loop; `handle(raw)` runs on the worker's thread. `finish()`
     waits until every answer put is handled; `abandon()` (Ctrl-C) drops those not yet begun."""
 
-    def __init__(self, handle: Callable[[object], None], name: str = "driftwatch-answers"):
+    def __init__(self, handle: Callable[[T], None], name: str = "driftwatch-answers"):
         self._handle = handle
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._dropped = threading.Event()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
-    def put(self, raw, *_ignored) -> None:
+    def put(self, raw: T, *_ignored: object) -> None:
         self._queue.put(raw)
 
     def _run(self) -> None:
@@ -36,8 +48,10 @@ class AnswerWorker:
             try:
                 self._handle(raw)
             except Exception as exc:  # noqa: BLE001 - one host's answer must not cost the others
-                raw.status = "error"
-                raw.error = f"internal error handling the answer: {type(exc).__name__}"
+                unit = _unit_in(raw)  # an answer with its target (a tuple) too: never the thread's end
+                if unit is not None:
+                    unit.status = "error"
+                    unit.error = f"internal error handling the answer: {type(exc).__name__}"
 
     def finish(self) -> None:
         self._queue.put(_DONE)
@@ -47,10 +61,11 @@ class AnswerWorker:
         self._dropped.set()
         self._queue.put(_DONE)
 
-    def __enter__(self) -> AnswerWorker:
+    def __enter__(self) -> AnswerWorker[T]:
         return self
 
-    def __exit__(self, kind, exc, tb) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
         if kind is None:
             self.finish()
         else:

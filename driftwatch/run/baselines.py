@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import DriftwatchError, InputError
 
@@ -34,8 +34,7 @@ def save_named(name: str, request: TargetRequest, collect: CollectOptions, detai
     """Save NAME from the one unit `request` names (a snapshot, a unit file or a live host, looked
     up in the inventory); the file written. `collect.engine_version` is recorded with the unit."""
     from ..findings.metrics import check_accept_length
-    from ..snapshots.baseline import baselines_dir as resolve_dir
-    from ..snapshots.baseline import save_baseline
+    from ..snapshots.baseline import baselines_dir as resolve_dir, save_baseline
     from ..snapshots.metrics import parse_metrics
     from .reading import read_target
     from .targets import one_of
@@ -66,8 +65,7 @@ def accept_drift(name: str, request: TargetRequest, collect: CollectOptions,
     the inventory), by default the host and unit NAME records, read live; (the file written, whether
     the old metrics were dropped)."""
     from ..findings.metrics import check_accept_length
-    from ..snapshots.baseline import baselines_dir as resolve_dir
-    from ..snapshots.baseline import load_baseline, save_baseline
+    from ..snapshots.baseline import baselines_dir as resolve_dir, load_baseline, save_baseline
     from ..snapshots.metrics import parse_metrics
     from .reading import read_target
     from .targets import one_of, with_unit
@@ -98,12 +96,11 @@ def list_named(baselines_dir: str | None) -> tuple[Path, list[dict]]:
     saved_by, note, error). A file that cannot be read is an item with its error, never a reason to
     hide the others."""
     from ..fileio import read_yaml
-    from ..snapshots.baseline import BASELINE_SCHEMA, list_baselines
-    from ..snapshots.baseline import baselines_dir as resolve_dir
+    from ..snapshots.baseline import BASELINE_SCHEMA, baselines_dir as resolve_dir, list_baselines
     directory = resolve_dir(baselines_dir)
-    items = []
+    items: list[dict[str, Any]] = []
     for name in list_baselines(directory):
-        item = {"name": name, "path": str(directory / f"{name}.yaml"), "host": None, "unit": None,
+        item: dict[str, Any] = {"name": name, "path": str(directory / f"{name}.yaml"), "host": None, "unit": None,
                 "metrics": {}, "saved_at": None, "saved_by": None, "note": None, "error": None}
         items.append(item)
         try:
@@ -114,7 +111,7 @@ def list_named(baselines_dir: str | None) -> tuple[Path, list[dict]]:
         if not isinstance(data, dict) or data.get("schema") != BASELINE_SCHEMA:
             item["error"] = "not a driftwatch baseline"
             continue
-        raw_metrics = data.get("metrics") if isinstance(data.get("metrics"), dict) else {}
+        raw_metrics = found if isinstance(found := data.get("metrics"), dict) else {}
         item.update(host=data.get("host"), unit=data.get("unit"), metrics=dict(raw_metrics),
                     saved_at=data.get("saved_at"), saved_by=data.get("saved_by"), note=data.get("note"))
     return directory, items

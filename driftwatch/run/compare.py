@@ -15,6 +15,9 @@ from .voice import Voice
 
 if TYPE_CHECKING:
     from ..findings.compare import Comparison
+    from ..findings.judging import Judging
+    from ..snapshots.baseline import Baseline
+    from ..snapshots.snapshot import Snapshot
     from .fleet import JudgingOptions
     from .reading import CollectOptions
     from .targets import TargetRequest
@@ -76,7 +79,7 @@ def compare_unit(request: TargetRequest, collect: CollectOptions, judging: Judgi
     return result
 
 
-def _apply_facts(base, current, model_config: str | None, baseline_model_config: str | None,
+def _apply_facts(base: Baseline, current: Snapshot, model_config: str | None, baseline_model_config: str | None,
                  gpu: str | None) -> None:
     """Record --model-config / --baseline-model-config / --gpu in the snapshots' runtime."""
     from ..facts import load_model_config, parse_gpu_option
@@ -91,7 +94,7 @@ def _apply_facts(base, current, model_config: str | None, baseline_model_config:
         _apply_draft_facts(base.snapshot, current)
 
 
-def _apply_draft_facts(*snapshots) -> None:
+def _apply_draft_facts(*snapshots: Snapshot) -> None:
     """A draft model path (--speculative-draft-model-path, a speculative config's model) that is a local
     directory holding config.json: its facts recorded as ``draft_model_facts``. A hub name or a path not
     on this machine stays unread (the drafter's cost then falls back to one layer of the target's shape)."""
@@ -113,7 +116,7 @@ def _apply_draft_facts(*snapshots) -> None:
             continue
 
 
-def _check_measured(result, baseline_given: dict, current_given: dict) -> None:
+def _check_measured(result: Comparison, baseline_given: dict, current_given: dict) -> None:
     """An accept length the user gave (or the baseline file records) that no step of that side can
     reach is refused, never clamped into an estimate. Figures read from the journal are not checked
     here: they belong to the running process, which may run other flags than the unit."""
@@ -122,7 +125,7 @@ def _check_measured(result, baseline_given: dict, current_given: dict) -> None:
     check_accept_length(current_given, result.pair.current, "--current-metric")
 
 
-def _warn_unused_ignores(result, judging, voice: Voice) -> None:
+def _warn_unused_ignores(result: Comparison, judging: Judging, voice: Voice) -> None:
     """An ignore that matched no difference is a warning naming it (said, and JSON `warnings`)."""
     from ..findings.ignore import unused, unused_warning
     pairs = [(f.rule, f.difference) for f in result.findings + result.ignored]

@@ -27,14 +27,14 @@ from .voice import Voice
 
 if TYPE_CHECKING:
     from ..collect.raw import RawUnit
-    from .live_containers import LiveRead
-    from .shard import Shard
     from ..findings.compare import Comparison
     from ..findings.ignore import IgnoreEntry
     from ..findings.judging import Judging
     from ..report.document import DocumentLike, FleetReportDoc, HostEntry
     from ..snapshots.baseline import Baseline
     from ..snapshots.snapshot import Snapshot
+    from .live_containers import LiveRead
+    from .shard import Shard
 
 
 class Judge:
@@ -406,7 +406,7 @@ def _judge_hosts(judge: Judge, targets: list[Target], collect: CollectOptions) -
     from .answers import AnswerWorker
     compared: dict[int, HostEntry] = {}
 
-    def arrived(item) -> None:
+    def arrived(item: tuple[RawUnit, Target]) -> None:
         raw, target = item
         compared[id(raw)] = judge.raw(raw, target)
 
@@ -431,9 +431,9 @@ def _since_from_store(doc: FleetReportDoc, store: str | None, baselines: _Baseli
                       voice: Voice) -> None:
     """Each finding's "since" from the snapshot store, each unit against its own baseline (nothing
     when the store holds no snapshot of it)."""
-    from ..snapshots.store import SnapshotStore
+    from ..snapshots.store import open_store
     from .since import annotate_since
-    opened = SnapshotStore(store or None, on_problem=lambda m: voice.aside(f"warning: {m}"))
+    opened = open_store(store or None, on_problem=lambda m: voice.aside(f"warning: {m}"))
     by_name: dict[str, list[HostEntry]] = {}
     for entry in doc["hosts"]:
         name = c["baseline"].get("name") if (c := entry.get("comparison")) else None
@@ -450,8 +450,8 @@ def _feed_store(snapshots: list[Snapshot], store: str | None, voice: Voice) -> b
     """Every live unit read saved to the snapshot store (after "since" was read from it), so history,
     "since" and "new since last run" work from the report's one cron job. True when one could not be
     saved (said; the report still goes out)."""
-    from ..snapshots.store import save_snapshot
     from ..diff.changes import changes_between
+    from ..snapshots.store import save_snapshot
     trouble = False
     for snap in snapshots:
         try:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..errors import InputError
-from ..snapshots.store import SnapshotStore, safe_component
+from ..snapshots.store import Store, open_store, safe_component
 from ..timestamps import parse_when
 from .history_document import groups_for, history_document
 
@@ -39,7 +39,7 @@ def store_history(request: TargetRequest, query: HistoryQuery, files: EngineFile
     warning (`voice.warn`) and a problem the document names."""
     from .targets import judged_pair, resolve_targets
     since = parse_when(query.since_text) if query.since_text else None
-    st = SnapshotStore(query.store or None, on_problem=voice.warn)
+    st = open_store(query.store or None, on_problem=voice.warn)
     # checks --limit; the inventory's (host, unit) pairs when it is the set; HOST is a name in the store
     targets = resolve_targets(replace(request, recorded_names=True))
     hosts = list(request.hosts)
@@ -61,21 +61,21 @@ def store_history(request: TargetRequest, query: HistoryQuery, files: EngineFile
         directory = resolve_dir(options.baselines_dir)
         for spec in dict.fromkeys(v for v in specs.values() if v):
             cache[spec] = named_baseline(spec, directory, files)
-    note = _override_note(request, groups, specs)
+    note = _override_note(request, groups)
     if note:
         voice.aside(note)
     return history_document(st, groups, since, None, judging, engine_version=query.engine_version,
                             baseline_of=(lambda h, u: cache.get(specs.get((h, u)) or "")) if cache else None)
 
 
-def _override_note(request: TargetRequest, groups, specs) -> str | None:
+def _override_note(request: TargetRequest, groups: list[tuple[str, str]]) -> str | None:
     from .targets import baseline_override_note, judged_pair
     if not request.baseline:
         return None
     return baseline_override_note([judged_pair(request, h, u)[1] for h, u in groups])
 
 
-def _refuse_unknown(store: SnapshotStore, hosts: list[str], unit: str | None) -> None:
+def _refuse_unknown(store: Store, hosts: list[str], unit: str | None) -> None:
     """A host named on the command line of which the store holds no snapshot (of `unit`) is bad
     input, most often a typo: one line naming the hosts the store does hold (exit 2)."""
     wanted = unit is None or safe_component(unit, "unit")  # each named host's own rows: one index range

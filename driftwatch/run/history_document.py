@@ -24,7 +24,7 @@ newest first; with a baseline, each finding's history (run/since.py).
 A change's time is the `collected_at` of the first snapshot that shows it; the change happened
 after the last run that still saw the old state (``previous.last_seen``, from the store's run log)
 and at or before that time. Unreadable files are skipped with a problem naming them
-(`SnapshotStore.problems`), never fatal. Nothing here formats text: report/wording.py phrases what
+(`Store.problems`), never fatal. Nothing here formats text: report/wording.py phrases what
 this module records.
 """
 from __future__ import annotations
@@ -34,23 +34,25 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import DriftwatchError
-from ..snapshots.store import SnapshotStore, StoredSnapshot, component_name, safe_component, since_window
+from ..snapshots.store import KeptChanges, Store, StoredSnapshot, component_name, safe_component, since_window
 from ..timestamps import epoch_stamp, format_utc, utc_now
 from .since import FindingsThroughTime, baseline_findings, stored_ref
 
 if TYPE_CHECKING:
     from ..findings.judging import Judging
     from ..report.document import BaselineRef, HistoryDoc, UnitHistoryDoc
+    from ..snapshots.baseline import Baseline
     from ..snapshots.snapshot import Snapshot
+    from ..snapshots.store_sql import KeptRow
 
 HISTORY_SCHEMA = "driftwatch.history/v1"
 
 
-def _record_ref(record) -> dict:
+def _record_ref(record: KeptRow) -> dict:
     return {"snapshot": record.name, "collected_at": record.stamp}
 
 
-def _kept_unit_history(store, host: str | None, unit: str | None, since: _dt.datetime | None,
+def _kept_unit_history(store: KeptChanges, host: str | None, unit: str | None, since: _dt.datetime | None,
                        engine_version: str | None) -> dict:
     """`unit_history` from a database store's rows and kept changes (schema v2): no snapshot is
     read or typed unless a pair's changes were never kept (then they are computed once and kept)."""
@@ -68,8 +70,9 @@ def _kept_unit_history(store, host: str | None, unit: str | None, since: _dt.dat
                        len(rows) + sum(s[0] for s in stats.values()), last_run)
 
 
-def _kept_entry(host, unit, pairs, stats: dict[int, tuple[int, int]], count: int, first, newest, runs: int,
-                last_run: int | None) -> dict:
+def _kept_entry(host: str | None, unit: str | None, pairs: list[tuple[KeptRow, KeptRow, list[dict]]],
+                stats: dict[int, tuple[int, int]], count: int, first: KeptRow | None, newest: KeptRow | None,
+                runs: int, last_run: int | None) -> dict:
     """One element of `units` from kept rows: `pairs` (older, newer, changes) the answer shows,
     `stats` row id -> (unchanged runs, the last one's time) for their older rows."""
     per_pair = []
@@ -91,9 +94,9 @@ def _kept_entry(host, unit, pairs, stats: dict[int, tuple[int, int]], count: int
     }
 
 
-def _kept_batch(store, groups: list, since: _dt.datetime | None) -> dict:
+def _kept_batch(store: Store, groups: list[tuple[str | None, str | None]], since: _dt.datetime | None) -> dict:
     """Every unit's kept rows in a few statements (a database store of schema v2), or {}."""
-    if not hasattr(store, "kept_histories") or not groups:
+    if not isinstance(store, KeptChanges) or not groups:
         return {}
     try:
         return {"units": store.kept_histories(groups, since)}
@@ -118,11 +121,11 @@ def _batched_entry(batch: dict, where: tuple[str, str]) -> dict | None:
                        last_run)
 
 
-def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since: _dt.datetime | None = None,
+def unit_history(store: Store, host: str | None, unit: str | None, since: _dt.datetime | None = None,
                  findings: FindingsThroughTime | None = None, engine_version: str | None = None) -> dict:
     """One host/unit's history (one element of the document's `units`): from a database store's
     kept changes when it has them (no baseline asked), else by reading and diffing the snapshots."""
-    if findings is None and hasattr(store, "pair_changes"):
+    if findings is None and isinstance(store, KeptChanges):
         try:
             return _kept_unit_history(store, host, unit, since, engine_version)
         except DriftwatchError:
@@ -165,8 +168,9 @@ def unit_history(store: SnapshotStore, host: str | None, unit: str | None, since
     return entry
 
 
-def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, str | None]] | None = None,
-                     since: _dt.datetime | None = None, baseline=None, judging: Judging | None = None, *,
+def history_document(store: Store, groups: Iterable[tuple[str | None, str | None]] | None = None,
+                     since: _dt.datetime | None = None, baseline: Baseline | None = None,
+                     judging: Judging | None = None, *,
                      engine_version: str | None = None,
                      baseline_of: Callable[[str | None, str | None], Any] | None = None) -> HistoryDoc:
     """``driftwatch.history/v1`` for `groups` ((host, unit) pairs; None: every unit in the store).
@@ -184,7 +188,7 @@ def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, st
         judging = Judging(engine_version=engine_version)
     per_baseline: dict[int, FindingsThroughTime] = {}
 
-    def findings_of(host, unit) -> tuple[FindingsThroughTime | None, Any]:
+    def findings_of(host: str | None, unit: str | None) -> tuple[FindingsThroughTime | None, Any]:
         base = baseline_of(host, unit) if baseline_of is not None else baseline
         if base is None:
             return None, None
@@ -192,7 +196,9 @@ def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, st
             per_baseline[id(base)] = FindingsThroughTime(base, judging)  # type: ignore[arg-type]  # set above
         return per_baseline[id(base)], base
 
-    units, seen, used = [], set(), {}  # type: ignore[var-annotated]
+    units: list[dict] = []
+    seen: set[tuple[str, str]] = set()
+    used: dict[str, BaselineRef] = {}  # baseline name -> its reference
     groups = list(groups)
     judged_any = baseline is not None or baseline_of is not None
     batch = _kept_batch(store, groups, since) if not judged_any and engine_version is None else {}
@@ -207,9 +213,10 @@ def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, st
             units.append(entry if entry is not None else unit_history(store, host, unit, since, findings,
                                                                        engine_version))
             if baseline_of is not None:
-                units[-1]["baseline"] = _baseline_ref(base)
-                if base is not None:
-                    used.setdefault(base.name, _baseline_ref(base))
+                ref = _baseline_ref(base)
+                units[-1]["baseline"] = ref
+                if base is not None and ref is not None:
+                    used.setdefault(base.name, ref)
         except DriftwatchError as exc:  # one unit's trouble is named, never fatal to the others
             store.problems.append(f"{where[0]}/{where[1]}: skipped: {exc}")
     one = _baseline_ref(baseline) if baseline is not None else (next(iter(used.values())) if len(used) == 1 else None)
@@ -227,13 +234,13 @@ def history_document(store: SnapshotStore, groups: Iterable[tuple[str | None, st
     return doc
 
 
-def _baseline_ref(baseline) -> BaselineRef | None:
+def _baseline_ref(baseline: Baseline | None) -> BaselineRef | None:
     if baseline is None:
         return None
     return {"name": baseline.name, "host": baseline.host, "unit": baseline.unit, "metrics": dict(baseline.metrics)}
 
 
-def groups_for(store: SnapshotStore, hosts: Iterable[str] = (), unit: str | None = None,
+def groups_for(store: Store, hosts: Iterable[str] = (), unit: str | None = None,
                inventory_pairs: Iterable[tuple[str, str]] = ()) -> list[tuple[str, str]]:
     """The (host, unit) pairs a history is asked for: inventory pairs, named hosts (all their units
     in the store, or `unit`), or every unit in the store (filtered by `unit`)."""

@@ -13,18 +13,21 @@ kubectl refusing); run/fleet.py turns each into a report entry.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import DriftwatchError
 from .reading import CollectOptions
 from .targets import Target
 
+K = TypeVar("K")
+V = TypeVar("V")
+
 if TYPE_CHECKING:
     from ..collect.containers import HostContainers
-    from ..parse.containers import ContainerSpec
+    from ..parse.containers import ContainerSpec, ImageCommand
     from ..snapshots.baseline import Baseline
     from ..snapshots.snapshot import Snapshot
 
@@ -140,7 +143,11 @@ def _kubernetes(target: Target, collect: CollectOptions) -> list[LiveRead]:
                          failure=answer.status)]
     from ..run.manifest import image_command
     shown = f"kubectl get ({source.label})"
-    images = _once(lambda image: image_command(image, use_podman=False))
+
+    def own_command(image: str | None) -> ImageCommand | None:  # the engines' published images only
+        return image_command(image, use_podman=False)
+
+    images = _once(own_command)
     specs = read_objects([(shown, None, item) for item in answer.items], images)
     workloads = [s for s in specs if s.origin.kind != "Pod"]
     pods = [s for s in specs if s.origin.kind == "Pod"]
@@ -194,10 +201,11 @@ def _template_of(pod: ContainerSpec, template: ContainerSpec, read: LiveRead, co
     return Baseline(name=name, snapshot=snap)
 
 
-def _once(lookup):
-    seen: dict = {}
+def _once(lookup: Callable[[K], V]) -> Callable[[K], V]:
+    """`lookup` asked once per argument (an image's own command: one `podman image inspect` each)."""
+    seen: dict[K, V] = {}
 
-    def cached(image):
+    def cached(image: K) -> V:
         if image not in seen:
             seen[image] = lookup(image)
         return seen[image]
@@ -237,8 +245,8 @@ def _owner(pod: ContainerSpec, workloads: list[ContainerSpec]) -> tuple | None:
     LeaderWorkerSet by its name label, the leader being worker index 0), else the one workload whose
     selector's `matchLabels` the Pod carries."""
     obj = pod.extra.get("object") or {}
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    labels = meta.get("labels") if isinstance(meta.get("labels"), dict) else {}
+    meta = found if isinstance(found := obj.get("metadata"), dict) else {}
+    labels = found if isinstance(found := meta.get("labels"), dict) else {}
     owners = [o for o in meta.get("ownerReferences") or [] if isinstance(o, dict)]
     container = pod.origin.container
 
@@ -263,7 +271,8 @@ def _owner(pod: ContainerSpec, workloads: list[ContainerSpec]) -> tuple | None:
     matched = []
     for w in workloads:
         wobj = w.extra.get("object") or {}
-        wanted = (wobj.get("spec") or {}).get("selector") if isinstance(wobj.get("spec"), dict) else None
+        spec = wobj.get("spec")
+        wanted = spec.get("selector") if isinstance(spec, dict) else None
         wanted = wanted.get("matchLabels") if isinstance(wanted, dict) else None
         if isinstance(wanted, dict) and wanted and all(labels.get(k) == v for k, v in wanted.items()) \
                 and w.origin.container == container:

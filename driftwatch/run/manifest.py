@@ -7,6 +7,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..collect.manifest import STDIN, podman_image_config, read_source
 from ..engines.files import NO_FILES, EngineFiles
@@ -18,6 +19,10 @@ from ..parse.containers import ContainerSpec, ImageCommand
 from ..parse.kubernetes import WORKLOAD_KINDS, read_objects
 from ..snapshots.container import choose_container, snapshot_from_container
 from ..snapshots.snapshot import Snapshot
+
+if TYPE_CHECKING:
+    from .reading import CollectOptions
+    from .targets import Target
 
 _DOC_START = re.compile(r"^---(?:[ \t].*)?$")
 _DOC_END = re.compile(r"^\.\.\.[ \t]*$")
@@ -141,13 +146,15 @@ def snapshot_from_manifests(request: ManifestRequest, engine_version: str | None
     return snap
 
 
-def live_container(target, collect) -> Snapshot:
+def live_container(target: Target, collect: CollectOptions) -> Snapshot:
     """The Snapshot of a running container (`--host HOST --container NAME`): `podman inspect` over
     SSH, else `docker inspect` when the host has no podman (collect/containers.py)."""
     from ..collect.containers import inspect_containers
     from ..errors import CollectError
     from ..parse.inspect import read_inspect
     from ..snapshots.container import snapshot_from_container
+    if target.address is None or not target.unit:  # resolve_targets gives a container both
+        raise InputError(f"{target.host}: --container needs --host and the container's name")
     answer = None
     for runtime in ("podman", "docker"):
         [answer] = inspect_containers(target.address, [target.unit], collect.ssh, runtime, label=target.host)

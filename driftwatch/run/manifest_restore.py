@@ -24,13 +24,20 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..collect.raw import RawUnit
 from ..errors import InputError
 from ..fileio import dump_yaml, load_yaml_text
 from ..parse.containers import ContainerSpec
 from ..snapshots.container import _synthetic_unit, choose_container, snapshot_from_container
-from .manifest import ManifestRequest, read_manifests
+from .manifest import ManifestRead, ManifestRequest, read_manifests
+
+if TYPE_CHECKING:
+    from ..findings.compare import Comparison
+    from ..findings.judging import Judging
+    from ..snapshots.baseline import Baseline
+    from .voice import Voice
 
 SMP_KINDS = {"Pod", "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "CronJob", "ReplicationController"}
 # The container stays in its image: the plan keeps the launcher; the environment (the container's,
@@ -210,7 +217,7 @@ def _compose_merge(base: dict, override: dict) -> dict:
 
 
 # -------------------------------------------------------------------------------------- the run
-def restore_manifest(request: ManifestRequest, baseline, judging, keep: tuple[str, ...] = (),
+def restore_manifest(request: ManifestRequest, baseline: Baseline, judging: Judging, keep: tuple[str, ...] = (),
                      allow_engine_change: bool = False) -> ManifestRestore:
     """Plan the patch for the engine container the manifests hold and check it (module docstring)."""
     from ..findings.restore import migration, plan_restore
@@ -246,7 +253,7 @@ def restore_manifest(request: ManifestRequest, baseline, judging, keep: tuple[st
     return out
 
 
-def _plan_environment(out: ManifestRestore, result, spec: ContainerSpec, env: dict[str, str],
+def _plan_environment(out: ManifestRestore, result: Comparison, spec: ContainerSpec, env: dict[str, str],
                       keep: tuple[str, ...]) -> None:
     """The container's variables back to the baseline's, in `env`: never a secret (its value is not
     here), never one set when the pod starts, never one the container's own command line refers to
@@ -283,7 +290,7 @@ def raw_words(raw: RawUnit) -> list[str]:
 
 
 def _judge_again(out: ManifestRestore, request: ManifestRequest, texts: dict[str, str], label: str,
-                 baseline, judging) -> None:
+                 baseline: Baseline, judging: Judging) -> None:
     again = read_manifests(ManifestRequest(tuple(texts), label, request.environ, request.use_podman), texts)
     snap = snapshot_from_container(choose_container(again.containers, label))
     for issue in snap.issues:
@@ -295,8 +302,8 @@ def _judge_again(out: ManifestRestore, request: ManifestRequest, texts: dict[str
                  and not f.difference.key.startswith("launcher.")]
 
 
-def _check_kubernetes(out: ManifestRestore, request, read, spec: ContainerSpec, entry: dict, baseline,
-                      judging) -> None:
+def _check_kubernetes(out: ManifestRestore, request: ManifestRequest, read: ManifestRead, spec: ContainerSpec,
+                      entry: dict, baseline: Baseline, judging: Judging) -> None:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         out.problems.append("unchecked: kubectl is not installed (the patch is laid over with kubectl kustomize)")
@@ -318,8 +325,8 @@ def _check_kubernetes(out: ManifestRestore, request, read, spec: ContainerSpec, 
     _judge_again(out, request, texts, _label_key(spec), baseline, judging)
 
 
-def _check_compose(out: ManifestRestore, request, read, spec: ContainerSpec, data: dict, baseline,
-                   judging) -> None:
+def _check_compose(out: ManifestRestore, request: ManifestRequest, read: ManifestRead, spec: ContainerSpec,
+                   data: dict, baseline: Baseline, judging: Judging) -> None:
     base = load_yaml_text(read.texts[spec.origin.file], spec.origin.file, "manifest")
     merged = _compose_merge(base, data)
     out.checked_with = "the Compose merge rules (command/entrypoint replaced, environment by name)"
@@ -349,7 +356,7 @@ class ManifestRestoreRequest:
     allow_engine_change: bool = False
 
 
-def run_manifest_restore(request: ManifestRestoreRequest, voice=None) -> tuple[dict, int]:
+def run_manifest_restore(request: ManifestRestoreRequest, voice: Voice | None = None) -> tuple[dict, int]:
     """(the read-out's document, the exit code: 0 nothing to restore, 1 a patch offered, 2 a patch
     that does not check out); `write_dir` gets the patch file (never over an existing one)."""
     from ..fileio import write_new

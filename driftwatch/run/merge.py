@@ -89,13 +89,13 @@ def check_shards(docs: list[tuple[str, FleetReportDoc]]) -> list[str]:
             raise InputError(f"{path}: the same file as {seen_files[real]}: the shards overlap")
         seen_files[real] = path
         text = doc.get("shard")
-        if not text:
-            raise InputError(f"{path}: a report of the whole fleet (made without --shard): it overlaps every "
-                             f"other; merge the reports of `report --shard I/N`")
         try:
-            shard = parse_shard(str(text))
+            shard = parse_shard(str(text)) if text else None
         except InputError:
             raise InputError(f"{path}: its shard {text!r} is not I/N") from None
+        if shard is None:  # no shard, or a blank one
+            raise InputError(f"{path}: a report of the whole fleet (made without --shard): it overlaps every "
+                             f"other; merge the reports of `report --shard I/N`")
         if count is None:
             count = shard.count
         elif shard.count != count:
@@ -113,11 +113,19 @@ def check_shards(docs: list[tuple[str, FleetReportDoc]]) -> list[str]:
     return [f"{i}/{count}" for i in range(count or 0) if i not in slices]
 
 
+def _slice_index(doc: FleetReportDoc) -> int:
+    """The slice a report of `check_shards`'s holds (it has refused every report without one)."""
+    shard = parse_shard(str(doc["shard"]))
+    if shard is None:
+        raise InputError("a report without a shard cannot be merged")
+    return shard.index
+
+
 def merged_document(docs: list[tuple[str, FleetReportDoc]]) -> FleetReportDoc:
     """The fleet's `driftwatch.report/v1`: the entries of every shard (in the inventory's order when
     the inventory can be read here, else slice by slice), counts and drift groups recomputed."""
     from ..report.data import assemble_report
-    ordered = sorted(docs, key=lambda d: parse_shard(str(d[1]["shard"])).index)
+    ordered = sorted(docs, key=lambda d: _slice_index(d[1]))
     entries = [entry for _, doc in ordered for entry in doc["hosts"]]
     for entry in entries:  # each shard numbered its own groups: numbers of the fleet's are given anew
         for f in (c.get("findings") or [] if (c := entry.get("comparison")) else []):
@@ -156,7 +164,7 @@ def merged_document(docs: list[tuple[str, FleetReportDoc]]) -> FleetReportDoc:
 def _in_inventory_order(entries: list[HostEntry], inventory: str | None) -> list[HostEntry]:
     """Local files first, then hosts as the inventory lists them (a host's units keep their order);
     entries as given when the inventory cannot be read here."""
-    position: dict[str, int] = {}
+    position: dict[str | None, int] = {}
     if inventory:
         from ..collect.inventory import load_inventory
         try:

@@ -13,8 +13,12 @@ import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import InputError
+
+if TYPE_CHECKING:
+    from ..collect.inventory import HostTarget
 
 PLAN_SCHEMA = "driftwatch.restore-plan/v1"
 MAX_PLAN_BYTES = 16 * 1024 * 1024
@@ -45,7 +49,7 @@ class Address:
     port: int | None = None
     identity: str | None = None
 
-    def host_target(self):
+    def host_target(self) -> HostTarget:
         from ..collect.inventory import HostTarget
         return HostTarget(name=self.name, address=self.address, user=self.user, port=self.port,
                           identity=self.identity)

@@ -16,14 +16,14 @@ def prune_store(store: str | None, keep: int | None, older_than: str | None, bas
     from; the records deleted (or that would be, with `dry_run`). Each is a `voice.out` line, the
     summary `voice.aside`, a store or baseline problem `voice.warn`."""
     from ..snapshots.baseline import baselines_dir as resolve_dir
+    from ..snapshots.store import baseline_protections, open_store
     from ..timestamps import parse_duration
-    from ..snapshots.store import SnapshotStore, baseline_protections
     if keep is None and not older_than:
         raise InputError("prune needs --keep N and/or --older-than D (e.g. --keep 100, --older-than 30d)")
     age = parse_duration(older_than) if older_than else None
     directory = resolve_dir(baselines_dir)
     protected = baseline_protections(directory, voice.warn)
-    st = SnapshotStore(store or None, on_problem=voice.warn)
+    st = open_store(store or None, on_problem=voice.warn)
     gone = st.prune(keep=keep, older_than=age, protected=protected, host=host, unit=unit, dry_run=dry_run)
     for record in gone:
         voice.out(f"{'would delete' if dry_run else 'deleted'}\t{record.path}")

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..collect.interface import CollectOptions as HowToCollect
-from ..collect.interface import CollectTarget, Where, collector_for
+from ..collect.interface import CollectOptions as HowToCollect, CollectTarget, Where, collector_for
 from ..engines.files import NO_FILES, EngineFiles
 from ..errors import InputError
 
@@ -81,8 +80,9 @@ def _read_here(target: CollectTarget, unit: str, files: EngineFiles) -> RawUnit:
     return collector.open(target, how, collector.prepare(how)).collect(unit)
 
 
-def collect_targets(targets: list[Target], options: CollectOptions, progress=None,
-                    on_result=None) -> list[RawUnit]:
+def collect_targets(targets: list[Target], options: CollectOptions,
+                    progress: Callable[[int, int, RawUnit], None] | None = None,
+                    on_result: Callable[[RawUnit, Target], None] | None = None) -> list[RawUnit]:
     """Read the targets of a remote kind live (an ssh host as its inventory entry or typed spec
     says), in the order given, through the collect seam (collect/fleet.py `collect_targets`: the
     collector of each target's kind); `on_result(raw, target)` runs as each answer arrives, with the

@@ -23,12 +23,15 @@ from .targets import Target
 from .voice import Voice
 
 if TYPE_CHECKING:
+    from ..collect.install import Installer, OldFile, Step
     from ..collect.raw import RawUnit
     from ..collect.sshoptions import SSHOptions
     from ..engines.files import EngineFiles
+    from ..findings.compare import Finding
     from ..findings.judging import Judging
     from ..findings.restore import RestorePlan
     from ..snapshots.baseline import Baseline
+    from ..snapshots.snapshot import Snapshot
     from .plan import PlannedDropin
 
 
@@ -228,7 +231,7 @@ def _read(targets: list[Target], ctx: RestoreContext) -> list[RawUnit | str]:
     return out
 
 
-def _snapshot(raw, files):
+def _snapshot(raw: RawUnit, files: EngineFiles) -> Snapshot:
     from ..snapshots.snapshot import build_snapshot
     origin = f"{raw.host}:{raw.unit}" if raw.host else (raw.unit or "unit")
     snap = build_snapshot(raw, origin=origin, files=files)
@@ -277,7 +280,8 @@ def _plan_all(targets: list[Target], request: RestoreRequest, ctx: RestoreContex
     return units
 
 
-def _planned(raw, base, ctx: RestoreContext, keep: tuple[str, ...], allow_engine_change: bool) -> Restored:
+def _planned(raw: RawUnit, base: Baseline, ctx: RestoreContext, keep: tuple[str, ...],
+             allow_engine_change: bool) -> Restored:
     from ..findings.restore import laid_over, plan_restore, unit_secrets, verify
     from ..report.restore import dropin_text
     from ..snapshots.store import state_hash
@@ -428,7 +432,7 @@ def _reread(entry: PlannedDropin, ctx: RestoreContext) -> RawUnit:
     from ..collect.fleet import collect_fleet
     from ..snapshots.reader import EngineReader
     [raw] = collect_fleet([(entry.address.host_target(), entry.unit)], ctx.ssh,
-                          EngineReader(ctx.files))  # type: ignore[arg-type]
+                          EngineReader(ctx.files))
     raw.host = entry.host
     return raw
 
@@ -460,7 +464,7 @@ def _moved(entry: PlannedDropin, ctx: RestoreContext) -> str | None:
     return None
 
 
-def _reload_and_restart(installer, entry: PlannedDropin, outputs: ApplyRequest, restored: Restored) -> bool:
+def _reload_and_restart(installer: Installer, entry: PlannedDropin, outputs: ApplyRequest, restored: Restored) -> bool:
     """daemon-reload (and restart when asked); False when either failed (the error goes in the JSON)."""
     from ..collect.install import RELOAD, RESTART, restart_command
     reload_cmd = outputs.reload_command or RELOAD
@@ -479,7 +483,8 @@ def _reload_and_restart(installer, entry: PlannedDropin, outputs: ApplyRequest, 
     return True
 
 
-def _put_back(installer, entry: PlannedDropin, old, outputs: ApplyRequest, restored: Restored) -> None:
+def _put_back(installer: Installer, entry: PlannedDropin, old: OldFile, outputs: ApplyRequest,
+              restored: Restored) -> None:
     """The previous file back (removed when there was none), then reload again."""
     from ..collect.install import RELOAD
     step = installer.put_back(entry.path, old)
@@ -493,7 +498,7 @@ def _put_back(installer, entry: PlannedDropin, old, outputs: ApplyRequest, resto
     restored.extra["applied"] = f"rolled back: {what}; {_step_words(again, reload_cmd)}"
 
 
-def _step_words(step, command: str) -> str:
+def _step_words(step: Step, command: str) -> str:
     if step.status == "ok":
         return f"ran `{command}`"
     if step.status == "no-systemd":
@@ -521,7 +526,7 @@ def _after(restored: Restored, entry: PlannedDropin, ctx: RestoreContext) -> Non
         ("still differs: " + ", ".join(left or [f.difference.label for f in result.findings]))
 
 
-def fnmatch(finding, pattern: str) -> bool:
+def fnmatch(finding: Finding, pattern: str) -> bool:
     from fnmatch import fnmatchcase
     d = finding.difference
     return any(fnmatchcase(n, pattern) for n in (d.key, d.label, d.label.rstrip("="), d.concept or "") if n)

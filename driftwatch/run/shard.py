@@ -10,14 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from ..errors import InputError
 
 _SHARD = re.compile(r"^\s*(\d{1,6})\s*/\s*(\d{1,6})\s*$")
 
 
-class Shard(NamedTuple):
+@dataclass(frozen=True)
+class Shard:
+    """Slice `index` of a fleet cut in `count` (a dataclass: a tuple's own `index` and `count`
+    methods would be shadowed by fields of those names)."""
+
     index: int  # 0 .. count-1
     count: int
 

@@ -13,18 +13,28 @@ Findings are identified as everywhere (`identity.finding_id`: host, unit, key).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 from ..errors import DriftwatchError
 from ..identity import finding_id
-from ..snapshots.store import SnapshotStore, StoredSnapshot
+from ..snapshots.store import KeptChanges, Store, StoredSnapshot
 
 if TYPE_CHECKING:
     from ..findings.judging import Judging
     from ..report.document import FindingDoc
+    from ..snapshots.baseline import Baseline
+
+
+@overload
+def stored_ref(stored: StoredSnapshot) -> dict: ...
+
+
+@overload
+def stored_ref(stored: None) -> None: ...
 
 
 def stored_ref(stored: StoredSnapshot | None) -> dict | None:
+    """Where a stored snapshot is (its name and when it was collected), as documents say it."""
     if stored is None:
         return None
     return {"snapshot": stored.record.name, "collected_at": stored.record.stamp}
@@ -37,7 +47,7 @@ def stored_ref(stored: StoredSnapshot | None) -> dict | None:
 class FindingsThroughTime:
     """The baseline judged against each stored snapshot, computed once each: key -> finding dict."""
 
-    def __init__(self, baseline, judging: Judging):
+    def __init__(self, baseline: Baseline, judging: Judging):
         self.baseline = baseline
         self.judging = judging
         self._cache: dict[str, dict[str, FindingDoc]] = {}
@@ -95,7 +105,7 @@ def baseline_findings(loaded: list[StoredSnapshot], findings: FindingsThroughTim
 # --------------------------------------------------------------------------- "since" in a fleet report
 
 
-def annotate_since(report: dict, store: SnapshotStore, baseline, judging: Judging) -> dict:
+def annotate_since(report: dict, store: Store, baseline: Baseline, judging: Judging) -> dict:
     """Add `since` to every finding of a ``driftwatch.report/v1`` document, from the store: the
     first snapshot of the unbroken run, ending with the newest stored snapshot, whose comparison
     with the baseline has a finding of the same identity (host, unit, key). A finding the newest
@@ -117,7 +127,8 @@ def annotate_since(report: dict, store: SnapshotStore, baseline, judging: Judgin
         for f in comparison["findings"]:
             if not isinstance(f, dict):
                 continue
-            found = start.get(f.get("key"))
+            key = f.get("key")
+            found = start.get(key) if isinstance(key, str) else None
             f["since"] = ({"at": found.record.stamp, "snapshot": found.record.name,
                            "id": str(finding_id(entry.get("host"), entry.get("unit"), f.get("key")))}
                           if found is not None else {"at": None, "snapshot": None, "after": newest.record.stamp})
@@ -125,7 +136,7 @@ def annotate_since(report: dict, store: SnapshotStore, baseline, judging: Judgin
     return report
 
 
-def since_by_walk(store: SnapshotStore, host: str | None, unit: str | None, wanted: set,
+def since_by_walk(store: Store, host: str | None, unit: str | None, wanted: set,
                    findings: FindingsThroughTime, engine_version: str | None
                    ) -> tuple[dict[str, StoredSnapshot], StoredSnapshot | None]:
     """Each wanted key's run start, judging every snapshot newest first until each run ends."""
@@ -165,7 +176,7 @@ def _value_id(change: dict | None, side: str) -> str | None:
     return None if "redacted" in text else text
 
 
-def since_from_changes(store, host: str | None, unit: str | None, wanted: set, findings: FindingsThroughTime,
+def since_from_changes(store: Store, host: str | None, unit: str | None, wanted: set, findings: FindingsThroughTime,
                         engine_version: str | None
                         ) -> tuple[dict[str, StoredSnapshot], StoredSnapshot | None] | None:
     """`since_by_walk`'s answer from a database store's kept changes (schema v2): a key's finding is
@@ -173,7 +184,7 @@ def since_from_changes(store, host: str | None, unit: str | None, wanted: set, f
     are judged (and a value judged once is not judged again: A -> B -> A judges A once). A row whose
     changes were not kept for its pair (v1, a pruned gap) is judged as the walk would. None when the
     store keeps no changes or a row cannot be read: the caller walks."""
-    if engine_version is not None or not hasattr(store, "key_changes"):
+    if engine_version is not None or not isinstance(store, KeptChanges):
         return None
     try:
         rows, changed = store.key_changes(host, unit, list(wanted) + list(_RETYPING) + [_ENV_FILES])
@@ -188,7 +199,7 @@ def since_from_changes(store, host: str | None, unit: str | None, wanted: set, f
 
         last = len(rows) - 1
         newest_keys = findings.of(stored(last))
-        kept = [i > 0 and rows[i].changes_from is not None and int(rows[i].changes_from) == rows[i - 1].id
+        kept = [i > 0 and (changed_from := rows[i].changes_from) is not None and int(changed_from) == rows[i - 1].id
                 for i in range(len(rows))]
         retyped = {sid for k in _RETYPING for sid in changed.get(k, {})}
         files = bool(findings.baseline.snapshot.environment_files or stored(last).snapshot.environment_files)

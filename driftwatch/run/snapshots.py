@@ -1,7 +1,8 @@
 """Use cases on the snapshot store: a fleet snapshot (`driftwatch snapshot`) and retention (`prune`).
 
 Each host's answer is parsed and saved as it arrives (on a thread of its own, answers.py), while the
-others are still being read; its line is said in the order the hosts were named. One host's failure is its own line, never the others'.
+others are still being read; its line is said in the order the hosts were named. One host's failure
+is its own line, never the others'.
 """
 from __future__ import annotations
 
@@ -18,6 +19,9 @@ from .shard import Shard
 from .voice import Voice, unheard
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from ..collect.raw import RawUnit
     from .reading import CollectOptions
     from .targets import Target
 
@@ -46,8 +50,8 @@ def snapshot_fleet(run: SnapshotRun, voice: Voice) -> bool:
     (`voice.out`: host, unit, status, where it was saved or `-`; why a unit failed is said once,
     through `voice.say`). True when a host could not be read or saved. `voice.aside` hears each
     host's timings (the CLI's --verbose)."""
-    from ..snapshots.store import save_snapshot
     from ..diff.changes import changes_between
+    from ..snapshots.store import save_snapshot
     from .reading import snapshot_from_unit_file
     if not run.targets:
         raise InputError("nothing to snapshot: give HOST..., --inventory FILE or --unit-file FILE")
@@ -84,9 +88,9 @@ def _said(voice: Voice, results: list | None, record: dict) -> None:
 
 
 def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> bool:
-    from ..snapshots.store import save_snapshot
     from ..diff.changes import changes_between
     from ..snapshots.reader import snapshot_from_raw
+    from ..snapshots.store import save_snapshot
     from .reading import collect_targets
     for t in targets:
         if not t.unit:
@@ -94,12 +98,12 @@ def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> boo
     engine_version, files, store, results = run.collect.engine_version, run.collect.files, run.store, run.results
     outcomes: dict[int, dict] = {}  # id(raw) -> its record
 
-    def record(raw, status: str, saved=None, error: str | None = None) -> dict:
+    def record(raw: RawUnit, status: str, saved: Path | None = None, error: str | None = None) -> dict:
         return {"host": raw.host, "unit": raw.unit, "status": status,
                 "snapshot": snapshot_name(store, saved) if saved else None,
                 "error": error}
 
-    def save(raw) -> None:  # as each answer arrives, while the other hosts are still being read (its thread)
+    def save(raw: RawUnit) -> None:  # as each answer arrives, while the other hosts are still being read (its thread)
         try:
             saved = save_snapshot(snapshot_from_raw(raw, engine_version, files), store, changes=changes_between)
             outcomes[id(raw)] = record(raw, raw.status, saved)
@@ -129,8 +133,8 @@ def _snapshot_live(targets: list[Target], run: SnapshotRun, voice: Voice) -> boo
 def _snapshot_containers(targets: list[Target], run: SnapshotRun, voice: Voice) -> bool:
     """The inventory's containers and Kubernetes workloads and Pods (run/live_containers.py), one
     snapshot and one line each, as a unit's; True when one could not be read or saved (said once)."""
-    from ..snapshots.store import save_snapshot
     from ..diff.changes import changes_between
+    from ..snapshots.store import save_snapshot
     from .live_containers import read_live
     failed = False
     for read in read_live(targets, run.collect):
@@ -149,7 +153,7 @@ def _snapshot_containers(targets: list[Target], run: SnapshotRun, voice: Voice) 
     return failed
 
 
-def _step_costs(raw) -> str:
+def _step_costs(raw: RawUnit) -> str:
     """Where one host's time went, client side (connect, round trip, probe) and on the host (each
     step of the remote script)."""
     steps = getattr(raw, "step_seconds", None) or {}

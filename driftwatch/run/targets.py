@@ -291,7 +291,7 @@ def inventory_targets(inventory: str, unit: str | None = None, limit: str | None
     """The (host, unit) pairs the inventory lists (every unit, or `unit`), only the hosts the Ansible
     host pattern `limit` selects when given."""
     from ..collect.inventory import select_hosts
-    pairs = []
+    pairs: list[tuple[str, str]] = []
     hosts = _inventory(inventory)
     for target in select_hosts(hosts, limit) if limit else hosts:
         units = [unit] if unit else list(target.units)

@@ -15,6 +15,7 @@ from ..collect.interface import READ_STATUSES, SOURCE_FILE, SOURCE_SNAPSHOT
 from ..collect.local import STDIN
 from ..collect.raw import RawUnit
 from ..collect.reader import Command, Server
+from ..engines.config import EngineConfig
 from ..engines.files import NO_FILES, EngineFiles
 from ..engines.markers import EngineMarkers
 from ..engines.registry import engine_markers, find_launcher, get_engine, startup_markers
@@ -102,12 +103,12 @@ def snapshot_from_raw(raw: RawUnit, engine_version: str | None = None, files: En
 
 def _host_network(wrapper_args: list[str]) -> bool:
     words = [w.strip() for w in wrapper_args]
-    pairs = zip(words, words[1:] + [""])
+    pairs = zip(words, words[1:] + [""], strict=True)
     return any(w in ("--network=host", "--net=host") or (w in ("--network", "--net") and nxt == "host")
                for w, nxt in pairs)
 
 
-def _api_key(config) -> str | None:
+def _api_key(config: EngineConfig) -> str | None:
     """The key the unit gives its server (vLLM 0.15+ types it as a list: the first); None when there
     is none, or it could not travel in a header (line breaks, not Latin-1)."""
     value = config.flags.get("api_key")

@@ -6,11 +6,12 @@ releases (`store_files.FileStore`, for import and export); `save_snapshot` saves
 """
 from __future__ import annotations
 
+import datetime as _dt
 import os
 from abc import ABCMeta
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, Protocol, overload, runtime_checkable
 
 from ..errors import InputError
 from .store_records import (
@@ -39,12 +40,12 @@ from .store_records import (
 if TYPE_CHECKING:
     from .snapshot import Snapshot
     from .store_files import LOCK, FileStore, is_file_store
-    from .store_sql import DatabaseStore
+    from .store_sql import DatabaseStore, KeptRow, UnitRows
 
 _LAZY = {"FileStore", "LOCK", "is_file_store"}  # the YAML-file store: imported by those who use it
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _LAZY:
         from . import store_files
         return getattr(store_files, name)
@@ -72,22 +73,126 @@ class SnapshotStore(StoreBase, metaclass=ABCMeta):
     - a directory that holds a store of today's YAML files and no ``store.db``: refused with how to
       import it (``driftwatch store import DIR``); `FileStore` reads and writes that format.
 
-    Every backend answers the same methods (records, groups, latest, load, newest_first, seen, runs,
-    save, save_run, prune, first_seen, since); records are `SnapshotRecord`s.
+    Every backend answers the same methods, the `Store` interface; records are `SnapshotRecord`s.
+    Typed code opens a store with `open_store`, which says which backend it gives.
     """
 
     @classmethod
-    def __subclasshook__(cls, other):
+    def __subclasshook__(cls, other: type) -> bool:
         # every backend is a SnapshotStore (isinstance), though none imports this facade
         return True if cls is SnapshotStore and issubclass(other, StoreBase) else NotImplemented
 
-    def __new__(cls, root=None, on_problem=None, *args, changes=None, **kwargs):
+    def __new__(cls, root: str | os.PathLike | None = None, on_problem: Callable[[str], None] | None = None,
+                *args: Any, changes: Callable | None = None, **kwargs: Any) -> SnapshotStore:
         if cls is not SnapshotStore:
             return super().__new__(cls)
-        return open_store(root, on_problem, changes=changes)
+        return open_store(root, on_problem, changes=changes)  # type: ignore[return-value]  # a backend (hook)
 
 
-def open_store(location=None, on_problem: Callable[[str], None] | None = None, *,
+class Store(Protocol):
+    """What every backend answers (`DatabaseStore`, `FileStore`): the use cases in run/ and the
+    transfer between stores ask a store for nothing else, so either backend serves them."""
+
+    problems: list[str]  # files or rows skipped, one line each (also said through `on_problem`)
+
+    @property
+    def root(self) -> str | os.PathLike | None:
+        """What listings print: the directory, or a database URL without its password."""
+
+    def groups(self, host: str | None = None) -> list[tuple[str, str]]:
+        """The (host, unit) pairs the store holds (of `host`), sorted."""
+
+    def records(self, host: str | None = None, unit: str | None = None) -> list[SnapshotRecord]:
+        """The snapshots (of `host`/`unit`), oldest first per host/unit, unread."""
+
+    def latest(self, host: str | None, unit: str | None) -> SnapshotRecord | None:
+        """The newest snapshot of one host/unit, unread."""
+
+    def read(self, record: SnapshotRecord | str | os.PathLike, engine_version: str | None = None) -> Snapshot:
+        """One snapshot a record (or a listed path) names."""
+
+    def load(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
+             engine_version: str | None = None, previous: bool = False) -> list[StoredSnapshot]:
+        """The readable snapshots of one host/unit, oldest first (from `since`; with `previous`, and
+        the last one before it)."""
+
+    def newest_first(self, host: str | None, unit: str | None,
+                     engine_version: str | None = None) -> Iterable[StoredSnapshot]:
+        """The readable snapshots of one host/unit, newest first, read as they are asked for."""
+
+    def runs(self, host: str | None, unit: str | None) -> list[_dt.datetime]:
+        """When each run of one host/unit was, oldest first."""
+
+    def seen(self, host: str | None, unit: str | None) -> dict[Path, Seen]:
+        """Per snapshot of one host/unit: how often and when last its state was seen."""
+
+    def save(self, snapshot: Snapshot, *, dedupe: bool = True) -> Path:
+        """Save one snapshot; the path that names it."""
+
+    def save_run(self, snapshot: Snapshot, *, dedupe: bool = True) -> SaveResult:
+        """Save one snapshot, or record a run of the newest one when its state is unchanged."""
+
+    def prune(self, keep: int | None = None, older_than: _dt.timedelta | None = None,
+              protected: Iterable[str | os.PathLike | SnapshotKey | BaselineSource] = (), *,
+              host: str | None = None, unit: str | None = None, now: _dt.datetime | None = None,
+              dry_run: bool = False) -> list[SnapshotRecord]:
+        """Delete old snapshots, never the newest of a host/unit nor a `protected` one; the records
+        deleted (or that would be, with `dry_run`)."""
+
+    def first_seen(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
+                   engine_version: str | None = None) -> StoredSnapshot | None:
+        """The oldest snapshot for which `predicate` holds, or None."""
+
+    def since(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
+              engine_version: str | None = None) -> StoredSnapshot | None:
+        """The first snapshot of the unbroken run, ending with the newest, in which `predicate` holds."""
+
+
+@runtime_checkable
+class KeptChanges(Protocol):
+    """What a store that keeps each snapshot's changes as it saves answers (a database store: schema
+    v2). History and report's "since" read these instead of diffing; `isinstance(store,
+    KeptChanges)` says whether a store can (the YAML-file store cannot)."""
+
+    def pair_changes(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
+                     differ: Callable[[Snapshot, Snapshot], list] | None = None, engine_version: str | None = None
+                     ) -> tuple[list[KeptRow], list[tuple[KeptRow, KeptRow, list[dict]]]]:
+        """One host/unit's rows and, per consecutive pair, the changes kept (computed once when not)."""
+
+    def kept_histories(self, groups: Iterable[tuple[str | None, str | None]], since: _dt.datetime | None = None
+                       ) -> dict[tuple[str, str], UnitRows]:
+        """History's rows for many host/units in a few statements."""
+
+    def key_changes(self, host: str | None, unit: str | None, keys: Iterable[str]
+                    ) -> tuple[list[KeptRow], dict[str, dict[int, dict]]]:
+        """One host/unit's rows and, per key, the rows where it changed."""
+
+    def stored_row(self, row: KeptRow, host: str | None, unit: str | None,
+                   engine_version: str | None = None) -> StoredSnapshot:
+        """One row read as `newest_first` yields it."""
+
+    def run_stats(self, host: str | None, unit: str | None) -> dict[int, tuple[int, int]]:
+        """Per snapshot row that unchanged runs saw again: (how many, the last one's time)."""
+
+
+if TYPE_CHECKING:
+    def _backends_are_stores(database: DatabaseStore, files: FileStore) -> tuple[Store, Store, KeptChanges]:
+        """Never called: makes the type checker hold both backends to the `Store` interface, and the
+        database store to `KeptChanges`."""
+        return database, files, database
+
+
+@overload
+def open_store(location: str | os.PathLike | None = None, on_problem: Callable[[str], None] | None = None, *,
+               allow_files: Literal[False] = False, changes: Callable | None = None) -> DatabaseStore: ...
+
+
+@overload
+def open_store(location: str | os.PathLike | None = None, on_problem: Callable[[str], None] | None = None, *,
+               allow_files: bool, changes: Callable | None = None) -> DatabaseStore | FileStore: ...
+
+
+def open_store(location: str | os.PathLike | None = None, on_problem: Callable[[str], None] | None = None, *,
                allow_files: bool = False, changes: Callable | None = None) -> DatabaseStore | FileStore:
     """The store at `location` (see `SnapshotStore`); `allow_files`: a YAML-file store opens as one.
     `changes` (`diff.changes.changes_between`): a database store keeps each new snapshot's changes
@@ -132,7 +237,7 @@ def save_snapshot(snapshot: Snapshot, store: str | os.PathLike | None, *, dedupe
 
 
 __all__ = ["DEFAULT_STORE", "LATEST", "LOCK", "MAX_PER_SECOND", "RUNS", "BaselineSource", "FileStore", "SaveResult",
-           "Seen", "SnapshotKey", "SnapshotRecord", "SnapshotStore", "StoreBase", "StoredSnapshot",
-           "baseline_protections", "check_prune_request", "component_name", "is_file_store", "open_store",
-           "read_snapshot_file", "safe_component", "save_snapshot", "since_window", "snapshot_hash", "source_hash",
-           "state_hash"]
+           "KeptChanges", "Seen", "SnapshotKey", "SnapshotRecord", "SnapshotStore", "Store", "StoreBase",
+           "StoredSnapshot", "baseline_protections", "check_prune_request", "component_name", "is_file_store",
+           "open_store", "read_snapshot_file", "safe_component", "save_snapshot", "since_window", "snapshot_hash",
+           "source_hash", "state_hash"]

@@ -58,3 +58,23 @@ def test_an_interrupted_run_drops_the_answers_not_begun():
     release.set()
     worker._thread.join(10)
     assert seen == ["h0"]  # the one under way finishes; the rest are never handled
+
+
+def test_a_failed_answer_with_its_target_is_that_units_error_and_the_others_go_on():
+    """fleet.py puts (raw, target) pairs: a handler that fails on one marks the RawUnit it holds
+    (the worker's thread does not die with an AttributeError on the tuple)."""
+    handled = []
+
+    def handle(item):
+        raw, target = item
+        if raw.host == "h1":
+            raise KeyError("bug")
+        handled.append((raw.host, target))
+
+    raws = [_raw(i) for i in range(3)]
+    with AnswerWorker(handle) as worker:
+        for i, raw in enumerate(raws):
+            worker.put((raw, f"target{i}"))
+    assert [r.status for r in raws] == ["ok", "error", "ok"]
+    assert raws[1].error == "internal error handling the answer: KeyError"
+    assert handled == [("h0", "target0"), ("h2", "target2")]

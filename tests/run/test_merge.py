@@ -157,6 +157,7 @@ def _merge(tmp_path, docs: dict[str, object], *extra: str):
      "driftwatch.report/v2 document"),
     ({"a.json": _report("0/2", ["h1"]), "b.json": {**_report("1/2", ["h2"]), "hosts": None}}, "hosts or summary"),
     ({"a.json": _report("0/2", ["h1"]), "b.json": _report(None, ["h2"])}, "made without --shard"),
+    ({"a.json": _report("0/2", ["h1"]), "b.json": _report("  ", ["h2"])}, "made without --shard"),  # blank
     ({"a.json": _report("0/2", ["h1"]), "b.json": _report("1/3", ["h2"])}, "slices of different N overlap"),
     ({"a.json": _report("0/2", ["h1"]), "b.json": _report("0/2", ["h2"])}, "slice 0/2 again"),
     ({"a.json": _report("0/2", ["h1"]), "b.json": _report("1/2", ["h2", "h1"])}, "h1 sglang-qwen.service is also in"),

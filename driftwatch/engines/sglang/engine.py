@@ -8,16 +8,16 @@ from __future__ import annotations
 import functools
 import os
 
-from ..config import EngineConfig
-from ..files import EngineFiles
 from ...parse.wrappers import python_module
 from ..argparse_engine import ArgparseEngine
+from ..config import EngineConfig
+from ..files import EngineFiles
 from ..interface import EngineEntry
 from ..startup import StartupValues
 from .converters import CONVERTERS
+from .journal import MARKERS as COLLECT_MARKERS
 from .probe import parse_probe
 from .rewrites import apply_rewrites
-from .journal import MARKERS as COLLECT_MARKERS
 from .startup_log import MARKERS, parse_startup_log
 
 MODULES = {"sglang.launch_server": "python -m sglang.launch_server"}

@@ -17,7 +17,8 @@ from __future__ import annotations
 import ast
 import math
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from ..startup import NotPlain, StartupValues, plain
 
@@ -121,7 +122,7 @@ def parse_args_repr(text: str) -> dict[str, Any]:
         if isinstance(tree, ast.Call) and isinstance(tree.func, ast.Name) and tree.func.id == "ServerArgs":
             pairs = [(kw.arg, kw.value) for kw in tree.keywords if kw.arg is not None]
         elif isinstance(tree, ast.Dict):
-            pairs = [(k.value, v) for k, v in zip(tree.keys, tree.values)
+            pairs = [(k.value, v) for k, v in zip(tree.keys, tree.values, strict=True)
                      if isinstance(k, ast.Constant) and isinstance(k.value, str)]
         else:
             return {}

@@ -12,21 +12,22 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import Any
 
 from ...concepts import Binding
-from ..config import EngineConfig
-from ..files import EngineFiles
 from ...parse.wrappers import python_module
 from ..argparse_engine import ArgparseEngine
+from ..config import EngineConfig
+from ..files import EngineFiles
 from ..interface import EngineEntry
+from ..startup import StartupValues
 from ..versions import version_key
 from . import config_file
 from .catalogset import VLLMCatalogSet
 from .flexible import SERVE
-from ..startup import StartupValues
+from .journal import MARKERS as COLLECT_MARKERS
 from .probe import PROBE_PATHS, parse_probe
 from .rewrites import apply_rewrites
-from .journal import MARKERS as COLLECT_MARKERS
 from .startup_log import MARKERS, parse_startup_log
 
 API_SERVER = "vllm.entrypoints.openai.api_server"
@@ -34,7 +35,7 @@ CLI_MAIN = "vllm.entrypoints.cli.main"
 IMAGE_NAMES = ("vllm-openai", "vllm-openai-rocm", "vllm-openai-cpu", "vllm-cpu")
 
 
-def normalise_method(value):
+def normalise_method(value: Any) -> Any:
     """A vLLM speculative method as the engine-neutral algorithm SGLang's names use: eagle -> EAGLE,
     eagle3 -> EAGLE3, any MTP head (mtp, deepseek_mtp, qwen3_next_mtp …) -> EAGLE (SGLang runs NEXTN/MTP
     heads as EAGLE), ngram -> NGRAM, draft_model -> STANDALONE; others upper-cased."""
@@ -49,7 +50,7 @@ def normalise_method(value):
 class MethodBinding(Binding):
     """speculative_config.method -> speculative.algorithm with vLLM's names normalised."""
 
-    def to_concept_value(self, value):
+    def to_concept_value(self, value: Any) -> Any:
         return normalise_method(value)
 
 

@@ -19,10 +19,11 @@ from __future__ import annotations
 import ast
 import math
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-from ..startup import NotPlain, StartupValues, plain
 from ...fileio import loads_json
+from ..startup import NotPlain, StartupValues, plain
 
 # For `grep -F`: every line parsed below holds one of these.
 MARKERS: tuple[str, ...] = (
