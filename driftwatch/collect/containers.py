@@ -4,7 +4,6 @@ What comes back is text; parse/inspect.py reads it."""
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -12,13 +11,12 @@ from ..errors import InputError
 from .interface import ERROR, TIMEOUT, HostError
 from .inventory import HostTarget
 from .sshoptions import SSHOptions
+from .unitname import CONTAINER_NAME, validate_container_name
 
 if TYPE_CHECKING:
     from .ssh import SSHConnection
 
 RUNTIMES = ("podman", "docker")
-# Docker's and podman's container names: [a-zA-Z0-9][a-zA-Z0-9_.-]* (a container ID is hex of the same set).
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,253}$")
 
 
 @dataclass
@@ -31,12 +29,6 @@ class InspectAnswer:
     text: str | None = None
     error: str | None = None
     status: str = "ok"
-
-
-def validate_container_name(name: str) -> str:
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise InputError(f"container name {name!r}: not a container name (letters, digits, _ . -)")
-    return name
 
 
 def _open(target: HostTarget, ssh: SSHOptions) -> SSHConnection:
@@ -153,7 +145,7 @@ def read_host_containers(target: HostTarget, names: list[str], ssh: SSHOptions,
                 out.error = f"{runtime} ps: " + (f"took more than {ssh.command_timeout:g} s" if timed_out else last)
                 out.status = TIMEOUT if timed_out else ERROR
                 return out
-            out.listed = [n.strip() for n in listed.splitlines() if _NAME.match(n.strip())]
+            out.listed = [n.strip() for n in listed.splitlines() if CONTAINER_NAME.match(n.strip())]
             wanted += [n for n in out.listed if n not in wanted]
         out.answers = [_inspect(connection, out.host, name, runtime, ssh) for name in wanted]
     except HostError as exc:

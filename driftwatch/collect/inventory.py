@@ -29,6 +29,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from driftwatch.collect.unitname import validate_container_name
 from driftwatch.errors import InputError
 from driftwatch.fileio import LimitedLoader, read_text_file, yaml_problem
 
@@ -142,7 +143,6 @@ def _containers(value: Any, where: str) -> tuple[list[str], dict[str, str]]:
     if not isinstance(value, list) or not all(isinstance(n, str) and n for n in value):
         raise InputError(f"{where}: containers must be `auto`, a list of container names or a mapping "
                          "name: baseline")
-    from .containers import validate_container_name
     for n in value:
         if n != AUTO_CONTAINERS:
             try:

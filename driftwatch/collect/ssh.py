@@ -31,10 +31,11 @@ from driftwatch.collect.interface import (
     CollectTarget,
     HostError,
 )
-from driftwatch.collect.probe import PROBE_TIMEOUT, probe_unit
+from driftwatch.collect.probe import probe_unit
 from driftwatch.collect.raw import RawUnit
 from driftwatch.collect.reader import UnitReader
 from driftwatch.collect.sshconfig import Endpoint
+from driftwatch.collect.sshoptions import SSHOptions
 from driftwatch.fileio import MAX_TEXT_BYTES
 from driftwatch.resolver import ResolveTimeout, resolve
 from driftwatch.timestamps import utc_now
@@ -340,9 +341,7 @@ class SSHCollector(Collector):
         address = target.address or HostTarget(name=target.host or "")
         o = options.ssh
         endpoint = resolve_endpoint(address, config, o.identity)
-        return cls(endpoint, known, reader=options.reader, connect_timeout=o.connect_timeout,
-                   command_timeout=o.command_timeout, password=o.password, allow_agent=o.allow_agent,
-                   look_for_keys=o.look_for_keys, probe=o.probe, probe_timeout=o.probe_timeout)
+        return cls(endpoint, known, o, reader=options.reader)
 
     @classmethod
     def group_key(cls, target: CollectTarget) -> tuple:
@@ -354,21 +353,20 @@ class SSHCollector(Collector):
         return (self.connect_timeout * (1 + len(self.endpoint.jumps)) + self.command_timeout * units
                 + (3 * self.probe_timeout * units if self.probe else 0))
 
-    def __init__(self, endpoint: Endpoint, known_hosts: KnownHosts, *, reader: UnitReader,
-                 connect_timeout: float = 10,
-                 command_timeout: float = 30, password: str | None = None, allow_agent: bool = True,
-                 look_for_keys: bool = True, host: str | None = None, probe: bool = False,
-                 probe_timeout: float = PROBE_TIMEOUT):
+    def __init__(self, endpoint: Endpoint, known_hosts: KnownHosts, options: SSHOptions, *, reader: UnitReader,
+                 host: str | None = None):
+        """``options``: the run's SSH settings (timeouts, authentication, --probe); its known_hosts,
+        identity and ssh config are already read into ``endpoint`` and ``known_hosts``."""
         self.endpoint = endpoint
         self.host = host or endpoint.name
         self.reader = reader
-        self.connect_timeout = connect_timeout
-        self.command_timeout = command_timeout
-        self.probe = probe  # --probe: also ask the engine's HTTP endpoint on the host's loopback
-        self.probe_timeout = probe_timeout
-        self.connection = SSHConnection(endpoint, known_hosts, connect_timeout=connect_timeout,
-                                        password=password, allow_agent=allow_agent,
-                                        look_for_keys=look_for_keys)
+        self.connect_timeout = options.connect_timeout
+        self.command_timeout = options.command_timeout
+        self.probe = options.probe  # --probe: also ask the engine's HTTP endpoint on the host's loopback
+        self.probe_timeout = options.probe_timeout
+        self.connection = SSHConnection(endpoint, known_hosts, connect_timeout=options.connect_timeout,
+                                        password=options.password, allow_agent=options.allow_agent,
+                                        look_for_keys=options.look_for_keys)
         self._opened = False
         self._gpus_done = False
         self._gpus: tuple[list[dict] | None, str | None] = (None, None)  # read once per host

@@ -11,6 +11,8 @@ Rules as in systemd's ``unit_name_is_valid()`` (src/basic/unit-name.c):
 A name with no unit-type suffix gets ``.service`` appended, as ``systemctl`` does
 (``llm-qwen`` -> ``llm-qwen.service``). Anything else is refused with an ``InputError`` that
 names the unit.
+
+Container names (``validate_container_name``) are checked here too, for the same reason.
 """
 from __future__ import annotations
 
@@ -138,3 +140,13 @@ def fragment_names(name: str) -> list[str]:
     """Names to look for as the unit's fragment: the name itself, then its template."""
     tmpl = template_of(name)
     return [name, tmpl] if tmpl else [name]
+
+
+# Docker's and podman's container names: [a-zA-Z0-9][a-zA-Z0-9_.-]* (a container ID is hex of the same set).
+CONTAINER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,253}$")
+
+
+def validate_container_name(name: str) -> str:
+    if not isinstance(name, str) or not CONTAINER_NAME.match(name):
+        raise InputError(f"container name {name!r}: not a container name (letters, digits, _ . -)")
+    return name

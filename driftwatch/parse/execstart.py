@@ -21,9 +21,8 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 
-from driftwatch.errors import UnitError
 from driftwatch.parse.environment import env_name_is_valid, parse_environment_file, parse_environment_values
-from driftwatch.parse.loadcheck import EMERGENCY_ACTIONS, enum_setting, load_errors
+from driftwatch.parse.loadcheck import EMERGENCY_ACTIONS, ExecStartError, enum_setting, load_errors
 from driftwatch.parse.said import Said, prefixed, public
 from driftwatch.parse.specifiers import DEPRECATED_SPECIFIERS, SpecifierFailure, apply_specifiers, unit_specifiers
 from driftwatch.parse.unitfile import Assignment, UnitFile
@@ -44,10 +43,6 @@ __all__ = [
     "split_command_line",
     "unit_specifiers",
 ]
-
-
-class ExecStartError(UnitError):
-    """systemd would refuse this unit's ExecStart=; the message carries systemd's own reason."""
 
 
 @dataclass

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from driftwatch.errors import UnitError
 from driftwatch.parse.said import Said, prefixed
 from driftwatch.parse.specifiers import SpecifierFailure, apply_specifiers
 from driftwatch.parse.unitfile import UNIT_SUFFIXES, Assignment, UnitFile
@@ -38,6 +39,11 @@ EMERGENCY_ACTIONS = ("none", "reboot", "reboot-force", "reboot-immediate", "powe
                      "poweroff-immediate", "exit", "exit-force", "kexec", "kexec-force", "kexec-immediate", "halt",
                      "halt-force", "halt-immediate")
 _UID_INVALID = (0xFFFF, 0xFFFFFFFF)
+
+
+class ExecStartError(UnitError):
+    """systemd would refuse this unit's ExecStart=; the message carries systemd's own reason.
+    (Here, not in execstart.py, because the exec hooks checked here raise it too.)"""
 
 
 def where(unit: UnitFile, a: Assignment) -> str:
@@ -108,8 +114,6 @@ def _users(unit: UnitFile, specifiers: dict | None, out: list[str]) -> None:
 
 def _hooks(unit: UnitFile, specifiers: dict | None, split: Callable, out: list[str], warnings: list[str]) -> None:
     """Exec hooks parsed like ExecStart=; `split` is execstart's config_parse_exec port."""
-    from driftwatch.parse.execstart import ExecStartError  # lazy: execstart imports this module (cycle)
-
     for a in unit.assignments:
         if a.section != "Service" or a.key not in EXEC_HOOKS or a.value == "":
             continue
