@@ -26,7 +26,7 @@ def _report(columns: int) -> str:
     env.update(COLUMNS=str(columns), NO_COLOR="1")
     args = [str(DW), "report", "--baseline", "70toks", "--baselines-dir", str(REPO / "baselines"), "--no-store"]
     for unit in UNITS:
-        args += ["--unit-file", str(REPO / "examples" / unit)]
+        args += ["--unit-file", f"examples/{unit}"]  # relative to cwd: the host column is the same in any checkout
     r = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120, cwd=REPO)
     assert r.returncode == 1, r.stderr
     return r.stdout
