@@ -47,10 +47,11 @@ def utc_now() -> str:
     return format_utc(_dt.datetime.now(UTC))
 
 
-def parse_utc(text: str) -> _dt.datetime:
+def parse_utc(text: object) -> _dt.datetime:
     """An aware UTC datetime from an RFC 3339 time with ``Z`` or a numeric offset.
 
-    Raises ValueError for anything else, including a time without an offset (its zone is unknown).
+    Raises ValueError for anything else (a value that is no string too: a YAML field read as it is),
+    including a time without an offset (its zone is unknown).
     """
     if not isinstance(text, str):
         raise ValueError(f"not a timestamp: {text!r}")

@@ -45,13 +45,13 @@ import yaml
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from driftwatch.snapshots.baseline import load_baseline  # noqa: E402
-from driftwatch.findings.compare import compare  # noqa: E402
 from driftwatch.facts import load_model_config, lookup_gpu  # noqa: E402
 from driftwatch.facts.gpu import parse_gpu_option  # noqa: E402
-from driftwatch.impact import calibration as cal  # noqa: E402
+from driftwatch.findings.compare import compare  # noqa: E402
 from driftwatch.findings.rulebook import load_rules  # noqa: E402
+from driftwatch.impact import calibration as cal  # noqa: E402
 from driftwatch.run.reading import snapshot_from_unit_file  # noqa: E402
+from driftwatch.snapshots.baseline import load_baseline  # noqa: E402
 
 # A copy of the project's shared calibration set (../shared/calibration), kept in the repository so the
 # fit, the benchmark and the tests that guard docs/impact.md run on a fresh clone; a test checks the copy
@@ -218,7 +218,7 @@ class Row:
     detail: str
     before_tps: float | None = None  # predicted tok/s, when the case gives a baseline throughput
     after_tps: float | None = None
-    step_ms: "BaselineStep | None" = None  # the baseline server's step beside the roofline's, where reported
+    step_ms: BaselineStep | None = None  # the baseline server's step beside the roofline's, where reported
     before_interval: tuple | None = None  # the comparison's 80 % interval (predicted_throughput_interval)
     interval: tuple | None = None
 
@@ -404,6 +404,8 @@ def table(rows: list[Row]) -> str:
     for r in rows:
         m = r.case.measured
         d = direction_ok(r.after, m)
+        verdict = ("—" if d is None else
+                   "right" if d else "wrong" if r.after is not None and abs(r.after - 1) >= 0.02 else "flat")
         facts = ", ".join(x for x in (os.path.basename(r.case.model_config)[:-5].split("--")[-1]
                                       if r.case.model_config else None,
                                       f"{len(r.case.gpus)}× {lookup_gpu(r.case.gpus[0]['name']).name}"
@@ -411,7 +413,7 @@ def table(rows: list[Row]) -> str:
         out.append(f"| {r.case.name}{' (hard)' if r.case.spec.get('hard') else ''} | ×{m:.3f} | {_fmt(r.before)} | "
                    f"{_res(r.before, m)} | {_fmt(r.after)} | {_res(r.after, m)} | "
                    f"{'yes' if r.after is not None and abs(r.after / m - 1) <= TOLERANCE else 'no'} | "
-                   f"{'—' if d is None else ('right' if d else 'wrong' if r.after is not None and abs(r.after - 1) >= 0.02 else 'flat')} | "
+                   f"{verdict} | "
                    f"{r.confidence or '—'} | {facts} |")
     sb, sa = score(rows, "before"), score(rows, "after")
     out.append("")
@@ -541,11 +543,13 @@ def interval_score(rows: list[Row], which: str = "interval", rows_filter=None) -
               (widths[len(widths) // 2 - 1] + widths[len(widths) // 2]) / 2) if widths else None
     point = "after" if which == "interval" else "before"
     high = [r for r in answered if which == "interval" and r.confidence == "high" and r.top is not None]
-    high_ok = [r for r in high if getattr(r, point) is not None and abs(getattr(r, point) / r.case.measured - 1) <= TOLERANCE]
+    high_ok = [r for r in high
+               if getattr(r, point) is not None and abs(getattr(r, point) / r.case.measured - 1) <= TOLERANCE]
     return {"cases": len(rows), "answered": len(answered), "covered": len(cov),
             "coverage_all": len(cov) / len(rows) if rows else 0.0,
             "coverage_answered": len(cov) / len(answered) if answered else 0.0,
-            "median_width": median, "wrong_side": sum(1 for r in answered if wrong_side(getattr(r, which), r.case.measured)),
+            "median_width": median,
+            "wrong_side": sum(1 for r in answered if wrong_side(getattr(r, which), r.case.measured)),
             "high": len(high), "high_within": len(high_ok),
             "direction_given": sum(1 for r in answered if getattr(r, which)[0] > 1.0 + 1e-9
                                    or getattr(r, which)[1] < 1.0 - 1e-9)}
@@ -572,11 +576,11 @@ def fit_intervals(runner: Runner, cases: list[Case]) -> dict:
     names = list(INTERVAL_FREE)
     best_o, best_c = None, None
     for combo in itertools.product(*(INTERVAL_FREE[n] for n in names)):
-        for n, v in zip(names, combo):
+        for n, v in zip(names, combo, strict=True):
             _set(n, v)
         o = interval_objective(evaluate(runner, cases))
         if best_o is None or o < best_o - 1e-9:
-            best_o, best_c = o, dict(zip(names, combo))
+            best_o, best_c = o, dict(zip(names, combo, strict=True))
     for n, v in best_c.items():
         _set(n, v)
     return best_c
@@ -614,7 +618,8 @@ def interval_table(rows: list[Row], uncalibrated: list[Row] | None = None) -> st
                                      interval_score(uncalibrated, "interval")))
         summary.append(_summary_line("before calibration, priors", interval_score(uncalibrated, "before_interval")))
     summary.append(_summary_line("calibrated, facts", interval_score(rows, "interval")))
-    summary.append(_summary_line("calibrated, priors (no config.json, no GPU)", interval_score(rows, "before_interval")))
+    summary.append(_summary_line("calibrated, priors (no config.json, no GPU)",
+                                 interval_score(rows, "before_interval")))
     fams = ["", "| family (calibrated, facts) | covered / all cases | covered / answered | median width | "
             "wrong side of 1 | direction given | high within ±25 % |", "|---|---|---|---|---|---|---|"]
     for fam in sorted({family(r.case) for r in rows}):

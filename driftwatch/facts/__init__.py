@@ -7,19 +7,19 @@ from __future__ import annotations
 from .gpu import GPUFacts, gpu_facts, lookup_gpu, parse_gpu_option, parse_topology
 from .model import ModelFacts, load_draft_config, load_model_config, model_facts
 
-__all__ = ["ModelFacts", "model_facts", "load_model_config", "load_draft_config", "GPUFacts", "gpu_facts", "lookup_gpu",
-           "parse_gpu_option", "parse_topology", "facts_context"]
+__all__ = ["ModelFacts", "model_facts", "load_model_config", "load_draft_config", "GPUFacts", "gpu_facts",
+           "lookup_gpu", "parse_gpu_option", "parse_topology", "facts_context"]
 
 
-def facts_context(baseline_snapshot, current_snapshot) -> dict:
+def facts_context(baseline_snapshot: object, current_snapshot: object) -> dict:
     """The facts fields of an ImpactContext for a comparison: each side's model facts (recorded in
     the snapshot's runtime as ``model_facts``; a side without its own uses the other side's, since a
     model change withholds any prediction anyway) and the current host's GPU facts."""
-    def facts_of(snap):
+    def facts_of(snap: object) -> ModelFacts | None:
         runtime = getattr(snap, "runtime", None) or {}
         return ModelFacts.from_dict(runtime.get("model_facts"))
 
-    def draft_of(snap):
+    def draft_of(snap: object) -> ModelFacts | None:
         runtime = getattr(snap, "runtime", None) or {}
         return ModelFacts.from_dict(runtime.get("draft_model_facts"))
 

@@ -109,7 +109,7 @@ def gpu_facts(gpus: Any, interconnect: Any = None) -> GPUFacts | None:
     the first GPU's model is not in the table."""
     if not isinstance(gpus, list) or not gpus:
         return None
-    names = [g.get("name") for g in gpus if isinstance(g, dict) and isinstance(g.get("name"), str)]
+    names: list[str] = [g["name"] for g in gpus if isinstance(g, dict) and isinstance(g.get("name"), str)]
     if not names:
         return None
     spec = lookup_gpu(names[0])

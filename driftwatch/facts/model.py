@@ -59,7 +59,8 @@ class ModelFacts:
     active_params: int | None = None  # per token (embedding row + lm_head counted)
     embedding_params: int | None = None  # one vocab × hidden matrix
     expert_params: int | None = None  # one routed expert
-    dense_params: int | None = None  # every non-routed-expert weight a forward reads (lm_head incl., input embedding excl.)
+    # every non-routed-expert weight a forward reads (lm_head incl., input embedding excl.)
+    dense_params: int | None = None
     kv_bytes_per_token: int | None = None  # KV cache of one token over all full-attention layers, 16-bit
     state_bytes_per_request: int | None = None  # recurrent state of the linear-attention layers (fp32)
     dtype: str | None = None
@@ -75,7 +76,7 @@ class ModelFacts:
         return {k: v for k, v in asdict(self).items() if v is not None and v != []}
 
     @classmethod
-    def from_dict(cls, data: Any) -> "ModelFacts | None":
+    def from_dict(cls, data: Any) -> ModelFacts | None:
         """Facts recorded in a snapshot (``to_dict`` output), or a ModelFacts; None for anything else."""
         if isinstance(data, ModelFacts):
             return data
@@ -163,7 +164,8 @@ def _bytes_per_weight(cfg: dict, notes: list[str]) -> tuple[str | None, str | No
         return dtype, "nvfp4", 0.5 + 1 / 16, base  # 4-bit values + one fp8 scale per 16
     if method == "mxfp4" or "MXFP4" in algo:
         return dtype, "mxfp4", 0.5 + 1 / 32, base  # 4-bit values + one 8-bit scale per 32
-    if method in ("fp8", "fbgemm_fp8") or "FP8" in algo or (method.startswith("compressed-tensors float") and bits == 8):
+    if method in ("fp8", "fbgemm_fp8") or "FP8" in algo or (
+            method.startswith("compressed-tensors float") and bits == 8):
         return dtype, "fp8", 1.0, base
     if bits:
         group = _int(q, "group_size", "q_group_size") or 128
@@ -194,7 +196,8 @@ def _layer_kinds(cfg: dict, layers: int) -> tuple[int, int]:
 def _moe_layer_count(cfg: dict, layers: int) -> int:
     dense_first = _int(cfg, "first_k_dense_replace") or 0
     step = _int(cfg, "decoder_sparse_step", "moe_layer_freq") or 1
-    mlp_only = cfg.get("mlp_only_layers") if isinstance(cfg.get("mlp_only_layers"), list) else []
+    listed = cfg.get("mlp_only_layers")
+    mlp_only = listed if isinstance(listed, list) else []
     count = 0
     for i in range(layers):
         if i < dense_first or i in mlp_only:
@@ -228,7 +231,8 @@ def model_facts(config: Any, source: str | None = None) -> ModelFacts:
     f.intermediate_size = _int(cfg, "intermediate_size", "ffn_dim", "n_inner", "ffn_hidden_size")
     if f.intermediate_size is None and h and f.model_type in ("gpt2", "gpt_neox", "gptj", "opt", "bloom"):
         f.intermediate_size = 4 * h
-    f.experts = _int(cfg, "num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts", "num_routed_experts")
+    f.experts = _int(cfg, "num_experts", "n_routed_experts", "num_local_experts", "moe_num_experts",
+                     "num_routed_experts")
     f.experts_per_token = _int(cfg, "num_experts_per_tok", "num_experts_per_token", "moe_topk", "top_k",
                                "num_selected_experts")
     if f.experts is not None and f.experts <= 1:
@@ -294,15 +298,16 @@ def model_facts(config: Any, source: str | None = None) -> ModelFacts:
     f.embedding_params = embed
     lm_head = 0 if f.tie_word_embeddings else embed
     attn_total = attn * full + linear_attn * linear
-    if f.is_moe:
+    experts, per_token = f.experts, f.experts_per_token
+    if f.is_moe and experts and per_token:  # is_moe says both are set; the names say so to the type checker
         moe_layers = _moe_layer_count(cfg, layers)
         f.moe_layers = moe_layers
         expert = 3 * h * (f.moe_intermediate_size or inter)
         f.expert_params = expert
         shared = (3 * h * shared_size) if shared_size else (n_shared or 0) * expert
-        router = h * f.experts + (h if shared_size else 0)
-        mlp_total = moe_layers * (f.experts * expert + shared + router) + (layers - moe_layers) * dense_mlp
-        active_mlp = moe_layers * (f.experts_per_token * expert + shared + router) + (layers - moe_layers) * dense_mlp
+        router = h * experts + (h if shared_size else 0)
+        mlp_total = moe_layers * (experts * expert + shared + router) + (layers - moe_layers) * dense_mlp
+        active_mlp = moe_layers * (per_token * expert + shared + router) + (layers - moe_layers) * dense_mlp
         dense_read = attn_total + moe_layers * (shared + router) + (layers - moe_layers) * dense_mlp + embed
     else:
         mlp_total = active_mlp = layers * dense_mlp

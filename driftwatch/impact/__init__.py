@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any, Protocol, cast
 
 from ..errors import DriftwatchError
-from .base import ImpactContext, Estimate, Model, LOW
+from .base import LOW, Estimate, ImpactContext, Model
 from .capacity import kv_capacity
 from .combine import combine
-from .uncertainty import combine_intervals, direction, finish
 from .concurrency import concurrency_cap
 from .environment import environment
 from .expected_tokens import alpha_from_accept_length, expected_tokens, step_cost
@@ -24,18 +24,29 @@ from .kernels import kernel_choice
 from .none import command_change, no_impact, unknown
 from .parallelism import parallelism
 from .speculative import speculative_steps, speculative_toggle
+from .uncertainty import combine_intervals, direction, finish
 from .versions import engine_change, engine_version, interpreter_change, model_change
 
 __all__ = ["ImpactContext", "Estimate", "Model", "MODELS", "get_model", "combine", "combine_intervals", "direction",
            "expected_tokens", "alpha_from_accept_length", "step_cost"]
 
 
-def _never_raises(name: str, fn: Model) -> Model:
+class GuardedModel(Protocol):
+    """A model as MODELS holds it: called like any `Model`, with the unwrapped model as `raw` (for tests)."""
+
+    raw: Model
+
+    def __call__(self, name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
+                 params: dict | None = None) -> Estimate: ...
+
+
+def _never_raises(name: str, fn: Model) -> GuardedModel:
     """Odd values degrade to 'no estimate' instead of an exception; odd ratios are dropped. Every
     ratio leaves with its 80 % interval and the confidence its width earns (uncertainty.finish)."""
 
     @functools.wraps(fn)
-    def wrapper(name, baseline_value, current_value, ctx, params=None):
+    def wrapper(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
+                params: dict | None = None) -> Estimate:
         try:
             est = fn(name, baseline_value, current_value, ctx, params if isinstance(params, dict) else {})
         except Exception as exc:  # noqa: BLE001 - a model must never break a comparison
@@ -47,8 +58,9 @@ def _never_raises(name: str, fn: Model) -> Model:
             return Estimate(None, LOW, f"model {name} gave no usable ratio; {est.detail}", est.dimension)
         return finish(est)
 
-    wrapper.raw = fn  # the unwrapped model, for tests
-    return wrapper
+    guarded = cast(GuardedModel, wrapper)  # a function given the attribute the protocol names
+    guarded.raw = fn  # the unwrapped model, for tests
+    return guarded
 
 
 MODELS: dict[str, Model] = {name: _never_raises(name, fn) for name, fn in {

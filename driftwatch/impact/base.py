@@ -10,8 +10,9 @@ turn anything unusable into ``None``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 RUNTIME = "runtime"  # value the engine computes at start-up (unknown to us)
 
@@ -129,7 +130,7 @@ def is_runtime(value: Any, name: str | None = None, runtime_set: set[str] | None
     """Whether a value is computed at start-up: the "runtime" marker, or ``name`` (a concept) in the
     side's runtime set."""
     try:
-        listed = name is not None and bool(runtime_set) and name in runtime_set
+        listed = name is not None and runtime_set is not None and bool(runtime_set) and name in runtime_set
     except TypeError:
         listed = False
     return (isinstance(value, str) and value.strip().lower() == RUNTIME) or listed
@@ -218,7 +219,7 @@ def unknown_estimate(detail: str, dimension: str | None = None) -> Estimate:
 PROMPT_KEYS = ("prompt_tokens", "input_tokens")
 
 
-def stated_metric(ctx: ImpactContext, keys, lo: float, hi: float) -> tuple[float, str] | None:
+def stated_metric(ctx: ImpactContext, keys: Iterable[str], lo: float, hi: float) -> tuple[float, str] | None:
     """The first of `keys` within [lo, hi] on the current side, else the baseline side: (value, where)."""
     for side in ("current", "baseline"):
         metrics = side_metrics(ctx, side)

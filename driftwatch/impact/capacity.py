@@ -9,10 +9,29 @@ from __future__ import annotations
 from typing import Any
 
 from . import roofline
+from .base import (
+    AGGREGATE,
+    CAPACITY,
+    HIGH,
+    LOW,
+    MEDIUM,
+    STABILITY,
+    Estimate,
+    ImpactContext,
+    as_float,
+    as_int,
+    concurrency_of,
+    concurrency_stated,
+    engine_label,
+    is_runtime,
+    param,
+    show,
+    show_side,
+    side_runtime,
+    single_stream_known,
+    unknown_estimate,
+)
 from .workload import prefill_chunk_estimate
-from .base import (CAPACITY, HIGH, LOW, MEDIUM, AGGREGATE, STABILITY, Estimate, ImpactContext, as_float, as_int,
-                   concurrency_of, concurrency_stated, engine_label, is_runtime, param, show, show_side, side_runtime,
-                   single_stream_known, unknown_estimate)
 
 # Concurrency from which a smaller KV pool may limit the running batch (below: few requests fit
 # in any pool that loads at all). A documented judgement, not a measurement.
@@ -28,7 +47,8 @@ MEMORY_FRACTION = "kv.memory_fraction"
 PREFILL_BUDGETS = (PREFILL_CHUNK, "batch.max_prefill_tokens")
 
 
-def _prefill_budget(name, baseline_value, current_value, ctx, change, params) -> Estimate:
+def _prefill_budget(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext, change: str,
+                    params: dict) -> Estimate:
     """Chunked-prefill size / prefill token budget. A prompt of P tokens is prefilled in ceil(P / chunk)
     forwards, each re-reading the weights and paying the per-step costs: a larger budget prefills long
     prompts in fewer forwards (never slower for a lone stream), decode speed is unchanged. How much
@@ -52,7 +72,7 @@ def _prefill_budget(name, baseline_value, current_value, ctx, change, params) ->
                             f"most): not quantified — state the prompt length (--workload-prompt-tokens N)", CAPACITY)
 
 
-def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
+def _graph_limit(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext, params: dict) -> Estimate:
     c = concurrency_of(ctx)
     b_base = None if is_runtime(baseline_value, name, side_runtime(ctx, "baseline")) else as_int(baseline_value)
     b_cur = None if is_runtime(current_value, name, side_runtime(ctx, "current")) else as_int(current_value)
@@ -64,8 +84,9 @@ def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
         if single_stream_known(ctx):
             return Estimate(1.0, MEDIUM, f"CUDA-graph batch limit {show(baseline_value)} → {show(current_value)}: "
                             f"{engine_label(ctx)} always captures batch 1, so one stream keeps its graphs")
+        batches = c if single_stream_known(ctx) or c > 1 else "the benchmark runs"
         return unknown_estimate(f"CUDA-graph batch limit {show(baseline_value)} → {show(current_value)}: "
-                                f"unknown whether batches of {c if single_stream_known(ctx) or c > 1 else 'the benchmark runs'} "
+                                f"unknown whether batches of {batches} "
                                 f"still run with graphs" + ("" if concurrency_stated(ctx) else
                                                             " (concurrency not stated: pass --concurrency N)"))
     covered_base, covered_cur = c <= b_base, c <= b_cur
@@ -76,8 +97,9 @@ def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
     if effect is not None:
         graphs, eager, m, hw = effect
         ratio = graphs.total / eager.total if covered_base else eager.total / graphs.total
+        launches = "launches every kernel from Python again" if covered_base else "replays captured graphs"
         return Estimate(ratio, LOW, f"batches of {c} {'no longer fit' if covered_base else 'now fit'} the CUDA-graph "
-                        f"limit ({b_base} → {b_cur}), so decode {'launches every kernel from Python again' if covered_base else 'replays captured graphs'}: "
+                        f"limit ({b_base} → {b_cur}), so decode {launches}: "
                         f"{eager.eager * 1e3:.1f} ms of launches on a step of {graphs.total * 1e3:.1f} ms of "
                         f"{roofline.hardware_words(m, hw)} ⇒ ×{ratio:.2f}. Details: with graphs {graphs.describe()}; "
                         f"eager {eager.describe()}", AGGREGATE,
@@ -89,7 +111,8 @@ def _graph_limit(name, baseline_value, current_value, ctx, params) -> Estimate:
                     AGGREGATE)
 
 
-def _graph_limit_unsettled(ctx, params, b_base, b_cur, baseline_value, current_value) -> Estimate | None:
+def _graph_limit_unsettled(ctx: ImpactContext, params: dict, b_base: int | None, b_cur: int | None,
+                           baseline_value: Any, current_value: Any) -> Estimate | None:
     """A CUDA-graph limit change where the running batch or one side's limit is unknown (an open-loop or
     offline benchmark; a limit the engine computes at start-up), with model facts: batches between the two
     limits gain (or lose) graphs, the others keep them. The interval holds ×1 (the batch outside that

@@ -8,7 +8,7 @@ counted twice. Unknown (None) ratios are left out, never guessed.
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 
 def combine(ratios: Iterable[float | None]) -> float | None:

@@ -10,11 +10,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import calibration as cal
-from .base import (AGGREGATE, CAPACITY, HIGH, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, as_int,
-                   concurrency_of, is_runtime, param, show, side_metrics, side_runtime, unknown_estimate)
+from . import calibration as cal, roofline
+from .base import (
+    AGGREGATE,
+    CAPACITY,
+    HIGH,
+    LOW,
+    MEDIUM,
+    SINGLE,
+    Estimate,
+    ImpactContext,
+    as_int,
+    concurrency_of,
+    is_runtime,
+    param,
+    show,
+    side_metrics,
+    side_runtime,
+    unknown_estimate,
+)
 from .expected_tokens import step_cost
-from . import roofline
 from .speculative import MAX_RUNNING, MAX_RUNNING_METRIC, SpecSide, physical_step, read_side
 
 CONCEPT = MAX_RUNNING  # "batch.max_running_requests"

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import (HIGH, MEDIUM, NONE_DIM, STABILITY, Estimate, ImpactContext, as_int, side_value, show,
-                   unknown_estimate)
+from .base import HIGH, MEDIUM, NONE_DIM, STABILITY, Estimate, ImpactContext, as_int, show, side_value, unknown_estimate
 
 # Environment variables that cannot change a running engine's speed.
 NO_IMPACT = {"TZ", "LANG", "LANGUAGE", "TERM", "PYTHONUNBUFFERED", "PYTHONIOENCODING", "HOME", "USER",

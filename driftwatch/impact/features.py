@@ -11,11 +11,23 @@ import math
 from typing import Any
 
 from ..concepts import is_concept
-from . import calibration as cal
-from . import roofline
+from . import calibration as cal, roofline
+from .base import (
+    AGGREGATE,
+    LOW,
+    MEDIUM,
+    SINGLE,
+    Estimate,
+    ImpactContext,
+    concurrency_of,
+    concurrency_stated,
+    on_off,
+    param,
+    show,
+    single_stream_known,
+    unknown_estimate,
+)
 from .workload import prefix_cache_estimate
-from .base import (AGGREGATE, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, concurrency_of, concurrency_stated, on_off,
-                   param, show, single_stream_known, unknown_estimate)
 
 # SGLang v0.4 release notes: the zero-overhead (overlap) batch scheduler gave ~1.1× throughput.
 # Turning it off therefore costs ≈ 1/1.1. Prior, low confidence; smaller when GPU time dominates.
@@ -139,7 +151,7 @@ def _graphs_physical(ctx: ImpactContext, params: dict, before: bool | None, now:
     return Estimate(ratio, LOW, f"{lead} ⇒ ×{ratio:.2f} (the launch overhead is fitted, larger on small models "
                     f"and batches, and some architectures run slower with partial graphs: re-measure). Details: "
                     f"roofline with graphs {graphs.describe()}; eager {eager.describe()} (eager launch overhead "
-                    f"{eager.eager / max(m.layers, 1) * 1e6:.0f} µs per layer)",
+                    f"{eager.eager / max(m.layers or 1, 1) * 1e6:.0f} µs per layer)",
                     AGGREGATE if concurrency_of(ctx) > 1 else SINGLE, interval)
 
 

@@ -9,12 +9,11 @@ kernel-side settings keep no number.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
-import math
-
 from . import calibration as cal
-from .base import Estimate, ImpactContext, LOW, show
+from .base import LOW, Estimate, ImpactContext, show
 from .kv_dtype import kv_dtype_estimate
 
 # Switches whose effect is a kernel implementation's speed: ×1 with the public spread as the interval.

@@ -8,12 +8,24 @@ facts at a concurrency that may saturate, the interval holds both readings and t
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import calibration as cal
-from . import roofline
-from .base import (AGGREGATE, LOW, Estimate, ImpactContext, as_float, concurrency_of, concurrency_stated, is_runtime,
-                   show, single_stream_known)
+from . import calibration as cal, roofline
+from .base import (
+    AGGREGATE,
+    LOW,
+    Estimate,
+    ImpactContext,
+    as_float,
+    concurrency_of,
+    concurrency_stated,
+    is_runtime,
+    show,
+    single_stream_known,
+)
+
+if TYPE_CHECKING:
+    from ..facts.model import ModelFacts
 
 POOL_FRACTION = 0.88  # kv.memory_fraction when the unit leaves it to the engine (SGLang/vLLM defaults ~0.85-0.9)
 POOL_PRESSURE_CONCURRENCY = 8  # as capacity.py: below it, few requests fit in any pool that loads at all
@@ -59,7 +71,7 @@ def kv_dtype_estimate(name: str, baseline_value: Any, current_value: Any, ctx: I
                         f"only the bytes read per step and the kernel path change: ×{lo:.2f}–{hi:.2f}, most likely "
                         f"×{point:.2f}", AGGREGATE if conc > 1 else None, (lo, hi))
     fits = _fits(ctx, m, hw, b, c) if concurrency_stated(ctx) else None
-    if fits is None:
+    if fits is None or m is None:  # _fits gives None without model facts
         grow = b / c
         lo, hi = (k_lo, grow) if grow > 1 else (grow, k_hi)
         return Estimate(1.0, LOW, f"{change}: {words}, so the pool holds ×{grow:g} the tokens; whether that "
@@ -80,7 +92,8 @@ def kv_dtype_estimate(name: str, baseline_value: Any, current_value: Any, ctx: I
                     f"×{point:.2f} (request length assumed)", AGGREGATE, (lo, hi))
 
 
-def _fits(ctx: ImpactContext, m, hw, b: float, c: float) -> tuple[int, int, float] | None:
+def _fits(ctx: ImpactContext, m: ModelFacts | None, hw: roofline.Hardware, b: float,
+          c: float) -> tuple[int, int, float] | None:
     """Requests of CONTEXT_TOKENS the pool holds with each width, and one request's baseline bytes;
     None without model facts, a known GPU or a KV size."""
     if m is None or not hw.known or not m.kv_bytes_per_token:

@@ -11,8 +11,22 @@ from __future__ import annotations
 from typing import Any
 
 from . import roofline
-from .base import (AGGREGATE, LOW, MEDIUM, SINGLE, STABILITY, Estimate, ImpactContext, as_int,
-                   concurrency_of, is_runtime, param, show, side_runtime, unknown_estimate)
+from .base import (
+    AGGREGATE,
+    LOW,
+    MEDIUM,
+    SINGLE,
+    STABILITY,
+    Estimate,
+    ImpactContext,
+    as_int,
+    concurrency_of,
+    is_runtime,
+    param,
+    show,
+    side_runtime,
+    unknown_estimate,
+)
 
 TP_EXPONENT = 0.6  # rough prior, low confidence
 
@@ -21,7 +35,7 @@ EXPERT_ENABLED = "parallel.expert_enabled"
 DP_ATTENTION = ("parallel.dp_attention", "parallel.attention_data")
 
 
-def _int(ctx, side, name, value):
+def _int(ctx: ImpactContext, side: str, name: str, value: Any) -> int | None:
     if is_runtime(value, name, side_runtime(ctx, side)):
         return None
     return as_int(value)

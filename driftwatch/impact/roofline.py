@@ -9,21 +9,25 @@ read: every non-expert weight once (attention, dense MLPs, shared experts, route
 MoE, per MoE layer the distinct experts the n tokens touch, P·(1 − (1 − k/P)^n) for routing spread
 evenly over an effective pool P = min(E, max(k, ROUTING_POOL·E)) of the E experts (k per token; pool
 1 is uniform routing over all of them; decode routing is concentrated, so fewer experts are read).
-Tensor parallelism divides the weights, FLOPs and KV heads by tp and adds two all-reduces per layer. KV reads: each request's context over the full-attention
-layers, once per forward (verifying t tokens reads it once). Linear-attention (Gated DeltaNet)
-layers read their fixed-size state and write it back for each verified token. The constants
-(efficiencies, overheads, all-reduce latency) are fitted in tools/fit_calibration.py; docs/impact.md
-lists them with the residuals.
+Tensor parallelism divides the weights, FLOPs and KV heads by tp and adds two all-reduces per layer.
+KV reads: each request's context over the full-attention layers, once per forward (verifying t tokens
+reads it once). Linear-attention (Gated DeltaNet) layers read their fixed-size state and write it back
+for each verified token. The constants (efficiencies, overheads, all-reduce latency) are fitted in
+tools/fit_calibration.py; docs/impact.md lists them with the residuals.
 
 Everything here is pure arithmetic on ModelFacts/GPUFacts; models that lack facts use their priors.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, overload
 
 from ..facts.gpu import GPUFacts, GPUSpec
 from ..facts.model import ModelFacts, dtype_bytes
 from . import calibration as cal
+
+if TYPE_CHECKING:  # base imports this module's users; the context is only named here
+    from .base import ImpactContext
 
 # A reference GPU for a model whose facts are known on a host whose GPU is not: the ratios then
 # depend on the model's shape and a typical ridge point (prior; the speculative interval widens).
@@ -48,7 +52,7 @@ class Hardware:
     link_known: bool = False  # the link was read on the host (`nvidia-smi topo -m`), not the table's usual one
 
     @classmethod
-    def of(cls, facts: GPUFacts | None, tp: int = 1, graphs: bool = True) -> "Hardware":
+    def of(cls, facts: GPUFacts | None, tp: int = 1, graphs: bool = True) -> Hardware:
         if facts is None:
             link = "nvlink" if tp >= REFERENCE_NVLINK_TP else REFERENCE_GPU.interconnect
             return cls(REFERENCE_GPU, max(1, tp), link, graphs, known=False)
@@ -127,6 +131,14 @@ def experts_touched(experts: int, per_token: int, tokens: float, pool: float | N
     return size * (1.0 - (1.0 - per_token / size) ** tokens)
 
 
+@overload
+def _param(params: dict | None, name: str, default: float) -> float: ...
+
+
+@overload
+def _param(params: dict | None, name: str, default: None) -> float | None: ...
+
+
 def _param(params: dict | None, name: str, default: float | None) -> float | None:
     if isinstance(params, dict):
         v = params.get(name)
@@ -167,8 +179,8 @@ def forward_time(m: ModelFacts, hw: Hardware, batch: float, tokens: float = 1, *
     context, kv_bytes, layers, lm_head = shape.context, shape.kv_bytes, shape.layers, shape.lm_head
     overhead_s, moe = shape.overhead_s, shape.moe
     bw = hw.gpu.bandwidth_gbs * 1e9 * _param(params, "bw_efficiency", cal.BW_EFFICIENCY)
-    fp8 = (m.bytes_per_weight or 2.0) <= 1.0 and hw.gpu.fp8_tflops
-    peak = (hw.gpu.fp8_tflops if fp8 else hw.gpu.bf16_tflops) * 1e12
+    fp8 = hw.gpu.fp8_tflops if (m.bytes_per_weight or 2.0) <= 1.0 else None  # fp8 weights on fp8 cores
+    peak = (fp8 or hw.gpu.bf16_tflops) * 1e12
     flops_rate = peak * _param(params, "flops_efficiency", cal.FLOPS_EFFICIENCY)
     tp = max(1, hw.tp)
     n = max(1.0, float(batch) * float(tokens))
@@ -182,15 +194,16 @@ def forward_time(m: ModelFacts, hw: Hardware, batch: float, tokens: float = 1, *
     dense = max(0.0, (m.dense_params or 0) - embed) * bpw * share + (embed * head_bpw if lm_head else 0.0)
     active_body = max(0.0, (m.active_params or 0) - embed * (1 if m.tie_word_embeddings else 2))
     expert_bytes, touched = 0.0, None
-    if m.is_moe and m.expert_params and m.moe_layers:
+    experts, per_token = m.experts, m.experts_per_token
+    if m.is_moe and experts and per_token and m.expert_params and m.moe_layers:  # is_moe: both are set
         moe_layers = m.moe_layers * share
         if moe:
-            touched = experts_touched(m.experts, m.experts_per_token, n, _param(params, "routing_pool", None))
+            touched = experts_touched(experts, per_token, n, _param(params, "routing_pool", None))
             expert_bytes = moe_layers * touched * m.expert_params * bpw
         else:  # a dense head of the same width: an MLP of the model's intermediate size
             mlp = 3 * (m.hidden_size or 0) * (m.intermediate_size or 0)
             dense += share * L * mlp * bpw
-            active_body += L * mlp - m.moe_layers * m.experts_per_token * m.expert_params  # × share below
+            active_body += L * mlp - m.moe_layers * per_token * m.expert_params  # × share below
     weights = (dense + expert_bytes) / tp / bw
 
     # FLOPs: 2 per active weight per token (+ attention over the context).
@@ -245,7 +258,7 @@ def draft_time(m: ModelFacts, hw: Hardware, batch: float, width: int = 1, *, nat
 
 # --- Reading the context ------------------------------------------------------------------------
 
-def model_of(ctx, side: str = "current") -> ModelFacts | None:
+def model_of(ctx: ImpactContext, side: str = "current") -> ModelFacts | None:
     """The side's ModelFacts when it has a usable shape (layers, hidden size, parameter counts)."""
     m = getattr(ctx, "model_facts" if side == "current" else "baseline_model_facts", None)
     if not isinstance(m, ModelFacts):
@@ -255,12 +268,12 @@ def model_of(ctx, side: str = "current") -> ModelFacts | None:
     return m
 
 
-def gpu_of(ctx) -> GPUFacts | None:
+def gpu_of(ctx: ImpactContext) -> GPUFacts | None:
     g = getattr(ctx, "gpu_facts", None)
     return g if isinstance(g, GPUFacts) else None
 
 
-def side_int(ctx, side: str, concept: str, default: int = 1) -> int:
+def side_int(ctx: ImpactContext, side: str, concept: str, default: int = 1) -> int:
     from .base import as_int, is_runtime, side_runtime
     values = (ctx.baseline if side == "baseline" else ctx.current) or {}
     raw = values.get(concept) if isinstance(values, dict) else None
@@ -270,14 +283,15 @@ def side_int(ctx, side: str, concept: str, default: int = 1) -> int:
     return v if v is not None and v >= 1 else default
 
 
-def side_graphs(ctx, side: str) -> bool:
+def side_graphs(ctx: ImpactContext, side: str) -> bool:
     """CUDA graphs on for decode on that side (the concept's default is on)."""
     values = (ctx.baseline if side == "baseline" else ctx.current) or {}
     raw = values.get("cuda_graph.enabled") if isinstance(values, dict) else None
     return raw is not False
 
 
-def hardware_for(ctx, side: str = "current", *, tp: int | None = None, graphs: bool | None = None) -> Hardware:
+def hardware_for(ctx: ImpactContext, side: str = "current", *, tp: int | None = None,
+                 graphs: bool | None = None) -> Hardware:
     return Hardware.of(gpu_of(ctx), side_int(ctx, side, "parallel.tensor") if tp is None else tp,
                        side_graphs(ctx, side) if graphs is None else graphs)
 
@@ -296,7 +310,7 @@ def hardware_words(m: ModelFacts, hw: Hardware) -> str:
             + (f", TP {hw.tp}" if hw.tp > 1 and not hw.known else ""))
 
 
-def decode_batch(ctx, side: str = "current", concurrency: int | None = None) -> int:
+def decode_batch(ctx: ImpactContext, side: str = "current", concurrency: int | None = None) -> int:
     """The running batch of one side: the client concurrency (or `concurrency`, e.g. the one a
     baseline was measured at) capped by that side's known batch.max_running_requests (its value,
     else a measured max_running_requests metric)."""
@@ -310,7 +324,8 @@ def decode_batch(ctx, side: str = "current", concurrency: int | None = None) -> 
     return min(c, cap) if cap is not None and cap >= 1 else c
 
 
-def graph_effect(ctx, batch: int, params: dict | None = None):
+def graph_effect(ctx: ImpactContext, batch: int,
+                 params: dict | None = None) -> tuple[StepTime, StepTime, ModelFacts, Hardware] | None:
     """(graph step, eager step, model, hardware) for a plain decode step at `batch`, or None without
     model facts. Eager mode launches every layer's kernels from Python (EAGER_LAYER_US per layer)."""
     m = model_of(ctx)
@@ -322,7 +337,7 @@ def graph_effect(ctx, batch: int, params: dict | None = None):
     return with_graphs, eager, m, hardware_for(ctx)
 
 
-def with_workload(ctx, params: dict | None) -> dict:
+def with_workload(ctx: ImpactContext, params: dict | None) -> dict:
     """`params` plus the stated prompt length as the context each request's KV reads hold
     (compare --workload-prompt-tokens; else CONTEXT_TOKENS)."""
     from .base import prompt_tokens
@@ -332,14 +347,16 @@ def with_workload(ctx, params: dict | None) -> dict:
 
 def weights_per_gpu_gb(m: ModelFacts, tp: int, pp: int = 1) -> float:
     """GB of weights each GPU holds (all experts resident)."""
+    if m.params is None:  # model_of gives only facts with a parameter count
+        raise TypeError("weights per GPU need the model's parameter count")
     bpw = m.bytes_per_weight or 2.0
     embed = m.embedding_params or 0
-    total = (m.params - embed * (1 if m.tie_word_embeddings else 2)) * bpw + embed * (1 if m.tie_word_embeddings else 2) \
-        * dtype_bytes(m)
+    embeds = embed * (1 if m.tie_word_embeddings else 2)
+    total = (m.params - embeds) * bpw + embeds * dtype_bytes(m)
     return total / max(1, tp) / max(1, pp) / 1e9
 
 
-def graph_interval(ctx, batch: int, params: dict | None, gaining: bool) -> tuple[float, float] | None:
+def graph_interval(ctx: ImpactContext, batch: int, params: dict | None, gaining: bool) -> tuple[float, float] | None:
     """The 80 % interval of a CUDA-graphs change at `batch` (gaining: the current side has the graphs):
     the ratio at both ends of EAGER_LAYER_US_RANGE, widened by GRAPH_BASE_SPREAD; None without facts."""
     import dataclasses
@@ -349,7 +366,8 @@ def graph_interval(ctx, batch: int, params: dict | None, gaining: bool) -> tuple
         from ..facts.gpu import gpu_table
         rows = sorted(gpu_table(), key=lambda r: r.bandwidth_gbs)
         tp = side_int(ctx, "current", "parallel.tensor")
-        contexts += [dataclasses.replace(ctx, gpu_facts=GPUFacts(r, tp, r.name, r.interconnect)) for r in (rows[0], rows[-1])]
+        contexts += [dataclasses.replace(ctx, gpu_facts=GPUFacts(r, tp, r.name, r.interconnect))
+                     for r in (rows[0], rows[-1])]
     values = []
     for c in contexts:
         for us in eager_layer_range(hardware_for(c)):

@@ -13,7 +13,8 @@ From an interval follow the direction (faster/slower only when it excludes 1) an
 from __future__ import annotations
 
 import math
-from typing import Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from . import calibration as cal
 from .base import HIGH, LOW, MEDIUM, Estimate
@@ -21,7 +22,7 @@ from .base import HIGH, LOW, MEDIUM, Estimate
 FASTER, SLOWER, UNCHANGED, UNKNOWN = "faster", "slower", "unchanged", "unknown"
 
 
-def valid(interval) -> tuple[float, float] | None:
+def valid(interval: Any) -> tuple[float, float] | None:
     """(lo, hi) as floats when it is a usable interval (finite, positive, lo ≤ hi), else None."""
     try:
         lo, hi = (float(interval[0]), float(interval[1]))
@@ -46,7 +47,7 @@ def hull(values: Iterable[float], widen: float = 0.0) -> tuple[float, float]:
     return min(vs) * math.exp(-max(0.0, widen)), max(vs) * math.exp(max(0.0, widen))
 
 
-def holding(ratio: float, interval) -> tuple[float, float]:
+def holding(ratio: float, interval: Any) -> tuple[float, float]:
     """The interval made to hold its own point (lo ≤ ratio ≤ hi)."""
     iv = valid(interval)
     if iv is None:
@@ -54,13 +55,13 @@ def holding(ratio: float, interval) -> tuple[float, float]:
     return min(iv[0], ratio), max(iv[1], ratio)
 
 
-def width(interval) -> float | None:
+def width(interval: Any) -> float | None:
     """hi ÷ lo (1 = a point)."""
     iv = valid(interval)
     return None if iv is None else iv[1] / iv[0]
 
 
-def direction(ratio: float | None, interval) -> str:
+def direction(ratio: float | None, interval: Any) -> str:
     """faster / slower when the interval lies wholly on one side of 1; unchanged for a point at 1;
     unknown otherwise (no ratio, or an interval that holds 1)."""
     iv = valid(interval)
@@ -78,7 +79,7 @@ def direction(ratio: float | None, interval) -> str:
     return UNKNOWN
 
 
-def confidence_of(interval) -> str:
+def confidence_of(interval: Any) -> str:
     """high / medium / low by the interval's width (CONFIDENCE_WIDTH)."""
     w = width(interval)
     if w is None:

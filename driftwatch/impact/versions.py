@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Estimate, ImpactContext, LOW, NONE_DIM, show
+from .base import LOW, NONE_DIM, Estimate, ImpactContext, show
 
 _NO_ENGINE = ("", "none", "null", "unknown", "no known engine")  # EngineConfig.title says the last
 

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 
-from . import calibration as cal
-from . import roofline
+from . import calibration as cal, roofline
 from .base import AGGREGATE, LOW, Estimate, ImpactContext, prompt_tokens, single_stream_known, stated_metric
 
 PREFIX_SHARE_KEYS = ("prefix_share",)

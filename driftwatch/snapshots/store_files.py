@@ -26,15 +26,16 @@ run's time (``20261128T030500Z``, 17 bytes) to ``runs.log`` instead. A run line 
 snapshot named by the marker line before it (``= 20261128T030000Z-00.yaml sha256:…``, written when
 the log's last marker names another snapshot; the state hash it carries spares the next runs
 parsing that snapshot), so a snapshot file stands for the first run that saw a state and ``runs.log``
-for every later run that saw it again (`seen`: first, last and number of runs). The measured figures of those later runs are not kept (they are in the journal). Lines are
+for every later run that saw it again (`seen`: first, last and number of runs). The measured figures
+of those later runs are not kept (they are in the journal). Lines are
 appended under the store's lock (``STORE/.lock``, shared with `prune`); a line torn by a crash is
 skipped with a problem naming the file. `prune` drops the lines of the snapshots it deletes (and,
 with ``older_than``, lines older than the cut-off except the newest of each kept snapshot) by
 rewriting ``runs.log`` atomically.
 
 History: `load` gives one host/unit's readable snapshots oldest first (a file that cannot be read
-is skipped and named once); `first_seen` / `since` give the first snapshot in which something held (ever, or in the current
-unbroken run).
+is skipped and named once); `first_seen` / `since` give the first snapshot in which something held
+(ever, or in the current unbroken run).
 """
 from __future__ import annotations
 
@@ -42,17 +43,35 @@ import contextlib
 import datetime as _dt
 import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import DriftwatchError, InputError
 from ..fileio import dump_yaml_readable, link_atomic, read_yaml, write_atomic, write_new
-from .store_records import (DEFAULT_STORE, LATEST, MAX_PER_SECOND, RUNS, BaselineSource, SaveResult, Seen,
-                            SnapshotKey, SnapshotRecord, StoreBase, StoredSnapshot, check_prune_request,
-                            component_name, safe_component, since_window, snapshot_dict, source_hash, stamped,
-                            state_hash)
 from ..timestamps import UTC, file_stamp, format_utc, parse_file_stamp, parse_utc
+from .store_records import (
+    DEFAULT_STORE,
+    LATEST,
+    MAX_PER_SECOND,
+    RUNS,
+    BaselineSource,
+    SaveResult,
+    Seen,
+    SnapshotKey,
+    SnapshotRecord,
+    StoreBase,
+    StoredSnapshot,
+    check_prune_request,
+    component_name,
+    safe_component,
+    since_window,
+    snapshot_dict,
+    source_hash,
+    stamped,
+    state_hash,
+)
 
 if TYPE_CHECKING:
     from .snapshot import Snapshot
@@ -80,17 +99,27 @@ def is_file_store(folder: Path) -> bool:
     return False
 
 
-@dataclass
+class _Kept(NamedTuple):
+    """What `prune` keeps for the baselines: real paths, and (host, unit, collected_at) keys."""
+
+    paths: set[str]
+    keys: set[tuple[str, str, _dt.datetime]]
+
+
+@dataclass(init=False)
 class FileStore(StoreBase):
     """The snapshots under `root` as YAML files (the layout in this module's docstring): today's
     format before the database, kept to import and export stores (``driftwatch store import``)."""
 
-    root: str | os.PathLike | None = None
-    on_problem: Callable[[str], None] | None = None
-    problems: list[str] = field(default_factory=list, init=False)  # files skipped or kept, one line each
+    root: Path  # given as any path (None: the default store), kept expanded
+    on_problem: Callable[[str], None] | None
+    problems: list[str]  # files skipped or kept, one line each
 
-    def __post_init__(self):
-        self.root = Path(os.path.expanduser(os.fspath(self.root if self.root is not None else DEFAULT_STORE)))
+    def __init__(self, root: str | os.PathLike | None = None,
+                 on_problem: Callable[[str], None] | None = None) -> None:
+        self.root = Path(os.path.expanduser(os.fspath(root if root is not None else DEFAULT_STORE)))
+        self.on_problem = on_problem
+        self.problems = []
 
     # ------------------------------------------------------------------ saving
 
@@ -98,7 +127,7 @@ class FileStore(StoreBase):
         return self.root / safe_component(host, "local") / safe_component(unit, "unit")
 
     @contextlib.contextmanager
-    def _lock(self, create: bool = True):
+    def _lock(self, create: bool = True) -> Iterator[None]:
         """The store's lock (``STORE/.lock``, flock): one writer at a time for `save` and `prune`."""
         try:
             import fcntl
@@ -143,7 +172,8 @@ class FileStore(StoreBase):
                     # the newest file's state hash, from the log's marker (no YAML to parse) or its content
                     known = cached if name == newest.path.name and cached else self._state_of(newest)
                     if known == state_hash(data):
-                        self._append_run(folder, newest, known, moment, marked=name == newest.path.name and cached)
+                        marked = bool(name == newest.path.name and cached)
+                        self._append_run(folder, newest, known, moment, marked=marked)
                         return SaveResult(newest.path, False, moment)
             text = dump_yaml_readable(data, f"snapshot of {snapshot.host or 'local'}:{snapshot.unit}")
             path = self._write_new(folder, moment, text)
@@ -217,9 +247,9 @@ class FileStore(StoreBase):
 
     # ------------------------------------------------------------------ runs
 
-    def _read_log(self, folder: Path) -> list[tuple[str, object]]:
-        """``runs.log`` in order: ("file", NAME) for the marker a new snapshot writes first,
-        ("run", instant) for an unchanged run. Torn or foreign lines are skipped with a problem."""
+    def _read_log(self, folder: Path) -> list[str | _dt.datetime]:
+        """``runs.log`` in order: a snapshot's NAME for the marker a new snapshot writes first, an
+        instant for an unchanged run. Torn or foreign lines are skipped with a problem."""
         path = folder / RUNS
         try:
             with open(path, "rb") as fh:
@@ -229,19 +259,20 @@ class FileStore(StoreBase):
         except OSError as exc:
             self._problem(f"{path}: skipped, cannot read it: {exc.strerror or exc}")
             return []
-        out, bad = [], 0
+        out: list[str | _dt.datetime] = []
+        bad = 0
         for line in raw.split(b"\n"):
             text = line.decode("utf-8", "replace").strip()
             if not text:
                 continue
             marker = _MARKER.match(text)
             if marker and _NAME.match(marker.group(1)):
-                out.append(("file", marker.group(1)))
+                out.append(marker.group(1))
                 continue
             try:
                 if not _RUN_LINE.match(text):
                     raise ValueError(text)
-                out.append(("run", parse_file_stamp(text)))
+                out.append(parse_file_stamp(text))
             except ValueError:
                 bad += 1
         if bad:
@@ -249,7 +280,7 @@ class FileStore(StoreBase):
         return out
 
     def _read_runs(self, folder: Path) -> list[_dt.datetime]:
-        return sorted(t for kind, t in self._read_log(folder) if kind == "run")
+        return sorted(t for t in self._read_log(folder) if isinstance(t, _dt.datetime))
 
     def runs(self, host: str | None, unit: str | None) -> list[_dt.datetime]:
         """The times of the unchanged runs recorded for a host/unit (``runs.log``), oldest first."""
@@ -265,9 +296,9 @@ class FileStore(StoreBase):
         if not ordered:
             return out
         by_name = {r.path.name: r for r in ordered}
-        current = None
-        for kind, value in self._read_log(ordered[0].path.parent):
-            if kind == "file":
+        current: SnapshotRecord | None = None
+        for value in self._read_log(ordered[0].path.parent):
+            if isinstance(value, str):  # a marker: the runs after it saw this snapshot
                 current = by_name.get(value)
                 continue
             owner = current
@@ -404,7 +435,10 @@ class FileStore(StoreBase):
         """
         check_prune_request(keep, older_than)
         cutoff = None if older_than is None else (now or _dt.datetime.now(UTC)) - older_than
-        hashes, paths, keys, sources = set(), set(), set(), []
+        hashes: set[str] = set()
+        paths: set[str] = set()
+        keys: set[tuple[str, str, _dt.datetime]] = set()
+        sources: list[BaselineSource] = []
         for item in protected:
             if isinstance(item, BaselineSource):
                 sources.append(item)
@@ -419,14 +453,14 @@ class FileStore(StoreBase):
             else:
                 paths.add(os.path.realpath(text))
         with self._lock(create=False):
-            groups = {}
+            groups: dict[tuple[str, str], list[SnapshotRecord]] = {}
             for record in self.records(host, unit):
                 groups.setdefault((record.host, record.unit), []).append(record)
             if sources:
                 kept_by_source = self._baseline_sources(groups, sources)
-                paths |= kept_by_source["paths"]
-                keys |= kept_by_source["keys"]
-            doomed = []
+                paths |= kept_by_source.paths
+                keys |= kept_by_source.keys
+            doomed: list[SnapshotRecord] = []
             for records in groups.values():
                 records.sort(key=lambda r: r.sort_key)
                 runs = self._attribute(records) if cutoff is not None else {}
@@ -452,11 +486,12 @@ class FileStore(StoreBase):
         doomed.sort(key=lambda r: (r.host, r.unit) + r.sort_key)
         return doomed
 
-    def _baseline_sources(self, groups: dict, sources: list[BaselineSource]) -> dict:
+    def _baseline_sources(self, groups: dict[tuple[str, str], list[SnapshotRecord]],
+                          sources: list[BaselineSource]) -> _Kept:
         """The files the baselines were made from: by source hash; by key where no file has it.
         A file whose hash cannot be computed is kept (a problem names it)."""
         digests: dict[str, list[SnapshotRecord]] = {}
-        unknown = set()
+        unknown: set[str] = set()
         for records in groups.values():
             for record in records:
                 try:
@@ -467,7 +502,8 @@ class FileStore(StoreBase):
                 except DriftwatchError as exc:
                     self._problem(f"{record.path}: kept, cannot tell whether a baseline was made from it ({exc})")
                     unknown.add(os.path.realpath(record.path))
-        paths, keys = set(unknown), set()
+        paths = set(unknown)
+        keys: set[tuple[str, str, _dt.datetime]] = set()
         for source in sources:
             found = digests.get(source.digest)
             if found:
@@ -475,7 +511,7 @@ class FileStore(StoreBase):
             elif source.key is not None:
                 keys.add((safe_component(source.key.host, "local"), safe_component(source.key.unit, "unit"),
                           source.key.collected_at.astimezone(UTC)))
-        return {"paths": paths, "keys": keys}
+        return _Kept(paths, keys)
 
     @staticmethod
     def _delete(records: list[SnapshotRecord]) -> None:

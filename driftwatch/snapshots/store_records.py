@@ -8,9 +8,10 @@ import datetime as _dt
 import json
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, cast
 
 from ..errors import DriftwatchError, InputError
 from ..fileio import read_yaml
@@ -18,6 +19,7 @@ from ..timestamps import format_utc, parse_utc
 
 if TYPE_CHECKING:  # the snapshot module (and the engines under it) only when a snapshot is typed
     from .snapshot import Snapshot
+    from .store import Store
 
 DEFAULT_STORE = "~/.local/state/driftwatch"
 LATEST = "latest.yaml"
@@ -48,7 +50,8 @@ def safe_component(text: str | None, default: str = "local") -> str:
     elif set(name) == {"."}:
         cleaned = "%2E" * len(name)
     else:
-        cleaned = "".join(c if _PLAIN_NAME.match(c) else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
+        cleaned = "".join(c if _PLAIN_NAME.match(c)
+                          else "".join(f"%{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
                           for c in name)
     if len(cleaned) > 128:
         import hashlib  # only for such names and for hashing: a question that reads rows needs neither
@@ -152,7 +155,7 @@ class BaselineSource(NamedTuple):
 
     name: str
     digest: str
-    key: "SnapshotKey | None"
+    key: SnapshotKey | None
 
 
 class SnapshotKey(NamedTuple):
@@ -287,10 +290,14 @@ class StoreBase:
 
     # ------------------------------------------------------------------ history
 
+    def _as_store(self) -> Store:
+        """This backend as the `Store` it is: every subclass supplies `load` (store.py holds each to it)."""
+        return cast("Store", self)
+
     def first_seen(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
                    engine_version: str | None = None) -> StoredSnapshot | None:
         """The oldest snapshot for which `predicate` holds, or None."""
-        for stored in self.load(host, unit, engine_version=engine_version):
+        for stored in self._as_store().load(host, unit, engine_version=engine_version):
             if predicate(stored.snapshot):
                 return stored
         return None
@@ -300,7 +307,7 @@ class StoreBase:
         """The first snapshot of the unbroken run, ending with the newest snapshot, in which
         `predicate` holds; None when it does not hold for the newest."""
         start = None
-        for stored in reversed(self.load(host, unit, engine_version=engine_version)):
+        for stored in reversed(self._as_store().load(host, unit, engine_version=engine_version)):
             if not predicate(stored.snapshot):
                 break
             start = stored
@@ -362,6 +369,7 @@ def baseline_protections(directory: str | os.PathLike,
     return out
 
 
-__all__ = ["DEFAULT_STORE", "LATEST", "MAX_PER_SECOND", "RUNS", "BaselineSource", "RowHashes", "row_hashes", "SaveResult", "Seen", "SnapshotKey",
-           "SnapshotRecord", "StoreBase", "StoredSnapshot", "baseline_protections", "check_prune_request",
-           "read_yaml_snapshot", "safe_component", "component_name", "snapshot_hash", "source_hash", "state_hash"]
+__all__ = ["DEFAULT_STORE", "LATEST", "MAX_PER_SECOND", "RUNS", "BaselineSource", "RowHashes", "row_hashes",
+           "SaveResult", "Seen", "SnapshotKey", "SnapshotRecord", "StoreBase", "StoredSnapshot", "baseline_protections",
+           "check_prune_request", "read_yaml_snapshot", "safe_component", "component_name", "snapshot_hash",
+           "source_hash", "state_hash"]
