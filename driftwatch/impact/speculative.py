@@ -13,15 +13,37 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import calibration as cal
-from . import roofline
-from . import uncertainty
-from .base import (AGGREGATE, HIGH, LOW, MEDIUM, SINGLE, Estimate, ImpactContext, as_float, as_int,
-                   concurrency_of, concurrency_stated, engine_label, min_conf, param, show, side_metrics,
-                   unknown_estimate)
+from . import calibration as cal, roofline, uncertainty
+from .base import (
+    AGGREGATE,
+    HIGH,
+    LOW,
+    MEDIUM,
+    SINGLE,
+    Estimate,
+    ImpactContext,
+    as_float,
+    as_int,
+    concurrency_of,
+    concurrency_stated,
+    engine_label,
+    min_conf,
+    param,
+    show,
+    side_metrics,
+    unknown_estimate,
+)
 from .expected_tokens import alpha_from_accept_length, expected_tokens, expected_tokens_by_position, step_cost
-from .specside import (ALGO as ALGO, DRAFT, STEPS, TOPK, SpecSide, measured_accept_length,
-                       normalise_algorithm as normalise_algorithm, read_side)
+from .specside import (
+    ALGO as ALGO,
+    DRAFT,
+    STEPS,
+    TOPK,
+    SpecSide,
+    measured_accept_length,
+    normalise_algorithm as normalise_algorithm,
+    read_side,
+)
 
 MAX_RUNNING = "batch.max_running_requests"  # concept
 MAX_RUNNING_METRIC = "max_running_requests"  # metric of the same meaning (start-up log, server info)
@@ -282,12 +304,13 @@ def _prior_words(base: SpecSide, cur: SpecSide, expected: dict, cost_growth: flo
 
 
 # How far the roofline's step may stray from the baseline server's measured one before the sentence
-# says the ratio is rough (a judgement: seed 000's step, which rests on an assumed acceptance, is 33 % off, docs/impact.md).
+# says the ratio is rough (a judgement: seed 000's step, which rests on an assumed acceptance, is 33 % off,
+# docs/impact.md).
 MEASURED_STEP_TOLERANCE = 0.5
 
 
 def _measured_step(ctx: ImpactContext, base: SpecSide, e_base: float, e_source: str | None, physical: dict,
-                   params: dict) -> tuple[str, str | None]:
+                   params: dict) -> tuple[str, str | None, tuple[float, float] | None]:
     """The baseline server's own step time where its throughput was measured at a known batch:
     running requests × tokens per step ÷ tok/s. Measured beats assumed, but one number cannot say
     which roofline term is off, so it does not move the ratio: it is given beside the roofline's
@@ -311,8 +334,9 @@ def _measured_step(ctx: ImpactContext, base: SpecSide, e_base: float, e_source: 
     off = model_s / measured - 1.0
     if abs(off) <= MEASURED_STEP_TOLERANCE:
         return detail, None, None
-    return detail, (f"the roofline's step is {abs(off) * 100:.0f} % {'longer' if off > 0 else 'shorter'} than the "
-                    f"baseline server's measured one, so the interval holds both readings of the gap"), (measured, model_s)
+    note = (f"the roofline's step is {abs(off) * 100:.0f} % {'longer' if off > 0 else 'shorter'} than the "
+            f"baseline server's measured one, so the interval holds both readings of the gap")
+    return detail, note, (measured, model_s)
 
 
 def _state_pool_note(m, base: SpecSide, cur: SpecSide, ctx: ImpactContext) -> str | None:
@@ -400,7 +424,7 @@ def _interval(spec: _Spec, acc: _Acceptance, costs: _Costs, ratio: float, gap) -
     the concurrency, and at both readings of a measured step the roofline misses by more than half;
     widened by SPEC_BASE_SPREAD."""
     base, cur, ctx, params, decay, tree = spec.base, spec.cur, spec.ctx, spec.params, spec.decay, spec.tree
-    measured, source, alphas, expected = acc.measured, acc.source, acc.alphas, acc.expected
+    source, alphas, expected = acc.source, acc.alphas, acc.expected
     physical, cost_b, cost_c = costs.physical, costs.baseline, costs.current
     sides = {"baseline": base, "current": cur}
     t_lo, t_hi = cal.TREE_EXPONENT_RANGE
@@ -450,7 +474,7 @@ def _interval(spec: _Spec, acc: _Acceptance, costs: _Costs, ratio: float, gap) -
     alt_batch = roofline.decode_batch(ctx, "current", cal.UNSTATED_BATCH) if not concurrency_stated(ctx) else None
     if physical is not None:
         hw = physical["hardware"]
-        variants = []
+        variants: list[tuple[int, str | None]] = []
         if not hw.known and hw.tp > 1:  # the link of an unknown GPU is unknown too: both kinds
             variants.append((roofline.decode_batch(ctx), "nvlink" if hw.interconnect != "nvlink" else "pcie"))
         if alt_batch and alt_batch != roofline.decode_batch(ctx):
@@ -529,7 +553,8 @@ def physical_step(m, hw, sp: SpecSide, ctx: ImpactContext, side: str, params: di
         if own is not None and not native:
             # the head's own config.json: its layers, width and (draft) vocabulary, at the target's TP
             draft = roofline.forward_time(own, hw, batch, sp.topk, shape=roofline.Pass(
-                lm_head=True, moe=own.is_moe, overhead_s=param(params, "draft_overhead_ms", cal.DRAFT_OVERHEAD_MS) * 1e-3),
+                lm_head=True, moe=own.is_moe,
+                overhead_s=param(params, "draft_overhead_ms", cal.DRAFT_OVERHEAD_MS) * 1e-3),
                 params=params)
         else:
             draft = roofline.draft_time(m, hw, batch, sp.topk, native_mtp=native, params=params)
@@ -546,7 +571,7 @@ def physical_step(m, hw, sp: SpecSide, ctx: ImpactContext, side: str, params: di
                 params=params)
             draft_s = sp.steps * draft.total
         else:
-            d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm, cal.DEFAULT_DRAFT_COST))
+            d = param(params, "draft_cost", cal.DRAFT_COST.get(sp.algorithm or "", cal.DEFAULT_DRAFT_COST))
             if size and target and size < target and "draft_cost" not in params:
                 d = size / target  # a pass reads the draft's weights as the target's forward reads its own
             draft_s = sp.steps * d * roofline.forward_time(m, hw, batch, 1, params=params).total
@@ -607,7 +632,8 @@ class _Step:
     def describe(self, per_pass=None, gloss: bool = False) -> str:
         """'60.42 ms = verify (50.21 ms = max(…) + …) + drafting 8.21 ms + iteration 2.00 ms'; with
         `per_pass` (one draft pass's StepTime) and `gloss`, the speculative details' longer form."""
-        drafting = f" + drafting {self.draft_s * 1e3:.2f} ms" + (f" (per pass {per_pass.describe()})" if per_pass else "")
+        drafting = (f" + drafting {self.draft_s * 1e3:.2f} ms"
+                    + (f" (per pass {per_pass.describe()})" if per_pass else ""))
         iteration = ""
         if self.iteration_s:
             iteration = (f" + iteration {self.iteration_s * 1e3:.2f} ms"
@@ -629,7 +655,8 @@ def _physical_words(base: SpecSide, cur: SpecSide, physical: dict, expected: dic
     if m.is_moe and vb.experts_touched and vc.experts_touched:
         grow = vc.experts_touched / vb.experts_touched
         # a batch that already touches most of the experts it routes to reads about the same weights
-        reads = (f"~{grow:.1f}× the expert weights of" if abs(grow - 1.0) >= 0.05 else "about the same expert weights as")
+        reads = (f"~{grow:.1f}× the expert weights of" if abs(grow - 1.0) >= 0.05
+                 else "about the same expert weights as")
         what = (f"verifying {tc} token{'s' if tc != 1 else ''} per request per step on {where} reads "
                 f"{reads} {tb} token{'s' if tb != 1 else ''} {at} "
                 f"({vb.experts_touched:.0f} → {vc.experts_touched:.0f} of {m.experts} experts per layer)")
@@ -703,7 +730,8 @@ def speculative_steps(name: str, baseline_value: Any, current_value: Any, ctx: I
                         f"{STEPS} estimate ({base.steps} → {cur.steps} steps), not twice", interval=NO_CHANGE)
     if name == DRAFT and base.on and cur.on and base.topk == cur.topk == 1 and base.steps == cur.steps:
         return Estimate(1.0, HIGH, f"with topk 1 {engine_label(ctx)} forces draft tokens to steps + 1 = "
-                        f"{base.steps + 1}: {show(baseline_value)} → {show(current_value)} has no effect", interval=NO_CHANGE)
+                        f"{base.steps + 1}: {show(baseline_value)} → {show(current_value)} has no effect",
+                        interval=NO_CHANGE)
     if base.on and cur.on and (base.steps, base.topk, base.tokens) == (cur.steps, cur.topk, cur.tokens):
         notes = base.notes + cur.notes
         return Estimate(1.0, LOW if notes else HIGH,
