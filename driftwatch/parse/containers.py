@@ -110,28 +110,31 @@ def string_list(value: Any, where: str, what: str) -> list[str] | None:
     if value is None:
         return None
     if not isinstance(value, list):
-        raise InputError(f"{where}: {what} is {_kind(value)}, not a list of strings")
+        raise InputError(f"{where}: {what} is {value_kind(value)}, not a list of strings")
     out = []
     for i, word in enumerate(value):
         if not isinstance(word, str):
             hint = " (quote it)" if isinstance(word, (int, float)) and not isinstance(word, bool) else ""
-            raise InputError(f"{where}: {what}[{i}] is {_kind(word)}, not a string{hint}: the platform refuses it")
+            raise InputError(f"{where}: {what}[{i}] is {value_kind(word)}, not a string{hint}: the platform refuses it")
         out.append(word)
     return out
 
 
-def _kind(value: Any) -> str:
+def value_kind(value: Any) -> str:
+    """What a YAML/JSON value is, in the words an error names it with ("a mapping", "a list", …)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, (int, float)):
         return "a number"
-    if isinstance(value, dict):
-        return "a mapping"
+    if isinstance(value, str):
+        return "a string"
     if isinstance(value, list):
         return "a list"
-    return "a string" if isinstance(value, str) else type(value).__name__
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a {type(value).__name__}"
 
 
 def gpu_count(value: Any, where: str) -> int | None:

@@ -19,6 +19,7 @@ from ..errors import DriftwatchError, InputError
 from ..facts import model_facts
 from ..facts.gpu import INTERCONNECTS
 from ..fileio import MAX_TEXT_BYTES, loads_json
+from ..parse.containers import value_kind
 from ..parse.environment import parse_environment_file, parse_environment_values
 from ..parse.execstart import ExecStartError, resolve_exec_start
 from ..parse.launcher import Launcher
@@ -429,19 +430,7 @@ class _Fields:
 
     @staticmethod
     def kind(value: Any) -> str:
-        if value is None:
-            return "null"
-        if isinstance(value, bool):
-            return "a boolean"
-        if isinstance(value, (int, float)):
-            return "a number"
-        if isinstance(value, str):
-            return "a string"
-        if isinstance(value, list):
-            return "a list"
-        if isinstance(value, dict):
-            return "a mapping"
-        return f"a {type(value).__name__}"
+        return value_kind(value)
 
     def required_text(self, data: dict, key: str) -> str:
         """`text` of a key that must hold a string (None is refused like any other non-string)."""
