@@ -164,6 +164,7 @@ def test_no_step_reported_is_none():
 # --------------------------------------------------------------------------- intervals (issue 24)
 
 
+@pytest.mark.slow  # runs every calibration case through the models, leave-one-source-out (~6 s)
 def test_models_md_holds_todays_scorecard():
     """The leave-one-source-out scorecard in docs/impact.md is what the models give today (issue 35)."""
     doc = MODELS_MD.read_text(encoding="utf-8")
