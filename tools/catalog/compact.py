@@ -6,7 +6,8 @@ driftwatch/engines/catalog_delta.py), for the catalog and, where the catalog
 names one (vLLM), its ``envs-<VERSION>.json``. Releases come from the
 package's catalog folder (full files, or deltas rebuilt exactly) and from the
 ``--from`` directories, which hold full files as ``python -m tools.catalog
-ENGINE --version X --out DIR`` writes them. Every delta is rebuilt and checked
+ENGINE --version X --out DIR`` writes them (one replaces the folder's copy of
+its release). Every delta is rebuilt and checked
 against the full text (sha256) before anything is written; the folder's
 ``credential-options.json`` is rewritten from all the releases.
 """
@@ -42,7 +43,7 @@ def _from_dir(folder: Path, engine: str, version: str) -> dict:
 
 def collect(engine: str, folder: Path, sources: list[Path]) -> tuple[dict[str, dict], set[str]]:
     """{release: {file name: document}} of every release in the package folder and the sources
-    (the folder's copy wins), and the releases the folder holds as full files."""
+    (a source's file wins: it is a newer dump), and the releases the folder holds as full files."""
     releases: dict[str, dict] = {}
     full = set()
     for path in sorted(folder.iterdir()):
@@ -58,8 +59,8 @@ def collect(engine: str, folder: Path, sources: list[Path]) -> tuple[dict[str, d
     for source in sources:
         for path in sorted(source.glob(f"{engine}-*.json")):
             version = cd.release_of(path.name, engine)
-            if version and not path.name.endswith(cd.DELTA_SUFFIX) and version not in releases:
-                releases[version] = _from_dir(source, engine, version)
+            if version and not path.name.endswith(cd.DELTA_SUFFIX):
+                releases[version] = _from_dir(source, engine, version)  # a fresh dump replaces the shipped one
     return releases, full
 
 
