@@ -85,14 +85,15 @@ def test_round_trip_between_real_releases_keeps_types_and_order():
 def test_a_corrupt_delta_is_refused(tmp_path):
     folder = tmp_path / "catalogs"
     shutil.copytree(Path(str(_folder("sglang"))), folder)
-    plan = compact.compact("sglang", folder, [], keep_full={"0.4.10.post2"})
-    assert plan["0.5.23"] == "0.5.12"
+    releases = ENGINES["sglang"].catalogs.versions
+    plan = compact.compact("sglang", folder, [], keep_full={releases[0]})  # every other release a delta
+    assert plan == {releases[0]: "full", **{v: releases[i] for i, v in enumerate(releases[1:])}}
     assert not (folder / "sglang-0.5.23.json").exists()
-    for version in ("0.5.5", "0.5.12", "0.5.23"):
+    for version in releases:
         text = cd.catalog_text(folder, "sglang", version)
         assert text == ENGINES["sglang"].catalogs.shipped_text(version)
     path = folder / "sglang-0.5.23.delta.json"
     delta = json.loads(path.read_text())
-    delta["files"]["sglang-0.5.23.json"]["patch"]["$dict"]["patch"]["version"] = {"$set": "0.5.24"}
+    delta["files"]["sglang-0.5.23.json"]["patch"]["$dict"].setdefault("patch", {})["version"] = {"$set": "0.5.24"}
     with pytest.raises(cd.DeltaError, match="sha256"):
-        cd.rebuild(delta, cd.read_docs(folder, "sglang", "0.5.12"), check=True)
+        cd.rebuild(delta, cd.read_docs(folder, "sglang", plan["0.5.23"]), check=True)
