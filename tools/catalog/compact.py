@@ -45,22 +45,25 @@ def collect(engine: str, folder: Path, sources: list[Path]) -> tuple[dict[str, d
     """{release: {file name: document}} of every release in the package folder and the sources
     (a source's file wins: it is a newer dump), and the releases the folder holds as full files."""
     releases: dict[str, dict] = {}
-    full = set()
-    for path in sorted(folder.iterdir()):
-        version = cd.release_of(path.name, engine)
-        if version is None or version in releases:
-            continue
-        if path.name == f"{engine}-{version}.json":
-            full.add(version)
-            releases[version] = _from_dir(folder, engine, version)
-        else:
-            catalog = cd.read_docs(folder, engine, version)[f"{engine}-{version}.json"]
-            releases[version] = cd.read_docs(folder, engine, version, tuple(_names(catalog, engine, version)))
-    for source in sources:
+    for source in sources:  # first: a release found here needs nothing of the folder's chain
         for path in sorted(source.glob(f"{engine}-*.json")):
             version = cd.release_of(path.name, engine)
             if version and not path.name.endswith(cd.DELTA_SUFFIX):
                 releases[version] = _from_dir(source, engine, version)  # a fresh dump replaces the shipped one
+    full = set()
+    for path in sorted(folder.iterdir()):
+        version = cd.release_of(path.name, engine)
+        if version is None:
+            continue
+        if path.name == f"{engine}-{version}.json":
+            full.add(version)
+        if version in releases:
+            continue
+        if path.name == f"{engine}-{version}.json":
+            releases[version] = _from_dir(folder, engine, version)
+        else:
+            catalog = cd.read_docs(folder, engine, version)[f"{engine}-{version}.json"]
+            releases[version] = cd.read_docs(folder, engine, version, tuple(_names(catalog, engine, version)))
     return releases, full
 
 

@@ -68,6 +68,19 @@ STUBS = {
     "0.5.12": ["torchvision"],
     "0.5.23": [],
 }
+# Releases between 0.5.12 and 0.5.22 not listed above: sglang/srt/utils/common.py imports
+# torchvision.io at import time (0.5.22 no longer does), and the import needs transformers and
+# xgrammar (pinned as 0.5.18/0.5.20's METADATA pins them: transformers==5.12.1, xgrammar==0.2.1).
+_MID_05 = ((0, 5, 13), (0, 5, 21))
+_MID_05_DEPS = ["transformers==5.12.1", "xgrammar==0.2.1"] + _COMMON_05
+
+
+def _in_mid_05(version: str) -> bool:
+    try:
+        key = tuple(int(x) for x in version.split(".")[:3] if x.isdigit())
+    except ValueError:
+        return False
+    return len(key) == 3 and _MID_05[0] <= key <= _MID_05[1]
 
 # Converters SGLang passes as argparse `type=`, by function name: how to
 # classify them, and a short description appended to type_name.
@@ -87,6 +100,8 @@ CONVERTERS = {
 def extra_deps_for(version: str) -> list[str]:
     if version in EXTRA_DEPS:
         return list(EXTRA_DEPS[version])
+    if _in_mid_05(version):
+        return list(_MID_05_DEPS)
     for prefix, deps in EXTRA_DEPS_BY_PREFIX:
         if version.startswith(prefix):
             return list(deps)
@@ -103,6 +118,8 @@ def install_plan(version: str) -> list[list[str]]:
 
 
 def stubs_for(version: str) -> list[str]:
+    if version not in STUBS and _in_mid_05(version):
+        return ["torchvision"]
     return list(STUBS.get(version, []))
 
 
