@@ -50,6 +50,7 @@ _COMMON_05 = ["fastapi", "sentencepiece", "openai", "partial_json_parser", "dill
 EXTRA_DEPS = {
     "0.4.10.post2": ["transformers==4.57.6", "fastapi", "sentencepiece"],
     "0.5.5": ["transformers==4.57.6"] + _COMMON_05,
+    "0.5.11": ["transformers==5.6.0", "xgrammar==0.1.32"] + _COMMON_05,  # its METADATA's pins
     "0.5.12": ["transformers==5.6.0"] + _COMMON_05,
     "0.5.23": [],
 }
@@ -65,6 +66,7 @@ EXTRA_DEPS_BY_PREFIX = [
 STUBS = {
     "0.4.10.post2": [],
     "0.5.5": [],
+    "0.5.11": ["torchvision"],
     "0.5.12": ["torchvision"],
     "0.5.23": [],
 }
@@ -75,12 +77,13 @@ _MID_05 = ((0, 5, 13), (0, 5, 21))
 _MID_05_DEPS = ["transformers==5.12.1", "xgrammar==0.2.1"] + _COMMON_05
 
 
+def _in_range(version: str, low: tuple[int, ...], high: tuple[int, ...]) -> bool:
+    key = tuple(int(x) for x in version.split(".")[:3] if x.isdigit())
+    return len(key) == 3 and low <= key <= high
+
+
 def _in_mid_05(version: str) -> bool:
-    try:
-        key = tuple(int(x) for x in version.split(".")[:3] if x.isdigit())
-    except ValueError:
-        return False
-    return len(key) == 3 and _MID_05[0] <= key <= _MID_05[1]
+    return _in_range(version, *_MID_05)
 
 # Converters SGLang passes as argparse `type=`, by function name: how to
 # classify them, and a short description appended to type_name.
@@ -118,8 +121,8 @@ def install_plan(version: str) -> list[list[str]]:
 
 
 def stubs_for(version: str) -> list[str]:
-    if version not in STUBS and _in_mid_05(version):
-        return ["torchvision"]
+    if version not in STUBS and (_in_mid_05(version) or _in_range(version, (0, 5, 6), (0, 5, 10))):
+        return ["torchvision"]  # 0.5.11's import needs it already; 0.5.5's does not
     return list(STUBS.get(version, []))
 
 
