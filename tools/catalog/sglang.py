@@ -50,7 +50,8 @@ _COMMON_05 = ["fastapi", "sentencepiece", "openai", "partial_json_parser", "dill
 EXTRA_DEPS = {
     "0.4.10.post2": ["transformers==4.57.6", "fastapi", "sentencepiece"],
     "0.5.5": ["transformers==4.57.6"] + _COMMON_05,
-    "0.5.11": ["transformers==5.6.0", "xgrammar==0.1.32"] + _COMMON_05,  # its METADATA's pins
+    "0.5.10": ["transformers==5.3.0", "xgrammar==0.1.32"] + _COMMON_05,  # its METADATA's pins
+    "0.5.11": ["transformers==5.6.0", "xgrammar==0.1.32"] + _COMMON_05,
     "0.5.12": ["transformers==5.6.0"] + _COMMON_05,
     "0.5.23": [],
 }
