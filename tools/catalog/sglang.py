@@ -50,7 +50,9 @@ _COMMON_05 = ["fastapi", "sentencepiece", "openai", "partial_json_parser", "dill
 EXTRA_DEPS = {
     "0.4.10.post2": ["transformers==4.57.6", "fastapi", "sentencepiece"],
     "0.5.5": ["transformers==4.57.6"] + _COMMON_05,
-    "0.5.10": ["transformers==5.3.0", "xgrammar==0.1.32"] + _COMMON_05,  # its METADATA's pins
+    # 0.5.6 - 0.5.11: the transformers and xgrammar pins of each release's own METADATA
+    **{v: ["transformers==4.57.1", "xgrammar==0.1.27"] + _COMMON_05 for v in ("0.5.6", "0.5.7", "0.5.8", "0.5.9")},
+    "0.5.10": ["transformers==5.3.0", "xgrammar==0.1.32"] + _COMMON_05,
     "0.5.11": ["transformers==5.6.0", "xgrammar==0.1.32"] + _COMMON_05,
     "0.5.12": ["transformers==5.6.0"] + _COMMON_05,
     "0.5.23": [],

@@ -108,7 +108,7 @@ def preprocess(words: list[str], version: str, options: frozenset[str], label: s
                     pre.hoisted_model = True
                     pre.notes.append(f"`--model {model}` is moved to the positional model by {name} (it logs that "
                                      "--model will be removed)")
-            if (at_least(version, "0.20") and len(args) > 1 and args[1].startswith("-")
+            if (at_least(version, "0.17") and len(args) > 1 and args[1].startswith("-")  # 0.17's argparse_utils
                     and not any(re.match(r"^--config(=.+|$)", a) for a in args)
                     and any(re.match(r"^--served[-_]model[-_]name(=.+|$)", a) for a in args)):
                 _crash(pre, f"--served-model-name without a positional model: {name} refuses to start "
@@ -346,7 +346,7 @@ def config_file_args(data: dict, version: str, options: frozenset[str]) -> list[
     the option strings of the parser that reads the file (empty for `vllm serve`: the top-level parser)."""
     out: list[str] = []
     lists = at_least(version, "0.11")
-    dicts = at_least(version, "0.20")
+    dicts = at_least(version, "0.16")  # 0.16's _pull_args_from_config turns mappings into JSON
     negatives = at_least(version, "0.30")
     for key, value in data.items():
         key = str(key)
