@@ -335,7 +335,7 @@ def test_engine_version_exact():
     assert "nearest" not in config.version_reason
 
 
-@pytest.mark.parametrize("requested, used", [("0.5.15", "0.5.12"), ("0.5.99", "0.5.23"), ("0.5.6", "0.5.5"),
+@pytest.mark.parametrize("requested, used", [("0.5.15", "0.5.12"), ("0.5.99", "0.5.23"), ("0.5.5.post3", "0.5.5"),
                                              ("0.5.12.post1", "0.5.12")])
 def test_engine_version_nearest_older(requested, used):
     config = read_engine_config(["--tp", "2"], engine_version=requested)
