@@ -85,10 +85,10 @@ def preprocess(words: list[str], version: str, options: frozenset[str], label: s
     name = f"{label} {version}"
 
     if serve and new_style:
-        if not at_least(version, "0.13"):  # 0.13/0.14's argparse_utils move --model to the positional already
+        if not at_least(version, "0.12"):  # --model moved to the positional from 0.12 (oracles 0.12-0.14)
             if "--model" in args:
                 _crash(pre, f"`vllm serve … --model X`: {name} refuses to start (ValueError: give the model as "
-                       "the positional argument, `vllm serve X`, or in the --config file); 0.13 and later "
+                       "the positional argument, `vllm serve X`, or in the --config file); 0.12 and later "
                        "accept it", flag="--model", key="model")
         else:
             idx = next((i for i, a in enumerate(args) if re.match(r"^--model(=.+|$)", a)), None)
@@ -145,16 +145,16 @@ def preprocess(words: list[str], version: str, options: frozenset[str], label: s
             else:
                 processed.append(_NAME_PART.sub(lambda m: m.group(0).replace("_", "-"), arg, count=1))
             origin.append(from_config)
-        elif arg.startswith("-O") and arg != "-O" and (at_least(version, "0.13") or arg[2] != "."):
+        elif arg.startswith("-O") and arg != "-O" and (at_least(version, "0.12") or arg[2] != "."):
             level = arg[3:] if arg[2] == "=" else arg[2:]
-            if at_least(version, "0.13"):  # -O N is --optimization-level from 0.13's argparse_utils on
+            if at_least(version, "0.12"):  # -O N is --optimization-level from 0.12 on (oracles 0.12-0.14)
                 processed += ["--optimization-level", level]
                 origin += [from_config, from_config]
             else:
                 processed.append(f"-O.level={level}")
                 origin.append(from_config)
         elif arg == "-O" and i + 1 < len(body) and body[i + 1] in {"0", "1", "2", "3"}:
-            processed.append("--optimization-level" if at_least(version, "0.13") else "-O.level")
+            processed.append("--optimization-level" if at_least(version, "0.12") else "-O.level")
             origin.append(from_config)
         else:
             processed.append(arg)
