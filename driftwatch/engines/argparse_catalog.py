@@ -26,6 +26,7 @@ from typing import Any
 from ..errors import CatalogError
 from ..fileio import loads_json
 from ..redact import is_secret_field
+from .catalog_delta import catalog_text, release_of
 from .config import Issue
 from .versions import version_key
 
@@ -464,10 +465,11 @@ class CatalogSet:
     def versions(self) -> tuple[str, ...]:
         """Releases with a catalog (shipped, or in a user directory), oldest first."""
         folder = resources.files(self.package).joinpath("catalogs")
+        shipped = {release_of(p.name, self.engine) for p in folder.iterdir()}  # full or delta (catalog_delta)
         prefix = f"{self.engine}-"
-        names = [p.name for p in folder.iterdir() if p.name.startswith(prefix) and p.name.endswith(".json")]
-        names += [p.name for d in self.extra_dirs for p in d.glob(f"{prefix}*.json")]
-        return tuple(sorted({n[len(prefix):-len(".json")] for n in names}, key=version_key))
+        names = [p.name for d in self.extra_dirs for p in d.glob(f"{prefix}*.json")]
+        found = (shipped - {None}) | {n[len(prefix):-len(".json")] for n in names}
+        return tuple(sorted((v for v in found if v is not None), key=version_key))
 
     @functools.cache
     def load(self, version: str) -> Catalog:
@@ -476,9 +478,12 @@ class CatalogSet:
         extra = self._extra_file(version)
         if extra is not None:
             return load_catalog_text(extra.read_text(encoding="utf-8"), str(extra), self.engine)
+        return load_catalog_text(self.shipped_text(version), f"catalog {self.engine} {version}", self.engine)
+
+    def shipped_text(self, version: str) -> str:
+        """A shipped catalog's full text: the file itself, or rebuilt from its delta (catalog_delta)."""
         # one name per joinpath: Traversable.joinpath takes one before Python 3.11
-        path = resources.files(self.package).joinpath("catalogs").joinpath(f"{self.engine}-{version}.json")
-        return load_catalog_text(path.read_text(encoding="utf-8"), f"catalog {self.engine} {version}", self.engine)
+        return catalog_text(resources.files(self.package).joinpath("catalogs"), self.engine, version)
 
     def nearest(self, requested: str) -> tuple[str, str]:
         """The catalog to use for a requested release, and a sentence saying why."""

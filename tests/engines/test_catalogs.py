@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from driftwatch.engines.argparse_catalog import CREDENTIALS_FILE
+from driftwatch.engines.catalog_delta import catalog_text, release_of
 
 REPO = Path(__file__).resolve().parents[2]
 GEN_PATH = REPO / "tools" / "gen_sglang_catalog.py"
@@ -57,15 +58,14 @@ def _catalog_files():
     )
 
 
-def _version_of(name: str) -> str:
-    m = re.fullmatch(r"sglang-(.+)\.json", name)
-    assert m, f"unexpected catalog file name {name!r}"
-    return m.group(1)
+# full files, or rebuilt from a `.delta.json` (driftwatch/engines/catalog_delta.py)
+CATALOG_TEXTS = {v: catalog_text(_catalog_dir(), "sglang", v)
+                 for p in _catalog_files() if (v := release_of(p.name, "sglang"))}
+CATALOGS = {v: json.loads(text) for v, text in CATALOG_TEXTS.items()}
 
 
-CATALOG_FILES = {_version_of(p.name): p for p in _catalog_files()}
-CATALOGS = {v: json.loads(p.read_text(encoding="utf-8"))
-            for v, p in CATALOG_FILES.items()}
+def test_every_file_is_a_release():
+    assert all(release_of(p.name, "sglang") for p in _catalog_files()), [p.name for p in _catalog_files()]
 VERSIONS = sorted(CATALOGS)
 
 
@@ -134,7 +134,8 @@ def test_top_level_schema(version):
     assert cat["schema"] == "driftwatch.catalog/v1"
     assert cat["engine"] == "sglang"
     assert cat["version"] == version
-    assert cat["generated_by"] == "tools/gen_sglang_catalog.py"
+    # files made before the move to tools/catalog/ name the old script (docs/engines.md)
+    assert cat["generated_by"] in ("tools/gen_sglang_catalog.py", "tools/catalog/sglang.py")
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", cat["generated_at"])
     assert re.fullmatch(r"3\.\d+\.\d+", cat["python"])
     assert isinstance(cat["options"], list) and cat["options"]
@@ -225,7 +226,7 @@ def test_file_is_canonical_json(version):
     """The file is exactly what the generator writes (indent=1, sorted keys),
     so regenerating it gives a byte-identical file except generated_at."""
     gen = _gen()
-    text = CATALOG_FILES[version].read_text(encoding="utf-8")
+    text = CATALOG_TEXTS[version]
     assert gen.render(json.loads(text)) == text
 
 

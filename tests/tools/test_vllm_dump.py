@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from driftwatch.engines import catalog_delta as cd
 from tools.catalog import ENGINES, argparse_dump as ad, cli as catalog_cli, load_engine, oracle, vllm as V
 
 REPO = Path(__file__).resolve().parents[2]
@@ -513,8 +514,15 @@ def test_prepare_venv_layers_base(tmp_path):
 CATALOG_DIR = V.DEFAULT_OUT
 ENV_VAR = "DRIFTWATCH_VLLM_ORACLE"
 ORACLE_ROOT = Path(os.environ.get("DRIFTWATCH_ORACLE_ROOT", "/work/oracles"))
-SHIPPED = {p.name[len("vllm-"):-len(".json")]: p
-           for p in sorted(CATALOG_DIR.glob("vllm-*.json"))}
+# every shipped release, full file or delta (driftwatch/engines/catalog_delta.py)
+SHIPPED = {v: p for p in sorted(CATALOG_DIR.glob("vllm-*.json")) if (v := cd.release_of(p.name, "vllm"))}
+
+
+def _shipped_text(version, name=None):
+    """The exact text of a shipped release's catalog (or of its file `name`), rebuilt if a delta."""
+    catalog = f"vllm-{version}.json"
+    docs = cd.read_docs(CATALOG_DIR, "vllm", version, (name,) if name else ())
+    return cd.render(docs[name or catalog])
 VOLATILE = ("generated_at", "dump_seconds")   # when and how fast, not what
 
 
@@ -554,9 +562,10 @@ def test_shipped_releases():
     # the issue's list; 0.8.2 is the newest release where --speculative-model
     # still parses (0.8.3 removed it)
     assert {"0.8.2", "0.10.0", "0.15.0", "0.20.0", "0.25.0", "0.33.0"} <= set(SHIPPED)
-    for v, path in SHIPPED.items():
-        doc = json.loads(path.read_text())
-        assert (CATALOG_DIR / doc["envs_file"]).exists(), v
+    for v in SHIPPED:
+        doc = json.loads(_shipped_text(v))
+        assert doc["envs_file"] == f"envs-{v}.json"
+        assert json.loads(_shipped_text(v, doc["envs_file"]))["version"] == v
 
 
 @pytest.mark.parametrize("version", sorted(SHIPPED))
@@ -564,7 +573,7 @@ def test_shipped_catalog_matches_oracle(version):
     python, why = _oracle_for(version)
     if python is None:
         pytest.skip(why)
-    text = SHIPPED[version].read_text(encoding="utf-8")
+    text = _shipped_text(version)
     shipped = json.loads(text)
     fresh, files = catalog_cli.generate_files("vllm", python, version,
                                               generated_at=shipped["generated_at"])
@@ -572,5 +581,5 @@ def test_shipped_catalog_matches_oracle(version):
         fresh[k] = shipped[k]
     assert ad.render(fresh) == text, _diff(shipped, fresh)
     assert sorted(files) == [shipped["envs_file"]]
-    envs_text = (CATALOG_DIR / shipped["envs_file"]).read_text(encoding="utf-8")
+    envs_text = _shipped_text(version, shipped["envs_file"])
     assert ad.render(files[shipped["envs_file"]]) == envs_text

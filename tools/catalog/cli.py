@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import json
 import sys
 import time
 from pathlib import Path
@@ -59,13 +60,15 @@ def write_credential_options(engine: str, folder: Path) -> Path:
         CREDENTIALS_FILE,
         credential_options_of,
         load_catalog_text,
-        render_credential_options,
     )
+    from driftwatch.engines.catalog_delta import catalog_text, release_of
     name = load_engine(engine).NAME
-    catalogs = [load_catalog_text(p.read_text(encoding="utf-8"), str(p), name)
-                for p in sorted(folder.glob(f"{name}-*.json"))]
+    releases = sorted({v for p in folder.iterdir() if (v := release_of(p.name, name))})  # full or delta
+    catalogs = [load_catalog_text(catalog_text(folder, name, v), f"{name} {v}", name) for v in releases]
     out = folder / CREDENTIALS_FILE
-    out.write_text(render_credential_options(name, credential_options_of(catalogs)), encoding="utf-8")
+    doc = {"engine": name, "derived_from": "every shipped catalog (tools/catalog)",
+           "options": credential_options_of(catalogs)}
+    out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
     return out
 
 
@@ -107,6 +110,10 @@ def parser(engine: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None, engine: str | None = None) -> int:
     """``engine`` fixed (the gen_sglang_catalog.py wrapper) or the first argument."""
+    args = sys.argv[1:] if argv is None else argv
+    if engine is None and args[:1] == ["compact"]:
+        from tools.catalog import compact
+        return compact.main(args[1:])
     ap = parser(engine)
     a = ap.parse_args(argv)
     engine = engine or a.engine

@@ -50,6 +50,10 @@ _COMMON_05 = ["fastapi", "sentencepiece", "openai", "partial_json_parser", "dill
 EXTRA_DEPS = {
     "0.4.10.post2": ["transformers==4.57.6", "fastapi", "sentencepiece"],
     "0.5.5": ["transformers==4.57.6"] + _COMMON_05,
+    # 0.5.6 - 0.5.11: the transformers and xgrammar pins of each release's own METADATA
+    **{v: ["transformers==4.57.1", "xgrammar==0.1.27"] + _COMMON_05 for v in ("0.5.6", "0.5.7", "0.5.8", "0.5.9")},
+    "0.5.10": ["transformers==5.3.0", "xgrammar==0.1.32"] + _COMMON_05,
+    "0.5.11": ["transformers==5.6.0", "xgrammar==0.1.32"] + _COMMON_05,
     "0.5.12": ["transformers==5.6.0"] + _COMMON_05,
     "0.5.23": [],
 }
@@ -65,9 +69,24 @@ EXTRA_DEPS_BY_PREFIX = [
 STUBS = {
     "0.4.10.post2": [],
     "0.5.5": [],
+    "0.5.11": ["torchvision"],
     "0.5.12": ["torchvision"],
     "0.5.23": [],
 }
+# Releases between 0.5.12 and 0.5.22 not listed above: sglang/srt/utils/common.py imports
+# torchvision.io at import time (0.5.22 no longer does), and the import needs transformers and
+# xgrammar (pinned as 0.5.18/0.5.20's METADATA pins them: transformers==5.12.1, xgrammar==0.2.1).
+_MID_05 = ((0, 5, 13), (0, 5, 21))
+_MID_05_DEPS = ["transformers==5.12.1", "xgrammar==0.2.1"] + _COMMON_05
+
+
+def _in_range(version: str, low: tuple[int, ...], high: tuple[int, ...]) -> bool:
+    key = tuple(int(x) for x in version.split(".")[:3] if x.isdigit())
+    return len(key) == 3 and low <= key <= high
+
+
+def _in_mid_05(version: str) -> bool:
+    return _in_range(version, *_MID_05)
 
 # Converters SGLang passes as argparse `type=`, by function name: how to
 # classify them, and a short description appended to type_name.
@@ -87,6 +106,8 @@ CONVERTERS = {
 def extra_deps_for(version: str) -> list[str]:
     if version in EXTRA_DEPS:
         return list(EXTRA_DEPS[version])
+    if _in_mid_05(version):
+        return list(_MID_05_DEPS)
     for prefix, deps in EXTRA_DEPS_BY_PREFIX:
         if version.startswith(prefix):
             return list(deps)
@@ -103,6 +124,8 @@ def install_plan(version: str) -> list[list[str]]:
 
 
 def stubs_for(version: str) -> list[str]:
+    if version not in STUBS and (_in_mid_05(version) or _in_range(version, (0, 5, 6), (0, 5, 10))):
+        return ["torchvision"]  # 0.5.11's import needs it already; 0.5.5's does not
     return list(STUBS.get(version, []))
 
 

@@ -70,6 +70,7 @@ GPU_ONLY = {
 # no longer imports with them: pin one from the release's time.
 EXTRA_DEPS: dict[str, list[str]] = {
     "0.8.2": ["transformers==4.49.0"],
+    "0.9.0": ["transformers==4.52.4"],  # today's 4.x registers 'aimv2', which 0.9.0 registers too
     "0.10.0": ["transformers==4.53.3"],
     "0.11.0": ["transformers==4.56.2"],
 }

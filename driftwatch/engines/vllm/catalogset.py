@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-from importlib import resources
 from typing import Any
 
 from ..argparse_catalog import _RECORDING, BadValue, Catalog, CatalogSet, OptionSpec, _is_number
@@ -53,9 +52,7 @@ class VLLMCatalogSet(CatalogSet):
     def load(self, version: str) -> Catalog:
         catalog = super().load(version)
         extra = getattr(self, "_extra_file", lambda _v: None)(version)  # a user --catalog-dir
-        source = extra if extra is not None else resources.files(self.package).joinpath(
-            "catalogs").joinpath(f"{self.engine}-{version}.json")
-        raw = json.loads(source.read_text(encoding="utf-8"))
+        raw = json.loads(extra.read_text(encoding="utf-8") if extra is not None else self.shipped_text(version))
         for spec in catalog.options:
             hidden = [o for o in spec.extra.get("hidden_option_strings") or [] if o not in spec.option_strings]
             spec.option_strings = list(spec.option_strings) + hidden

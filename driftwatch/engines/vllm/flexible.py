@@ -85,10 +85,10 @@ def preprocess(words: list[str], version: str, options: frozenset[str], label: s
     name = f"{label} {version}"
 
     if serve and new_style:
-        if not at_least(version, "0.15"):
+        if not at_least(version, "0.12"):  # --model moved to the positional from 0.12 (oracles 0.12-0.14)
             if "--model" in args:
                 _crash(pre, f"`vllm serve … --model X`: {name} refuses to start (ValueError: give the model as "
-                       "the positional argument, `vllm serve X`, or in the --config file); 0.15 and later "
+                       "the positional argument, `vllm serve X`, or in the --config file); 0.12 and later "
                        "accept it", flag="--model", key="model")
         else:
             idx = next((i for i, a in enumerate(args) if re.match(r"^--model(=.+|$)", a)), None)
@@ -108,7 +108,7 @@ def preprocess(words: list[str], version: str, options: frozenset[str], label: s
                     pre.hoisted_model = True
                     pre.notes.append(f"`--model {model}` is moved to the positional model by {name} (it logs that "
                                      "--model will be removed)")
-            if (at_least(version, "0.20") and len(args) > 1 and args[1].startswith("-")
+            if (at_least(version, "0.17") and len(args) > 1 and args[1].startswith("-")  # 0.17's argparse_utils
                     and not any(re.match(r"^--config(=.+|$)", a) for a in args)
                     and any(re.match(r"^--served[-_]model[-_]name(=.+|$)", a) for a in args)):
                 _crash(pre, f"--served-model-name without a positional model: {name} refuses to start "
@@ -145,16 +145,16 @@ def preprocess(words: list[str], version: str, options: frozenset[str], label: s
             else:
                 processed.append(_NAME_PART.sub(lambda m: m.group(0).replace("_", "-"), arg, count=1))
             origin.append(from_config)
-        elif arg.startswith("-O") and arg != "-O" and (at_least(version, "0.15") or arg[2] != "."):
+        elif arg.startswith("-O") and arg != "-O" and (at_least(version, "0.12") or arg[2] != "."):
             level = arg[3:] if arg[2] == "=" else arg[2:]
-            if at_least(version, "0.15"):
+            if at_least(version, "0.12"):  # -O N is --optimization-level from 0.12 on (oracles 0.12-0.14)
                 processed += ["--optimization-level", level]
                 origin += [from_config, from_config]
             else:
                 processed.append(f"-O.level={level}")
                 origin.append(from_config)
         elif arg == "-O" and i + 1 < len(body) and body[i + 1] in {"0", "1", "2", "3"}:
-            processed.append("--optimization-level" if at_least(version, "0.15") else "-O.level")
+            processed.append("--optimization-level" if at_least(version, "0.12") else "-O.level")
             origin.append(from_config)
         else:
             processed.append(arg)
@@ -346,7 +346,7 @@ def config_file_args(data: dict, version: str, options: frozenset[str]) -> list[
     the option strings of the parser that reads the file (empty for `vllm serve`: the top-level parser)."""
     out: list[str] = []
     lists = at_least(version, "0.11")
-    dicts = at_least(version, "0.20")
+    dicts = at_least(version, "0.16")  # 0.16's _pull_args_from_config turns mappings into JSON
     negatives = at_least(version, "0.30")
     for key, value in data.items():
         key = str(key)

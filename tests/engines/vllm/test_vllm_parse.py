@@ -228,8 +228,9 @@ def test_model_option_with_serve_crashes_before_015():
     assert not errors(cfg(["--model", "M"], "0.10.0"))  # the api_server module takes --model
 
 
-def test_served_model_name_without_model_crashes_from_020():
+def test_served_model_name_without_model_crashes_from_017():
     assert errors(cfg(["serve", "--served-model-name", "a"], "0.20.0"))
+    assert errors(cfg(["serve", "--served-model-name", "a"], "0.17.0"))  # vLLM 0.17's argparse_utils raises
     assert not errors(cfg(["serve", "--served-model-name", "a"], "0.15.0"))
 
 
@@ -241,9 +242,10 @@ def test_positional_model_ignored_by_the_module_entry():
 
 def test_release_choice_prefers_a_release_that_parses():
     version, why = VLLM.choose_release([["serve", "M", "--swap-space", "4"]])
-    assert version == "0.15.0", why  # the newest release that still has --swap-space
+    having = [v for v in VLLM.catalogs.versions if "--swap-space" in VLLM.catalogs.load(v).by_option]
+    assert version == having[-1] and "0.15.0" in having and "0.20.0" not in having, why  # newest that has it
     version, _ = VLLM.choose_release([["serve", "M", "--disable-prefix-caching"]])
-    assert version == "0.33.0"
+    assert version == VLLM.catalogs.versions[-1]  # parses in the newest shipped release (0.33.0 on)
 
 
 # ---------------------------------------------------------------- --config FILE
