@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import DriftwatchError
-from .reading import CollectOptions
+from .collect_options import CollectOptions
 from .targets import Target
 
 K = TypeVar("K")

@@ -21,7 +21,7 @@ from ..snapshots.container import choose_container, snapshot_from_container
 from ..snapshots.snapshot import Snapshot
 
 if TYPE_CHECKING:
-    from .reading import CollectOptions
+    from .collect_options import CollectOptions
     from .targets import Target
 
 _DOC_START = re.compile(r"^---(?:[ \t].*)?$")

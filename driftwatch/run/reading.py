@@ -13,31 +13,19 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..collect.interface import CollectOptions as HowToCollect, CollectTarget, Where, collector_for
 from ..engines.files import NO_FILES, EngineFiles
 from ..errors import InputError
+from .collect_options import CollectOptions
 
 if TYPE_CHECKING:
     from ..collect.raw import RawUnit
-    from ..collect.sshoptions import SSHOptions
     from ..snapshots.baseline import Baseline
     from ..snapshots.snapshot import Snapshot
     from .targets import Target
-
-
-@dataclass(frozen=True)
-class CollectOptions:
-    """How live units are read and parsed: SSH settings, the engine configuration files the user
-    gave (--engine-config) and the engine release to read them with."""
-
-    ssh: SSHOptions
-    files: EngineFiles = NO_FILES
-    engine_version: str | None = None
-    warn: Callable[[str], None] | None = field(default=None, compare=False)
 
 
 def read_target(target: Target, collect: CollectOptions) -> Snapshot:

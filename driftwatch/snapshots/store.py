@@ -24,6 +24,7 @@ from .store_records import (
     Seen,
     SnapshotKey,
     SnapshotRecord,
+    Store,
     StoreBase,
     StoredSnapshot,
     baseline_protections,
@@ -87,65 +88,6 @@ class SnapshotStore(StoreBase, metaclass=ABCMeta):
         if cls is not SnapshotStore:
             return super().__new__(cls)
         return open_store(root, on_problem, changes=changes)  # type: ignore[return-value]  # a backend (hook)
-
-
-class Store(Protocol):
-    """What every backend answers (`DatabaseStore`, `FileStore`): the use cases in run/ and the
-    transfer between stores ask a store for nothing else, so either backend serves them."""
-
-    problems: list[str]  # files or rows skipped, one line each (also said through `on_problem`)
-
-    @property
-    def root(self) -> str | os.PathLike | None:
-        """What listings print: the directory, or a database URL without its password."""
-
-    def groups(self, host: str | None = None) -> list[tuple[str, str]]:
-        """The (host, unit) pairs the store holds (of `host`), sorted."""
-
-    def records(self, host: str | None = None, unit: str | None = None) -> list[SnapshotRecord]:
-        """The snapshots (of `host`/`unit`), oldest first per host/unit, unread."""
-
-    def latest(self, host: str | None, unit: str | None) -> SnapshotRecord | None:
-        """The newest snapshot of one host/unit, unread."""
-
-    def read(self, record: SnapshotRecord | str | os.PathLike, engine_version: str | None = None) -> Snapshot:
-        """One snapshot a record (or a listed path) names."""
-
-    def load(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
-             engine_version: str | None = None, previous: bool = False) -> list[StoredSnapshot]:
-        """The readable snapshots of one host/unit, oldest first (from `since`; with `previous`, and
-        the last one before it)."""
-
-    def newest_first(self, host: str | None, unit: str | None,
-                     engine_version: str | None = None) -> Iterable[StoredSnapshot]:
-        """The readable snapshots of one host/unit, newest first, read as they are asked for."""
-
-    def runs(self, host: str | None, unit: str | None) -> list[_dt.datetime]:
-        """When each run of one host/unit was, oldest first."""
-
-    def seen(self, host: str | None, unit: str | None) -> dict[Path, Seen]:
-        """Per snapshot of one host/unit: how often and when last its state was seen."""
-
-    def save(self, snapshot: Snapshot, *, dedupe: bool = True) -> Path:
-        """Save one snapshot; the path that names it."""
-
-    def save_run(self, snapshot: Snapshot, *, dedupe: bool = True) -> SaveResult:
-        """Save one snapshot, or record a run of the newest one when its state is unchanged."""
-
-    def prune(self, keep: int | None = None, older_than: _dt.timedelta | None = None,
-              protected: Iterable[str | os.PathLike | SnapshotKey | BaselineSource] = (), *,
-              host: str | None = None, unit: str | None = None, now: _dt.datetime | None = None,
-              dry_run: bool = False) -> list[SnapshotRecord]:
-        """Delete old snapshots, never the newest of a host/unit nor a `protected` one; the records
-        deleted (or that would be, with `dry_run`)."""
-
-    def first_seen(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
-                   engine_version: str | None = None) -> StoredSnapshot | None:
-        """The oldest snapshot for which `predicate` holds, or None."""
-
-    def since(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
-              engine_version: str | None = None) -> StoredSnapshot | None:
-        """The first snapshot of the unbroken run, ending with the newest, in which `predicate` holds."""
 
 
 @runtime_checkable

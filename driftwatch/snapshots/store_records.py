@@ -8,10 +8,10 @@ import datetime as _dt
 import json
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, cast
+from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
 
 from ..errors import DriftwatchError, InputError
 from ..fileio import read_yaml
@@ -19,7 +19,6 @@ from ..timestamps import format_utc, parse_utc
 
 if TYPE_CHECKING:  # the snapshot module (and the engines under it) only when a snapshot is typed
     from .snapshot import Snapshot
-    from .store import Store
 
 DEFAULT_STORE = "~/.local/state/driftwatch"
 LATEST = "latest.yaml"
@@ -373,3 +372,62 @@ __all__ = ["DEFAULT_STORE", "LATEST", "MAX_PER_SECOND", "RUNS", "BaselineSource"
            "SaveResult", "Seen", "SnapshotKey", "SnapshotRecord", "StoreBase", "StoredSnapshot", "baseline_protections",
            "check_prune_request", "read_yaml_snapshot", "safe_component", "component_name", "snapshot_hash",
            "source_hash", "state_hash"]
+
+
+class Store(Protocol):
+    """What every backend answers (`DatabaseStore`, `FileStore`): the use cases in run/ and the
+    transfer between stores ask a store for nothing else, so either backend serves them."""
+
+    problems: list[str]  # files or rows skipped, one line each (also said through `on_problem`)
+
+    @property
+    def root(self) -> str | os.PathLike | None:
+        """What listings print: the directory, or a database URL without its password."""
+
+    def groups(self, host: str | None = None) -> list[tuple[str, str]]:
+        """The (host, unit) pairs the store holds (of `host`), sorted."""
+
+    def records(self, host: str | None = None, unit: str | None = None) -> list[SnapshotRecord]:
+        """The snapshots (of `host`/`unit`), oldest first per host/unit, unread."""
+
+    def latest(self, host: str | None, unit: str | None) -> SnapshotRecord | None:
+        """The newest snapshot of one host/unit, unread."""
+
+    def read(self, record: SnapshotRecord | str | os.PathLike, engine_version: str | None = None) -> Snapshot:
+        """One snapshot a record (or a listed path) names."""
+
+    def load(self, host: str | None, unit: str | None, since: _dt.datetime | None = None,
+             engine_version: str | None = None, previous: bool = False) -> list[StoredSnapshot]:
+        """The readable snapshots of one host/unit, oldest first (from `since`; with `previous`, and
+        the last one before it)."""
+
+    def newest_first(self, host: str | None, unit: str | None,
+                     engine_version: str | None = None) -> Iterable[StoredSnapshot]:
+        """The readable snapshots of one host/unit, newest first, read as they are asked for."""
+
+    def runs(self, host: str | None, unit: str | None) -> list[_dt.datetime]:
+        """When each run of one host/unit was, oldest first."""
+
+    def seen(self, host: str | None, unit: str | None) -> dict[Path, Seen]:
+        """Per snapshot of one host/unit: how often and when last its state was seen."""
+
+    def save(self, snapshot: Snapshot, *, dedupe: bool = True) -> Path:
+        """Save one snapshot; the path that names it."""
+
+    def save_run(self, snapshot: Snapshot, *, dedupe: bool = True) -> SaveResult:
+        """Save one snapshot, or record a run of the newest one when its state is unchanged."""
+
+    def prune(self, keep: int | None = None, older_than: _dt.timedelta | None = None,
+              protected: Iterable[str | os.PathLike | SnapshotKey | BaselineSource] = (), *,
+              host: str | None = None, unit: str | None = None, now: _dt.datetime | None = None,
+              dry_run: bool = False) -> list[SnapshotRecord]:
+        """Delete old snapshots, never the newest of a host/unit nor a `protected` one; the records
+        deleted (or that would be, with `dry_run`)."""
+
+    def first_seen(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
+                   engine_version: str | None = None) -> StoredSnapshot | None:
+        """The oldest snapshot for which `predicate` holds, or None."""
+
+    def since(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
+              engine_version: str | None = None) -> StoredSnapshot | None:
+        """The first snapshot of the unbroken run, ending with the newest, in which `predicate` holds."""

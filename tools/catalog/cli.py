@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
-import json
 import sys
 import time
 from pathlib import Path
@@ -51,25 +50,6 @@ def generate_files(engine: str, python: str, version: str | None = None,
     for extra in files.values():
         extra["generated_at"] = doc["generated_at"]
     return doc, files
-
-
-def write_credential_options(engine: str, folder: Path) -> Path:
-    """credential-options.json beside the catalogs: the credential flags of every catalog there, so
-    a run reads one small file instead of every release's catalog (tests check it stays true)."""
-    from driftwatch.engines.argparse_catalog import (
-        CREDENTIALS_FILE,
-        credential_options_of,
-        load_catalog_text,
-    )
-    from driftwatch.engines.catalog_delta import catalog_text, release_of
-    name = load_engine(engine).NAME
-    releases = sorted({v for p in folder.iterdir() if (v := release_of(p.name, name))})  # full or delta
-    catalogs = [load_catalog_text(catalog_text(folder, name, v), f"{name} {v}", name) for v in releases]
-    out = folder / CREDENTIALS_FILE
-    doc = {"engine": name, "derived_from": "every shipped catalog (tools/catalog)",
-           "options": credential_options_of(catalogs)}
-    out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
-    return out
 
 
 def base_of(mod):
@@ -139,6 +119,7 @@ def main(argv: list[str] | None = None, engine: str | None = None) -> int:
     path.write_text(render(doc), encoding="utf-8")
     for name, extra in sorted(files.items()):
         (path.parent / name).write_text(render(extra), encoding="utf-8")
+    from tools.catalog.compact import write_credential_options
     write_credential_options(engine, path.parent)
     t2 = time.monotonic()
     print(f"{path}: {doc['counts']['actions']} actions, "

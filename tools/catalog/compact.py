@@ -22,6 +22,25 @@ from driftwatch.engines import catalog_delta as cd
 from tools.catalog import load_engine
 
 
+def write_credential_options(engine: str, folder: Path) -> Path:
+    """credential-options.json beside the catalogs: the credential flags of every catalog there, so
+    a run reads one small file instead of every release's catalog (tests check it stays true)."""
+    from driftwatch.engines.argparse_catalog import (
+        CREDENTIALS_FILE,
+        credential_options_of,
+        load_catalog_text,
+    )
+    from driftwatch.engines.catalog_delta import catalog_text, release_of
+    name = load_engine(engine).NAME
+    releases = sorted({v for p in folder.iterdir() if (v := release_of(p.name, name))})  # full or delta
+    catalogs = [load_catalog_text(catalog_text(folder, name, v), f"{name} {v}", name) for v in releases]
+    out = folder / CREDENTIALS_FILE
+    doc = {"engine": name, "derived_from": "every shipped catalog (tools/catalog)",
+           "options": credential_options_of(catalogs)}
+    out.write_text(json.dumps(doc, indent=1) + "\n", encoding="utf-8")
+    return out
+
+
 def _names(doc: dict, engine: str, version: str) -> list[str]:
     """The files of one release: its catalog and the envs file it names, if any."""
     names = [f"{engine}-{version}.json"]
@@ -121,7 +140,6 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from tools.catalog.cli import write_credential_options
     a = parser().parse_args(argv)
     mod = load_engine(a.engine)
     folder = Path(a.out or mod.DEFAULT_OUT)
