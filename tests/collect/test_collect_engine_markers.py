@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from toy.engine import ToyEngine  # `toy` is the package ToyEngine.package names (tests/engines is on pythonpath)
 
 from driftwatch.collect.commands import build_command, is_engine_argv, parse_journal, parse_output
 from driftwatch.engines import registry
@@ -23,10 +24,6 @@ from driftwatch.errors import DriftwatchError
 from driftwatch.snapshots.reader import EngineReader
 
 ENGINES_DIR = Path(__file__).resolve().parents[1] / "engines"
-if str(ENGINES_DIR) not in sys.path:  # `toy` is the package ToyEngine.package names
-    sys.path.insert(0, str(ENGINES_DIR))
-
-from toy.engine import ToyEngine  # noqa: E402
 
 COLLECT = Path(__file__).resolve().parents[2] / "driftwatch" / "collect"
 

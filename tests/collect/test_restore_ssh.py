@@ -11,7 +11,6 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "restore"))
 from dw_restore import BASELINES, EXAMPLES, dw, no_traceback, on_disk  # noqa: E402
 
 UNIT = "sglang-qwen.service"

@@ -11,13 +11,9 @@ config file's `limit: sglang` narrows only runs over the inventory."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 import pytest
 from click.testing import CliRunner
-
-sys.path.insert(0, os.path.dirname(__file__))
 from dw_sshlab import free_port, plain_unit  # noqa: E402
 from mail_lab import smtp  # noqa: E402,F401 - the fixture
 

@@ -4,10 +4,9 @@ in the comparison, its JSON, its summary and a fleet report (unexplained regress
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
+from cli_helpers import UNIT_70, unit_70  # the shipped 70 tok/s seed unit, edited (tests/cli is on pythonpath)
 
 from driftwatch.findings.compare import compare
 from driftwatch.findings.explained import EXPLAINED, NO_PREDICTION, NOT_EXPLAINED, differing_facts, judge
@@ -16,10 +15,6 @@ from driftwatch.report.markdown import MarkdownFormat
 from driftwatch.report.text import TextFormat
 from driftwatch.run.reading import snapshot_from_unit_file
 from driftwatch.snapshots.baseline import Baseline
-
-if str(Path(__file__).resolve().parents[1] / "cli") not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
-from cli_helpers import UNIT_70, unit_70  # noqa: E402  (the shipped 70 tok/s seed unit, edited)
 
 UNIT = """[Service]
 ExecStart=/opt/sglang/bin/python -m sglang.launch_server --model-path Qwen/Qwen3-8B --tp-size {tp} \

@@ -3,13 +3,9 @@ again (no drift) and loaded by `systemd-analyze verify` (parse only)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))
 from dw_restore import BASELINES, EXAMPLES, SYSTEMD_ANALYZE, dw, laid_over, no_traceback, systemd_accepts  # noqa: E402
 
 UNIT = "sglang-qwen.service"

@@ -4,10 +4,7 @@ validated, launcher secrets masked, no engine change, unit files only with a bas
 from __future__ import annotations
 
 import json
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(__file__))
 from dw_restore import BASELINES, EXAMPLES, SYSTEMD_ANALYZE, dw, laid_over, no_traceback, systemd_accepts  # noqa: E402
 
 UNIT = "sglang-qwen.service"
