@@ -3,6 +3,7 @@ read-outs, and why something is not restored."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 
 from ..findings.compare import Finding
 from ..findings.restore import RestorePlan, dropin_body
@@ -79,10 +80,16 @@ def dropin_text(plan: RestorePlan) -> str:
 
 def shown(plan: RestorePlan, text: str) -> str:
     """`text` with the clear secrets the drop-in copies from the unit masked (what is printed)."""
+    return mask_secrets(text, plan.secrets)
+
+
+def mask_secrets(text: str, secrets: Iterable[str]) -> str:
+    """`text` with each of `secrets` (whole words) replaced by its fingerprint, line by line cleaned
+    for a terminal: the one masking of every restore output (text, JSON, the confirmation diff)."""
     import re
-    for secret in sorted(set(plan.secrets), key=len, reverse=True):
+    for secret in sorted(set(secrets), key=len, reverse=True):
         text = re.sub(r"(?<![\w.-])" + re.escape(secret) + r"(?![\w.-])", fingerprint(secret), text)
-    return clean(text) if "\n" not in text else "\n".join(clean(line) for line in text.split("\n"))
+    return "\n".join(clean(line) for line in text.split("\n"))
 
 
 def where(plan: RestorePlan) -> str:
@@ -152,10 +159,9 @@ def render_plans(docs: list[dict], fmt: str = "text") -> str:
     return "\n".join(out) + "\n"
 
 
-def diff_text(plan: RestorePlan, old: str | None) -> str:
-    """What `--apply` will change on the host, as a unified diff of the drop-in (shown masked)."""
+def diff_text(path: str, new: str, old: str | None) -> str:
+    """What `--apply` will change on the host, as a unified diff of the drop-in (both texts masked)."""
     import difflib
-    new = shown(plan, dropin_text(plan)).splitlines(keepends=True)
-    before = (shown(plan, old) if old else "").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(before, new, f"{plan.path} (now)" if old else "/dev/null",
-                                        f"{plan.path} (restore)"))
+    before = (old or "").splitlines(keepends=True)
+    return "".join(difflib.unified_diff(before, new.splitlines(keepends=True),
+                                        f"{path} (now)" if old is not None else "/dev/null", f"{path} (restore)"))

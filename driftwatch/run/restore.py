@@ -361,15 +361,10 @@ def _refuse(restored: Restored, words: str) -> Restored:
 def _masked(entry: PlannedDropin, text: str) -> str:
     """`text` (the drop-in, or the file now on the host) with every secret masked as compare masks it:
     those the plan copied from the unit, and whatever the text itself holds (a plan file keeps none)."""
-    import re
-
     from ..findings.restore import unit_secrets
-    from ..redact import fingerprint
-    from ..report.wording import clean
+    from ..report.restore import mask_secrets
     secrets = set(entry.secrets) | unit_secrets(entry.dropin, entry.unit) | unit_secrets(text, entry.unit)
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = re.sub(r"(?<![\w.-])" + re.escape(secret) + r"(?![\w.-])", fingerprint(secret), text)
-    return "\n".join(clean(line) for line in text.split("\n"))
+    return mask_secrets(text, secrets)
 
 
 def _apply_entry(entry: PlannedDropin, outputs: ApplyRequest, ctx: RestoreContext,
@@ -421,11 +416,8 @@ def _apply_entry(entry: PlannedDropin, outputs: ApplyRequest, ctx: RestoreContex
 
 
 def _diff(entry: PlannedDropin, old: str | None) -> str:
-    import difflib
-    new = _masked(entry, entry.dropin).splitlines(keepends=True)
-    before = (_masked(entry, old) if old else "").splitlines(keepends=True)
-    return "".join(difflib.unified_diff(before, new, f"{entry.path} (now)" if old else "/dev/null",
-                                        f"{entry.path} (restore)"))
+    from ..report.restore import diff_text
+    return diff_text(entry.path, _masked(entry, entry.dropin), _masked(entry, old) if old else None)
 
 
 def _reread(entry: PlannedDropin, ctx: RestoreContext) -> RawUnit:

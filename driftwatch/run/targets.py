@@ -252,12 +252,6 @@ def with_unit(target: Target, unit: str) -> Target:
 _INVENTORIES: dict[tuple, list] = {}
 
 
-def _inventory(path: str) -> list:
-    """The inventory's hosts, parsed once per run however often they are asked for (a 1 000-host
-    inventory is read to list the targets and again to resolve them); re-read when the file changes."""
-    return list(_parsed(path)[1])
-
-
 def _parsed(path: str) -> tuple[tuple | None, list]:
     """(the file's identity, its hosts: the cached list itself, not to be changed)."""
     from ..collect.inventory import load_inventory
@@ -285,20 +279,6 @@ def _by_name(path: str) -> dict:
         _BY_NAME.clear()
         _BY_NAME[key] = {t.name: t for t in hosts}
     return _BY_NAME[key]
-
-
-def inventory_targets(inventory: str, unit: str | None = None, limit: str | None = None) -> list[tuple[str, str]]:
-    """The (host, unit) pairs the inventory lists (every unit, or `unit`), only the hosts the Ansible
-    host pattern `limit` selects when given."""
-    from ..collect.inventory import select_hosts
-    pairs: list[tuple[str, str]] = []
-    hosts = _inventory(inventory)
-    for target in select_hosts(hosts, limit) if limit else hosts:
-        units = [unit] if unit else list(target.units)
-        if not units:
-            raise InputError(f"{inventory}: host {target.name} lists no units (add units: or pass --unit)")
-        pairs.extend((target.name, u) for u in units)
-    return pairs
 
 
 def one_of(request: TargetRequest, required: bool = True) -> Target | None:
