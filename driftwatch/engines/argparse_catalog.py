@@ -26,7 +26,7 @@ from typing import Any
 from ..errors import CatalogError
 from ..fileio import loads_json
 from ..redact import is_secret_field
-from .catalog_delta import catalog_text, release_of
+from .catalog_delta import catalog_doc, catalog_text, release_of
 from .config import Issue
 from .versions import version_key
 
@@ -133,6 +133,12 @@ def load_catalog_text(text: str, origin: str, engine: str) -> Catalog:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise CatalogError(f"{origin}: not valid JSON ({exc})") from None
+    return load_catalog_doc(data, origin, engine)
+
+
+def load_catalog_doc(data: Any, origin: str, engine: str) -> Catalog:
+    """A catalog from its parsed document (a shipped delta's is rebuilt as a document: never
+    rendered to text and parsed again)."""
     if not isinstance(data, dict) or data.get("schema") != CATALOG_SCHEMA:
         raise CatalogError(f"{origin}: not a {CATALOG_SCHEMA} catalog")
     options = []
@@ -478,7 +484,11 @@ class CatalogSet:
         extra = self._extra_file(version)
         if extra is not None:
             return load_catalog_text(extra.read_text(encoding="utf-8"), str(extra), self.engine)
-        return load_catalog_text(self.shipped_text(version), f"catalog {self.engine} {version}", self.engine)
+        return load_catalog_doc(self.shipped_doc(version), f"catalog {self.engine} {version}", self.engine)
+
+    def shipped_doc(self, version: str) -> dict[str, Any]:
+        """A shipped catalog's document: the file parsed, or rebuilt from its delta (catalog_delta)."""
+        return catalog_doc(resources.files(self.package).joinpath("catalogs"), self.engine, version)
 
     def shipped_text(self, version: str) -> str:
         """A shipped catalog's full text: the file itself, or rebuilt from its delta (catalog_delta)."""

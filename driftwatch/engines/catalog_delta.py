@@ -186,10 +186,23 @@ def rebuild(delta: dict, base_docs: dict[str, Any], check: bool = False) -> dict
     return out
 
 
+_DOCS: dict[tuple[str, str, str, tuple[str, ...]], dict[str, Any]] = {}
+
+
 def read_docs(folder, engine: str, version: str, names: tuple[str, ...] = ()) -> dict[str, Any]:
     """The full documents of `version` in a shipped catalog folder (a Traversable or Path): its
     catalog `<engine>-<version>.json` and the other files `names` (by this release's name), read as
-    they are or rebuilt through the chain of deltas. Raises FileNotFoundError if there is neither."""
+    they are or rebuilt through the chain of deltas. Raises FileNotFoundError if there is neither.
+    Each release is read once per process: loading every release (a run that infers the release)
+    rebuilds each link of a chain once, not once per release above it. The documents are shared:
+    never change them (`apply` builds new ones)."""
+    key = (str(folder), engine, version, names)
+    if key not in _DOCS:
+        _DOCS[key] = _read_docs(folder, engine, version, names)
+    return _DOCS[key]
+
+
+def _read_docs(folder, engine: str, version: str, names: tuple[str, ...]) -> dict[str, Any]:
     catalog = f"{engine}-{version}.json"
     full = folder.joinpath(catalog)
     if full.is_file():
@@ -203,6 +216,11 @@ def read_docs(folder, engine: str, version: str, names: tuple[str, ...] = ()) ->
     base = delta["base"]
     base_names = tuple(base_file_name(n, version, base) for n in delta["files"])
     return rebuild(delta, read_docs(folder, engine, base, base_names))
+
+
+def catalog_doc(folder, engine: str, version: str) -> dict[str, Any]:
+    """`version`'s full catalog document in a shipped folder, full or rebuilt (shared: never change it)."""
+    return read_docs(folder, engine, version)[f"{engine}-{version}.json"]
 
 
 def catalog_text(folder, engine: str, version: str) -> str:

@@ -52,7 +52,7 @@ class VLLMCatalogSet(CatalogSet):
     def load(self, version: str) -> Catalog:
         catalog = super().load(version)
         extra = getattr(self, "_extra_file", lambda _v: None)(version)  # a user --catalog-dir
-        raw = json.loads(extra.read_text(encoding="utf-8") if extra is not None else self.shipped_text(version))
+        raw = json.loads(extra.read_text(encoding="utf-8")) if extra is not None else self.shipped_doc(version)
         for spec in catalog.options:
             hidden = [o for o in spec.extra.get("hidden_option_strings") or [] if o not in spec.option_strings]
             spec.option_strings = list(spec.option_strings) + hidden
