@@ -11,7 +11,12 @@ Used by tests/collect (fixtures in conftest.py) and benchmarks/ssh_fleet.py.
   private /24s, 77 first), and per host a namespace ``dwtest-<id>-<i>`` joined by a veth pair,
   address 10.213.X.(10+i). Traffic goes only to these addresses and to 127.0.0.1.
 - ``Lab.close()`` kills every process it started, by pid (and their children), deletes every
-  namespace, veth and bridge it made; it is registered with ``atexit`` too.
+  namespace, veth and bridge it made; it is registered with ``atexit`` too, and SIGTERM exits
+  through it.
+- ``reap_stale_labs()``: what a lab of a run that died without closing it (SIGKILL, a crash of the
+  interpreter) left behind — its sshd processes, namespaces, veths, bridge and temp dir — removed by
+  the next lab. A lab's temp dir names its owner (pid and start time); a lab whose owner still runs
+  is never touched.
 """
 from __future__ import annotations
 
@@ -178,6 +183,9 @@ class Lab:
         self._closed = False
         self._lock = threading.Lock()
         self._hosts = 0
+        reap_stale_labs(os.path.dirname(self.tmp))
+        with open(os.path.join(self.tmp, OWNER_FILE), "w") as fh:
+            fh.write(f"{os.getpid()} {_start_time(os.getpid())} {self.id}\n")
         atexit.register(self.close)
         _exit_on_sigterm()
 
@@ -335,6 +343,76 @@ class Lab:
         if self.bridge:
             subprocess.run(["ip", "link", "del", self.bridge], capture_output=True)
         shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+OWNER_FILE = "owner"
+
+
+def _start_time(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (with the pid, names one process: pids
+    are reused)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _owner_alive(lab_dir: str) -> tuple[bool, str | None]:
+    """(whether the run that made this lab still runs, the lab's id). A dir without a readable owner
+    file (a lab being created right now, or not ours) counts as alive: it is left alone."""
+    try:
+        with open(os.path.join(lab_dir, OWNER_FILE)) as fh:
+            pid, started, lab_id = fh.read().split()
+        return _start_time(int(pid)) == started, lab_id
+    except (OSError, ValueError):
+        return True, None
+
+
+def reap_stale_labs(tmp_root: str | None = None) -> list[str]:
+    """Remove what labs of dead runs left under ``tmp_root``; returns the ids reaped. Only things
+    named after such a lab are touched: processes whose command line holds its dir, namespaces
+    ``dwtest-<id>-*``, links ``dw<id>a*`` and bridge ``dwb<id>``."""
+    root = tmp_root or tempfile.gettempdir()
+    reaped = []
+    for entry in sorted(os.listdir(root)):
+        lab_dir = os.path.join(root, entry)
+        if not entry.startswith("dwlab-") or not os.path.isdir(lab_dir) or os.path.islink(lab_dir):
+            continue
+        alive, lab_id = _owner_alive(lab_dir)
+        if alive or not lab_id or not lab_id.isalnum():
+            continue
+        for pid in _pids_naming(lab_dir + "/"):
+            for child in _descendants(pid):
+                _kill(child)
+            _kill(pid)
+        names = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
+        for ns in names:
+            if ns.startswith(f"dwtest-{lab_id}-"):
+                subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+        for line in links.splitlines():
+            name = line.split(":", 2)[1].strip().split("@", 1)[0] if line.count(":") >= 2 else ""
+            if name.startswith(f"dw{lab_id}a") or name == f"dwb{lab_id}":
+                subprocess.run(["ip", "link", "del", name], capture_output=True)
+        shutil.rmtree(lab_dir, ignore_errors=True)
+        reaped.append(lab_id)
+    return reaped
+
+
+def _pids_naming(text: str) -> list[int]:
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in cmdline:
+            out.append(int(entry))
+    return out
 
 
 def _kill(pid: int) -> None:
