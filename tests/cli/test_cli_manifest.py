@@ -4,16 +4,16 @@ unit's baseline, standard input, and the one-line errors."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 
 import pytest
 from cli_helpers import BASELINES, EXAMPLES, REPO, assert_one_line_error
+from kube_lab import KUBECTL, KUBECTL_MISSING
 
 MANIFESTS = REPO / "tests" / "fixtures" / "manifests"
 OVERLAY = MANIFESTS / "seed-000" / "overlay-40toks"
 BASE = MANIFESTS / "seed-000" / "base" / "deployment.yaml"
-needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason=KUBECTL_MISSING)
 
 
 def test_show_json_is_the_units_document_plus_the_container(dw):
@@ -178,7 +178,7 @@ def _live_pods(tmp_path, steps: str) -> str:
            "spec": spec, "status": {"phase": "Running"}}
     source = tmp_path / f"pod-{steps}.yaml"
     source.write_text(yaml.safe_dump(pod))
-    done = subprocess.run([shutil.which("kubectl"), "label", "--local", "-f", str(source), "driftwatch-test=1",
+    done = subprocess.run([KUBECTL, "label", "--local", "-f", str(source), "driftwatch-test=1",
                            "-o", "json"], capture_output=True, text=True, timeout=60, check=True)
     out = tmp_path / f"pods-{steps}.json"
     out.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [json.loads(done.stdout)]}))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from kube_lab import KUBECTL, KubeLab, decoded, rendered
+from kube_lab import KUBECTL, KUBECTL_MISSING, KubeLab, decoded, rendered
 
 from driftwatch.collect.inventory import KubernetesSource, load_inventory
 from driftwatch.collect.kube import kubectl_argv, kubectl_get
@@ -23,7 +23,7 @@ from driftwatch.errors import InputError
 
 SEED = Path(__file__).resolve().parents[1] / "fixtures" / "manifests" / "seed-000"
 DW = str(Path(sys.executable).with_name("driftwatch"))
-pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason=KUBECTL_MISSING)
 
 
 def _pod(tmp: Path, name: str, template_from: dict, hash_: str, namespace: str = "inference") -> list[dict]:

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from kube_lab import KUBECTL, KUBECTL_MISSING
 
 from driftwatch.engines.images import table_command
 from driftwatch.errors import DriftwatchError, InputError
@@ -20,7 +21,6 @@ from driftwatch.run.manifest import ManifestRequest, read_manifests, snapshot_fr
 from driftwatch.snapshots.container import choose_container, snapshot_from_container
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "manifests"
-KUBECTL = shutil.which("kubectl")
 
 
 def origin(name: str = "c") -> Origin:
@@ -287,17 +287,18 @@ def test_documents_split_keep_the_files_line_numbers(tmp_path):
 
 
 # --------------------------------------------------------------------- against kubectl's own reading
+ANY_KUBECTL = shutil.which("kubectl")  # decoding a file needs no kustomize: any kubectl will do
 K8S_FIXTURES = ["sglang-k8s-service.yaml", "sglang-k8s-distributed-sts.yaml", "lws-sglang.yaml", "lws-vllm-gpu.yaml",
                 "kserve-vllmserver.yaml", "seed-000/base/deployment.yaml"]
 
 
-@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+@pytest.mark.skipif(ANY_KUBECTL is None, reason="kubectl is not installed")
 @pytest.mark.parametrize("name", K8S_FIXTURES)
 def test_the_objects_kubectl_reads_give_the_same_containers(name):
     """`kubectl label --local -o json` decodes the file with Kubernetes' own YAML reader, offline: the
     containers read from its JSON are the ones read from the YAML here."""
     path = FIXTURES / name
-    done = subprocess.run([KUBECTL, "label", "--local", "-f", str(path), "driftwatch-test=1", "-o", "json"],
+    done = subprocess.run([ANY_KUBECTL, "label", "--local", "-f", str(path), "driftwatch-test=1", "-o", "json"],
                           capture_output=True, text=True, timeout=60, check=True)
     objects, decoder, text, at = [], json.JSONDecoder(), done.stdout, 0
     while text[at:].strip():  # one JSON document per object, one after another
@@ -310,7 +311,7 @@ def test_the_objects_kubectl_reads_give_the_same_containers(name):
     assert [(c.origin.kind, c.origin.name, c.name, c.argv, c.environment(), c.gpus) for c in theirs] == key
 
 
-@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+@pytest.mark.skipif(KUBECTL is None, reason=KUBECTL_MISSING)
 def test_a_kustomize_overlay_is_rendered_by_kubectl():
     snap = snapshot_from_manifests(ManifestRequest((str(FIXTURES / "seed-000" / "overlay-40toks"),), environ={},
                                                    use_podman=False))
