@@ -4,7 +4,9 @@ unit's baseline, standard input, and the one-line errors."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
 
 import pytest
 from cli_helpers import BASELINES, EXAMPLES, REPO, assert_one_line_error
@@ -13,6 +15,7 @@ from kube_lab import KUBECTL, KUBECTL_MISSING
 MANIFESTS = REPO / "tests" / "fixtures" / "manifests"
 OVERLAY = MANIFESTS / "seed-000" / "overlay-40toks"
 BASE = MANIFESTS / "seed-000" / "base" / "deployment.yaml"
+PODMAN_COMPOSE = shutil.which("podman-compose") or shutil.which("podman-compose", path=os.path.dirname(sys.executable))
 needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason=KUBECTL_MISSING)
 
 
@@ -215,3 +218,27 @@ def test_a_malformed_manifest_is_one_line_never_a_crash(dw, tmp_path, text):
     run = dw("show", "--manifest", f)
     assert_one_line_error(run)
     assert "internal error" not in run.stderr
+
+
+@pytest.mark.skipif(PODMAN_COMPOSE is None, reason="podman-compose is not installed (pip install podman-compose)")
+def test_compose_override_merged_by_podman_compose_leaves_no_drift(dw, tmp_path):
+    """The override restore writes, merged over the drifted file by a real Compose implementation
+    (`podman-compose -f compose.yaml -f compose.override.yaml config`), is the baseline's service."""
+    assert dw("baseline", "save", "comp", "--manifest", MANIFESTS / "sglang-compose.yaml",
+              "--baselines-dir", tmp_path).code == 0
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "compose.yaml").write_text((MANIFESTS / "sglang-compose.yaml").read_text().replace(
+        "--port 30000", "--port 30000 --max-running-requests 8 --tp 2"))
+    assert dw("compare", "--baseline", "comp", "--baselines-dir", tmp_path, "--manifest",
+              project / "compose.yaml").code == 1
+    assert dw("restore", "--baseline", "comp", "--baselines-dir", tmp_path, "--manifest", project / "compose.yaml",
+              "--write", tmp_path / "out").code == 1
+    shutil.copy(tmp_path / "out" / "compose.override.yaml", project / "compose.override.yaml")
+    merged = subprocess.run([PODMAN_COMPOSE, "-f", "compose.yaml", "-f", "compose.override.yaml", "config"],
+                            cwd=project, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "HOME": str(tmp_path)})
+    assert merged.returncode == 0, merged.stderr
+    (project / "merged.yaml").write_text(merged.stdout)
+    run = dw("compare", "--baseline", "comp", "--baselines-dir", tmp_path, "--manifest", project / "merged.yaml")
+    assert run.code == 0, run
