@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from ..engines.files import EngineFiles
     from ..report.document import HistoryDoc
     from .fleet import JudgingOptions
-    from .targets import TargetRequest
+    from .targets import Target, TargetRequest
     from .voice import Voice
 
 
@@ -44,10 +44,19 @@ def store_history(request: TargetRequest, query: HistoryQuery, files: EngineFile
     targets = resolve_targets(replace(request, recorded_names=True))
     hosts = list(request.hosts)
     pairs = [] if hosts else [(t.host or "", t.unit or "") for t in targets if t.kind == "ssh"]
-    inventory_run = bool(pairs)
+    # an inventory's containers and workloads (not read with --unit, which names a systemd unit)
+    live = [] if hosts or request.unit else stored_live_pairs(st, targets)
+    inventory_run = not hosts and any(t.kind in ("ssh", "container", "kubernetes") for t in targets)
     _refuse_unknown(st, hosts, request.unit)
-    groups = groups_for(st, hosts, request.unit, pairs) if hosts or inventory_run else groups_for(st, (), request.unit)
+    if hosts:
+        groups = groups_for(st, hosts, request.unit)
+    elif inventory_run:  # the inventory's pairs only, never the whole store
+        groups = groups_for(st, (), request.unit, pairs) if pairs else []
+        groups += [(host, unit) for host, unit, _ in live if (host, unit) not in groups]
+    else:
+        groups = groups_for(st, (), request.unit)
     by_pair = {(t.host, t.unit): t.baseline for t in targets if t.kind == "ssh"}
+    by_pair.update({(host, unit): baseline for host, unit, baseline in live})
     specs: dict[tuple, str | None] = {}
     for host, unit in groups:
         specs[(host, unit)] = by_pair[(host, unit)] if (host, unit) in by_pair else judged_pair(request, host, unit)[0]
@@ -66,6 +75,26 @@ def store_history(request: TargetRequest, query: HistoryQuery, files: EngineFile
         voice.aside(note)
     return history_document(st, groups, since, None, judging, engine_version=query.engine_version,
                             baseline_of=(lambda h, u: cache.get(specs.get((h, u)) or "")) if cache else None)
+
+
+def stored_live_pairs(store: Store, targets: list[Target]) -> list[tuple[str, str, str | None]]:
+    """(host, unit, baseline) of what an inventory's `containers:` and `kubernetes:` entries stored:
+    their names are known only once read (run/live_containers.py), so they are found in the store by
+    the shape of a container's label (`container/NAME/NAME` for a container on a host, any other
+    label with a `/` for a workload or Pod); a systemd unit's name never holds a `/`."""
+    out: list[tuple[str, str, str | None]] = []
+    for target in targets:
+        if target.kind not in ("container", "kubernetes"):
+            continue
+        host = target.host or ""
+        for _, unit in store.groups(safe_component(host, "local")):
+            if target.kind == "container":
+                wanted = unit.startswith(f"container/{target.unit}/") if target.unit else unit.startswith("container/")
+            else:
+                wanted = "/" in unit and not unit.startswith("container/")
+            if wanted and (host, unit) not in [(h, u) for h, u, _ in out]:
+                out.append((host, unit, target.baseline))
+    return out
 
 
 def _override_note(request: TargetRequest, groups: list[tuple[str, str]]) -> str | None:

@@ -145,6 +145,17 @@ def test_report_compares_template_with_baseline_and_each_pod_with_its_template(k
     kept = [u for u in json.loads(history.stdout)["units"] if u["host"] == "prod-k8s"]
     # (the batched history names a unit by its store key, `inference%2FPod%2F…`: reported, store_sql.py's)
     assert len(kept) == 4 and all(u["snapshots"] >= 1 for u in kept)
+    # inventory-wide: the entry's workloads and Pods, as stored, each against the entry's baseline
+    whole = _run("history", "--inventory", inventory, "--store", str(tmp_path / "store"), "--baselines-dir",
+                 str(tmp_path / "b"), "--format", "json", tmp_path=tmp_path)
+    assert whole.returncode == 0, whole.stderr
+    units = {u["unit"]: u for u in json.loads(whole.stdout)["units"]}
+    assert sorted(units) == sorted(by_unit) and all(u["host"] == "prod-k8s" for u in units.values())
+    assert [(f["baseline"], f["current"]) for f in units["inference/Deployment/sglang-qwen/sglang"]["findings"]
+            if f["key"] == "speculative_num_steps"] == [(3, 1)]
+    # (in a history every unit of the entry is judged against the entry's baseline, a Pod included)
+    assert not [f for f in units["inference/Pod/sglang-qwen-5d8f7c9b4-old01/sglang"]["findings"]
+                if f["key"] == "speculative_num_steps"]
 
 
 def test_kubectl_refusing_is_one_line_per_entry_and_limit_narrows(kube, tmp_path):
