@@ -104,20 +104,21 @@ def _kept_batch(store: Store, groups: list[tuple[str | None, str | None]], since
         return {}  # each unit is asked again on its own, and named if it cannot be read
 
 
-def _batched_entry(batch: dict, where: tuple[str, str]) -> dict | None:
-    """A unit's history from the batch, when all the pairs it shows were kept; else None (the unit
-    is asked on its own: a pair never kept is computed there and kept)."""
+def _batched_entry(batch: dict, where: tuple[str, str], names: tuple[str, str]) -> dict | None:
+    """A unit's history from the batch (keyed by store names, `where`), when all the pairs it shows
+    were kept; else None (the unit is asked on its own: a pair never kept is computed there and
+    kept). The entry is named by the host and unit themselves (`names`), never their store keys."""
     if not batch:
         return None
     got = batch["units"].get(where)
     if got is None:  # no snapshot of it: listed with zero snapshots
-        return _kept_entry(where[0], where[1], [], {}, 0, None, None, 0, None)
+        return _kept_entry(names[0], names[1], [], {}, 0, None, None, 0, None)
     pairs = got.pairs()
     if pairs is None:
         return None
     newest = got.rows[-1]
     last_run = newest.at if got.last_run is None else max(newest.at, got.last_run)
-    return _kept_entry(where[0], where[1], pairs, got.stats, got.count, got.first, newest, got.count + got.runs,
+    return _kept_entry(names[0], names[1], pairs, got.stats, got.count, got.first, newest, got.count + got.runs,
                        last_run)
 
 
@@ -209,7 +210,7 @@ def history_document(store: Store, groups: Iterable[tuple[str | None, str | None
         seen.add(where)
         try:
             findings, base = findings_of(host, unit)
-            entry = _batched_entry(batch, where)
+            entry = _batched_entry(batch, where, (host, unit))
             units.append(entry if entry is not None else unit_history(store, host, unit, since, findings,
                                                                        engine_version))
             if baseline_of is not None:

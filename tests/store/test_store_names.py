@@ -76,3 +76,22 @@ def test_plain_names_keep_their_old_store_names_and_every_name_comes_back():
         assert "/" not in c and c not in (".", "..") and len(c) <= 128
     long = safe_component("x/" * 100)
     assert len(long) == 117 and safe_component(component_name(long)) == long
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_history_names_a_unit_by_its_name_not_its_store_key(kind, request, tmp_path):
+    """The batched history of a database store named escaped units by their store key
+    (`inference%2FPod%2F…`); it names them as they were recorded."""
+    location = str(tmp_path / "db") if kind == "sqlite" else request.getfixturevalue("pg_url")
+    store = SnapshotStore(location)
+    names = [("k8s/prod", "inference/Pod/sg-1/sglang"), ("k8s/prod", "plain.service")]
+    for host, unit in names:
+        store.save(snap(host=host, unit=unit, at=at(1)))
+        store.save(snap(2, host=host, unit=unit, at=at(2)))
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("DRIFTWATCH_")}
+    for asked in (["k8s/prod"], []):
+        r = run_in_process("history", *asked, "--store", location, "--format", "json", env=env)
+        assert r.returncode == 0, r.stderr
+        units = json.loads(r.stdout)["units"]
+        assert sorted((u["host"], u["unit"]) for u in units) == sorted(names), units
+        assert all(u["changes"] for u in units)
