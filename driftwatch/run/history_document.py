@@ -210,7 +210,7 @@ def history_document(store: Store, groups: Iterable[tuple[str | None, str | None
         seen.add(where)
         try:
             findings, base = findings_of(host, unit)
-            entry = _batched_entry(batch, where, (host, unit))
+            entry = _batched_entry(batch, where, (host or "local", unit or "unit"))
             units.append(entry if entry is not None else unit_history(store, host, unit, since, findings,
                                                                        engine_version))
             if baseline_of is not None:
