@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from ..errors import DriftwatchError, InputError
 from ..fileio import read_yaml
@@ -287,31 +287,6 @@ class StoreBase:
             return record.read(engine_version)
         return read_yaml_snapshot(record, engine_version)
 
-    # ------------------------------------------------------------------ history
-
-    def _as_store(self) -> Store:
-        """This backend as the `Store` it is: every subclass supplies `load` (store.py holds each to it)."""
-        return cast("Store", self)
-
-    def first_seen(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
-                   engine_version: str | None = None) -> StoredSnapshot | None:
-        """The oldest snapshot for which `predicate` holds, or None."""
-        for stored in self._as_store().load(host, unit, engine_version=engine_version):
-            if predicate(stored.snapshot):
-                return stored
-        return None
-
-    def since(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
-              engine_version: str | None = None) -> StoredSnapshot | None:
-        """The first snapshot of the unbroken run, ending with the newest snapshot, in which
-        `predicate` holds; None when it does not hold for the newest."""
-        start = None
-        for stored in reversed(self._as_store().load(host, unit, engine_version=engine_version)):
-            if not predicate(stored.snapshot):
-                break
-            start = stored
-        return start
-
 
 def since_window(records: list, since: _dt.datetime) -> list:
     """The records (oldest first) a change since `since` is read from: from the last one before the cut
@@ -424,10 +399,3 @@ class Store(Protocol):
         """Delete old snapshots, never the newest of a host/unit nor a `protected` one; the records
         deleted (or that would be, with `dry_run`)."""
 
-    def first_seen(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
-                   engine_version: str | None = None) -> StoredSnapshot | None:
-        """The oldest snapshot for which `predicate` holds, or None."""
-
-    def since(self, host: str | None, unit: str | None, predicate: Callable[[Snapshot], bool],
-              engine_version: str | None = None) -> StoredSnapshot | None:
-        """The first snapshot of the unbroken run, ending with the newest, in which `predicate` holds."""

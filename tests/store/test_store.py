@@ -268,15 +268,6 @@ def history_store(tmp_path) -> tuple[SnapshotStore, list[Path]]:
     return store, [store.save(snap(u, at=f"2026-11-2{i}T03:00:00Z"), dedupe=False) for i, u in enumerate(units)]
 
 
-def test_first_seen_and_since(tmp_path):
-    store, paths = history_store(tmp_path)
-    one_step = lambda s: steps(s) == 1  # noqa: E731
-    assert store.first_seen("ct129", UNIT, one_step).path == paths[1]  # first appeared
-    assert store.since("ct129", UNIT, one_step).path == paths[3]  # present without a break since
-    assert store.since("ct129", UNIT, lambda s: steps(s) == 3) is None  # not in the newest
-    assert store.first_seen("ct129", UNIT, lambda s: False) is None
-
-
 def test_history_skips_a_corrupt_snapshot(tmp_path):
     store, paths = history_store(tmp_path)
     paths[2].write_text("schema: driftwatch.snapshot/v1\nexec_start: [\n")
