@@ -17,6 +17,7 @@ from .base import LOW, Estimate, ImpactContext, Model
 from .capacity import kv_capacity
 from .combine import combine
 from .concurrency import concurrency_cap
+from .dp_attention import dp_attention
 from .environment import environment
 from .expected_tokens import alpha_from_accept_length, expected_tokens, step_cost
 from .features import feature_toggle
@@ -69,6 +70,7 @@ MODELS: dict[str, Model] = {name: _never_raises(name, fn) for name, fn in {
     "concurrency_cap": concurrency_cap,
     "kv_capacity": kv_capacity,
     "parallelism": parallelism,
+    "dp_attention": dp_attention,
     "kernel_choice": kernel_choice,
     "feature_toggle": feature_toggle,
     "model_change": model_change,
