@@ -118,10 +118,11 @@ def _value(ctx: ImpactContext, side: str, concept: str, name: str, given: Any) -
 
 
 def attention_groups(ctx: ImpactContext, side: str, name: str = "", given: Any = None) -> int | None:
-    """Attention-DP groups on one side: `--attn-dp-size` when set, else the DP size when DP attention is on
-    (SGLang turns it off at DP size 1), else 1; None when a setting it rests on is unknown."""
+    """Attention-DP groups on one side: `--attn-dp-size` when above 1, else the DP size when DP attention is on
+    (SGLang 0.5.23 reads `--enable-dp-attention --dp N` as `--attn-dp-size N`; it turns DP attention off at DP
+    size 1), else 1; None when a setting it rests on is unknown."""
     groups = as_int(_value(ctx, side, ATTENTION_DATA, name, given))
-    if groups is not None and groups >= 1:
+    if groups is not None and groups > 1:  # 1 is 0.5.23's default: the deprecated switch may still set it
         return groups
     raw = _value(ctx, side, DP_ATTENTION, name, given)
     on = as_bool(raw)
@@ -247,13 +248,16 @@ def dpa_step(m: Any, hw: roofline.Hardware, batch: int, groups: int, knobs: Knob
             + knobs.sync_ms * 1e-3)
 
 
-def _max_share(touched: float, gpus: int, imbalance: float) -> float:
-    """Expected touched experts on the busiest of `gpus` GPUs (each owns 1/gpus of the experts)."""
+def _max_share(touched: float, gpus: int, imbalance: float, experts: int) -> float:
+    """Expected touched experts on the busiest of `gpus` GPUs, each owning 1/gpus of the `experts` (the
+    hypergeometric split's spread: no imbalance once every expert is touched)."""
     if gpus <= 1:
         return touched
     z = _MAX_Z.get(gpus) or math.sqrt(2.0 * math.log(gpus))
     mean = touched / gpus
-    return min(touched, mean + imbalance * z * math.sqrt(touched * (1.0 / gpus) * (1.0 - 1.0 / gpus)))
+    finite = max(0.0, (experts - touched) / (experts - 1)) if experts > 1 else 0.0
+    spread = math.sqrt(touched * (1.0 / gpus) * (1.0 - 1.0 / gpus) * finite)
+    return min(touched, mean + imbalance * z * spread)
 
 
 def ep_step(m: Any, hw: roofline.Hardware, batch: int, ep: int, knobs: Knobs, params: dict) -> float:
@@ -263,7 +267,7 @@ def ep_step(m: Any, hw: roofline.Hardware, batch: int, ep: int, knobs: Knobs, pa
     if ep <= 1 or not st.experts_touched or not st.expert_bytes:
         return st.total
     bw = _bandwidth(st) or 1.0
-    share = _max_share(st.experts_touched, ep, knobs.imbalance) / st.experts_touched
+    share = _max_share(st.experts_touched, ep, knobs.imbalance, m.experts or 0) / st.experts_touched
     expert_bytes = st.expert_bytes * hw.tp * share  # the busiest GPU's whole experts
     weights = st.weights + (expert_bytes - st.expert_bytes) / bw
     return max(weights, st.compute) + st.kv + st.state + st.allreduce + st.overhead + st.eager
@@ -414,7 +418,7 @@ def _experts(name: str, baseline_value: Any, current_value: Any, ctx: ImpactCont
     wide = max(e_b, e_c)
     lead = (f"{change}: experts spread over {e_b} → {e_c} GPU{'s' if e_c > 1 else ''} on "
             f"{roofline.hardware_words(m, hw)}; at batch {b_c} a MoE layer touches ~{touched:.0f} experts, the "
-            f"busiest of {wide} GPUs holds ~{_max_share(touched, wide, 1.0):.1f} of them where the tensor split "
+            f"busiest of {wide} GPUs holds ~{_max_share(touched, wide, 1.0, m.experts or 0):.1f} of them where the tensor split "
             f"gives each {touched / max(1, hw.tp):.1f} experts' worth")
     return _answer(lead, point, values, cal.KERNEL_SWITCH_SPREAD, c, None, False, dim,
                    "the kernel term (fewer, larger expert GEMMs) is the public spread of kernel switches")
