@@ -74,7 +74,7 @@ def test_dp_size_one_is_a_no_op():
     """SGLang turns --enable-dp-attention off when the DP size is 1 (server_args._handle_data_parallelism)."""
     base = {"parallel.tensor": 8, DPA: False}
     e = model(DPA, False, True, ctx(base, {"parallel.tensor": 8, DPA: True}, MLA, "H200x8", 1000), {})
-    assert e.throughput_ratio == 1.0 and e.interval[0] < 1.0 < e.interval[1] and "turns DP attention off" in e.detail
+    assert e.interval is not None and e.throughput_ratio == 1.0 and e.interval[0] < 1.0 < e.interval[1] and "turns DP attention off" in e.detail
     assert math.log(e.interval[1]) < cal.KERNEL_SWITCH_SPREAD  # narrower than an unknown switch
 
 
@@ -84,10 +84,10 @@ def test_the_change_is_counted_once_across_its_settings():
     c = ctx(base, cur, MLA, "H200x8", 512)
     dp = model(DP, 1, 8, c, {})
     assert dp.throughput_ratio == 1.0 and "priced in the parallel.dp_attention finding" in dp.detail
-    assert model(DPA, False, True, c, {}).throughput_ratio > 1.0
+    assert (model(DPA, False, True, c, {}).throughput_ratio or 0) > 1.0
     # DP attention on both sides, only the DP size differs: that finding carries it
     on = ctx({"parallel.tensor": 8, DP: 2, DPA: True}, {"parallel.tensor": 8, DP: 8, DPA: True}, MLA, "H200x8", 512)
-    assert model(DP, 2, 8, on, {}).throughput_ratio > 1.0
+    assert (model(DP, 2, 8, on, {}).throughput_ratio or 0) > 1.0
     # 0.5.23's --attn-dp-size is read as the groups
     assert attention_groups(ctx({}, {ATTN: 4, DPA: False}), "current") == 4
     assert attention_groups(ctx({}, {ATTN: 1, DPA: True, DP: 8}), "current") == 8
