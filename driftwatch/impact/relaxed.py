@@ -53,7 +53,7 @@ SYNTHETIC = "speculative.synthetic_accept_length"
 CONCEPTS = (SINGLE_T, ACC_T, METHOD, TYPICAL_T, TYPICAL_A, SYNTHETIC)
 
 # Metrics that state the workload's sampling temperature (--baseline-metric/--current-metric temperature=0.6).
-TEMPERATURE_KEYS = ("temperature", "sampling_temperature")
+TEMPERATURE_KEYS = ("temperature",)
 
 # --- constants of this model (docs/impact.md "Relaxed acceptance"); none fitted: no public before/after run
 # of these settings states enough facts to fit on (the searches are listed in the docs).
@@ -162,9 +162,9 @@ def _dim(ctx: ImpactContext) -> str:
     return SINGLE if concurrency_of(ctx) <= 1 else AGGREGATE
 
 
-QUALITY = ("the outputs no longer follow the target model's distribution exactly: drafted tokens the exact "
-           "rule would have resampled are kept (a quality change, not only a speed change; check the "
-           "workload's accuracy, not only its tok/s)")
+QUALITY = ("the outputs no longer follow the target model's distribution exactly (drafted tokens the exact rule "
+           "would have resampled are kept): a quality change, not only a speed change — check the workload's "
+           "accuracy, not only its tok/s")
 
 
 def relaxed_acceptance(name: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
