@@ -228,9 +228,18 @@ def _direction_words(rb: Rule, rc: Rule) -> tuple[bool, bool]:
     return False, False
 
 
-def _a0_range(ctx: ImpactContext, sp: SpecSide, rules: tuple[Rule, Rule]) -> tuple[tuple[float, float], str] | str:
-    """The exact rule's per-position acceptance (tree-widened) as a range, and where it came from; a reason
-    when there is none."""
+@dataclass(frozen=True)
+class Known:
+    """What is known of α: `cases`, each (α measured on `side` or None, the exact rule's α0 lo, hi), all
+    tree-widened chain acceptances; and where it came from in words."""
+
+    cases: tuple[tuple[float | None, float, float], ...]
+    side: str | None
+    source: str
+
+
+def _known_alpha(ctx: ImpactContext, sp: SpecSide, rules: tuple[Rule, Rule]) -> Known | str:
+    """α as the measurement (or the drafter family's range) bounds it; a reason when nothing does."""
     measured = {s: measured_accept_length(ctx, s) for s in ("baseline", "current")}
     if "steps unset" in " ".join(sp.notes):
         return "the number of draft steps is unknown (unset in the unit), so neither E(k) nor α is bounded"
@@ -239,27 +248,50 @@ def _a0_range(ctx: ImpactContext, sp: SpecSide, rules: tuple[Rule, Rule]) -> tup
         if m is None or rule.kind == "synthetic":
             continue
         e_max = float(sp.steps + 1)
-        m = min(m, e_max)
         spread = cal.MEASURED_ACCEPT_SPREAD
-        lo_m = alpha_from_accept_length(max(1.0, m * (1 - spread)), sp.steps)
-        hi_m = alpha_from_accept_length(min(e_max, m * (1 + spread)), sp.steps)
-        if rule.kind == "threshold":  # measured α = f-average; the exact α₀ ∈ [α·t, α·max(1, t_acc)]
-            if rule.single <= 0.0:
-                return f"the {s} side accepts every drafted token (threshold_single {rule.single:g}): its accept " \
-                       "length says nothing of the drafter; measure it on the other side"
-            lo, hi = lo_m * min(1.0, rule.t), min(1.0, hi_m * max(1.0, rule.acc))
-        elif rule.kind == "typical":  # it may accept more (any amount) or up to TYPICAL_LOSS less than exact
-            lo = min(alpha_range(ctx, s, sp, lo_m)[0], lo_m)
-            hi = min(1.0, hi_m * math.exp(TYPICAL_LOSS))
-        else:
-            lo, hi = lo_m, hi_m
-        return (lo, hi), f"accept length {measured[s]:g} measured on the {s} side at {sp.steps} steps"
+        window = [min(e_max, max(1.0, min(m, e_max) * f)) for f in (1 - spread, 1.0, 1 + spread)]
+        cases = []
+        for length in window:
+            a = alpha_from_accept_length(length, sp.steps)
+            if rule.kind == "threshold":  # a = E f(q) with α0 ≤ ... : α0 ∈ [a·t, a·max(1, t_acc)]
+                if rule.single <= 0.0:
+                    return (f"the {s} side accepts every drafted token (threshold_single {rule.single:g}): its "
+                            "accept length says nothing of the drafter; measure it on the other side")
+                lo, hi = a * min(1.0, rule.t), min(1.0, a * max(1.0, rule.acc))
+            elif rule.kind == "typical":  # typical may accept any amount more, or up to TYPICAL_LOSS less
+                lo, hi = min(alpha_range(ctx, s, sp, a)[0], a), min(1.0, a * math.exp(TYPICAL_LOSS))
+            else:
+                lo = hi = a
+            cases.append((a, lo, hi))
+        return Known(tuple(cases), s, f"accept length {m:g} measured on the {s} side at {sp.steps} steps")
     point = _prior_alpha(ctx, "current", sp)
     if not 0.0 <= point <= 1.0:
         return f"no accept length measured and no acceptance prior for {sp.algorithm}"
     lo, hi = alpha_range(ctx, "current", sp, point)
-    return (_widen(lo, sp.topk, cal.TREE_EXPONENT), _widen(hi, sp.topk, cal.TREE_EXPONENT)), \
-        f"no accept length measured: the {sp.algorithm} family's α range {lo:.2f}–{hi:.2f}"
+    return Known(((None, _widen(lo, sp.topk, cal.TREE_EXPONENT), _widen(hi, sp.topk, cal.TREE_EXPONENT)),), None,
+                 f"no accept length measured: the {sp.algorithm} family's α range {lo:.2f}–{hi:.2f} at "
+                 f"{sp.steps} draft steps")
+
+
+def _bounds(known: Known, rules: tuple[Rule, Rule], k: int) -> tuple[float, float]:
+    """The smallest and largest ratio over every α0 the knowledge allows: the measured side yields what was
+    measured, the other side what its rule allows at that α0."""
+    rb, rc = rules
+    syn = {"baseline": rb.synthetic if rb.kind == "synthetic" else None,
+           "current": rc.synthetic if rc.kind == "synthetic" else None}
+    lows, highs = [], []
+    for a_m, a_lo, a_hi in known.cases:
+        for i in range(ALPHA_GRID + 1):
+            a0 = a_lo + (a_hi - a_lo) * i / ALPHA_GRID
+
+            def y(side: str, rule: Rule, end: str, a0: float = a0, a_m: float | None = a_m) -> float:
+                if side == known.side and a_m is not None:
+                    return expected_tokens(a_m, k)
+                return _yield(rule, a0, k, end, syn[side])
+
+            lows.append(y("current", rc, "lo") / y("baseline", rb, "hi"))
+            highs.append(y("current", rc, "hi") / y("baseline", rb, "lo"))
+    return min(lows), max(highs)
 
 
 def _yield(rule: Rule, a: float, k: int, end: str, synthetic_e: float | None) -> float:
@@ -291,19 +323,13 @@ def _estimate(ctx: ImpactContext, sp: SpecSide, rules: tuple[Rule, Rule], dim: s
         return Estimate(ratio, MEDIUM, f"{what}: measured accept lengths {both[0]:g} → {both[1]:g} tokens per step "
                         f"at the same step cost ⇒ ×{ratio:.2f}. {_quality(rb, rc)}", dim,
                         (ratio * (1 - spread) / (1 + spread), ratio * (1 + spread) / (1 - spread)))
-    a0 = _a0_range(ctx, sp, rules)
-    if isinstance(a0, str):
-        return unknown_estimate(f"{what}: {a0}; the ratio is the change of accept length at the same step cost, "
+    known = _known_alpha(ctx, sp, rules)
+    if isinstance(known, str):
+        return unknown_estimate(f"{what}: {known}; the ratio is the change of accept length at the same step cost, "
                                 "so measure the accept length before and after (--baseline-metric/--current-metric "
                                 "accept_length=…)", dim)
-    (a_lo, a_hi), source = a0
-    k = sp.steps
-    grid = [a_lo + (a_hi - a_lo) * i / ALPHA_GRID for i in range(ALPHA_GRID + 1)]
-    syn_b = rb.synthetic if rb.kind == "synthetic" else None
-    syn_c = rc.synthetic if rc.kind == "synthetic" else None
-    lows = [_yield(rc, a, k, "lo", syn_c) / _yield(rb, a, k, "hi", syn_b) for a in grid]
-    highs = [_yield(rc, a, k, "hi", syn_c) / _yield(rb, a, k, "lo", syn_b) for a in grid]
-    lo, hi = min(lows), max(highs)
+    source, k = known.source, sp.steps
+    lo, hi = _bounds(known, rules, k)
     never_slower, never_faster = _direction_words(rb, rc)
     if never_slower:
         lo = 1.0
