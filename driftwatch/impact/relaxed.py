@@ -183,7 +183,11 @@ def relaxed_acceptance(name: str, baseline_value: Any, current_value: Any, ctx: 
     for s in ("baseline", "current"):
         sp = read_side(ctx, s, name, None)
         if isinstance(sp, str):
-            return unknown_estimate(sp, dim)
+            both = _both_measured(ctx, f"acceptance {_rule_words(rb)} → {_rule_words(rc)}", (rb, rc), dim)
+            return both or unknown_estimate(f"{sp}: the drafter, hence its acceptance, is unknown; the ratio is the "
+                                            "change of accept length at the same step cost, so measure the accept "
+                                            "length before and after (--baseline-metric/--current-metric "
+                                            "accept_length=…)", dim)
         sides.append(sp)
     base, cur = sides
     if not base.on and not cur.on:
@@ -316,13 +320,9 @@ def _estimate(ctx: ImpactContext, sp: SpecSide, rules: tuple[Rule, Rule], dim: s
     if any(r.kind == "synthetic" and r.synthetic is None for r in rules):
         return unknown_estimate(f"{what}: synthetic acceptance without a synthetic_acceptance_length driftwatch "
                                 "can read; measure the accept length on both sides", dim)
-    both = [measured_accept_length(ctx, s) for s in ("baseline", "current")]
-    if both[0] is not None and both[1] is not None and "synthetic" not in (rb.kind, rc.kind):
-        ratio = both[1] / both[0]
-        spread = cal.MEASURED_ACCEPT_SPREAD
-        return Estimate(ratio, MEDIUM, f"{what}: measured accept lengths {both[0]:g} → {both[1]:g} tokens per step "
-                        f"at the same step cost ⇒ ×{ratio:.2f}. {_quality(rb, rc)}", dim,
-                        (ratio * (1 - spread) / (1 + spread), ratio * (1 + spread) / (1 - spread)))
+    both = _both_measured(ctx, what, rules, dim)
+    if both is not None:
+        return both
     known = _known_alpha(ctx, sp, rules)
     if isinstance(known, str):
         return unknown_estimate(f"{what}: {known}; the ratio is the change of accept length at the same step cost, "
@@ -357,6 +357,18 @@ def _estimate(ctx: ImpactContext, sp: SpecSide, rules: tuple[Rule, Rule], dim: s
     detail = (f"{what}: {why}, at the same step cost (the same tokens are drafted and verified), so "
               f"×{lo:.2f}–{hi:.2f} ({source}); {likely}. {quality}")
     return Estimate(point, conf, detail, dim, (lo, hi))
+
+
+def _both_measured(ctx: ImpactContext, what: str, rules: tuple[Rule, Rule], dim: str) -> Estimate | None:
+    """Both accept lengths measured: their ratio, at the same step cost (None otherwise)."""
+    both = [measured_accept_length(ctx, s) for s in ("baseline", "current")]
+    if both[0] is None or both[1] is None or any(r.kind == "synthetic" for r in rules):
+        return None
+    ratio = both[1] / both[0]
+    spread = cal.MEASURED_ACCEPT_SPREAD
+    return Estimate(ratio, MEDIUM, f"{what}: measured accept lengths {both[0]:g} → {both[1]:g} tokens per step at "
+                    f"the same step cost ⇒ ×{ratio:.2f}. {_quality(*rules)}", dim,
+                    (ratio * (1 - spread) / (1 + spread), ratio * (1 + spread) / (1 - spread)))
 
 
 def _rule_words(r: Rule) -> str:
