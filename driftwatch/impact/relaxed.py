@@ -40,7 +40,7 @@ from .base import (
     unknown_estimate,
 )
 from .expected_tokens import _widen, alpha_from_accept_length, expected_tokens
-from .specside import SpecSide, measured_accept_length, read_side
+from .specside import ALGO, SpecSide, measured_accept_length, read_side
 from .speculative import _prior_alpha, alpha_range
 
 # Concepts (driftwatch/concepts.py).
@@ -181,7 +181,10 @@ def relaxed_acceptance(name: str, baseline_value: Any, current_value: Any, ctx: 
                         f"{twice} estimate, not twice", interval=(1.0, 1.0))
     sides = []
     for s in ("baseline", "current"):
-        sp = read_side(ctx, s, name, None)
+        values = (ctx.baseline if s == "baseline" else ctx.current) or {}
+        sp: SpecSide | str = read_side(ctx, s, name, None)
+        if isinstance(values, dict) and ALGO not in values:  # e.g. a --speculative-config read as text
+            sp = f"the {s} side's speculative configuration was not read"
         if isinstance(sp, str):
             both = _both_measured(ctx, f"acceptance {_rule_words(rb)} → {_rule_words(rc)}", (rb, rc), dim)
             return both or unknown_estimate(f"{sp}: the drafter, hence its acceptance, is unknown; the ratio is the "

@@ -82,7 +82,7 @@ def test_both_accept_lengths_measured_give_their_ratio():
 
 
 def test_speculation_off_and_unchanged_rules():
-    off = {SINGLE_T: 1.0, ACC_T: 1.0}
+    off = {"speculative.algorithm": None, SINGLE_T: 1.0, ACC_T: 1.0}
     e = relaxed(ACC_T, 1.0, 0.5, ctx(off, {**off, ACC_T: 0.5}), {})
     assert e.throughput_ratio == 1.0 and "off on both sides" in e.detail
     e = relaxed(ACC_T, None, 1.0, ctx({**SPEC, ACC_T: None}, SPEC), {})
@@ -143,3 +143,15 @@ def test_odd_values_degrade_to_no_estimate():
 
 def test_temperature_is_a_known_metric():
     assert parse_metrics(["temperature=0.6"], "--current-metric") == {"temperature": 0.6}
+
+
+def test_an_unread_or_start_up_drafter_gives_no_number_unless_both_accept_lengths_were_measured():
+    unread = {METHOD: "rejection_sampler"}  # vLLM 0.8.2 read --speculative-config as text: no algorithm concept
+    cur = {METHOD: "typical_acceptance_sampler"}
+    e = relaxed(METHOD, "rejection_sampler", "typical_acceptance_sampler", ctx(unread, cur, engine="vLLM"), {})
+    assert e.throughput_ratio is None and "not read" in e.detail and "accept length before and after" in e.detail
+    runtime = {**VLLM, "speculative.algorithm": "runtime"}
+    e = relaxed(METHOD, "rejection_sampler", "typical_acceptance_sampler",
+                ctx(runtime, {**runtime, **cur}, bm={"accept_length": 2.0}, cm={"accept_length": 2.6}, engine="vLLM"),
+                {})
+    assert e.throughput_ratio == pytest.approx(1.3) and "no longer follow" in e.detail
