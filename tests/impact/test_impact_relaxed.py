@@ -155,3 +155,22 @@ def test_an_unread_or_start_up_drafter_gives_no_number_unless_both_accept_length
                 ctx(runtime, {**runtime, **cur}, bm={"accept_length": 2.0}, cm={"accept_length": 2.6}, engine="vLLM"),
                 {})
     assert e.throughput_ratio == pytest.approx(1.3) and "no longer follow" in e.detail
+
+
+def test_the_engines_map_their_acceptance_flags_to_the_concepts():
+    from driftwatch.engines.sglang.engine import ENGINE as SGLANG
+    from driftwatch.engines.vllm.engine import ENGINE as VLLM_ENGINE
+
+    values, _ = SGLANG.read_config(["--model-path", "M", "--speculative-algorithm", "EAGLE",
+                                    "--speculative-accept-threshold-single", "0.3"],
+                                   engine_version="0.5.12").concept_values()
+    assert values[SINGLE_T] == pytest.approx(0.3) and values[ACC_T] == pytest.approx(1.0)  # the release default
+    values, _ = VLLM_ENGINE.read_config(["serve", "M", "--spec-decoding-acceptance-method", "typical_acceptance_sampler",
+                                         "--typical-acceptance-sampler-posterior-threshold", "0.05"],
+                                        engine_version="0.8.2").concept_values()
+    assert values[METHOD] == "typical_acceptance_sampler" and values[TYPICAL_T] == pytest.approx(0.05)
+    spec = '{"method": "eagle3", "model": "x", "num_speculative_tokens": 3, "rejection_sample_method": "synthetic", ' \
+           '"synthetic_acceptance_length": 2.5}'
+    values, _ = VLLM_ENGINE.read_config(["serve", "M", "--speculative-config", spec],
+                                        engine_version="0.25.0").concept_values()
+    assert values[METHOD] == "synthetic" and values[SYNTHETIC] == pytest.approx(2.5)
