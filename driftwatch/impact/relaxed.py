@@ -267,6 +267,8 @@ def _known_alpha(ctx: ImpactContext, sp: SpecSide, rules: tuple[Rule, Rule]) -> 
                 lo, hi = a * min(1.0, rule.t), min(1.0, a * max(1.0, rule.acc))
             elif rule.kind == "typical":  # typical may accept any amount more, or up to TYPICAL_LOSS less
                 lo, hi = min(alpha_range(ctx, s, sp, a)[0], a), min(1.0, a * math.exp(TYPICAL_LOSS))
+            elif rule.kind == "block":  # block yields E(α0) to E(α0)·e^BLOCK_GAIN
+                lo, hi = alpha_from_accept_length(max(1.0, length * math.exp(-BLOCK_GAIN)), sp.steps), a
             else:
                 lo = hi = a
             cases.append((a, lo, hi))

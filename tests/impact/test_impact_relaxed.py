@@ -127,6 +127,10 @@ def test_vllm_typical_acceptance_holds_both_directions():
 def test_vllm_block_is_lossless_and_never_slower_synthetic_is_forced():
     e = relaxed(METHOD, None, "block", ctx({**VLLM, METHOD: None}, {**VLLM, METHOD: "block"}, engine="vLLM"), {})
     assert e.interval[0] == 1.0 and e.interval[1] <= math.exp(0.10) * 1.0001 and "exact" in e.detail
+    # measured under block verification, back to standard: the mirror, down to e^-BLOCK_GAIN
+    e = relaxed(METHOD, "block", "standard", ctx({**VLLM, METHOD: "block"}, {**VLLM, METHOD: "standard"},
+                                                 bm={"accept_length": 2.5}, engine="vLLM"), {})
+    assert e.interval[1] == 1.0 and e.interval[0] == pytest.approx(math.exp(-0.10))
     syn = {**VLLM, METHOD: "synthetic", SYNTHETIC: 3.5}
     e = relaxed(METHOD, "standard", "synthetic", ctx(VLLM, syn, bm={"accept_length": 2.0}, engine="vLLM"), {})
     assert e.interval[0] == pytest.approx(3.5 / (2.0 * 1.03), rel=0.01) and "benchmarking only" in e.detail
