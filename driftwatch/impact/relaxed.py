@@ -75,7 +75,7 @@ EXACT_NAMES = ("", "REJECTION_SAMPLER", "STANDARD", "STRICT", "PROBABILISTIC", "
 
 
 @dataclass(frozen=True)
-class Rule:
+class AcceptRule:
     """One side's acceptance rule as the model needs it: its kind ("exact", "threshold", "typical",
     "block", "synthetic") and its numbers (SGLang's two thresholds; vLLM's ε, δ; a synthetic length)."""
 
@@ -131,7 +131,7 @@ def _number(v: Any, default: float, what: str, side: str) -> float:
     return f
 
 
-def side_rule(ctx: ImpactContext, side: str, name: str, given: Any) -> Rule:
+def side_rule(ctx: ImpactContext, side: str, name: str, given: Any) -> AcceptRule:
     """A side's acceptance rule from its concepts (the model's own argument for `name`)."""
     values = (ctx.baseline if side == "baseline" else ctx.current) or {}
 
@@ -140,17 +140,17 @@ def side_rule(ctx: ImpactContext, side: str, name: str, given: Any) -> Rule:
 
     single, acc = get(SINGLE_T), get(ACC_T)
     if single is not None or acc is not None:
-        return Rule("threshold", _number(single, 1.0, "threshold_single", side),
+        return AcceptRule("threshold", _number(single, 1.0, "threshold_single", side),
                     _number(acc, 1.0, "threshold_acc", side) or 1e-9)  # the kernel caps t_acc at 1e-9
     kind = _method(get(METHOD))
     if kind == "typical":
         eps = _number(get(TYPICAL_T), TYPICAL_DEFAULTS[0], "posterior_threshold", side)
         delta = _number(get(TYPICAL_A), TYPICAL_DEFAULTS[1], "posterior_alpha", side)
-        return Rule("typical", eps, delta)
+        return AcceptRule("typical", eps, delta)
     if kind == "synthetic":
         length = as_float(get(SYNTHETIC))
-        return Rule("synthetic", synthetic=length if length is not None and length >= 1.0 else None)
-    return Rule(kind)
+        return AcceptRule("synthetic", synthetic=length if length is not None and length >= 1.0 else None)
+    return AcceptRule(kind)
 
 
 def _temperature(ctx: ImpactContext) -> float | None:
@@ -205,7 +205,7 @@ def relaxed_acceptance(name: str, baseline_value: Any, current_value: Any, ctx: 
     return _estimate(ctx, base, (rb, rc), dim)
 
 
-def _counted_elsewhere(name: str, ctx: ImpactContext, rb: Rule, rc: Rule) -> str | None:
+def _counted_elsewhere(name: str, ctx: ImpactContext, rb: AcceptRule, rc: AcceptRule) -> str | None:
     """The concept whose finding carries the joint estimate when several acceptance settings changed at once
     (threshold_single carries SGLang's pair; the method carries vLLM's)."""
     b, c = ctx.baseline or {}, ctx.current or {}
@@ -219,11 +219,11 @@ def _counted_elsewhere(name: str, ctx: ImpactContext, rb: Rule, rc: Rule) -> str
     return None
 
 
-def _direction_words(rb: Rule, rc: Rule) -> tuple[bool, bool]:
+def _direction_words(rb: AcceptRule, rc: AcceptRule) -> tuple[bool, bool]:
     """(never slower, never faster): SGLang thresholds order pointwise, so does the typical sampler's own
     thresholds and block verification over the exact rule."""
     if {rb.kind, rc.kind} == {"exact", "threshold"}:  # the exact rule is thresholds 1.0 / 1.0
-        rb, rc = (Rule("threshold") if r.kind == "exact" else r for r in (rb, rc))
+        rb, rc = (AcceptRule("threshold") if r.kind == "exact" else r for r in (rb, rc))
     if rb.kind == rc.kind == "threshold":
         return rc.single <= rb.single and rc.acc <= rb.acc, rc.single >= rb.single and rc.acc >= rb.acc
     if rb.kind == rc.kind == "typical":
@@ -245,7 +245,7 @@ class Known:
     source: str
 
 
-def _known_alpha(ctx: ImpactContext, sp: SpecSide, rules: tuple[Rule, Rule]) -> Known | str:
+def _known_alpha(ctx: ImpactContext, sp: SpecSide, rules: tuple[AcceptRule, AcceptRule]) -> Known | str:
     """α as the measurement (or the drafter family's range) bounds it; a reason when nothing does."""
     measured = {s: measured_accept_length(ctx, s) for s in ("baseline", "current")}
     if "steps unset" in " ".join(sp.notes):
@@ -282,7 +282,7 @@ def _known_alpha(ctx: ImpactContext, sp: SpecSide, rules: tuple[Rule, Rule]) -> 
                  f"{sp.steps} draft steps")
 
 
-def _bounds(known: Known, rules: tuple[Rule, Rule], k: int) -> tuple[float, float]:
+def _bounds(known: Known, rules: tuple[AcceptRule, AcceptRule], k: int) -> tuple[float, float]:
     """The smallest and largest ratio over every α0 the knowledge allows: the measured side yields what was
     measured, the other side what its rule allows at that α0."""
     rb, rc = rules
@@ -293,7 +293,7 @@ def _bounds(known: Known, rules: tuple[Rule, Rule], k: int) -> tuple[float, floa
         for i in range(ALPHA_GRID + 1):
             a0 = a_lo + (a_hi - a_lo) * i / ALPHA_GRID
 
-            def y(side: str, rule: Rule, end: str, a0: float = a0, a_m: float | None = a_m) -> float:
+            def y(side: str, rule: AcceptRule, end: str, a0: float = a0, a_m: float | None = a_m) -> float:
                 if side == known.side and a_m is not None:
                     return expected_tokens(a_m, k)
                 return _yield(rule, a0, k, end, syn[side])
@@ -303,7 +303,7 @@ def _bounds(known: Known, rules: tuple[Rule, Rule], k: int) -> tuple[float, floa
     return min(lows), max(highs)
 
 
-def _yield(rule: Rule, a: float, k: int, end: str, synthetic_e: float | None) -> float:
+def _yield(rule: AcceptRule, a: float, k: int, end: str, synthetic_e: float | None) -> float:
     """Tokens per step under `rule` at the lo/hi end, given the exact rule's α `a` (chain, tree-widened)."""
     if rule.kind == "synthetic":
         return synthetic_e if synthetic_e is not None else 1.0
@@ -314,7 +314,7 @@ def _yield(rule: Rule, a: float, k: int, end: str, synthetic_e: float | None) ->
     return e
 
 
-def _estimate(ctx: ImpactContext, sp: SpecSide, rules: tuple[Rule, Rule], dim: str) -> Estimate:
+def _estimate(ctx: ImpactContext, sp: SpecSide, rules: tuple[AcceptRule, AcceptRule], dim: str) -> Estimate:
     rb, rc = rules
     temp = _temperature(ctx)
     what = f"acceptance {_rule_words(rb)} → {_rule_words(rc)}"
@@ -364,7 +364,7 @@ def _estimate(ctx: ImpactContext, sp: SpecSide, rules: tuple[Rule, Rule], dim: s
     return Estimate(point, conf, detail, dim, (lo, hi))
 
 
-def _both_measured(ctx: ImpactContext, what: str, rules: tuple[Rule, Rule], dim: str) -> Estimate | None:
+def _both_measured(ctx: ImpactContext, what: str, rules: tuple[AcceptRule, AcceptRule], dim: str) -> Estimate | None:
     """Both accept lengths measured: their ratio, at the same step cost (None otherwise)."""
     both = [measured_accept_length(ctx, s) for s in ("baseline", "current")]
     if both[0] is None or both[1] is None or any(r.kind == "synthetic" for r in rules):
@@ -376,7 +376,7 @@ def _both_measured(ctx: ImpactContext, what: str, rules: tuple[Rule, Rule], dim:
                     (ratio * (1 - spread) / (1 + spread), ratio * (1 + spread) / (1 - spread)))
 
 
-def _rule_words(r: Rule) -> str:
+def _rule_words(r: AcceptRule) -> str:
     if r.kind == "threshold":
         return "exact" if r.exact else f"thresholds single {r.single:g}/acc {r.acc:g}"
     if r.kind == "typical":
@@ -386,7 +386,7 @@ def _rule_words(r: Rule) -> str:
     return {"exact": "exact rejection sampling", "block": "block verification"}[r.kind]
 
 
-def _why(rb: Rule, rc: Rule, never_slower: bool, never_faster: bool) -> str:
+def _why(rb: AcceptRule, rc: AcceptRule, never_slower: bool, never_faster: bool) -> str:
     if "synthetic" in (rb.kind, rc.kind):
         return "the synthetic side's accept length is forced, whatever the drafter proposes"
     if never_slower:
@@ -398,7 +398,7 @@ def _why(rb: Rule, rc: Rule, never_slower: bool, never_faster: bool) -> str:
     return "the two rules are not ordered (either may accept more), so a step may yield more or fewer tokens"
 
 
-def _quality(rb: Rule, rc: Rule) -> str:
+def _quality(rb: AcceptRule, rc: AcceptRule) -> str:
     lossy = {"synthetic": "the synthetic side's outputs are not the model's at all (benchmarking only)",
              "typical": QUALITY, "threshold": QUALITY}
     for r, side in ((rc, "current"), (rb, "baseline")):

@@ -9,7 +9,7 @@ import pytest
 
 from driftwatch.impact import ImpactContext, expected_tokens, get_model
 from driftwatch.impact.expected_tokens import alpha_from_accept_length
-from driftwatch.impact.relaxed import ACC_T, METHOD, SINGLE_T, SYNTHETIC, TYPICAL_LOSS, TYPICAL_T, Rule
+from driftwatch.impact.relaxed import ACC_T, METHOD, SINGLE_T, SYNTHETIC, TYPICAL_LOSS, TYPICAL_T, AcceptRule
 from driftwatch.impact.uncertainty import direction
 from driftwatch.snapshots.metrics import parse_metrics
 
@@ -98,7 +98,7 @@ def test_two_thresholds_changed_are_counted_once():
 
 
 def test_threshold_single_zero_accepts_everything():
-    r = Rule("threshold", 0.0, 1.0)
+    r = AcceptRule("threshold", 0.0, 1.0)
     assert r.alpha_bounds(0.3) == (1.0, 1.0)
     e = relaxed(SINGLE_T, 1.0, 0.0, ctx(SPEC, lowered(**{SINGLE_T: 0.0}), bm={"accept_length": 2.0,
                                                                               "temperature": 1.0}), {})
