@@ -20,6 +20,12 @@ CONCEPTS: dict[str, str] = {
     "speculative.draft_tokens": "draft tokens verified per target forward pass",
     "speculative.draft_model": "draft model (path or name)",
     "speculative.draft_model_revision": "draft model revision",
+    "speculative.accept_threshold_single": "accept a drafted token whose target probability reaches this (1 = exact)",
+    "speculative.accept_threshold_acc": "drafted token accepted with probability min(1, p / this) (1 = exact)",
+    "speculative.acceptance_method": "how drafted tokens are verified (rejection sampling, typical, block, …)",
+    "speculative.typical_threshold": "typical acceptance: posterior probability threshold ε",
+    "speculative.typical_alpha": "typical acceptance: entropy-scaled threshold factor δ",
+    "speculative.synthetic_accept_length": "synthetic acceptance: the forced mean accept length (benchmarking)",
     # batching and KV cache
     "batch.max_running_requests": "most requests decoded at once",
     "batch.max_prefill_tokens": "most tokens prefilled in one batch",
