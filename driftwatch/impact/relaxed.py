@@ -178,7 +178,7 @@ def relaxed_acceptance(name: str, baseline_value: Any, current_value: Any, ctx: 
     twice = _counted_elsewhere(name, ctx, rb, rc)
     if twice:
         return Estimate(1.0, MEDIUM, f"{name} {show(baseline_value)} → {show(current_value)}: counted in the "
-                        f"{twice} estimate, not twice", interval=(1.0, 1.0))
+                        f"{twice} estimate, not twice", interval=(1.0, 1.0), counted_in=twice)
     sides = []
     for s in ("baseline", "current"):
         values = (ctx.baseline if s == "baseline" else ctx.current) or {}
@@ -355,8 +355,8 @@ def _estimate(ctx: ImpactContext, sp: SpecSide, rules: tuple[AcceptRule, AcceptR
                                       "no change)", temp is None),
                                      ("the accept length before and after", not source.startswith("accept length")))
                 if missing]
-        likely = f"no most likely value from what is known (×{point:.2f} is the middle); {' and '.join(pins)} " \
-                 "would pin it"
+        likely = f"×{point:.2f} is only the range's middle, not a value what is known points to; " \
+                 f"{' and '.join(pins)} would pin it"
         conf = LOW
     quality = _quality(rb, rc)
     detail = (f"{what}: {why}, at the same step cost (the same tokens are drafted and verified), so "
