@@ -12,8 +12,7 @@ import dataclasses
 import math
 from typing import Any
 
-from . import roofline
-from . import calibration as cal
+from . import calibration as cal, roofline
 from .base import (
     AGGREGATE,
     HIGH,

@@ -396,9 +396,9 @@ def layout_of(ctx: ImpactContext, side: str = "current") -> Layout:
     host_gpus = host.count if host is not None and side == "current" else None
     if NODES not in values:
         if host_gpus and total > host_gpus:
-            nodes = -(-total // host_gpus)
-            return Layout(nodes, host_gpus, pp, how=f"{host_gpus} GPUs per node: the host's count; the engine "
-                          f"release has no --nnodes, so {total} GPUs span {nodes} nodes")
+            spans = -(-total // host_gpus)
+            return Layout(spans, host_gpus, pp, how=f"{host_gpus} GPUs per node: the host's count; the engine "
+                          f"release has no --nnodes, so {total} GPUs span {spans} nodes")
         return Layout(pipeline=pp)
     raw = values.get(NODES)
     nodes = None if is_runtime(raw, NODES, side_runtime(ctx, side)) else as_int(raw)

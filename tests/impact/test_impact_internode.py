@@ -3,6 +3,7 @@ all-reduces over the network, a pipeline split across nodes pays a send/recv per
 cannot be known says so."""
 import json
 import os
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -16,7 +17,8 @@ from driftwatch.impact.uncertainty import SLOWER, direction
 
 MODELS = os.path.join(os.path.dirname(__file__), "..", "..", "tools", "calibration_models")
 DSV3 = load_model_config(os.path.join(MODELS, "deepseek-ai--DeepSeek-V3.json"))
-QWEN32 = load_model_config(os.path.join(MODELS, "Qwen--Qwen3-32B.json"))
+assert DSV3.layers and DSV3.hidden_size
+LAYERS, HIDDEN = DSV3.layers, DSV3.hidden_size
 TP, PP, DP, NODES = "parallel.tensor", "parallel.pipeline", "parallel.data", "parallel.nodes"
 
 
@@ -30,13 +32,14 @@ def ctx(base, cur, m=DSV3, g=None, conc=1):
 
 
 def parallelism(name, base, cur, c):
-    return get_model("parallelism")(name, base.get(name), cur.get(name), c)
+    return get_model("parallelism")(name, base.get(name), cur.get(name), c, {})
 
 
 # --- the concept, mapped in both engines ----------------------------------------------------------------
 
 def test_nnodes_is_the_nodes_concept_in_sglang_and_in_the_vllm_releases_that_have_it():
-    sglang, vllm = get_engine("sglang"), get_engine("vllm")
+    sglang: Any = get_engine("sglang")
+    vllm: Any = get_engine("vllm")
     assert sglang.concept_bindings()["nnodes"].concept == NODES
     assert vllm.concept_bindings()["nnodes"].concept == NODES
     have = [v for v in vllm.catalogs.versions if "nnodes" in vllm.catalogs.load(v).by_field]
@@ -80,9 +83,9 @@ def test_a_tp_group_across_nodes_all_reduces_at_the_networks_latency_and_nic_ban
     g = gpus("H200x8")
     inside = forward_time(DSV3, Hardware.of(g, tp=16, layout=Layout(1, 16, 1)), 1, 1)
     across = forward_time(DSV3, Hardware.of(g, tp=16, layout=Layout(2, 8, 1)), 1, 1)
-    calls = 2 * DSV3.layers + 1
+    calls = 2 * LAYERS + 1
     assert across.allreduce > inside.allreduce
-    payload = DSV3.hidden_size * 2 * 2 * 15 / 16 / (cal.NETWORK_LINK_GBS * 1e9)
+    payload = HIDDEN * 2 * 2 * 15 / 16 / (cal.NETWORK_LINK_GBS * 1e9)
     assert across.allreduce == pytest.approx(calls * (cal.ALLREDUCE_US["network"] * 1e-6 + payload))
     fast, slow = Network.ends()
     t_fast = forward_time(DSV3, Hardware(g.spec, 16, "nvlink", layout=Layout(2, 8, 1), network=fast), 1, 1)
@@ -99,7 +102,7 @@ def test_a_pipeline_across_nodes_pays_one_send_recv_per_boundary_and_a_draft_hea
     one = forward_time(DSV3, Hardware.of(g, tp=8, layout=Layout(1, 8, 2)), 1, 1)
     two = forward_time(DSV3, Hardware.of(g, tp=8, layout=Layout(2, 8, 2)), 1, 1)
     assert one.sendrecv == 0 and two.sendrecv == pytest.approx(
-        cal.NETWORK_SENDRECV_US * 1e-6 + DSV3.hidden_size * 2 / (cal.NETWORK_LINK_GBS * 1e9))
+        cal.NETWORK_SENDRECV_US * 1e-6 + HIDDEN * 2 / (cal.NETWORK_LINK_GBS * 1e9))
     assert two.total == pytest.approx(one.total + two.sendrecv) and "pipeline send/recv" in two.describe()
     assert one.allreduce == two.allreduce  # the TP group of 8 stays inside a node
 
@@ -122,7 +125,7 @@ def test_tp_8_to_16_across_two_nodes_is_priced_slower_for_one_stream_with_the_fa
     lo, hi = est.interval
     assert lo < est.throughput_ratio < hi and hi / lo > 2  # the fabric's range, not a confident point
     assert "TP 16 across 2 nodes of 8 GPUs" in est.detail and "now cross the network" in est.detail
-    assert f"{2 * DSV3.layers + 1} all-reduces per step" in est.detail and "NICs were not read" in est.detail
+    assert f"{2 * LAYERS + 1} all-reduces per step" in est.detail and "NICs were not read" in est.detail
     nodes = parallelism(NODES, base, cur, c)  # the layout is priced once
     assert nodes.throughput_ratio == 1.0 and nodes.interval == (1.0, 1.0) and "counted with" in nodes.detail
     same_box = parallelism(TP, {TP: 8, NODES: 1}, {TP: 16, NODES: 1}, ctx({TP: 8, NODES: 1}, {TP: 16, NODES: 1},
