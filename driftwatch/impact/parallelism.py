@@ -165,9 +165,11 @@ def _network_words(ctx: ImpactContext, tb: int, tc: int) -> str:
     lay_b, lay_c = roofline.layout_of(ctx, "baseline"), roofline.layout_of(ctx)
     cross_b, cross_c = lay_b.tp_crosses(tb), lay_c.tp_crosses(tc)
     if cross_c:
-        now = "still cross" if cross_b else "now cross"
-        return f"{lay_c.words(tc)}: its 2 all-reduces per layer {now} the network (InfiniBand/RoCE) instead of NVLink" \
-            if not cross_b else f"{lay_c.words(tc)}: its 2 all-reduces per layer {now} the network"
+        if cross_b:
+            return f"{lay_b.words(tb)} → {lay_c.words(tc)}: the 2 all-reduces per layer still cross the network"
+        before = (f" instead of {roofline.hardware_for(ctx, 'baseline', tp=tb).interconnect}" if tb > 1
+                  else " (TP 1 had none)")
+        return f"{lay_c.words(tc)}: its 2 all-reduces per layer now cross the network (InfiniBand/RoCE){before}"
     if cross_b:
         return f"{lay_b.words(tb)} → {lay_c.words(tc)}: the 2 all-reduces per layer no longer cross the network"
     boundaries = (lay_b.network_boundaries(tb), lay_c.network_boundaries(tc))

@@ -89,7 +89,8 @@ class Layout:
         """"TP 16 across 2 nodes of 8 GPUs" / "TP 8 on one node"."""
         if self.nodes <= 1:
             return f"TP {tp} on one node"
-        per = f" of {self.gpus_per_node} GPUs" if self.gpus_per_node else ""
+        per = (f" of {self.gpus_per_node} GPU{'s' if self.gpus_per_node > 1 else ''}" if self.gpus_per_node
+               else "")
         pp = f" × PP {self.pipeline}" if self.pipeline > 1 else ""
         return f"TP {tp}{pp} across {self.nodes} nodes{per}"
 
