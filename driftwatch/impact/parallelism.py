@@ -98,8 +98,8 @@ def parallelism(name: str, baseline_value: Any, current_value: Any, ctx: ImpactC
         if tb != tc and roofline.model_of(ctx) is not None:
             return Estimate(1.0, HIGH, f"{change}: counted with the tensor-parallel change (one estimate of the "
                             f"whole layout, not twice)", None, (1.0, 1.0))
-        if c == 1 and roofline.model_of(ctx) is not None:
-            return _layout_estimate(ctx, params, change, c)
+        if c == 1 and roofline.model_of(ctx) is not None and _network_words(ctx, tb, tc):
+            return _layout_estimate(ctx, params, change, c)  # a stage boundary crosses nodes on a side
         return unknown_estimate(f"{change}: pipeline parallelism adds per-stage latency for one stream and "
                                 f"helps only with many requests in flight; no sound number")
     if name in (EXPERT, EXPERT_ENABLED):
@@ -232,9 +232,14 @@ def _layout_estimate(ctx: ImpactContext, params: dict, change: str, c: int,
     lay_b, lay_c = hw_b.layout, hw_c.layout
     calls = 2 * (m.layers or 0) + 1
     words = _network_words(ctx, tb, tc) or f"{lay_b.words(tb)} → {lay_c.words(tc)}"
-    lead = (f"{words} ({calls} all-reduces per step at {cal.NETWORK_ALLREDUCE_US_RANGE[0]:g}–"
-            f"{cal.NETWORK_ALLREDUCE_US_RANGE[1]:g} µs each over {cal.NETWORK_LINK_GBS_RANGE[0]:g}–"
-            f"{cal.NETWORK_LINK_GBS_RANGE[1]:g} GB/s NICs, the public range; the NICs were not read): all-reduces "
+    nics = f"{cal.NETWORK_LINK_GBS_RANGE[0]:g}–{cal.NETWORK_LINK_GBS_RANGE[1]:g} GB/s NICs"
+    if hw_b.tp_over_network or hw_c.tp_over_network:
+        fabric = (f"{calls} all-reduces per step at {cal.NETWORK_ALLREDUCE_US_RANGE[0]:g}–"
+                  f"{cal.NETWORK_ALLREDUCE_US_RANGE[1]:g} µs each over {nics}")
+    else:
+        fabric = (f"one send/recv per boundary at {cal.NETWORK_SENDRECV_US_RANGE[0]:g}–"
+                  f"{cal.NETWORK_SENDRECV_US_RANGE[1]:g} µs over {nics}")
+    lead = (f"{words} ({fabric}, the public range; the NICs were not read): all-reduces "
             f"{t_b.allreduce * 1e3:.1f} → {t_c.allreduce * 1e3:.1f} ms"
             + (f", pipeline send/recv {t_b.sendrecv * 1e3:.2f} → {t_c.sendrecv * 1e3:.2f} ms"
                if t_b.sendrecv or t_c.sendrecv else "")

@@ -203,3 +203,16 @@ def test_compare_prices_a_move_to_two_nodes_and_calls_the_rendezvous_flags_harml
         assert findings[key]["rule"] == "DW303" and findings[key]["impact"]["throughput_ratio"] == 1.0
     lo, hi = data["predicted_throughput_interval"]
     assert hi < 1 and lo < 0.5 * hi
+
+
+def test_a_pipeline_change_prices_only_the_boundary_that_crosses_nodes():
+    inside = parallelism(PP, {TP: 8, PP: 1, NODES: 1}, {TP: 8, PP: 2, NODES: 1},
+                         ctx({TP: 8, PP: 1, NODES: 1}, {TP: 8, PP: 2, NODES: 1}))
+    assert inside.throughput_ratio is None and "no sound number" in inside.detail  # as before: not modelled
+    base, cur = {TP: 8, PP: 1, NODES: 2}, {TP: 8, PP: 2, NODES: 2}  # DP 2 → PP 2 over the same two nodes
+    base[DP] = 2
+    across = parallelism(PP, base, cur, ctx(base, cur))
+    assert across.throughput_ratio is not None and across.throughput_ratio < 1
+    assert "one send/recv per boundary" in across.detail and "0 → 1 pipeline stage boundaries" in across.detail
+    lo, hi = across.interval
+    assert lo < across.throughput_ratio < hi <= 1.05  # one send/recv per step: a small cost either way
