@@ -46,6 +46,7 @@ CONCEPTS: dict[str, str] = {
     "parallel.tensor": "tensor-parallel GPUs per replica",
     "parallel.pipeline": "pipeline-parallel stages",
     "parallel.data": "data-parallel replicas",
+    "parallel.nodes": "machines (nodes) one server's GPUs span (multi-node launch)",
     "parallel.expert": "expert-parallel size",
     "parallel.expert_enabled": "expert parallelism on (MoE experts spread over the GPUs, not tensor-split)",
     "parallel.dp_attention": "data-parallel attention on",
