@@ -97,7 +97,7 @@ def parallelism(name: str, baseline_value: Any, current_value: Any, ctx: ImpactC
         tb, tc = (roofline.side_int(ctx, s, TENSOR) for s in ("baseline", "current"))
         if tb != tc and roofline.model_of(ctx) is not None:
             return Estimate(1.0, HIGH, f"{change}: counted with the tensor-parallel change (one estimate of the "
-                            f"whole layout, not twice)", None, (1.0, 1.0))
+                            f"whole layout, not twice)", None, (1.0, 1.0), counted_in=TENSOR)
         if c == 1 and roofline.model_of(ctx) is not None and _network_words(ctx, tb, tc):
             return _layout_estimate(ctx, params, change, c)  # a stage boundary crosses nodes on a side
         return unknown_estimate(f"{change}: pipeline parallelism adds per-stage latency for one stream and "
@@ -193,7 +193,8 @@ def _nodes_change(ctx: ImpactContext, params: dict, change: str, c: int) -> Esti
     if tb != tc or pb != pc:
         which = "tensor-parallel" if tb != tc else "pipeline"
         return Estimate(1.0, HIGH, f"{change}: {lay_b.words(tb)} → {lay_c.words(tc)}; counted with the {which} "
-                        f"change (one estimate of the whole layout, not twice)", None, (1.0, 1.0))
+                        f"change (one estimate of the whole layout, not twice)", None, (1.0, 1.0),
+                        counted_in=TENSOR if tb != tc else PIPELINE)
     words = _network_words(ctx, tb, tc)
     if not words:
         return Estimate(1.0, MEDIUM, f"{change}: {lay_b.words(tb)} → {lay_c.words(tc)}: no collective crosses the "
