@@ -259,7 +259,8 @@ def _merge_dotted(processed: list[str], origin: list[bool], version: str,
                 _crash(pre, f"{arg}: vLLM {version} turns every `_` of the option's name into `-`, the dotted "
                        f"keys included, so {spelled}, which no field of {_FIELDS_ONLY[key]} is called: it refuses "
                        f"to start (TypeError: unexpected keyword argument); write the whole JSON (`{key} "
-                       "'{...}'`) or use 0.9.1+, which converts only the part before the first `.`", flag=key)
+                       "'{...}'`) or use 0.9.1+, which converts only the part before the first `.`", flag=key,
+                       key=f"{key[2:].replace('-', '_')}.{dashed[0]}")
             else:
                 pre.notes.append(f"{arg}: vLLM {version} turns the dotted keys' `_` into `-` too, so {spelled}")
         dict_origin[key] = dict_origin.get(key, True) and origin[i]

@@ -105,3 +105,16 @@ def test_090_model_accepted_forms():
     module = cfg("python -m vllm.entrypoints.openai.api_server --model M -tp 2", "0.9.0")
     assert not errors(module) and explicit(module)["model"] == "M"
     assert VLLM.catalogs.load("0.9.0").by_option["--model"].default == "facebook/opt-125m"  # 0.9.0's ModelConfig
+
+
+@pytest.mark.parametrize("flag, value, field", [
+    ("--speculative-config", '{"method": "ngram", "num_speculative_tokens": 3, "lookahead": 2}', "SpeculativeConfig"),
+    ("--compilation-config", '{"level": 3, "capture_sizes": [1, 2]}', "CompilationConfig"),
+])
+def test_090_unknown_config_keys_are_refused_then_ignored_from_010(flag, value, field):
+    # 0.9.0's configs are plain dataclasses built with cls(**dict): an unknown key is a TypeError;
+    # 0.10 - 0.15's pydantic dataclasses drop it.
+    old = cfg(shlex.join(["vllm", "serve", "M", flag, value]), "0.9.0")
+    assert any(field in m and "refuses to start" in m for m in errors(old)), old.issues
+    new = cfg(shlex.join(["vllm", "serve", "M", flag, value]), "0.10.0")
+    assert not errors(new) and any(i.kind == "ignored-argument" for i in new.issues), new.issues
