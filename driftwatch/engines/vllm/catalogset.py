@@ -15,14 +15,18 @@ import argparse
 import dataclasses
 import functools
 import json
+from contextvars import ContextVar
 from typing import Any
 
-from ..argparse_catalog import _RECORDING, BadValue, Catalog, CatalogSet, OptionSpec, _is_number
+from ..argparse_catalog import _RECORDING, BadValue, Catalog, CatalogError, CatalogSet, OptionSpec, _is_number
 from ..config import Issue
 from ..versions import version_key
 from . import converters
 from .flexible import Preprocessed, preprocess, serve_lacks_model_option
 
+# The release a unit records or is given (`--engine-version 0.9.2`), set while VLLMEngine reads it: an
+# unshipped release is typed with the nearest older catalog (0.9.0's) but rewritten by its own rules.
+UNIT_RELEASE: ContextVar[str | None] = ContextVar("vllm_unit_release", default=None)
 POSITIONAL_MODEL = "model_tag"
 MODEL_SPELLING = "MODEL (positional)"
 _BOOLEAN_CLASSES = ("BooleanOptionalAction", "EnableDisableAction")
@@ -121,14 +125,26 @@ class VLLMCatalogSet(CatalogSet):
                                 action=_RECORDING["store"])
         return parser
 
+    def rules_release(self, version: str) -> str:
+        """The release whose FlexibleArgumentParser rewrites an argv typed with `version`'s catalog: the
+        unit's own (UNIT_RELEASE) when that catalog is its nearest older one, else `version`."""
+        wanted = (UNIT_RELEASE.get() or "").strip().lstrip("v")
+        if not wanted or wanted == version:
+            return version
+        try:
+            return wanted if self.nearest(wanted)[0] == version and version_key(wanted) > version_key(version) \
+                else version
+        except (CatalogError, ValueError):
+            return version
+
     def preprocessed(self, argv: list[str], version: str) -> Preprocessed:
-        return _preprocess_cached(self, tuple(argv), version)
+        return _preprocess_cached(self, tuple(argv), version, self.rules_release(version))
 
     def _drop_unknown(self, words: list[str], version: str) -> tuple[list[str], list[Issue]]:
         """Take unknown options (with the value word after them) out before argparse, so that
         their value is not read as the positional model; report them as the shared code does."""
         catalog = self.load(version)
-        legacy = version_key(version) < version_key("0.9.0")  # 0.9.0's parse_args merges dotted keys
+        legacy = version_key(self.rules_release(version)) < version_key("0.9.0")  # 0.9.0 merges dotted keys
         kept: list[str] = []
         issues: list[Issue] = []
         i = 0
@@ -172,9 +188,9 @@ class VLLMCatalogSet(CatalogSet):
                 issues.append(Issue("startup-crash", f"{self.label} {version}'s `vllm serve` requires the model as "
                                     "its positional argument (`vllm serve MODEL …`)", key="model",
                                     severity="error"))
-            elif serve_lacks_model_option(version) and not any(i.key == "model" for i in pre.issues):
+            elif serve_lacks_model_option(pre.release) and not any(i.key == "model" for i in pre.issues):
                 issues.append(Issue("startup-crash", f"`vllm serve` without a positional model: {self.label} "
-                                    f"{version} registers no --model under `vllm serve`, so the parsed arguments "
+                                    f"{pre.release} registers no --model under `vllm serve`, so the parsed arguments "
                                     "hold no model and it fails before loading one (AttributeError: 'Namespace' "
                                     "object has no attribute 'model'); give it as `vllm serve MODEL …`",
                                     key="model", severity="error"))
@@ -202,5 +218,5 @@ class VLLMCatalogSet(CatalogSet):
 
 
 @functools.lru_cache(maxsize=512)
-def _preprocess_cached(catalogs: VLLMCatalogSet, argv: tuple[str, ...], version: str) -> Preprocessed:
-    return preprocess(list(argv), version, catalogs.option_strings(version), catalogs.label)
+def _preprocess_cached(catalogs: VLLMCatalogSet, argv: tuple[str, ...], version: str, rules: str) -> Preprocessed:
+    return preprocess(list(argv), rules, catalogs.option_strings(version), catalogs.label)

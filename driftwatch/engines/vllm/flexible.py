@@ -86,6 +86,7 @@ class Preprocessed:
     config_words: set[int] = field(default_factory=set)  # indexes in argv that came from the file
     dotted: dict[str, dict[str, str]] = field(default_factory=dict)  # "--speculative-config" -> {sub: spelling}
     hoisted_model: bool = False
+    release: str = ""  # whose rewrites these are (the unit's 0.9.2 while 0.9.0's catalog types the flags)
 
 
 def _crash(pre: Preprocessed, message: str, flag: str | None = None, key: str | None = None) -> None:
@@ -98,7 +99,7 @@ def preprocess(words: list[str], version: str, options: frozenset[str], label: s
     words, payloads = config_file.split_payloads(list(words))
     serve = bool(words) and is_serve_word(words[0])
     args = [SERVE, *words[1:]] if serve else list(words)
-    pre = Preprocessed(argv=[], serve=serve)
+    pre = Preprocessed(argv=[], serve=serve, release=version)
     dotted_keys = at_least(version, "0.9.0")  # 0.9.0 utils.py parse_args: the --model check, dotted keys
     first_part = at_least(version, "0.9.1")  # 0.9.1: `_` -> `-` only before the first `.`
     o_rewrite = at_least(version, "0.9.2")  # 0.9.2: -O3 / -O=3 / -O 3 -> -O.level=3

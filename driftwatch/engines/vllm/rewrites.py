@@ -166,7 +166,8 @@ def _speculative(config: EngineConfig, pre: Preprocessed) -> None:
         return
     fields = set(config_fields(config.version)[SPEC]["fields"])
     unknown = sorted(k for k in raw if fields and k not in fields)
-    plain_dataclass = at_least(config.version, "0.9.0") and not at_least(config.version, "0.10")
+    release = pre.release or config.version  # the unit's own 0.9.x rules where only 0.9.0's catalog ships
+    plain_dataclass = at_least(release, "0.9.0") and not at_least(release, "0.10")
     for key in unknown:
         where = spellings.get(key, primary)
         if any(i.key == f"{SPEC}.{key}" and i.kind == "startup-crash" for i in config.issues):
@@ -234,7 +235,8 @@ def _compilation(config: EngineConfig, pre: Preprocessed) -> None:
         flags[f"{COMPILE}.{key}"] = FlagValue(sub, EXPLICIT, flag=spelling, note=whole.note)
         if fields and key not in fields and key != "level" \
                 and not any(i.key == f"{COMPILE}.{key}" and i.severity == "error" for i in config.issues):
-            if at_least(config.version, "0.9.0") and not at_least(config.version, "0.10"):
+            release = pre.release or config.version
+            if at_least(release, "0.9.0") and not at_least(release, "0.9.1"):
                 config.issues.append(Issue(  # 0.9.0 CompilationConfig.from_cli: cls(**json.loads(v)), while parsing
                     "startup-crash", f"{spelling}: {key!r} is not a CompilationConfig field in {label}: vLLM refuses "
                     "to start (argparse: invalid --compilation-config value, TypeError: unexpected keyword argument)",

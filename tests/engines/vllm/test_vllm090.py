@@ -118,3 +118,18 @@ def test_090_unknown_config_keys_are_refused_then_ignored_from_010(flag, value, 
     assert any(field in m and "refuses to start" in m for m in errors(old)), old.issues
     new = cfg(shlex.join(["vllm", "serve", "M", flag, value]), "0.10.0")
     assert not errors(new) and any(i.kind == "ignored-argument" for i in new.issues), new.issues
+
+
+@pytest.mark.parametrize("release", ["0.9.1", "0.9.2"])
+def test_091_092_units_get_0_9_0s_catalog_but_their_own_rewrites(release):
+    # No 0.9.1 / 0.9.2 catalog ships: 0.9.0's types the flags, but 0.9.1 dashes only the part before
+    # the first `.` and registers --model under `vllm serve` again, so none of 0.9.0's refusals apply.
+    for read in (cfg(DOTTED, release), VLLM.read_config(shlex.split(DOTTED)[1:], recorded_version=release)):
+        assert read.version == "0.9.0" and f"{release}" in read.version_reason
+        assert not errors(read), read.issues
+        assert "speculative_config.num_speculative_tokens" in explicit(read)
+    for command in ("vllm serve M --model=N", "vllm serve --served-model-name a --port 8001"):
+        assert not errors(cfg(command, release)), cfg(command, release).issues
+        assert errors(cfg(command, "0.9.0"))
+    assert cfg(DOTTED, "0.9.0").version == "0.9.0"  # and 0.9.0 itself keeps its own rules after them
+    assert errors(cfg(DOTTED, "0.9.0"))
