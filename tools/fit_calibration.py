@@ -512,7 +512,7 @@ def family(case: Case) -> str:
                          (("radix", "prefix"), "prefix cache"), (("trtllm-mla",), "attention backend + KV dtype"),
                          (("fp8-kv", "fp8e5m2-kv", "kv-c"), "KV dtype"), (("attn", "flashinfer"), "attention backend"),
                          (("batched-tokens", "chunk"), "prefill chunk"), (("async",), "scheduler"),
-                         (("expert-parallel", "dp-attention"), "parallelism")):
+                         (("expert-parallel", "nnodes", "dp-attention"), "parallelism")):
         if any(w in n for w in words):
             return label
     return "other"

@@ -36,6 +36,7 @@ content can forge a header. Sections, in order:
                                lines); only with an InvocationID, never an
                                older run's; at most 400 lines and 2 MiB;
 ``ENV <path>``                ``EnvironmentFile=`` files named in the unit (first 64 KiB each);
+``ENVX <path>``               such a file that is there but not readable by the login (its variables unknown);
 ``CFG <path>``/``CFGX <path>`` an engine's config file (``--config FILE`` or ``--config=FILE``: the
                                engines' ``config_flags``) named in the last
                                ``ExecStart=`` (at most 4): its content, read only when it is a regular
@@ -297,8 +298,10 @@ fi
 while IFS= read -r e; do
   case "$e" in /*) ;; *) continue ;; esac
   case "$e" in *%*|*'$'*|*'*'*|*'?'*|*'['*) continue ;; esac
-  # not readable by this user: not sent, so its variables are unknown (never read as empty)
-  if [ -f "$e" ] && [ -r "$e" ]; then sec "ENV $e"; head -c @MAXENV@ "$e"; fi
+  # there but not readable by this user (a non-root login): said, so its variables are unknown, even
+  # for an optional (-) file: never read as empty or absent
+  if [ -f "$e" ] && [ -r "$e" ]; then sec "ENV $e"; head -c @MAXENV@ "$e"
+  elif [ -e "$e" ]; then sec "ENVX $e"; echo "not readable by this user"; fi
 done <<EOS
 $ENVFILES
 EOS
@@ -665,6 +668,7 @@ def parse_output(host: str, unit: str, nonce: str, output: bytes, reader: UnitRe
     if startup is not None:
         raw.startup_lines = startup.splitlines()
     raw.environment_files = environment_files
+    raw.unreadable_environment_files = [a for a, _ in s.all("ENVX")]
     raw.engine_files = {a: c.decode("utf-8", "replace") for a, c in s.all("CFG")}
     raw.engine_file_problems = {a: c.decode("utf-8", "replace").strip() for a, c in s.all("CFGX")}
     raw.model_configs = {a: c.decode("utf-8", "replace") for a, c in s.all("MODEL")}

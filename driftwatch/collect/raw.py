@@ -30,8 +30,19 @@ class RawUnit:
     probe: dict[str, bytes] | None = None  # `--probe`: loopback HTTP path -> body of the engine's answer
     probe_problems: dict[str, str] = field(default_factory=dict)  # such a path -> why there is no answer
     environment_files: dict[str, str] = field(default_factory=dict)  # EnvironmentFile= path -> content
+    unreadable_environment_files: list[str] = field(default_factory=list)  # there, not readable by the login
     engine_files: dict[str, str] = field(default_factory=dict)  # `--config FILE` path (as in ExecStart=) -> content
     engine_file_problems: dict[str, str] = field(default_factory=dict)  # such a path -> why it was not read
     incomplete: str | None = None  # the unit text arrived but the script did not end: what was not read
     step_seconds: dict[str, float] = field(default_factory=dict)  # remote step -> seconds (for --verbose)
     collected_at: str | None = None
+
+    def environment_inputs(self) -> dict[str, str | None] | None:
+        """The EnvironmentFile= contents as the parser takes them: path -> text, or None for a file
+        that is there but was not readable (its variables are unknown, even for an optional `-` file);
+        None when nothing was read at all."""
+        if not self.environment_files and not self.unreadable_environment_files:
+            return None
+        inputs: dict[str, str | None] = dict(self.environment_files)
+        inputs.update({path: None for path in self.unreadable_environment_files})
+        return inputs

@@ -51,14 +51,33 @@ def _engine_diff(baseline: Snapshot, current: Snapshot, pair: EnginePair) -> lis
     return diffs
 
 
+def environment_differences(base: dict, cur: dict, base_unread: list[str], cur_unread: list[str]
+                            ) -> list[Difference]:
+    """The variables' differences. A side with an EnvironmentFile= that could not be read (a login
+    that may not read it) does not know its variables: one it lacks may be set by that file, so no
+    "removed"/"added" is claimed for it, and a value it has may be overridden by the file (systemd
+    lets EnvironmentFile= win over Environment=), which the difference says."""
+    if cur_unread:
+        base = {k: v for k, v in base.items() if k in cur}
+    if base_unread:
+        cur = {k: v for k, v in cur.items() if k in base}
+    diffs = _dict_diff("env.", "{name}", base, cur, secret_aware=True)
+    for diff, (side, files) in ((d, s) for d in diffs for s in (("baseline", base_unread), ("current", cur_unread))
+                                if s[1]):
+        diff.notes.append(f"the {side} side's value may be overridden by {', '.join(files)}, which could not "
+                          "be read")
+    return diffs
+
+
 def diff_snapshots(baseline: Snapshot, current: Snapshot, pair: EnginePair) -> list[Difference]:
     if pair.same_engine and pair.baseline.engine != NO_ENGINE:
         diffs = diff_flags(pair.baseline, pair.current)
     else:
         diffs = _engine_diff(baseline, current, pair)
     used = _exec_vars(baseline) | _exec_vars(current)  # compared through the flags they expand into
-    diffs += _dict_diff("env.", "{name}", {k: v for k, v in baseline.environment.items() if k not in used},
-                        {k: v for k, v in current.environment.items() if k not in used}, secret_aware=True)
+    diffs += environment_differences({k: v for k, v in baseline.environment.items() if k not in used},
+                                     {k: v for k, v in current.environment.items() if k not in used},
+                                     baseline.unreadable_files, current.unreadable_files)
     b_keys, c_keys = _comparable_unit_keys(baseline, current)
     diffs += _dict_diff("unit.", "{name}=", b_keys, c_keys)
     diffs += _launcher_diff(baseline, current)

@@ -29,6 +29,14 @@ _SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2, "info": 3}
 _UNQUANTIFIED_WEIGHT = {"high": 0.15, "medium": 0.05, "low": 0.01, "info": 0.0}
 
 
+def _link_counted(findings: list[Finding]) -> None:
+    """A finding whose effect another one holds names that one's rank (reports: "counted in #1")."""
+    by_concept = {f.difference.concept: f.rank for f in findings if f.difference.concept}
+    for finding in findings:
+        if finding.counted_in is not None:
+            finding.counted_in_rank = by_concept.get(finding.counted_in)
+
+
 @dataclass
 class Finding:
     difference: Difference
@@ -40,6 +48,8 @@ class Finding:
     rank: int = 0
     ignored_because: str | None = None
     interval: tuple[float, float] | None = None  # the ratio's 80 % interval (impact/uncertainty.py)
+    counted_in: str | None = None  # the concept whose finding holds this change's effect (impact model's)
+    counted_in_rank: int | None = None  # that finding's rank, once ranked
 
     @property
     def direction(self) -> str:
@@ -177,7 +187,8 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
         estimate = get_model(model_rule.model)(name, b_value, c_value, ctx, model_rule.params)
         finding = Finding(difference=diff, rule=rule, throughput_ratio=estimate.throughput_ratio,
                           confidence=estimate.confidence, dimension=estimate.dimension or model_rule.dimension,
-                          detail=mask_fingerprints(estimate.detail), interval=estimate.interval)
+                          detail=mask_fingerprints(estimate.detail), interval=estimate.interval,
+                          counted_in=estimate.counted_in)
         if diff.secret and finding.throughput_ratio is None:
             finding.dimension = "none"  # a key or token: who may call the server, not how fast it runs
         entry = next((e for e in ignore or [] if e.matches(rule, diff)), None)
@@ -194,6 +205,7 @@ def compare(baseline: Baseline, current: Snapshot, rules: list[Rule], ignore: li
                                  _SEVERITY_ORDER.get(f.rule.severity, 9), f.key))
     for rank, finding in enumerate(findings, start=1):
         finding.rank = rank
+    _link_counted(findings)
     withheld = _prediction_withheld(findings)
     ratio = None if withheld else _predict(findings)
     interval = None if ratio is None else combine_intervals((f.throughput_ratio, f.interval) for f in findings)

@@ -163,7 +163,7 @@ def _unit_text(raw: RawUnit) -> str:
 
 def read_clear(raw: RawUnit, files: EngineFiles = NO_FILES) -> Clear:
     unit = parse_unit_text(_unit_text(raw), name=raw.unit or None, path=raw.paths[0] if raw.paths else None)
-    result = resolve_exec_start(unit, raw.environment_files or None)
+    result = resolve_exec_start(unit, raw.environment_inputs())
     command = result.command
     expanded = list(result.expanded_argv)
     path = getattr(command, "path", None)

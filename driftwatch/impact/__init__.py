@@ -24,6 +24,7 @@ from .features import feature_toggle
 from .kernels import kernel_choice
 from .none import command_change, no_impact, unknown
 from .parallelism import parallelism
+from .relaxed import relaxed_acceptance
 from .speculative import speculative_steps, speculative_toggle
 from .uncertainty import combine_intervals, direction, finish
 from .versions import engine_change, engine_version, interpreter_change, model_change
@@ -67,6 +68,7 @@ def _never_raises(name: str, fn: Model) -> GuardedModel:
 MODELS: dict[str, Model] = {name: _never_raises(name, fn) for name, fn in {
     "speculative_steps": speculative_steps,
     "speculative_toggle": speculative_toggle,
+    "relaxed_acceptance": relaxed_acceptance,
     "concurrency_cap": concurrency_cap,
     "kv_capacity": kv_capacity,
     "parallelism": parallelism,

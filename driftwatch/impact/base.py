@@ -67,6 +67,9 @@ class Estimate:
     # The 80 % interval [lo, hi] of the ratio (uncertainty.py); None when there is no ratio. Models that
     # model their own uncertainty set it; impact/__init__.py gives every other ratio one by confidence.
     interval: tuple[float, float] | None = None
+    # The concept whose estimate already holds this change (two flags of one effect are priced once):
+    # its ratio is then 1.0 and reports say "counted in #N" instead of "speed unchanged".
+    counted_in: str | None = None
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)

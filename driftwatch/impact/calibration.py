@@ -54,7 +54,27 @@ DRAFT_OVERHEAD_MS = 0.1  # per draft pass of an EAGLE/MTP head (graph replay, to
 SPEC_STEP_OVERHEAD_MS = 2.0  # fitted (docs/impact.md)
 # Per all-reduce call of a decode-sized message. pcie fitted (at the grid's top: it also carries the
 # other costs of a multi-GPU PCIe box); nvlink and network are priors (NCCL small-message latency).
-ALLREDUCE_US = {"nvlink": 10.0, "xgmi": 10.0, "pcie": 80.0, "network": 150.0, "none": 80.0}  # xgmi: as NVLink (prior)
+ALLREDUCE_US = {"nvlink": 10.0, "xgmi": 10.0, "pcie": 80.0, "network": 45.0, "none": 80.0}  # xgmi: as NVLink (prior)
+# --- Inter-node collectives (roofline.Layout; issue 35 item 1). A tensor-parallel group larger than one node's
+# GPUs all-reduces over the nodes' NICs (InfiniBand or RoCE); a pipeline split across nodes sends each stage
+# boundary's activations over them. No public case measures a --nnodes change on one model and GPU (queries in
+# docs/impact.md), so nothing here is fitted: each is a range from public NCCL and NIC figures, the point its
+# geometric middle, and a step that crosses the network carries the whole range in its interval.
+# Per all-reduce call of a decode-sized message (4-48 KB) across nodes, µs: NCCL's own tuning model predicts
+# 26 µs for 4-8 KB on an H100 InfiniBand cluster and that cluster measured 75 µs (NVIDIA/nccl#1453); NCCL spent
+# 54-64 µs per 48 KB all-reduce over 200 GbE RoCE between DGX Sparks (local-inference-lab/vllm#295).
+NETWORK_ALLREDUCE_US_RANGE = (25.0, 80.0)
+# Per GPU NIC bandwidth, GB/s: 100 Gb/s Ethernet (12.5) to 400 Gb/s NDR InfiniBand / ConnectX-7, one NIC per GPU
+# on rail-optimised servers (50); the point is the 200 Gb/s class (HDR InfiniBand, DGX Spark's ConnectX-7 link).
+# nccl-tests all_reduce busbw 70.8 GB/s over 4× 200 Gb/s between two GH200 nodes (vllm-project/vllm#6610) sits
+# inside: ~70 % of the wire.
+NETWORK_LINK_GBS = 25.0
+NETWORK_LINK_GBS_RANGE = (12.5, 50.0)
+# Per pipeline stage boundary crossing nodes, per forward: one send/recv of the boundary's activations, µs. From
+# the fabric's floor (ib_write_lat 8.8 µs for 48 KB over 200 GbE RoCE, local-inference-lab/vllm#295) to NCCL's
+# per-call cost with its proxy thread (the all-reduce figures above).
+NETWORK_SENDRECV_US = 25.0
+NETWORK_SENDRECV_US_RANGE = (9.0, 64.0)
 # Fraction of an MoE layer's experts that decode routing effectively spreads over (roofline.experts_touched):
 # 1.0 is uniform routing over all of them (the issue's first-order model). Fitted 0.4 with the absolute
 # step of seed 004's servers at batch 1 and batch 26 (docs/impact.md): uniform routing put their step at

@@ -234,8 +234,10 @@ def dpa_step(m: Any, hw: roofline.Hardware, batch: int, groups: int, knobs: Knob
     split_dp = 1 if m.attention == "mla" else min(width, m.kv_heads or width)
     kv = st.kv * busiest / batch * split_tp / split_dp
     state = st.state * busiest * groups / batch
-    lat = roofline.allreduce_latency(hw.interconnect, p)
-    link = (hw.gpu.link_gbs or 32.0) * 1e9
+    if getattr(hw, "tp_over_network", False):  # the TP group spans nodes: its collectives cross the NICs
+        link, lat = hw.network.link_gbs * 1e9, hw.network.allreduce_us * 1e-6 * knobs.latency
+    else:
+        link, lat = (hw.gpu.link_gbs or 32.0) * 1e9, roofline.allreduce_latency(hw.interconnect, p)
     h2 = (m.hidden_size or 0) * 2.0
 
     def reduce(n: float, ranks: int) -> float:  # one all-reduce of n tokens over `ranks` GPUs
@@ -244,8 +246,7 @@ def dpa_step(m: Any, hw: roofline.Hardware, batch: int, groups: int, knobs: Knob
     layers = m.layers or 1
     comm = layers * (reduce(groups * busiest, t) + lat) + (layers * reduce(busiest, width) if width > 1 else 0.0)
     comm += reduce(groups * busiest, t)  # lm_head over the gathered tokens, as TP
-    return (max(weights, st.compute) + kv + state + comm + st.overhead + st.eager
-            + knobs.sync_ms * 1e-3)
+    return max(weights, st.compute) + kv + state + comm + _rest(st) + knobs.sync_ms * 1e-3
 
 
 def _max_share(touched: float, gpus: int, imbalance: float, experts: int) -> float:
@@ -270,7 +271,12 @@ def ep_step(m: Any, hw: roofline.Hardware, batch: int, ep: int, knobs: Knobs, pa
     share = _max_share(st.experts_touched, ep, knobs.imbalance, m.experts or 0) / st.experts_touched
     expert_bytes = st.expert_bytes * hw.tp * share  # the busiest GPU's whole experts
     weights = st.weights + (expert_bytes - st.expert_bytes) / bw
-    return max(weights, st.compute) + st.kv + st.state + st.allreduce + st.overhead + st.eager
+    return max(weights, st.compute) + st.kv + st.state + st.allreduce + _rest(st)
+
+
+def _rest(st: roofline.StepTime) -> float:
+    """The step's terms neither layout changes: overhead, eager launches, pipeline send/recv, …"""
+    return st.total - max(st.weights, st.compute) - st.kv - st.state - st.allreduce
 
 
 # --- Fit in memory ------------------------------------------------------------------------------------
@@ -304,7 +310,7 @@ def _attention(name: str, baseline_value: Any, current_value: Any, ctx: ImpactCo
     carrier = _carried_elsewhere(name, ctx)
     if carrier is not None:
         return Estimate(1.0, HIGH, f"{change}: part of the DP-attention change, priced in the {carrier} "
-                        f"finding (counted once)", None, (1.0, 1.0))
+                        f"finding (counted once)", None, (1.0, 1.0), counted_in=carrier)
     a_b = attention_groups(ctx, "baseline", name, baseline_value)
     a_c = attention_groups(ctx, "current", name, current_value)
     c = concurrency_of(ctx)
@@ -418,8 +424,8 @@ def _experts(name: str, baseline_value: Any, current_value: Any, ctx: ImpactCont
     wide = max(e_b, e_c)
     lead = (f"{change}: experts spread over {e_b} → {e_c} GPU{'s' if e_c > 1 else ''} on "
             f"{roofline.hardware_words(m, hw)}; at batch {b_c} a MoE layer touches ~{touched:.0f} experts, the "
-            f"busiest of {wide} GPUs holds ~{_max_share(touched, wide, 1.0, m.experts or 0):.1f} of them where the tensor split "
-            f"gives each {touched / max(1, hw.tp):.1f} experts' worth")
+            f"busiest of {wide} GPUs holds ~{_max_share(touched, wide, 1.0, m.experts or 0):.1f} of them where "
+            f"the tensor split gives each {touched / max(1, hw.tp):.1f} experts' worth")
     return _answer(lead, point, values, cal.KERNEL_SWITCH_SPREAD, c, None, False, dim,
                    "the kernel term (fewer, larger expert GEMMs) is the public spread of kernel switches")
 

@@ -40,9 +40,68 @@ REFERENCE_GPU = GPUSpec(key="reference", name="a reference GPU (1 TB/s, 200 dens
 REFERENCE_NVLINK_TP = 8
 
 
+@dataclass(frozen=True)
+class Network:
+    """The inter-node fabric a collective crossing nodes pays (calibration.NETWORK_*): µs per all-reduce call,
+    GB/s per GPU's NIC, µs per pipeline send/recv. The default is the point of each public range; the
+    interval code prices the ends (`Network.ends`)."""
+
+    allreduce_us: float = cal.ALLREDUCE_US["network"]
+    link_gbs: float = cal.NETWORK_LINK_GBS
+    sendrecv_us: float = cal.NETWORK_SENDRECV_US
+
+    @staticmethod
+    def ends() -> tuple[Network, Network]:
+        """The fast and the slow fabric of the public ranges (low latency with a wide NIC, and the reverse)."""
+        return (Network(cal.NETWORK_ALLREDUCE_US_RANGE[0], cal.NETWORK_LINK_GBS_RANGE[1],
+                        cal.NETWORK_SENDRECV_US_RANGE[0]),
+                Network(cal.NETWORK_ALLREDUCE_US_RANGE[1], cal.NETWORK_LINK_GBS_RANGE[0],
+                        cal.NETWORK_SENDRECV_US_RANGE[1]))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where one side's GPUs sit (issue 35 item 1): the nodes the server spans, the GPUs of each node, the
+    pipeline depth. `gpus_per_node` None: unknown (then no collective is priced over the network, and
+    `unknown` says what to read). `how`: where the GPUs per node came from, for the sentence."""
+
+    nodes: int = 1
+    gpus_per_node: int | None = None
+    pipeline: int = 1
+    unknown: str = ""  # why the layout cannot be known ("" when it can)
+    how: str = ""
+
+    def tp_crosses(self, tp: int) -> bool:
+        """A tensor-parallel group larger than one node's GPUs all-reduces over the network."""
+        return self.nodes > 1 and self.gpus_per_node is not None and tp > self.gpus_per_node
+
+    def network_boundaries(self, tp: int) -> int:
+        """Pipeline stage boundaries whose send/recv crosses nodes in one forward: the stages are laid
+        node after node, so with more stages than nodes nodes − 1 of them do (with a TP group that already
+        spans nodes, each boundary does)."""
+        if self.pipeline <= 1 or self.nodes <= 1 or self.gpus_per_node is None:
+            return 0
+        if self.tp_crosses(tp):
+            return self.pipeline - 1
+        return min(self.pipeline, self.nodes) - 1
+
+    def words(self, tp: int) -> str:
+        """"TP 16 across 2 nodes of 8 GPUs" / "TP 8 on one node"."""
+        if self.nodes <= 1:
+            return f"TP {tp} on one node"
+        per = (f" of {self.gpus_per_node} GPU{'s' if self.gpus_per_node > 1 else ''}" if self.gpus_per_node
+               else "")
+        pp = f" × PP {self.pipeline}" if self.pipeline > 1 else ""
+        return f"TP {tp}{pp} across {self.nodes} nodes{per}"
+
+
+SINGLE_NODE = Layout()
+
+
 @dataclass
 class Hardware:
-    """What the forward runs on: one GPU model, the tensor-parallel degree, the link, graphs or not."""
+    """What the forward runs on: one GPU model, the tensor-parallel degree, the link, graphs or not, and
+    (multi-node) where the GPUs sit and the fabric between the nodes."""
 
     gpu: GPUSpec
     tp: int = 1
@@ -50,14 +109,20 @@ class Hardware:
     graphs: bool = True
     known: bool = True  # False: the reference GPU stands in for an unknown one
     link_known: bool = False  # the link was read on the host (`nvidia-smi topo -m`), not the table's usual one
+    layout: Layout = SINGLE_NODE
+    network: Network = field(default_factory=Network)
 
     @classmethod
-    def of(cls, facts: GPUFacts | None, tp: int = 1, graphs: bool = True) -> Hardware:
+    def of(cls, facts: GPUFacts | None, tp: int = 1, graphs: bool = True, layout: Layout = SINGLE_NODE) -> Hardware:
         if facts is None:
             link = "nvlink" if tp >= REFERENCE_NVLINK_TP else REFERENCE_GPU.interconnect
-            return cls(REFERENCE_GPU, max(1, tp), link, graphs, known=False)
+            return cls(REFERENCE_GPU, max(1, tp), link, graphs, known=False, layout=layout)
         return cls(facts.spec, max(1, tp), facts.interconnect, graphs, known=True,
-                   link_known=facts.interconnect_known)
+                   link_known=facts.interconnect_known, layout=layout)
+
+    @property
+    def tp_over_network(self) -> bool:
+        return self.layout.tp_crosses(self.tp)
 
     @property
     def launch_class(self) -> str:
@@ -88,6 +153,7 @@ class StepTime:
     allreduce: float
     overhead: float
     eager: float = 0.0
+    sendrecv: float = 0.0  # pipeline stage boundaries crossing nodes (Layout.network_boundaries)
     tokens: int = 1  # n = b·t tokens in the forward
     experts_touched: float | None = None  # distinct experts read per MoE layer
     expert_bytes: float = 0.0  # per GPU
@@ -96,7 +162,8 @@ class StepTime:
 
     @property
     def total(self) -> float:
-        return max(self.weights, self.compute) + self.kv + self.state + self.allreduce + self.overhead + self.eager
+        return (max(self.weights, self.compute) + self.kv + self.state + self.allreduce + self.overhead + self.eager
+                + self.sendrecv)
 
     @property
     def bound(self) -> str:
@@ -107,6 +174,7 @@ class StepTime:
         out = (f"{ms(self.total)} ms = max(weights {ms(self.weights)}, compute {ms(self.compute)}) + KV {ms(self.kv)}"
                + (f" + state {ms(self.state)}" if self.state else "")
                + (f" + all-reduce {ms(self.allreduce)}" if self.allreduce else "")
+               + (f" + pipeline send/recv {ms(self.sendrecv)}" if self.sendrecv else "")
                + f" + overhead {ms(self.overhead)}" + (f" + eager launches {ms(self.eager)}" if self.eager else ""))
         return out
 
@@ -220,19 +288,29 @@ def forward_time(m: ModelFacts, hw: Hardware, batch: float, tokens: float = 1, *
     kv = float(batch) * ctx_len * kv_token / kv_split / bw
     state = float(batch) * (m.state_bytes_per_request or 0) * share * (1.0 + float(tokens)) / tp / bw
 
-    # All-reduces: two per layer under TP (attention out, MLP out), latency + payload.
+    # All-reduces: two per layer under TP (attention out, MLP out), latency + payload; over the nodes' NICs
+    # when the TP group is larger than one node (Layout), where NCCL's hierarchical all-reduce is bound by them.
     allreduce = 0.0
+    activations = n * (m.hidden_size or 0) * 2.0  # bytes of one boundary's hidden states (16-bit)
     if tp > 1:
         calls = 2.0 * L * share + (1.0 if lm_head else 0.0)
-        link = (hw.gpu.link_gbs or 32.0) * 1e9
-        payload = n * (m.hidden_size or 0) * 2.0 * 2.0 * (tp - 1) / tp / link
-        allreduce = calls * (allreduce_latency(hw.interconnect, params) + payload)
+        if hw.tp_over_network:
+            link, latency = hw.network.link_gbs * 1e9, hw.network.allreduce_us * 1e-6
+        else:
+            link, latency = (hw.gpu.link_gbs or 32.0) * 1e9, allreduce_latency(hw.interconnect, params)
+        payload = activations * 2.0 * (tp - 1) / tp / link
+        allreduce = calls * (latency + payload)
+    # Pipeline stages on different nodes: one send/recv of the activations per boundary crossing them.
+    sendrecv = 0.0
+    if layers is None:  # the whole stack (a draft head runs on the last stage only)
+        sendrecv = hw.layout.network_boundaries(tp) * (hw.network.sendrecv_us * 1e-6
+                                                       + activations / (hw.network.link_gbs * 1e9))
 
     over = (_param(params, "step_overhead_ms", cal.STEP_OVERHEAD_MS) * 1e-3) if overhead_s is None else overhead_s
     eager = 0.0 if hw.graphs else _param(params, "eager_layer_us", eager_layer_us(hw)) * 1e-6 * L * share
     return StepTime(weights=weights, compute=compute, kv=kv, state=state, allreduce=allreduce, overhead=over,
-                    eager=eager, tokens=int(round(n)), experts_touched=touched, expert_bytes=expert_bytes / tp,
-                    dense_bytes=dense / tp)
+                    eager=eager, sendrecv=sendrecv, tokens=int(round(n)), experts_touched=touched,
+                    expert_bytes=expert_bytes / tp, dense_bytes=dense / tp)
 
 
 def eager_layer_us(hw: Hardware) -> float:
@@ -291,9 +369,49 @@ def side_graphs(ctx: ImpactContext, side: str) -> bool:
 
 
 def hardware_for(ctx: ImpactContext, side: str = "current", *, tp: int | None = None,
-                 graphs: bool | None = None) -> Hardware:
-    return Hardware.of(gpu_of(ctx), side_int(ctx, side, "parallel.tensor") if tp is None else tp,
-                       side_graphs(ctx, side) if graphs is None else graphs)
+                 graphs: bool | None = None, layout: Layout | None = None) -> Hardware:
+    """The side's hardware: the current host's GPUs, the side's tp (or `tp`), its graphs and its layout
+    over nodes (layout_of; or `layout`)."""
+    tp = side_int(ctx, side, "parallel.tensor") if tp is None else tp
+    return Hardware.of(gpu_of(ctx), tp, side_graphs(ctx, side) if graphs is None else graphs,
+                       layout_of(ctx, side) if layout is None else layout)
+
+
+NODES = "parallel.nodes"
+
+
+def layout_of(ctx: ImpactContext, side: str = "current") -> Layout:
+    """Where the side's GPUs sit. `parallel.nodes` (SGLang's and vLLM ≥ 0.12's --nnodes) set: each node runs
+    tp·pp·dp ÷ nodes GPUs (DP attention's dp lives inside the TP group); not mapped by the side's engine
+    release (vLLM before 0.12 spans nodes through Ray, with no flag): a group larger than the current
+    host's GPU count (nvidia-smi, --gpu) must span ceil(total ÷ that count) nodes of that count. A value the
+    engine computes at start-up, or one that does not divide, leaves the layout unknown (`Layout.unknown`)."""
+    from .base import as_int, is_runtime, side_runtime
+    values = (ctx.baseline if side == "baseline" else ctx.current) or {}
+    if not isinstance(values, dict):
+        values = {}
+    tp, pp = side_int(ctx, side, "parallel.tensor"), side_int(ctx, side, "parallel.pipeline")
+    dp = 1 if values.get("parallel.dp_attention") is True else side_int(ctx, side, "parallel.data")
+    total = tp * pp * dp
+    host = gpu_of(ctx)
+    host_gpus = host.count if host is not None and side == "current" else None
+    if NODES not in values:
+        if host_gpus and total > host_gpus:
+            spans = -(-total // host_gpus)
+            return Layout(spans, host_gpus, pp, how=f"{host_gpus} GPUs per node: the host's count; the engine "
+                          f"release has no --nnodes, so {total} GPUs span {spans} nodes")
+        return Layout(pipeline=pp)
+    raw = values.get(NODES)
+    nodes = None if is_runtime(raw, NODES, side_runtime(ctx, side)) else as_int(raw)
+    if nodes is None or nodes < 1:
+        return Layout(pipeline=pp, unknown=f"--nnodes {raw!r} is not a node count the model can read; state it "
+                      f"in the unit")
+    if nodes == 1:
+        return Layout(1, host_gpus or total, pp)
+    if total % nodes:
+        return Layout(nodes, None, pp, unknown=f"{total} GPUs (tp {tp} × pp {pp} × dp {dp}) do not divide over "
+                      f"{nodes} nodes; read nvidia-smi on each node")
+    return Layout(nodes, total // nodes, pp, how=f"{total // nodes} GPUs per node: tp·pp·dp ÷ --nnodes")
 
 
 def hardware_words(m: ModelFacts, hw: Hardware) -> str:

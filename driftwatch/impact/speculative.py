@@ -724,10 +724,12 @@ def speculative_steps(name: str, baseline_value: Any, current_value: Any, ctx: I
         return _algorithm_change(base, cur, ctx, params)
     if name == DRAFT and base.on and cur.on and base.topk != cur.topk:
         return Estimate(1.0, MEDIUM, f"{name} {show(baseline_value)} → {show(current_value)}: counted in the "
-                        f"{TOPK} estimate (topk {base.topk} → {cur.topk}), not twice", interval=NO_CHANGE)
+                        f"{TOPK} estimate (topk {base.topk} → {cur.topk}), not twice", interval=NO_CHANGE,
+                        counted_in=TOPK)
     if name in (TOPK, DRAFT) and base.on and cur.on and base.steps != cur.steps:
         return Estimate(1.0, MEDIUM, f"{name} {show(baseline_value)} → {show(current_value)}: counted in the "
-                        f"{STEPS} estimate ({base.steps} → {cur.steps} steps), not twice", interval=NO_CHANGE)
+                        f"{STEPS} estimate ({base.steps} → {cur.steps} steps), not twice", interval=NO_CHANGE,
+                        counted_in=STEPS)
     if name == DRAFT and base.on and cur.on and base.topk == cur.topk == 1 and base.steps == cur.steps:
         return Estimate(1.0, HIGH, f"with topk 1 {engine_label(ctx)} forces draft tokens to steps + 1 = "
                         f"{base.steps + 1}: {show(baseline_value)} → {show(current_value)} has no effect",

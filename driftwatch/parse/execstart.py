@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from driftwatch.parse.environment import env_name_is_valid, parse_environment_file, parse_environment_values
@@ -439,13 +440,15 @@ def _where(unit: UnitFile, key: str, a: Assignment | None) -> str:
     return f"{a.path or unit.name or '<unit>'}:{a.line}: "
 
 
-def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None = None, *,
+def resolve_exec_start(unit: UnitFile, environment_files: Mapping[str, str | None] | None = None, *,
                        specifiers: dict | None = None) -> ExecStartResult:
     """Everything needed to know what the service runs.
 
     ``environment_files`` maps EnvironmentFile= paths (as written, with or without '-', or after
-    specifiers) to their contents; a required file not supplied is in ``unreadable_files`` (its
-    variables are unknown, not empty), an optional ('-') one is skipped as systemd skips it.
+    specifiers) to their contents, or to None for a file that is there but could not be read; a
+    required file not supplied, and any file mapped to None, is in ``unreadable_files`` (its
+    variables are unknown, not empty); an optional ('-') one not supplied is skipped as systemd
+    skips a missing one.
     ``specifiers`` defaults to unit_specifiers(unit.name, fragment_path=first path).
     Raises ExecStartError where systemd would refuse the unit and there is no command to read (masked,
     no ExecStart=, a fatal ExecStart= error); every other reason systemd refuses to load it is in
@@ -544,13 +547,14 @@ def resolve_exec_start(unit: UnitFile, environment_files: dict[str, str] | None 
                                  f"Path {shown(expanded)} is not absolute, ignoring."))
             continue
         files_written.append(value)
-        content = None
+        content, there_unread = None, False
         for candidate in (value, expanded, fpath, posixpath.normpath(fpath)):
             if environment_files is not None and candidate in environment_files:
                 content = environment_files[candidate]
+                there_unread = content is None
                 break
         if content is None:
-            if not optional:  # systemd reads it on the host; here its variables are unknown, not empty
+            if not optional or there_unread:  # systemd reads it on the host; here its variables are unknown
                 unreadable.append(fpath)
                 certain.clear()
             continue

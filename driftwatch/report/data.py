@@ -72,7 +72,8 @@ def finding_to_dict(f: Finding) -> FindingDoc:
         "impact": {"dimension": f.dimension,
                    "throughput_ratio": None if f.throughput_ratio is None else float(f.throughput_ratio),
                    "interval": _interval(f.interval), "direction": f.direction,
-                   "confidence": f.confidence},
+                   "confidence": f.confidence,
+                   **({"counted_in": f.counted_in_rank} if f.counted_in_rank is not None else {})},
         "explanation": wording.explain(f),
     })
     if d.origin:

@@ -67,6 +67,7 @@ class ImpactDoc(TypedDict):
     interval: list[float] | None  # [lo, hi], the ratio's 80 % interval
     direction: str | None
     confidence: str | None
+    counted_in: NotRequired[int]  # the rank of the finding whose estimate holds this change's effect
 
 
 class SinceDoc(TypedDict):

@@ -260,6 +260,8 @@ def impact_text(f: DocumentLike) -> str:
     if r is None:
         return f"{dim}, not quantified"
     iv, way = _interval(imp.get("interval")), imp.get("direction")
+    if unchanged and is_number(imp.get("counted_in")):
+        return f"{dim}; counted in #{imp['counted_in']}"
     if unchanged and (iv is None or way != "unknown"):
         return f"{dim}; speed unchanged" + (f" ({conf} confidence)" if conf else "")
     words = range_text(r, iv, way)

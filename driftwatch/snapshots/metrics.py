@@ -26,6 +26,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "prefix_share": ("share of prompt tokens that repeat an earlier request's prefix", "share"),
     "prefix_cache_hit_rate": ("prefix-cache hit rate the server measured (0-1)", "share"),
     "prompt_tokens": ("typical prompt length in tokens", "count"),
+    "temperature": ("sampling temperature the workload requests (0 = greedy): prices acceptance rules", "rate"),
 }
 # Other spellings the impact models read with the same meaning.
 ALIASES = {"spec_accept_length": "accept_length", "accept_len": "accept_length"}

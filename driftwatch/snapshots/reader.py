@@ -60,7 +60,7 @@ class EngineReader:
         for an engine with probe paths, outside a container)."""
         try:
             unit = parse_unit_text(raw.text or "", name=raw.unit)
-            result = resolve_exec_start(unit, raw.environment_files or None)
+            result = resolve_exec_start(unit, raw.environment_inputs())
             launcher = find_launcher(list(result.expanded_argv), dict(result.environment), self.files)
             engine = get_engine(launcher.engine)
             paths = tuple(engine.probe_paths)

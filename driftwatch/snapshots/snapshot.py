@@ -173,7 +173,7 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     try:
         unit = parse_unit_text(raw.text, name=raw.unit or None,
                                path=raw.paths[0] if raw.paths else origin)
-        result = resolve_exec_start(unit, raw.environment_files or None)
+        result = resolve_exec_start(unit, raw.environment_inputs())
         command = result.command
     except ExecStartError as exc:  # systemd's wording quotes the value: the public form never does
         raise type(exc)(visible(_locate(public(exc), where, "systemd would refuse this unit: "))) from None

@@ -198,10 +198,13 @@ class Lab:
 
     def start_sshd(self, name: str, address: str = "127.0.0.1", port: int | None = None,
                    netns: str | None = None, isolate: bool = True, run_dir: bool = False,
-                   max_startups: str = "200:30:400") -> SSHServer:
+                   max_startups: str = "200:30:400", login_user: str | None = None) -> SSHServer:
         """sshd on ``address:port``. ``run_dir``: give it a /run/systemd/system (which also makes
         ``systemctl`` believe systemd is running: it then fails to reach the bus instead).
-        ``address`` 0.0.0.0 needs ``netns``: it then listens on that namespace's addresses only."""
+        ``address`` 0.0.0.0 needs ``netns``: it then listens on that namespace's addresses only.
+        ``login_user``: an unprivileged account (uid/gid ``LOGIN_UID``) that server alone knows — its
+        own /etc/passwd and /etc/group are bind-mounted over this machine's, which stay untouched —
+        accepting the lab's key, for what a collector sees when it does not log in as root."""
         if address == "0.0.0.0" and not netns:
             raise ValueError("an sshd on 0.0.0.0 only inside a namespace of the lab's own")
         port = port or (22 if netns else free_port())
@@ -243,8 +246,14 @@ class Lab:
                 steps.append(f"mkdir /run/systemd/system && mount --bind {q(root + '/run')} /run/systemd/system")
             steps.append(f"mount --bind {q(root + '/bin')} /usr/local/bin")
             steps.append(f"mount --bind {q(root + '/home')} /root")
+            if login_user:  # sshd reads authorized_keys as the user: the lab dir must be traversable
+                os.chmod(self.tmp, 0o711)
+                steps += [f"mount --bind {q(_accounts(root, login_user, 'passwd'))} /etc/passwd",
+                          f"mount --bind {q(_accounts(root, login_user, 'group'))} /etc/group"]
             argv = ["unshare", "-m", "--propagation", "private", "sh", "-c", "; ".join(steps + [sshd])]
         else:
+            if login_user:
+                raise ValueError("login_user needs root and isolate=True (its accounts are bind-mounted)")
             argv = ["sh", "-c", sshd]
         if netns:
             argv = ["ip", "netns", "exec", netns] + argv
@@ -346,6 +355,20 @@ class Lab:
 
 
 OWNER_FILE = "owner"
+LOGIN_UID = 4242
+
+
+def _accounts(root: str, user: str, which: str) -> str:
+    """A copy of this machine's /etc/passwd or /etc/group with ``user`` (uid/gid LOGIN_UID) added,
+    in the server's dir: bind-mounted in that server's mount namespace only."""
+    path = os.path.join(root, which)
+    with open(f"/etc/{which}") as fh:
+        lines = [line for line in fh.read().splitlines() if not line.startswith(f"{user}:")]
+    lines.append(f"{user}:x:{LOGIN_UID}:{LOGIN_UID}::/nonexistent:/bin/sh" if which == "passwd"
+                 else f"{user}:x:{LOGIN_UID}:")
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
 
 
 def _start_time(pid: int) -> str | None:

@@ -216,8 +216,8 @@ def test_no_impact_and_unknown():
 
 # --- registry and combine -------------------------------------------------------------------
 def test_registry_names():
-    assert set(MODELS) == {"speculative_steps", "speculative_toggle", "concurrency_cap", "kv_capacity",
-                           "parallelism", "dp_attention", "kernel_choice", "feature_toggle", "model_change",
+    assert set(MODELS) == {"speculative_steps", "speculative_toggle", "relaxed_acceptance", "concurrency_cap",
+                           "kv_capacity", "parallelism", "dp_attention", "kernel_choice", "feature_toggle", "model_change",
                            "interpreter_change", "engine_version", "engine_change", "command_change",
                            "environment", "no_impact", "unknown"}
 

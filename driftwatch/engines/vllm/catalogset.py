@@ -2,7 +2,7 @@
 
 - the positional model (`model_tag`, `nargs="?"`; required in 0.8.x) and what each entry point
   does with it (`vllm serve` copies it into `--model`; `python -m vllm.entrypoints.openai.api_server`
-  parses it and ignores it);
+  parses it and ignores it from 0.10, refuses it before);
 - boolean pairs: `--x` / `--no-x` (BooleanOptionalAction, 0.10 – 0.30) and 0.33's
   EnableDisableAction (`--enable-x` / `--disable-x`, hidden `--no-enable-x`); hidden option strings
   are registered as vLLM registers them, so abbreviations and unknown-flag findings match;
@@ -12,16 +12,21 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import functools
 import json
+from contextvars import ContextVar
 from typing import Any
 
-from ..argparse_catalog import _RECORDING, BadValue, Catalog, CatalogSet, OptionSpec, _is_number
+from ..argparse_catalog import _RECORDING, BadValue, Catalog, CatalogError, CatalogSet, OptionSpec, _is_number
 from ..config import Issue
 from ..versions import version_key
 from . import converters
-from .flexible import Preprocessed, preprocess
+from .flexible import Preprocessed, preprocess, serve_lacks_model_option
 
+# The release a unit records or is given (`--engine-version 0.9.2`), set while VLLMEngine reads it: an
+# unshipped release is typed with the nearest older catalog (0.9.0's) but rewritten by its own rules.
+UNIT_RELEASE: ContextVar[str | None] = ContextVar("vllm_unit_release", default=None)
 POSITIONAL_MODEL = "model_tag"
 MODEL_SPELLING = "MODEL (positional)"
 _BOOLEAN_CLASSES = ("BooleanOptionalAction", "EnableDisableAction")
@@ -58,14 +63,19 @@ class VLLMCatalogSet(CatalogSet):
             spec.option_strings = list(spec.option_strings) + hidden
         catalog.positionals = list(raw.get("positionals") or [])  # type: ignore[attr-defined]
         if "--model" not in {o for spec in catalog.options for o in spec.option_strings} \
-                and version_key(version) >= version_key("0.10"):
+                and version_key(version) >= version_key("0.9.0"):
             # vLLM 0.10+ leaves --model out of the parser when `serve` and `--help` are both in
             # sys.argv (EngineArgs.add_cli_args), which is how catalogs are dumped for full help text.
             # At run time the flag exists; its default is ModelConfig.model ("Qwen/Qwen3-0.6B" in
-            # every release 0.10.0 - 0.33.0). Used only while a catalog lacks the option.
+            # every release 0.10.0 - 0.33.0, "facebook/opt-125m" in 0.9.0: the positional's
+            # field_default). 0.9.0 leaves it out when either word is there, so `vllm serve` has no
+            # --model at run time either: flexible.serve_lacks_model_option reports its use there.
+            # Used only while a catalog lacks the option.
+            model_default = next((p.get("field_default") for p in catalog.positionals  # type: ignore[attr-defined]
+                                  if p.get("dest") == POSITIONAL_MODEL and p.get("field_default")), "Qwen/Qwen3-0.6B")
             catalog.options.append(OptionSpec(
                 option_strings=["--model"], dest="model", field="model", action="store", type="str",
-                default="Qwen/Qwen3-0.6B", help="Name or path of the Hugging Face model to use.",
+                default=model_default, help="Name or path of the Hugging Face model to use.",
                 extra={"synthesized": "absent from the dump (`serve --help` hides it)"}))
         return catalog
 
@@ -93,6 +103,9 @@ class VLLMCatalogSet(CatalogSet):
         return convert
 
     def _add_option(self, parser: argparse.ArgumentParser, spec: OptionSpec) -> None:
+        if spec.extra.get("type_name") == "<lambda>" and spec.dest == "compilation_config":
+            # 0.9.0's get_kwargs: `lambda x, f=CompilationConfig.from_cli: f(x)` (the dump names it <lambda>)
+            spec = dataclasses.replace(spec, extra={**spec.extra, "type_name": "CompilationConfig.from_cli"})
         if spec.extra.get("action_class") == "StoreBoolean":  # 0.8.x: --enable-chunked-prefill [true|false]
             parser.add_argument(*spec.option_strings, dest=spec.dest, default=argparse.SUPPRESS,
                                 action=_RECORDING["store"], nargs="?", const=spec.const or "True",
@@ -112,14 +125,26 @@ class VLLMCatalogSet(CatalogSet):
                                 action=_RECORDING["store"])
         return parser
 
+    def rules_release(self, version: str) -> str:
+        """The release whose FlexibleArgumentParser rewrites an argv typed with `version`'s catalog: the
+        unit's own (UNIT_RELEASE) when that catalog is its nearest older one, else `version`."""
+        wanted = (UNIT_RELEASE.get() or "").strip().lstrip("v")
+        if not wanted or wanted == version:
+            return version
+        try:
+            return wanted if self.nearest(wanted)[0] == version and version_key(wanted) > version_key(version) \
+                else version
+        except (CatalogError, ValueError):
+            return version
+
     def preprocessed(self, argv: list[str], version: str) -> Preprocessed:
-        return _preprocess_cached(self, tuple(argv), version)
+        return _preprocess_cached(self, tuple(argv), version, self.rules_release(version))
 
     def _drop_unknown(self, words: list[str], version: str) -> tuple[list[str], list[Issue]]:
         """Take unknown options (with the value word after them) out before argparse, so that
         their value is not read as the positional model; report them as the shared code does."""
         catalog = self.load(version)
-        legacy = version_key(version) < version_key("0.9.2")
+        legacy = version_key(self.rules_release(version)) < version_key("0.9.0")  # 0.9.0 merges dotted keys
         kept: list[str] = []
         issues: list[Issue] = []
         i = 0
@@ -128,10 +153,10 @@ class VLLMCatalogSet(CatalogSet):
             name = word.split("=", 1)[0]
             if word.startswith("--") and len(word) > 2 and catalog.resolve(name)[0] == "unknown":
                 if legacy and name.startswith("--") and "." in name:
-                    accepted = [v for v in self.versions if version_key(v) >= version_key("0.9.2")
+                    accepted = [v for v in self.versions if version_key(v) >= version_key("0.9.0")
                                 and self.load(v).resolve(name.split(".", 1)[0])[0] in ("exact", "prefix")]
                     issues.append(Issue("unknown-flag", f"{name}: dotted keys of JSON arguments are read from vLLM "
-                                        f"0.9.2 on; {self.label} {version} would refuse to start (accepted by "
+                                        f"0.9.0 on; {self.label} {version} would refuse to start (accepted by "
                                         f"{', '.join(accepted) or 'no shipped release'})", flag=name,
                                         releases=accepted, severity="error"))
                 else:
@@ -163,7 +188,15 @@ class VLLMCatalogSet(CatalogSet):
                 issues.append(Issue("startup-crash", f"{self.label} {version}'s `vllm serve` requires the model as "
                                     "its positional argument (`vllm serve MODEL …`)", key="model",
                                     severity="error"))
-        elif model is not None and required:  # 0.8.x: only `vllm serve` has a positional at all
+            elif serve_lacks_model_option(pre.release) and not any(i.key == "model" for i in pre.issues):
+                issues.append(Issue("startup-crash", f"`vllm serve` without a positional model: {self.label} "
+                                    f"{pre.release} registers no --model under `vllm serve`, so the parsed arguments "
+                                    "hold no model and it fails before loading one (AttributeError: 'Namespace' "
+                                    "object has no attribute 'model'); give it as `vllm serve MODEL …`",
+                                    key="model", severity="error"))
+        elif model is not None and (required or version_key(version) < version_key("0.10")):
+            # 0.8.x - 0.9.x: only `vllm serve` has a positional at all (ServeSubcommand.subparser_init
+            # declares it; 0.10 moved it into make_arg_parser)
             issues.append(Issue("unknown-flag", f"stray argument {model!r} ({self.label} {version}'s "
                                 "`python -m vllm.entrypoints.openai.api_server` takes no positional arguments; "
                                 "give --model)", flag=model, severity="error"))
@@ -185,5 +218,5 @@ class VLLMCatalogSet(CatalogSet):
 
 
 @functools.lru_cache(maxsize=512)
-def _preprocess_cached(catalogs: VLLMCatalogSet, argv: tuple[str, ...], version: str) -> Preprocessed:
-    return preprocess(list(argv), version, catalogs.option_strings(version), catalogs.label)
+def _preprocess_cached(catalogs: VLLMCatalogSet, argv: tuple[str, ...], version: str, rules: str) -> Preprocessed:
+    return preprocess(list(argv), rules, catalogs.option_strings(version), catalogs.label)

@@ -50,9 +50,10 @@ def json_object(text: str) -> Any:
 
 
 def compilation_from_cli(text: str) -> Any:
-    """0.8.x CompilationConfig.from_cli: a bare number is the level, else a JSON object."""
-    if text.strip().isdigit():
-        return {"level": int(text.strip())}
+    """0.8.x - 0.9.x CompilationConfig.from_cli: "0" - "3" is the level, else a JSON object (`cls(**json)`;
+    another number is a TypeError)."""
+    if text in ("0", "1", "2", "3"):
+        return {"level": int(text)}
     return json_object(text)
 
 
@@ -80,6 +81,7 @@ _BASE: dict[str, Callable[[str], Any]] = {
     "human_readable_int": human_readable_int, "human_readable_int_or_auto": human_readable_int_or_auto,
     "union_dict_and_str": union_dict_and_str, "nullable_str": nullable_str, "store_boolean": store_boolean,
     "from_cli": compilation_from_cli, "from_json": json_object,
+    "<lambda>": json_object,  # 0.9.0 get_kwargs: `lambda x, f=Config: f(**json.loads(x))` (also from_cli's)
 }
 _WRAPPED = re.compile(r"^(optional_type|parse_type|parse_dataclass)\((.*)\)$")
 

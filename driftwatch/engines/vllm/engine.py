@@ -17,13 +17,13 @@ from typing import Any
 from ...concepts import Binding
 from ...parse.wrappers import python_module
 from ..argparse_engine import ArgparseEngine
-from ..config import EngineConfig
+from ..config import EngineConfig, Issue
 from ..files import EngineFiles
 from ..interface import EngineEntry
 from ..startup import StartupValues
 from ..versions import version_key
 from . import config_file
-from .catalogset import VLLMCatalogSet
+from .catalogset import UNIT_RELEASE, VLLMCatalogSet
 from .flexible import SERVE
 from .journal import MARKERS as COLLECT_MARKERS
 from .probe import PROBE_PATHS, parse_probe
@@ -114,6 +114,25 @@ class VLLMEngine(ArgparseEngine):
         return super().primary_flag(key, version)
 
     # ---------------------------------------------------------------- reading
+    def read_config(self, engine_argv: list[str], engine_version: str | None = None,
+                    recorded_version: str | None = None, choose_from: list[list[str]] | None = None,
+                    recorded_from: str | None = None) -> EngineConfig:
+        """As every argparse engine, but the unit's own release (given or recorded) picks the argv
+        rewrites when no catalog of it ships: 0.9.1 / 0.9.2 are typed with 0.9.0's catalog and
+        rewritten as 0.9.1 / 0.9.2 rewrite (flexible.py)."""
+        token = UNIT_RELEASE.set(engine_version or recorded_version)
+        try:
+            return super().read_config(engine_argv, engine_version, recorded_version, choose_from, recorded_from)
+        finally:
+            UNIT_RELEASE.reset(token)
+
+    def _parse(self, engine_argv: list[str], version: str) -> tuple[dict[str, Any], dict[str, str], list[Issue]]:
+        rules = self.catalogs.rules_release(version)
+        if rules == version:
+            return super()._parse(engine_argv, version)
+        values, spellings, issues = self.catalogs.parse(engine_argv, version)  # not in the memo: other rules
+        return values, spellings, list(issues)
+
     def apply_startup(self, config: EngineConfig, engine_argv: list[str]) -> None:
         pre = self.catalogs.preprocessed(engine_argv, config.version)
         apply_rewrites(config, pre, self.catalogs.load(config.version))

@@ -1,24 +1,32 @@
 """vLLM's `FlexibleArgumentParser.parse_args` pre-processing, per release, before argparse runs.
 
 vLLM rewrites the command line before its argparse parser sees it (vllm/utils/argparse_utils.py
-from 0.15, vllm/utils/__init__.py in 0.9.2 – 0.11, vllm/utils.py in 0.8.x). Each step below is that
-code's, in its order, with the release where it changed:
+from 0.15, vllm/utils/__init__.py in 0.9.2 – 0.11, vllm/utils.py in 0.8.x – 0.9.1). Each step below is
+that code's, in its order, with the release where it changed (0.8.2, 0.9.0, 0.9.1, 0.9.2 read from
+their wheels):
 
-1. `vllm serve … --model X` (serve only): 0.9.2 – 0.11 refuse to start (ValueError); 0.15+ move the
-   model to the positional (a deprecation warning); 0.20+ refuse `--served-model-name` without a
-   positional model or `--config`.
+1. `vllm serve … --model X` (serve only): 0.9.0 – 0.11 refuse to start (ValueError; 0.8.x has no
+   check); 0.15+ move the model to the positional (a deprecation warning); 0.20+ refuse
+   `--served-model-name` without a positional model or `--config`. 0.9.0 alone registers no `--model`
+   under `vllm serve` at all (EngineArgs.add_cli_args: `if 'serve' not in sys.argv[1:] and '--help'
+   not in sys.argv[1:]`), so `--model=X` (also from a config file) is an ambiguous abbreviation and
+   a model-less `vllm serve` fails (`args.model` missing); 0.9.1+ hide it only for `serve --help`.
 2. `--config FILE` (the word `--config`, not `--config=FILE`, which argparse stores unread): the
    YAML's keys become `--key value` inserted right after the subcommand (and positional model), so
    CLI > config > defaults. `true` -> `--key`; `false` -> nothing (0.30+: `--no-key` when the parser
    that reads the file has it — for `vllm serve` that is the top-level `vllm` parser, which has none);
    lists -> repeated values (0.11+; before: Python's str of the list); mappings -> JSON (0.20+;
-   before: Python's str of the dict, which the JSON converters reject).
-3. In every `--name[=value]` the part before the first `.` has `_` -> `-` (0.8.x: the whole name).
-4. `-O3`, `-O=3`, `-O 3`: 0.9.2 – 0.11 `-O.level=3` (a dotted key of `-O`, the compilation config);
-   0.15+ `--optimization-level 3` (kept as the string "3").
-5. Dotted keys (`--speculative-config.method ngram`, `--x.list+ a,b`) are merged per argument into
-   one JSON appended at the end (so they replace an earlier whole-JSON value); values are
-   `json.loads`ed, else (0.20+) human-readable ints (`80g`), else kept as text.
+   before: Python's str of the dict, which the JSON converters reject). From 0.9.0 the model may come
+   from the file (`model:`); 0.8.x requires the positional before `--config`.
+3. In every `--name[=value]` the part before the first `.` has `_` -> `-` (0.8.x and 0.9.0: the whole
+   name, dotted keys included, so `--x.num_tokens` becomes the JSON key `num-tokens`).
+4. `-O3`, `-O=3`, `-O 3`: up to 0.9.1 argparse reads them as `-O` (an alias of
+   `--compilation-config`; 0.8.x/0.9.x's own `-O3` branch needs `len(arg) == 2` and never runs);
+   0.9.2 – 0.11 `-O.level=3` (a dotted key of `-O`); 0.15+ `--optimization-level 3` (the string "3").
+5. Dotted keys (`--speculative-config.method ngram`, `--x.list+ a,b`), from 0.9.0, are merged per
+   argument into one JSON appended at the end (so they replace an earlier whole-JSON value). 0.9.0 –
+   0.9.1: only `--` names, values kept as text; 0.9.2+: also `-O.x`, values `json.loads`ed, else
+   (0.20+) human-readable ints (`80g`), else kept as text, and `+` appends to a list.
 6. Duplicate flags: a warning, the last one wins (argparse).
 
 The `serve` word: an engine argv that starts with `serve` came from `vllm serve`; one that does
@@ -40,6 +48,10 @@ from . import config_file
 from .converters import human_readable_int
 
 SERVE = "serve"
+# The JSON options whose object becomes a config dataclass's keyword arguments in 0.9.0 (an unknown key is
+# a TypeError): SpeculativeConfig.from_dict -> cls(**dict) at engine start, CompilationConfig.from_cli ->
+# cls(**json.loads(v)) while parsing.
+_FIELDS_ONLY = {"--speculative-config": "SpeculativeConfig", "--compilation-config": "CompilationConfig"}
 _NAME_PART = re.compile(r"(?<=--)[^.]*")
 
 
@@ -52,6 +64,12 @@ def is_serve_word(word: str) -> bool:
 
 def at_least(version: str, floor: str) -> bool:
     return version_key(version) >= version_key(floor)
+
+
+def serve_lacks_model_option(version: str) -> bool:
+    """0.9.0's `vllm serve` parser has no `--model` (arg_utils.py: added only when neither `serve` nor
+    `--help` is in sys.argv); 0.9.1 changed the test to `serve` and `--help` both."""
+    return at_least(version, "0.9.0") and not at_least(version, "0.9.1")
 
 
 @dataclass
@@ -68,6 +86,7 @@ class Preprocessed:
     config_words: set[int] = field(default_factory=set)  # indexes in argv that came from the file
     dotted: dict[str, dict[str, str]] = field(default_factory=dict)  # "--speculative-config" -> {sub: spelling}
     hoisted_model: bool = False
+    release: str = ""  # whose rewrites these are (the unit's 0.9.2 while 0.9.0's catalog types the flags)
 
 
 def _crash(pre: Preprocessed, message: str, flag: str | None = None, key: str | None = None) -> None:
@@ -80,11 +99,13 @@ def preprocess(words: list[str], version: str, options: frozenset[str], label: s
     words, payloads = config_file.split_payloads(list(words))
     serve = bool(words) and is_serve_word(words[0])
     args = [SERVE, *words[1:]] if serve else list(words)
-    pre = Preprocessed(argv=[], serve=serve)
-    new_style = at_least(version, "0.9.2")
+    pre = Preprocessed(argv=[], serve=serve, release=version)
+    dotted_keys = at_least(version, "0.9.0")  # 0.9.0 utils.py parse_args: the --model check, dotted keys
+    first_part = at_least(version, "0.9.1")  # 0.9.1: `_` -> `-` only before the first `.`
+    o_rewrite = at_least(version, "0.9.2")  # 0.9.2: -O3 / -O=3 / -O 3 -> -O.level=3
     name = f"{label} {version}"
 
-    if serve and new_style:
+    if serve and dotted_keys:
         if not at_least(version, "0.12"):  # --model moved to the positional from 0.12 (oracles 0.12-0.14)
             if "--model" in args:
                 _crash(pre, f"`vllm serve … --model X`: {name} refuses to start (ValueError: give the model as "
@@ -117,6 +138,12 @@ def preprocess(words: list[str], version: str, options: frozenset[str], label: s
 
     if "--config" in args:
         args = _pull_config(args, payloads, version, serve, options, pre, name)
+    if serve and serve_lacks_model_option(version) and not any(i.severity == "error" for i in pre.issues):
+        given = next((a for a in args[1:] if re.match(r"^--model(=.*|$)", a)), None)  # --model=X, or from --config
+        if given is not None:
+            _crash(pre, f"`{given.split('=', 1)[0]}` under `vllm serve`: {name} registers no --model there, so "
+                   "argparse refuses it (ambiguous option: could match --model-impl, --model-loader-extra-config); "
+                   "give the model as the positional argument", flag="--model", key="model")
     for word in args:
         if word.startswith("--config="):
             pre.notes.append(f"{word}: vLLM reads a config file only from `--config FILE` (a space, not `=`); "
@@ -127,7 +154,7 @@ def preprocess(words: list[str], version: str, options: frozenset[str], label: s
 
     body = args[1:] if serve else args
     config_at = {i - (1 if serve else 0) for i in pre.config_words}
-    if not new_style:
+    if not dotted_keys:
         pre.argv, pre.config_words = [_legacy_name(a) for a in body], config_at
         return pre
 
@@ -135,8 +162,11 @@ def preprocess(words: list[str], version: str, options: frozenset[str], label: s
     origin: list[bool] = []  # came from the config file
     for i, arg in enumerate(body):
         from_config = i in config_at
-        if arg.startswith("--help="):
+        if arg.startswith("--help=") and o_rewrite:
             processed.append("--help")
+            origin.append(from_config)
+        elif arg.startswith("--") and not first_part:
+            processed.append(_legacy_name(arg))
             origin.append(from_config)
         elif arg.startswith("--"):
             if "=" in arg:
@@ -144,6 +174,9 @@ def preprocess(words: list[str], version: str, options: frozenset[str], label: s
                 processed.append(f"{_NAME_PART.sub(lambda m: m.group(0).replace('_', '-'), key, count=1)}={value}")
             else:
                 processed.append(_NAME_PART.sub(lambda m: m.group(0).replace("_", "-"), arg, count=1))
+            origin.append(from_config)
+        elif not o_rewrite:  # up to 0.9.1 argparse reads -O3 / -O=3 / -O 3 as the -O alias
+            processed.append(arg)
             origin.append(from_config)
         elif arg.startswith("-O") and arg != "-O" and (at_least(version, "0.12") or arg[2] != "."):
             level = arg[3:] if arg[2] == "=" else arg[2:]
@@ -179,14 +212,15 @@ def _legacy_name(arg: str) -> str:
 
 def _merge_dotted(processed: list[str], origin: list[bool], version: str,
                   pre: Preprocessed) -> tuple[list[str], list[bool]]:
+    modern = at_least(version, "0.9.2")  # 0.9.0 - 0.9.1: `--` names only, text values, no `+`, no skip
     delete: set[int] = set()
     dict_args: dict[str, dict[str, Any]] = defaultdict(dict)
     dict_origin: dict[str, bool] = {}
     duplicates: set[str] = set()
     for i, arg in enumerate(processed):
-        if i in delete:
+        if i in delete and modern:
             continue
-        if not (arg.startswith("-") and "." in arg):
+        if not (arg.startswith("-" if modern else "--") and "." in arg):
             continue
         if "=" in arg:
             arg, value_str = arg.split("=", 1)
@@ -200,12 +234,12 @@ def _merge_dotted(processed: list[str], origin: list[bool], version: str,
                 continue
             value_str = processed[i + 1]
             delete.add(i + 1)
-        if arg.endswith("+"):
+        if arg.endswith("+") and modern:
             arg = arg[:-1]
             value_str = json.dumps(list(value_str.split(",")))
         key, *keys = arg.split(".")
         try:
-            value: Any = loads_json(value_str)
+            value: Any = loads_json(value_str) if modern else value_str
         except ValueError:
             value = value_str
             if at_least(version, "0.20"):
@@ -216,7 +250,20 @@ def _merge_dotted(processed: list[str], origin: list[bool], version: str,
         nested: Any = value
         for k in reversed(keys):
             nested = {k: nested}
-        duplicates |= {f"{key}.{d}" for d in _update(dict_args[key], nested)}
+        overwritten = _update(dict_args[key], nested)
+        if modern:  # 0.9.2 added the "Found duplicate keys" warning
+            duplicates |= {f"{key}.{d}" for d in overwritten}
+        dashed = [k for k in keys if "-" in k]
+        if dashed and not at_least(version, "0.9.1"):
+            spelled = f"the JSON gets {', '.join(repr(k) for k in dashed)}"
+            if key in _FIELDS_ONLY:
+                _crash(pre, f"{arg}: vLLM {version} turns every `_` of the option's name into `-`, the dotted "
+                       f"keys included, so {spelled}, which no field of {_FIELDS_ONLY[key]} is called: it refuses "
+                       f"to start (TypeError: unexpected keyword argument); write the whole JSON (`{key} "
+                       "'{...}'`) or use 0.9.1+, which converts only the part before the first `.`", flag=key,
+                       key=f"{key[2:].replace('-', '_')}.{dashed[0]}")
+            else:
+                pre.notes.append(f"{arg}: vLLM {version} turns the dotted keys' `_` into `-` too, so {spelled}")
         dict_origin[key] = dict_origin.get(key, True) and origin[i]
         if keys:
             pre.dotted.setdefault(key, {})[keys[0]] = arg
@@ -308,7 +355,7 @@ def _pull_config(args: list[str], payloads: dict[str, dict], version: str, serve
     pre.config_read = True
     head: list[str]
     tail: list[str]
-    if at_least(version, "0.9.2"):
+    if at_least(version, "0.9.0"):  # 0.9.0 utils.py _pull_args_from_config: the model may come from the file
         if args[0].startswith("-") and at_least(version, "0.11"):
             head, tail = [], args[0:index] + rest
         elif args[0] == SERVE:

@@ -3,8 +3,9 @@
 - `--speculative-config` (and the 0.25+ shorthands `--spec-method/--spec-model/--spec-tokens`, and
   0.8.x's `--speculative-model/--num-speculative-tokens`) become one setting per key
   (`speculative_config.method`, `…num_speculative_tokens`, `…model`), so each is compared and
-  mapped to its concept; keys the release's SpeculativeConfig does not have are ignored (0.10 –
-  0.15, pydantic dataclasses ignore extra keys) or refused at start-up (0.20+, `extra="forbid"`).
+  mapped to its concept; keys the release's SpeculativeConfig does not have are refused at start-up
+  (0.9.x: a plain dataclass, `cls(**dict)` is a TypeError), ignored (0.10 – 0.15, pydantic dataclasses
+  ignore extra keys) or refused again (0.20+, `extra="forbid"`).
 - `--compilation-config` likewise (`compilation_config.cudagraph_capture_sizes` …); `-O3` in
   0.10/0.11 is `compilation_config.level`; 0.15+ `--optimization-level` is a number.
 - Prefix caching and chunked prefill left unset are on for generation models (V1), and 0.10/0.11
@@ -165,9 +166,17 @@ def _speculative(config: EngineConfig, pre: Preprocessed) -> None:
         return
     fields = set(config_fields(config.version)[SPEC]["fields"])
     unknown = sorted(k for k in raw if fields and k not in fields)
+    release = pre.release or config.version  # the unit's own 0.9.x rules where only 0.9.0's catalog ships
+    plain_dataclass = at_least(release, "0.9.0") and not at_least(release, "0.10")
     for key in unknown:
         where = spellings.get(key, primary)
-        if at_least(config.version, "0.20"):
+        if any(i.key == f"{SPEC}.{key}" and i.kind == "startup-crash" for i in config.issues):
+            continue  # flexible.py said why already (0.9.0's dashed dotted keys)
+        if plain_dataclass:  # 0.9.0 SpeculativeConfig.from_dict: cls(**dict_value)
+            config.issues.append(Issue(
+                "startup-crash", f"{where}: {key!r} is not a SpeculativeConfig field in {label}: vLLM refuses to "
+                "start (TypeError: unexpected keyword argument)", key=f"{SPEC}.{key}", flag=where, severity="error"))
+        elif at_least(config.version, "0.20"):
             config.issues.append(Issue(
                 "startup-crash", f"{where}: {key!r} is not a SpeculativeConfig field in {label}: vLLM refuses to "
                 "start (pydantic: extra inputs are not permitted)", key=f"{SPEC}.{key}", flag=where, severity="error"))
@@ -224,7 +233,15 @@ def _compilation(config: EngineConfig, pre: Preprocessed) -> None:
     for key, sub in value.items():
         spelling = dotted.get(key) or whole.flag or "--compilation-config"
         flags[f"{COMPILE}.{key}"] = FlagValue(sub, EXPLICIT, flag=spelling, note=whole.note)
-        if fields and key not in fields and key != "level":
+        if fields and key not in fields and key != "level" \
+                and not any(i.key == f"{COMPILE}.{key}" and i.severity == "error" for i in config.issues):
+            release = pre.release or config.version
+            if at_least(release, "0.9.0") and not at_least(release, "0.9.1"):
+                config.issues.append(Issue(  # 0.9.0 CompilationConfig.from_cli: cls(**json.loads(v)), while parsing
+                    "startup-crash", f"{spelling}: {key!r} is not a CompilationConfig field in {label}: vLLM refuses "
+                    "to start (argparse: invalid --compilation-config value, TypeError: unexpected keyword argument)",
+                    key=f"{COMPILE}.{key}", flag=spelling, severity="error"))
+                continue
             config.issues.append(Issue(
                 "startup-crash" if at_least(config.version, "0.20") else "ignored-argument",
                 f"{spelling}: {key!r} is not a CompilationConfig field in {label}"

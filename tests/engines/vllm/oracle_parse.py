@@ -4,7 +4,10 @@ stdin: JSON list of {"mode": "serve" | "module", "argv": [...]}. `serve` builds 
 with its `serve` subcommand exactly as vllm/entrypoints/cli/main.py does and parses
 ["serve", *argv] (then copies model_tag into model, as ServeSubcommand.cmd does); `module` builds
 the parser of `python -m vllm.entrypoints.openai.api_server` (make_arg_parser on a fresh
-FlexibleArgumentParser) and parses argv. stdout: "@@ORACLE@@" + JSON {"version", "results": [{"ns":
+FlexibleArgumentParser) and parses argv. sys.argv is set to the process's own while the parser is built
+(0.9.0 registers `--model` only when neither `serve` nor `--help` is in it); a namespace without `model`
+fails as AsyncEngineArgs.from_cli_args would, and a speculative config with a key SpeculativeConfig has
+no field fails as its constructor would. stdout: "@@ORACLE@@" + JSON {"version", "results": [{"ns":
 {dest: value} for dests that differ from a bare parse, "error": text or null}]}.
 """
 import contextlib
@@ -74,9 +77,30 @@ def plain(value):
     return repr(value)
 
 
+def _speculative_fields(ns):
+    """The start-up's next step for a speculative config: SpeculativeConfig(**dict) (0.9.x from_dict),
+    run only for its unexpected-keyword TypeError (other checks need the model)."""
+    spec = ns.get("speculative_config")
+    if not isinstance(spec, dict):
+        return
+    try:
+        from vllm.config import SpeculativeConfig
+    except ImportError:
+        return
+    try:
+        SpeculativeConfig(**spec)
+    except TypeError as exc:
+        if "unexpected keyword" in str(exc):
+            raise
+    except Exception:
+        pass
+
+
 def run(mode, argv):
-    parser = serve_parser() if mode == "serve" else make_arg_parser(Flexible())
     words = ["serve", *argv] if mode == "serve" else list(argv)
+    # The parser is built while sys.argv is the process's own (0.9.0's EngineArgs.add_cli_args reads it).
+    sys.argv = ["vllm", *words] if mode == "serve" else ["api_server.py", *words]
+    parser = serve_parser() if mode == "serve" else make_arg_parser(Flexible())
     err = io.StringIO()
     try:
         with contextlib.redirect_stderr(err):
@@ -86,6 +110,9 @@ def run(mode, argv):
         raise SystemExit(lines[-1] if lines else "argparse error") from None
     if mode == "serve" and ns.get("model_tag") is not None:
         ns["model"] = ns["model_tag"]
+    if "model" not in ns:  # AsyncEngineArgs.from_cli_args: getattr(args, "model")
+        raise AttributeError("'Namespace' object has no attribute 'model'")
+    _speculative_fields(ns)
     ns.pop("model_tag", None)
     ns.pop("dispatch_function", None)
     ns.pop("subparser", None)
