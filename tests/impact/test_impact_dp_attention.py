@@ -84,6 +84,7 @@ def test_the_change_is_counted_once_across_its_settings():
     c = ctx(base, cur, MLA, "H200x8", 512)
     dp = model(DP, 1, 8, c, {})
     assert dp.throughput_ratio == 1.0 and "priced in the parallel.dp_attention finding" in dp.detail
+    assert dp.counted_in == DPA
     assert (model(DPA, False, True, c, {}).throughput_ratio or 0) > 1.0
     # DP attention on both sides, only the DP size differs: that finding carries it
     on = ctx({"parallel.tensor": 8, DP: 2, DPA: True}, {"parallel.tensor": 8, DP: 8, DPA: True}, MLA, "H200x8", 512)
@@ -176,5 +177,6 @@ def test_compare_prices_dp_attention_by_the_stated_concurrency(tmp_path):
         said[conc] = json.loads(r.output)
     assert said["768"]["predicted_direction"] == "faster" and said["1"]["predicted_direction"] != "faster"
     assert said["1"]["predicted_throughput_ratio"] < 1.0 < said["768"]["predicted_throughput_ratio"]
-    top = said["768"]["findings"][0]
+    top, second = said["768"]["findings"][:2]
     assert (top["key"], top["rule"]) == ("enable_dp_attention", "DW302")
+    assert second["key"] == "dp_size" and second["impact"]["counted_in"] == top["rank"]
