@@ -40,6 +40,7 @@ from .base import (
     AGGREGATE,
     HIGH,
     LOW,
+    RUNTIME,
     SINGLE,
     STABILITY,
     Estimate,
@@ -112,9 +113,11 @@ def dp_attention(name: str, baseline_value: Any, current_value: Any, ctx: Impact
 # --- Reading the settings -------------------------------------------------------------------------------
 
 def _value(ctx: ImpactContext, side: str, concept: str, name: str, given: Any) -> Any:
+    """The side's value of `concept` (the model's argument when called for it); RUNTIME when the engine
+    computes it at start-up, which no reading below takes for a number or a switch."""
     key = ATTENTION_DATA if name == "attn_dp_size" else name
     v = side_value(ctx, side, concept, key, given)
-    return None if is_runtime(v, concept, side_runtime(ctx, side)) else v
+    return RUNTIME if is_runtime(v, concept, side_runtime(ctx, side)) else v
 
 
 def attention_groups(ctx: ImpactContext, side: str, name: str = "", given: Any = None) -> int | None:
@@ -131,7 +134,7 @@ def attention_groups(ctx: ImpactContext, side: str, name: str = "", given: Any =
     if not on:
         return 1
     dp = _value(ctx, side, DATA, name, given)
-    size = 1 if dp is None else as_int(dp)
+    size = 1 if dp is None else as_int(dp)  # unset: SGLang's default DP size 1
     return size if size is not None and size >= 1 else None
 
 
@@ -162,14 +165,16 @@ def _carried_elsewhere(name: str, ctx: ImpactContext) -> str | None:
 
 def _ep_size(ctx: ImpactContext, side: str, name: str, given: Any, tp: int) -> int | None:
     """GPUs the experts are spread over: vLLM's switch spreads them over TP × DP; SGLang's `--ep-size`."""
-    if name in (EXPERT_ENABLED, "enable_ep_moe"):
-        on = as_bool(None if is_runtime(given) else given)
-        if on is None:
+    key = EXPERT_ENABLED if name == "enable_ep_moe" else name
+    raw = _value(ctx, side, key, key, given)
+    if key == EXPERT_ENABLED:
+        on = as_bool(raw)
+        if on is None or raw == RUNTIME:
             return None
-        dp = as_int(_value(ctx, side, DATA, name, None)) or 1
+        dp = as_int(_value(ctx, side, DATA, key, None)) or 1
         return tp * max(1, dp) if on else 1
-    size = as_int(None if is_runtime(given) else given)
-    return size if size is not None and size >= 1 else (1 if given is None else None)
+    size = as_int(raw)
+    return size if size is not None and size >= 1 else (1 if raw is None else None)
 
 
 # --- The physics --------------------------------------------------------------------------------------
@@ -330,8 +335,8 @@ def _attention(name: str, baseline_value: Any, current_value: Any, ctx: ImpactCo
     if a_b is None or a_c is None or m is None:
         missing = "the attention-DP groups on one side" if a_b is None or a_c is None else "the model's config.json"
         return _switch(f"{change}: {words}; {missing} unknown", dim)
-    t = hw.tp
     for groups, side in ((a_b, "baseline"), (a_c, "current")):
+        t = roofline.side_int(ctx, side, "parallel.tensor")
         if groups > 1 and (t < groups or t % groups):
             return unknown_estimate(f"{change}: {groups} attention-DP groups must divide the TP size {t} on the "
                                     f"{side} side: the server will not start", STABILITY)

@@ -100,6 +100,15 @@ def test_plain_data_parallel_is_still_the_parallelism_models():
     assert (ours.throughput_ratio, ours.detail) == (theirs.throughput_ratio, theirs.detail)
 
 
+def test_a_dp_size_computed_at_start_up_is_not_taken_for_one():
+    base = {"parallel.tensor": 8, DP: 1, DPA: False}
+    c = ImpactContext(base, {"parallel.tensor": 8, DP: "runtime", DPA: True}, set(), {DP}, {}, {}, 256,
+                      model_facts=MLA, gpu_facts=gpu_facts(parse_gpu_option("H200x8")), engine="SGLang")
+    assert attention_groups(c, "current") is None
+    e = model(DPA, False, True, c, {})
+    assert e.throughput_ratio == 1.0 and "unknown" in e.detail and "turns DP attention off" not in e.detail
+
+
 def test_groups_that_do_not_divide_tp_will_not_start():
     e = dp_switch(8, 3, MLA, "H200x8", conc=64)
     assert e.throughput_ratio is None and e.dimension == "stability"
