@@ -444,10 +444,10 @@ def _attention_on(ctx: ImpactContext) -> bool:
 def _grid(ctx: ImpactContext, hw: roofline.Hardware, point: Knobs, context_stated: bool, ep: bool) -> list[Knobs]:
     contexts = (point.context,) if context_stated else CONTEXT_RANGE
     hardware: list[roofline.Hardware | None] = [None]
-    if not hw.known:  # an unknown GPU: the table's slowest and fastest stand in as well
-        from ..facts.gpu import GPUFacts, gpu_table
+    if not hw.known:  # an unknown GPU: the table's slowest and fastest stand in as well (same layout)
+        from ..facts.gpu import gpu_table
         rows = sorted(gpu_table(), key=lambda r: r.bandwidth_gbs)
-        hardware += [roofline.Hardware.of(GPUFacts(r, hw.tp, r.name, r.interconnect), hw.tp, hw.graphs)
+        hardware += [dataclasses.replace(hw, gpu=r, interconnect=r.interconnect, known=True)
                      for r in (rows[0], rows[-1])]
     out = []
     for h in hardware:
