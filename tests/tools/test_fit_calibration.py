@@ -69,11 +69,6 @@ def test_seeds_within_15_percent(rows):
         assert r.after is not None and abs(r.after / r.case.measured - 1) <= 0.15, r.case.name
 
 
-def _spec(name):
-    with open(os.path.join(fit.DEFAULT_CASES, name, "case.yaml"), encoding="utf-8") as fh:
-        return yaml.safe_load(fh) or {}
-
-
 def test_the_copy_is_the_shared_set():
     """tools/calibration_cases holds ../shared/calibration and ../shared/calibration-more, file for file."""
     shared = [d for d in fit.SHARED_SETS if os.path.isdir(d)]
@@ -93,9 +88,7 @@ def test_the_copy_is_the_shared_set():
     copied = {n for n in os.listdir(fit.DEFAULT_CASES) if os.path.isdir(os.path.join(fit.DEFAULT_CASES, n))
               and not _added_here(os.path.join(fit.DEFAULT_CASES, n))}
     known = {n for folder in shared for n in os.listdir(folder)}
-    # cases found for this repository carry `added_here:` (issue 35 item 1): not copies of the shared set
-    here = {n for n in copied if "added_here" in _spec(n)}
-    differ += sorted(copied - known - here) if len(shared) == len(fit.SHARED_SETS) else []
+    differ += sorted(copied - known) if len(shared) == len(fit.SHARED_SETS) else []
     assert differ == [], "tools/calibration_cases differs from ../shared/calibration{,-more}: copy them again"
 
 
