@@ -60,6 +60,14 @@ def test_gqa_gains_less_than_mla_at_the_same_load():
     assert "MLA" in mla.detail and "MLA" not in gqa.detail
 
 
+def test_a_dense_gqa_model_never_gains_below_its_pool_limit():
+    """Dense, GQA with KV heads ≥ TP: nothing for DP attention to split, only weights to replicate."""
+    for conc in (1, 64, 256):
+        e = dp_switch(4, 4, DENSE, "H100x4", conc=conc)
+        assert e.throughput_ratio is not None and e.throughput_ratio < 1.0, (conc, e.detail)
+    assert "MoE" not in dp_switch(4, 4, DENSE, "H100x4", conc=64).detail
+
+
 def test_the_dp_attention_step_splits_mla_kv_by_group_and_replicates_attention_weights():
     hw = hardware_for(ctx({"parallel.tensor": 8}, {"parallel.tensor": 8}, MLA, "H200x8"))
     k = Knobs(context=2048.0, sync_ms=0.0)
