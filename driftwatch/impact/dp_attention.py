@@ -122,8 +122,8 @@ def _value(ctx: ImpactContext, side: str, concept: str, name: str, given: Any) -
 
 def attention_groups(ctx: ImpactContext, side: str, name: str = "", given: Any = None) -> int | None:
     """Attention-DP groups on one side: `--attn-dp-size` when above 1, else the DP size when DP attention is on
-    (SGLang 0.5.23 reads `--enable-dp-attention --dp N` as `--attn-dp-size N`; it turns DP attention off at DP
-    size 1), else 1; None when a setting it rests on is unknown."""
+    (SGLang 0.5.23 deprecates that switch for `--attn-dp-size <dp-size>`; SGLang turns it off at DP size 1),
+    else 1; None when a setting it rests on is unknown."""
     groups = as_int(_value(ctx, side, ATTENTION_DATA, name, given))
     if groups is not None and groups > 1:  # 1 is 0.5.23's default: the deprecated switch may still set it
         return groups
