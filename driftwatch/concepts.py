@@ -47,6 +47,7 @@ CONCEPTS: dict[str, str] = {
     "parallel.pipeline": "pipeline-parallel stages",
     "parallel.data": "data-parallel replicas",
     "parallel.nodes": "machines (nodes) one server's GPUs span (multi-node launch)",
+    "parallel.executor": "how the workers are started (vLLM: mp, ray, uni, external_launcher); Ray may span nodes",
     "parallel.expert": "expert-parallel size",
     "parallel.expert_enabled": "expert parallelism on (MoE experts spread over the GPUs, not tensor-split)",
     "parallel.dp_attention": "data-parallel attention on",

@@ -106,6 +106,11 @@ def parallelism(name: str, baseline_value: Any, current_value: Any, ctx: ImpactC
         return _layout_switch(f"{change}: expert parallelism changes MoE all-to-all traffic; which way depends on "
                               f"the interconnect and on how many requests share a step",
                               AGGREGATE if c > 1 else SINGLE)
+    if name == roofline.EXECUTOR:
+        return unknown_estimate(f"{change}: each GPU does the same work per step either way; what changes is where "
+                                f"the workers may run (Ray can place a group larger than one node's GPUs on other "
+                                f"nodes: the tensor-parallel finding prices the layout) and the start-up and "
+                                f"scheduling path; no sound number for that", AGGREGATE if c > 1 else SINGLE)
     return unknown_estimate(f"{change}: parallel layout changed; no sound number")
 
 

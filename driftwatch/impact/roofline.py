@@ -378,6 +378,8 @@ def hardware_for(ctx: ImpactContext, side: str = "current", *, tp: int | None = 
 
 
 NODES = "parallel.nodes"
+EXECUTOR = "parallel.executor"
+RAY_EXECUTORS = (None, "ray")  # vLLM: no backend named picks Ray when the group exceeds the node's GPUs
 
 
 def layout_of(ctx: ImpactContext, side: str = "current") -> Layout:
@@ -385,7 +387,9 @@ def layout_of(ctx: ImpactContext, side: str = "current") -> Layout:
     tp·pp·dp ÷ nodes GPUs (DP attention's dp lives inside the TP group); not mapped by the side's engine
     release (vLLM before 0.12 spans nodes through Ray, with no flag): a group larger than the current
     host's GPU count (nvidia-smi, --gpu) must span ceil(total ÷ that count) nodes of that count. A value the
-    engine computes at start-up, or one that does not divide, leaves the layout unknown (`Layout.unknown`)."""
+    engine computes at start-up, or one that does not divide, leaves the layout unknown (`Layout.unknown`).
+    vLLM's `--distributed-executor-backend` ray, or none named (vLLM then picks Ray for a group larger than
+    the node's GPUs), with --nnodes 1: as a release without --nnodes."""
     from .base import as_int, is_runtime, side_runtime
     values = (ctx.baseline if side == "baseline" else ctx.current) or {}
     if not isinstance(values, dict):
@@ -395,14 +399,19 @@ def layout_of(ctx: ImpactContext, side: str = "current") -> Layout:
     total = tp * pp * dp
     host = gpu_of(ctx)
     host_gpus = host.count if host is not None and side == "current" else None
-    if NODES not in values:
-        if host_gpus and total > host_gpus:
-            spans = -(-total // host_gpus)
-            return Layout(spans, host_gpus, pp, how=f"{host_gpus} GPUs per node: the host's count; the engine "
-                          f"release has no --nnodes, so {total} GPUs span {spans} nodes")
-        return Layout(pipeline=pp)
     raw = values.get(NODES)
     nodes = None if is_runtime(raw, NODES, side_runtime(ctx, side)) else as_int(raw)
+    # vLLM's Ray executor (named, or picked because the group exceeds the node's GPUs) places the group
+    # over as many nodes as it needs with --nnodes left at 1: a multi-node server, not one that will not start
+    ray = EXECUTOR in values and values.get(EXECUTOR) in RAY_EXECUTORS and nodes == 1
+    if NODES not in values or ray:
+        if host_gpus and total > host_gpus:
+            spans = -(-total // host_gpus)
+            why = ("the engine release has no --nnodes" if NODES not in values
+                   else "vLLM's Ray executor places the group (--nnodes 1)")
+            return Layout(spans, host_gpus, pp, how=f"{host_gpus} GPUs per node: the host's count; {why}, so "
+                          f"{total} GPUs span {spans} nodes")
+        return Layout(1, host_gpus or total, pp) if NODES in values else Layout(pipeline=pp)
     if nodes is None or nodes < 1:
         return Layout(pipeline=pp, unknown=f"--nnodes {raw!r} is not a node count the model can read; state it "
                       f"in the unit")

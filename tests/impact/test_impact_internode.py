@@ -216,3 +216,26 @@ def test_a_pipeline_change_prices_only_the_boundary_that_crosses_nodes():
     assert "one send/recv per boundary" in across.detail and "0 → 1 pipeline stage boundaries" in across.detail
     lo, hi = across.interval
     assert lo < across.throughput_ratio < hi <= 1.05  # one send/recv per step: a small cost either way
+
+
+def test_vllms_ray_executor_spans_nodes_with_nnodes_left_at_one():
+    """vLLM ≥ 0.12 has --nnodes (default 1), but Ray, named or picked because the group exceeds the node's
+    GPUs, places the group over other nodes: TP 16 on an 8-GPU host is a two-node server, not "will not start";
+    one process per GPU (mp) on one node cannot."""
+    ex = "parallel.executor"
+
+    def on_8_gpus(base, cur):
+        return ImpactContext(base, cur, set(), set(), {}, {}, 1, gpus=8, model_facts=DSV3,
+                             baseline_model_facts=DSV3, gpu_facts=gpus("H100x8"))
+
+    for backend in (None, "ray"):
+        base, cur = {TP: 8, NODES: 1, ex: backend}, {TP: 16, NODES: 1, ex: backend}
+        lay = layout_of(on_8_gpus(base, cur))
+        assert (lay.nodes, lay.gpus_per_node) == (2, 8) and "Ray" in lay.how, backend
+        est = parallelism(TP, base, cur, on_8_gpus(base, cur))
+        assert "will not start" not in est.detail and "network" in est.detail, est.detail
+    base, cur = {TP: 8, NODES: 1, ex: "mp"}, {TP: 16, NODES: 1, ex: "mp"}
+    assert layout_of(on_8_gpus(base, cur)).nodes == 1
+    assert "will not start" in parallelism(TP, base, cur, on_8_gpus(base, cur)).detail
+    # within one node Ray changes nothing of the layout
+    assert layout_of(on_8_gpus({}, {TP: 8, NODES: 1, ex: "ray"})).nodes == 1
