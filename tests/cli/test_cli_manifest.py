@@ -20,7 +20,8 @@ needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason=KUBECTL_MISSING)
 
 
 def test_show_json_is_the_units_document_plus_the_container(dw):
-    unit = dw("show", "--unit-file", EXAMPLES / "sglang-qwen-70toks.service", "--format", "json").json()
+    unit = dw("show", "--unit-file", EXAMPLES / "sglang-qwen-70toks.service", "--engine-version", "0.5.12",
+              "--format", "json").json()  # the release the Deployment's image tag names
     got = dw("show", "--manifest", BASE, "--format", "json").json()
     assert set(unit) <= set(got) and set(got) - set(unit) == {"container"}
     assert got["container"]["argv"][:3] == ["python3", "-m", "sglang.launch_server"]

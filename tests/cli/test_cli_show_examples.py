@@ -7,20 +7,22 @@ from cli_helpers import run_in_process
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# example -> (release chosen, explicit fields that must be read with these values)
+# example -> (release chosen, explicit fields that must be read with these values). The Qwen3.6-27B units
+# write --mamba-scheduler-strategy, which 0.5.19 is the last release to accept (as a deprecated alias whose
+# field is mamba_radix_cache_strategy).
 EXPECTED = {
-    "sglang-qwen-70toks.service": ("0.5.12", {"tp_size": 2, "speculative_num_steps": 3, "speculative_eagle_topk": 1,
+    "sglang-qwen-70toks.service": ("0.5.19", {"tp_size": 2, "speculative_num_steps": 3, "speculative_eagle_topk": 1,
                                               "speculative_algorithm": "EAGLE", "context_length": 131072,
                                               "max_running_requests": 16, "mem_fraction_static": 0.88,
-                                              "mamba_scheduler_strategy": "extra_buffer"}),
-    "sglang-qwen-40toks.service": ("0.5.12", {"tp_size": 2, "speculative_num_steps": 1,
+                                              "mamba_radix_cache_strategy": "extra_buffer"}),
+    "sglang-qwen-40toks.service": ("0.5.19", {"tp_size": 2, "speculative_num_steps": 1,
                                               "speculative_algorithm": "EAGLE"}),
     "sglang-qwen35-122b-mtp1.service": ("0.5.23", {"tp_size": 4, "speculative_num_steps": 1,
                                                    "served_model_name": "qwen3.5-122b", "mem_fraction_static": 0.85}),
     "sglang-qwen35-122b-mtp2.service": ("0.5.23", {"tp_size": 4, "speculative_num_steps": 2}),
-    "ddtree/sglang-qwen.service": ("0.5.12", {"speculative_num_steps": 3, "mem_fraction_static": 0.88}),
-    "ddtree/sglang-qwen-current.service": ("0.5.12", {"mem_fraction_static": 0.85}),  # the drop-in's ExecStart
-    "ddtree/sglang-qwen-ddtree-shadow.service": ("0.5.12", {"speculative_algorithm": "DDTREE", "port": 30001}),
+    "ddtree/sglang-qwen.service": ("0.5.19", {"speculative_num_steps": 3, "mem_fraction_static": 0.88}),
+    "ddtree/sglang-qwen-current.service": ("0.5.19", {"mem_fraction_static": 0.85}),  # the drop-in's ExecStart
+    "ddtree/sglang-qwen-ddtree-shadow.service": ("0.5.19", {"speculative_algorithm": "DDTREE", "port": 30001}),
 }
 
 

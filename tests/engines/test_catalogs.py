@@ -343,7 +343,8 @@ def test_deprecations(version, flag, replacement):
 def test_not_everything_is_deprecated():
     for v, cat in CATALOGS.items():
         dep = [o["primary"] for o in cat["options"] if o["deprecated"]]
-        assert len(dep) < 20, (v, dep)
+        # 0.5.14 - 0.5.19 really deprecate 23-29 aliases (of 420-503 options: --cuda-graph-bs, --nsa-*, ...)
+        assert len(dep) < len(cat["options"]) // 10, (v, dep)
         by = _by_string(cat)
         assert by["--dp-size"]["deprecated"] is None
         assert by["--tp-size"]["deprecated"] is None

@@ -335,7 +335,7 @@ def test_engine_version_exact():
     assert "nearest" not in config.version_reason
 
 
-@pytest.mark.parametrize("requested, used", [("0.5.15", "0.5.12"), ("0.5.99", "0.5.23"), ("0.5.5.post3", "0.5.5"),
+@pytest.mark.parametrize("requested, used", [("0.5.0", "0.4.10.post2"), ("0.5.99", "0.5.23"), ("0.5.5.post3", "0.5.5"),
                                              ("0.5.12.post1", "0.5.12")])
 def test_engine_version_nearest_older(requested, used):
     config = read_engine_config(["--tp", "2"], engine_version=requested)
@@ -347,7 +347,7 @@ def test_engine_version_nearest_older(requested, used):
 
 def test_engine_version_older_than_all():
     config = read_engine_config(["--tp", "2"], engine_version="0.3.0")
-    assert config.version == "0.4.10.post2"
+    assert config.version == "0.4.6"
     assert "oldest" in config.version_reason
 
 
@@ -362,13 +362,20 @@ def test_engine_version_beats_recorded():
     assert config.version == "0.5.5"
 
 
-def test_inferred_seed_is_0512():
+def test_inferred_seed_is_the_last_release_with_mamba_scheduler_strategy():
+    # --mamba-scheduler-strategy: 0.5.7 - 0.5.19 (a deprecated alias from 0.5.14), gone in 0.5.20
+    assert "--mamba-scheduler-strategy" in load_catalog("0.5.19").by_option
+    assert "--mamba-scheduler-strategy" not in load_catalog("0.5.20").by_option
     config = read_engine_config(SEED_70)
-    assert config.version == "0.5.12"
+    assert config.version == "0.5.19"
     assert config.version_reason.startswith("inferred")
     assert "newest" in config.version_reason
-    assert config.issues == []
-    assert config.flags["mamba_scheduler_strategy"].value == "extra_buffer"
+    # it parses: the one issue is a warning that the spelling is deprecated there
+    assert [(i.kind, i.flag, i.severity) for i in config.issues] == [
+        ("deprecated-flag", "--mamba-scheduler-strategy", "warning")]
+    # 0.5.14 - 0.5.19 store it under the new name's field
+    assert config.flags["mamba_radix_cache_strategy"].value == "extra_buffer"
+    assert read_engine_config(SEED_70, engine_version="0.5.13").flags["mamba_scheduler_strategy"].value == "extra_buffer"
 
 
 def test_inferred_newest_when_all_parse():
@@ -384,24 +391,27 @@ def test_inferred_new_only_flag():
 
 
 def test_inferred_old_only_flag():
-    # --cuda-graph-max-bs is exact up to 0.5.12 and ambiguous on 0.5.23
-    assert read_engine_config(["--cuda-graph-max-bs", "8"]).version == "0.5.12"
+    # --cuda-graph-max-bs is exact up to 0.5.19 and an ambiguous prefix from 0.5.20 (-decode, -prefill)
+    assert "--cuda-graph-max-bs" in load_catalog("0.5.19").by_option
+    assert "--cuda-graph-max-bs" not in load_catalog("0.5.20").by_option
+    assert read_engine_config(["--cuda-graph-max-bs", "8"]).version == "0.5.19"
 
 
 def test_inferred_when_nothing_parses_everywhere():
-    config = read_engine_config(["--mamba-scheduler-strategy", "extra_buffer", "--cuda-graph-max-bs-decode", "8"])
-    assert config.version in ("0.5.12", "0.5.23")
+    # --enable-response-store is new in 0.5.20, the release that dropped --mamba-scheduler-strategy
+    config = read_engine_config(["--mamba-scheduler-strategy", "extra_buffer", "--enable-response-store"])
+    assert config.version in ("0.5.19", "0.5.23")
     assert "no shipped release" in config.version_reason
     assert len(config.issues) == 1
 
 
 def test_choose_version_for_two_units():
     version, reason = choose_version([SEED_70, SEED_122B])
-    assert version == "0.5.12"
+    assert version == "0.5.19"
     assert "both" in reason
     a = read_engine_config(SEED_122B, choose_from=[SEED_70, SEED_122B])
     b = read_engine_config(SEED_70, choose_from=[SEED_70, SEED_122B])
-    assert a.version == b.version == "0.5.12"
+    assert a.version == b.version == "0.5.19"
     assert read_engine_config(SEED_122B).version == "0.5.23"  # alone it would be newer
 
 

@@ -107,12 +107,13 @@ def test_no_speculation_no_rewrites():
 
 
 def test_seed_units_forced_draft_tokens():
-    # 70 tok/s seed: steps 3, 40 tok/s seed: steps 1, both NEXTN topk 1 on 0.5.12
+    # 70 tok/s seed: steps 3, 40 tok/s seed: steps 1, both NEXTN topk 1 on 0.5.19 (the last release with
+    # their --mamba-scheduler-strategy)
     base = ["--model-path", "/m", "--mamba-scheduler-strategy", "extra_buffer", "--speculative-algorithm", "NEXTN",
             "--speculative-eagle-topk", "1"]
     fast = read_engine_config(base + ["--speculative-num-steps", "3"])
     slow = read_engine_config(base + ["--speculative-num-steps", "1"])
-    assert fast.version == slow.version == "0.5.12"
+    assert fast.version == slow.version == "0.5.19"
     assert fast.flags["speculative_num_draft_tokens"].value == 4
     assert slow.flags["speculative_num_draft_tokens"].value == 2
 

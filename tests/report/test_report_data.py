@@ -33,7 +33,7 @@ def test_summary_and_header_facts_are_in_the_document(seed_doc):
                                    f"(\u00d7{lo:.2f}\u2013{hi:.2f}, most likely \u00d70.61) at concurrency 1; "
                                    "most of it from --speculative-num-steps 3 \u2192 1.")
     assert seed_doc["baseline"]["engine"] == "sglang" and seed_doc["baseline"]["engine_label"] == "SGLang"
-    assert seed_doc["baseline"]["engine_version"] == "0.5.12"
+    assert seed_doc["baseline"]["engine_version"] == "0.5.19"  # the last release with their --mamba-scheduler-strategy
     assert seed_doc["target"]["engine_version_reason"].startswith("inferred")
     json.dumps(seed_doc, allow_nan=False)  # plain JSON all the way down
 

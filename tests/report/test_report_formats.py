@@ -80,8 +80,8 @@ def test_renders_the_fleet_report(name, fleet_doc):
 def test_text_comparison_is_the_readme_layout(seed_doc):
     out = get_format("text").render_comparison(seed_doc)
     lines = out.splitlines()
-    assert lines[0] == "baseline: 70toks (sglang-qwen.service on ct129; SGLang 0.5.12)"
-    assert lines[1].startswith("current:  sglang-qwen.service (local file); SGLang 0.5.12 (inferred: ")
+    assert lines[0] == "baseline: 70toks (sglang-qwen.service on ct129; SGLang 0.5.19)"
+    assert lines[1].startswith("current:  sglang-qwen.service (local file); SGLang 0.5.19 (inferred: ")
     assert lines[3].split() == ["#", "flag", "baseline", "current", "impact", "explanation"]
     assert lines[5].split()[:4] == ["1", "--speculative-num-steps", "3", "1"]
     assert "DW101 --speculative-num-steps 3 \u2192 1:" in lines[5]

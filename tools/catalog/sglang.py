@@ -48,7 +48,19 @@ LIGHT_DEPS = [
 # find the list for a new release.
 _COMMON_05 = ["fastapi", "sentencepiece", "openai", "partial_json_parser", "dill"]
 EXTRA_DEPS = {
+    # 0.4.6 - 0.4.9: their runtime-common pins, and the triton of their torch (2.6.0: triton 3.2.0; 2.7.1: 3.3.1;
+    # today's triton lacks triton.runtime.cache.default_cache_dir, which their sglang/srt/utils.py imports)
+    "0.4.6": ["transformers==4.51.1", "xgrammar==0.1.17", "triton==3.2.0", "fastapi", "sentencepiece"],
+    "0.4.7": ["transformers==4.52.3", "xgrammar==0.1.19", "triton==3.3.1", "fastapi", "sentencepiece"],
+    "0.4.8": ["transformers==4.52.3", "xgrammar==0.1.19", "triton==3.3.1", "fastapi", "sentencepiece"],
+    "0.4.9": ["transformers==4.53.0", "xgrammar==0.1.19", "triton==3.3.1", "fastapi", "sentencepiece"],
     "0.4.10.post2": ["transformers==4.57.6", "fastapi", "sentencepiece"],
+    # 0.5.1 - 0.5.4: the transformers and xgrammar pins of the release's METADATA (0.5.1, 0.5.2: of its
+    # runtime-common extra)
+    "0.5.1": ["transformers==4.55.2", "xgrammar==0.1.23"] + _COMMON_05,
+    "0.5.2": ["transformers==4.56.1", "xgrammar==0.1.24"] + _COMMON_05,
+    "0.5.3": ["transformers==4.57.0", "xgrammar==0.1.24"] + _COMMON_05,
+    "0.5.4": ["transformers==4.57.1", "xgrammar==0.1.25"] + _COMMON_05,
     "0.5.5": ["transformers==4.57.6"] + _COMMON_05,
     # 0.5.6 - 0.5.11: the transformers and xgrammar pins of each release's own METADATA
     **{v: ["transformers==4.57.1", "xgrammar==0.1.27"] + _COMMON_05 for v in ("0.5.6", "0.5.7", "0.5.8", "0.5.9")},
@@ -68,6 +80,7 @@ EXTRA_DEPS_BY_PREFIX = [
 # installing it. Each stub is recorded in the catalog under "stubs".
 STUBS = {
     "0.4.10.post2": [],
+    "0.5.4": ["torchvision"],  # sglang/srt/configs/deepseek_ocr.py imports torchvision.transforms
     "0.5.5": [],
     "0.5.11": ["torchvision"],
     "0.5.12": ["torchvision"],
