@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Mapping
 from importlib import resources
 
 import yaml
@@ -137,7 +138,7 @@ class ArgparseEngine(Engine):
         return values, spellings, list(issues)
 
     def read_config(self, engine_argv, engine_version=None, recorded_version=None, choose_from=None,
-                    recorded_from: str | None = None) -> EngineConfig:
+                    recorded_from: str | None = None, environment: Mapping[str, str] | None = None) -> EngineConfig:
         label = self.label
         if engine_version:
             version, why = self.catalogs.nearest(engine_version)
@@ -171,6 +172,6 @@ class ArgparseEngine(Engine):
                                     f"{spec.deprecated}", key=spec.field, flag=spec.primary, severity="warning"))
         bindings = {k: b for k, b in self._bindings.items() if k in flags}
         config = EngineConfig(engine=self.name, version=version, version_reason=reason, flags=flags,
-                              issues=issues, label=label, bindings=bindings)
+                              issues=issues, label=label, bindings=bindings, environment=dict(environment or {}))
         self.apply_startup(config, engine_argv)
         return config

@@ -128,6 +128,9 @@ class EngineConfig:
     label: str = ""  # "SGLang"; "" for engine none
     bindings: dict = field(default_factory=dict)  # native field -> concepts.Binding
     reported: dict = field(default_factory=dict)  # concept -> value the server reported (beats the unit's)
+    # The unit's environment as the engine process gets it (start-up rewrites that an engine variable
+    # decides read it, e.g. SGLANG_ENABLE_SPEC_V2); never saved: the snapshot keeps its own, redacted.
+    environment: dict[str, str] = field(default_factory=dict, repr=False)
 
     def explicit(self) -> dict[str, FlagValue]:
         return {k: v for k, v in self.flags.items() if v.source == EXPLICIT}

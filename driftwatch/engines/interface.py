@@ -9,6 +9,7 @@ maps its native fields to concepts (`driftwatch/concepts.py`), which is all late
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..concepts import Binding
@@ -45,11 +46,13 @@ class Engine(ABC):
     @abstractmethod
     def read_config(self, engine_argv: list[str], engine_version: str | None = None,
                     recorded_version: str | None = None,
-                    choose_from: list[list[str]] | None = None, recorded_from: str | None = None) -> EngineConfig:
+                    choose_from: list[list[str]] | None = None, recorded_from: str | None = None,
+                    environment: Mapping[str, str] | None = None) -> EngineConfig:
         """Type the argv under one release: `engine_version` (the user's word), else the release
         recorded with the unit (`recorded_from` says how, e.g. "named by the image tag …"), else the
         newest release under which every argv of `choose_from` (default: this one) parses. Problems
-        are Issues, never exceptions. Applies start-up rewrites."""
+        are Issues, never exceptions. Applies start-up rewrites, which may read the unit's
+        `environment` (an engine variable that changes what start-up does)."""
 
     @abstractmethod
     def choose_release(self, argvs: list[list[str]]) -> tuple[str, str]:

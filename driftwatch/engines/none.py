@@ -24,7 +24,7 @@ class NoEngine(Engine):
         return "", "no engine detected"
 
     def read_config(self, engine_argv, engine_version=None, recorded_version=None, choose_from=None,
-                    recorded_from=None) -> EngineConfig:
+                    recorded_from=None, environment=None) -> EngineConfig:
         return EngineConfig(engine=self.name, version="", version_reason="no engine detected", flags={})
 
 

@@ -192,7 +192,8 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     recorded = raw.engine_version or engine_plugin.release_from_image(launcher.image)
     recorded_from = None if raw.engine_version or not recorded else f"named by the image tag {launcher.image}"
     clear_engine = engine_plugin.read_config(launcher.engine_argv, engine_version=engine_version,
-                                             recorded_version=recorded, recorded_from=recorded_from)
+                                             recorded_version=recorded, recorded_from=recorded_from,
+                                             environment=result.environment)
     policy = Redactor(public_env=load_public_env(), credential_options=credential_options())
     policy.learn_typed(clear_engine.explicit(), credential_kind)
     policy.typed_public.update(launcher.entry.split())  # `vllm serve`: the subcommand word is the engine's
@@ -269,7 +270,8 @@ def build_snapshot(raw: RawUnit, engine_version: str | None = None, origin: str 
     argv, expanded, environment, unit_keys = scrub(argv), scrub(expanded), scrub(environment), scrub(unit_keys)
     runtime = scrub(runtime)
     engine = clear_engine if launcher.engine_argv == clear_engine_argv else engine_plugin.read_config(
-        launcher.engine_argv, engine_version=engine_version, recorded_version=recorded, recorded_from=recorded_from)
+        launcher.engine_argv, engine_version=engine_version, recorded_version=recorded, recorded_from=recorded_from,
+        environment=result.environment)
     gpus_issue = _visible_devices_issue(clear_environment, engine, bool(launcher.image))
     if gpus_issue is not None:
         engine.issues.append(gpus_issue)
@@ -650,7 +652,7 @@ def snapshot_from_dict(data: Any, origin: str, engine_version: str | None = None
     said = (f"named by the image tag {launcher.image}"
             if recorded and recorded == plugin.release_from_image(launcher.image) else None)
     engine = plugin.read_config(list(launcher.engine_argv), engine_version=engine_version,
-                                recorded_version=recorded, recorded_from=said)
+                                recorded_version=recorded, recorded_from=said, environment=environment)
     gpus_issue = _visible_devices_issue(environment, engine, bool(launcher.image))
     if gpus_issue is not None:
         engine.issues.append(gpus_issue)

@@ -84,13 +84,17 @@ def test_vllm_0_10_to_0_15_ranks_its_changed_defaults_and_names_the_public_regre
 def test_sglang_0_5_5_to_0_5_23_ranks_its_changed_default_and_names_the_public_regression(shipped_rules):
     result = _compare(shipped_rules, SGLANG, ("0.5.5", "0.5.23"), H100X8)
     by_key = {f.key: f for f in result.findings}
-    cap = by_key["engine.version.max_running_requests"]
-    assert cap.difference.concept == "batch.max_running_requests"
-    assert cap.difference.concept_current == 48  # SGLang 0.5.23's default under speculative decoding
-    # 0.5.5 computed the cap at start-up: the model says so instead of guessing a number
-    assert "computed at start-up" in cap.detail and "by default in SGLang 0.5.23" in cap.difference.notes[0]
+    # the 48 cap on running requests is every release's (0.4.6 on): no change, no finding
+    assert "engine.version.max_running_requests" not in by_key
+    # 0.5.5 turned the overlap scheduler off under EAGLE (SGLANG_ENABLE_SPEC_V2 off by default); 0.5.11 on
+    # keeps it on: a priced finding of its own, faster
+    overlap = by_key["engine.version.disable_overlap_schedule"]
+    assert overlap.difference.concept == "scheduler.overlap"
+    assert (overlap.difference.concept_baseline, overlap.difference.concept_current) == (False, True)
+    assert overlap.throughput_ratio is not None and overlap.throughput_ratio > 1
+    assert "by default in SGLang 0.5.23" in overlap.difference.notes[0]
     release = by_key["engine.version"]
-    assert "findings of their own" in release.detail and "max_running_requests" in \
+    assert "findings of their own" in release.detail and "disable_overlap_schedule" in \
         release.difference.details["defaults_priced"]
     named = {m["id"]: m for m in by_key["engine.version"].difference.details["known_regressions"]}
     assert named["sglang-24795"]["certainty"] == "matches"  # GLM + EAGLE, first bad 0.5.10

@@ -179,15 +179,18 @@ def test_mamba_no_buffer_without_overlap_off_crashes_on_0523():
     assert crashes(cfg(argv + ["--disable-overlap-schedule"], "0.5.23")) == []
 
 
-# ---------------------------------------------------------------- max_running_requests 48 on 0.5.23
+# ---------------------------------------------------------------- max_running_requests 48, every release
+# SGLang caps it at 48 for EAGLE-family speculative decoding when the flag is unset: server_args.py
+# `_handle_speculative_decoding` from 0.4.6 (line 321) to 0.5.12 (line 3735), speculative_hook.py
+# `_handle_eagle_family` from 0.5.19; STANDALONE from 0.5.2 (read from each release's wheel).
 
 
+@pytest.mark.parametrize("version", ["0.4.6", "0.4.10.post2", "0.5.5", "0.5.12", "0.5.19", "0.5.23"])
 @pytest.mark.parametrize("algo", ["EAGLE", "NEXTN", "EAGLE3"])
-def test_eagle_family_caps_running_requests_on_0523(algo):
-    mrr = cfg(spec(algo, steps=3, topk=1), "0.5.23").flags["max_running_requests"]
-    assert mrr.value == 48
-    assert mrr.source == RUNTIME
-    assert "48" in mrr.note
+def test_eagle_family_caps_running_requests_in_every_release(algo, version):
+    mrr = cfg(spec(algo, steps=3, topk=1), version).flags["max_running_requests"]
+    assert (mrr.value, mrr.source) == (48, RUNTIME)
+    assert "48" in mrr.note and version in mrr.note
 
 
 def test_explicit_running_requests_kept_on_0523():
@@ -196,11 +199,44 @@ def test_explicit_running_requests_kept_on_0523():
     assert (mrr.value, mrr.source) == (16, EXPLICIT)
 
 
-@pytest.mark.parametrize("version", ["0.5.5", "0.5.12"])
-def test_no_48_cap_before_0523(version):
-    mrr = cfg(spec("EAGLE", steps=3, topk=1), version).flags["max_running_requests"]
-    assert mrr.value is None
-    assert mrr.source == RUNTIME
+@pytest.mark.parametrize(("version", "capped"), [("0.5.1", False), ("0.5.2", True), ("0.5.23", True)])
+def test_standalone_is_capped_from_052(version, capped):
+    mrr = cfg(spec("STANDALONE", steps=3, topk=1, extra=["--speculative-draft-model-path", "/d"]), version) \
+        .flags["max_running_requests"]
+    assert (mrr.value == 48) is capped
+
+
+# ---------------------------------------------------------------- the overlap scheduler under speculation
+OFF, ON = True, False  # disable_overlap_schedule
+
+
+@pytest.mark.parametrize(("version", "algo", "topk", "env", "extra", "expected"), [
+    ("0.4.6", "EAGLE", 1, {}, [], OFF),
+    ("0.5.3", "EAGLE", 1, {"SGLANG_ENABLE_SPEC_V2": "1"}, [], OFF),      # no spec v2 yet
+    ("0.5.4", "EAGLE", 1, {}, [], OFF),
+    ("0.5.4", "EAGLE", 1, {}, ["--enable-beta-spec"], ON),
+    ("0.5.5", "EAGLE", 1, {}, [], OFF),                                   # the variable defaults off
+    ("0.5.5", "EAGLE", 1, {"SGLANG_ENABLE_SPEC_V2": "true"}, [], ON),
+    ("0.5.5", "EAGLE3", 1, {"SGLANG_ENABLE_SPEC_V2": "1"}, [], OFF),     # EAGLE only in 0.5.5/0.5.6
+    ("0.5.7", "EAGLE3", 1, {"SGLANG_ENABLE_SPEC_V2": "1"}, [], ON),
+    ("0.5.10", "NEXTN", 1, {}, [], OFF),
+    ("0.5.11", "NEXTN", 1, {}, [], ON),                                   # the default turned True
+    ("0.5.11", "EAGLE", 4, {}, [], OFF),                                  # topk > 1: spec v1
+    ("0.5.12", "EAGLE", 1, {"SGLANG_ENABLE_SPEC_V2": "0"}, [], OFF),
+    ("0.5.13", "EAGLE", 4, {}, [], ON),
+    ("0.5.19", "EAGLE", 4, {"SGLANG_ENABLE_SPEC_V2": "0"}, [], ON),      # the variable is gone
+])
+def test_overlap_scheduler_under_speculation_follows_each_release(version, algo, topk, env, extra, expected):
+    argv = spec(algo, steps=3, topk=topk, extra=extra)
+    value = read_engine_config(argv, engine_version=version, environment=env).flags["disable_overlap_schedule"]
+    assert value.value is expected, (version, algo, env, value)
+    assert (value.source == RUNTIME) is (expected is OFF)
+
+
+def test_overlap_kept_off_when_the_unit_turns_it_off_itself():
+    argv = spec("EAGLE", steps=3, topk=1, extra=["--disable-overlap-schedule"])
+    value = cfg(argv, "0.5.23").flags["disable_overlap_schedule"]
+    assert (value.value, value.source) == (True, EXPLICIT)
 
 
 def test_no_48_cap_without_speculation():

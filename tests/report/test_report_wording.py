@@ -107,10 +107,10 @@ def test_same_finding_same_words_in_compare_and_report(seed_doc, fleet_doc):
 
 
 def test_runtime_value_reads_the_same_everywhere(seed_doc, fleet_doc):
-    mrr = next(f for f in seed_doc["findings"] if f["key"] == "max_running_requests")
-    assert w.finding_pair(mrr) == ("16", "computed at start-up")
-    assert "--max-running-requests: 16 \u2192 computed at start-up" in get_format("text").render_fleet(fleet_doc)
-    assert mrr["explanation"].startswith("--max-running-requests 16 \u2192 computed at start-up:")  # compare.py's words
+    ctx = next(f for f in seed_doc["findings"] if f["key"] == "context_length")
+    assert w.finding_pair(ctx) == ("131072", "computed at start-up")
+    assert "--context-length: 131072 \u2192 computed at start-up" in get_format("text").render_fleet(fleet_doc)
+    assert ctx["explanation"].startswith("--context-length 131072 \u2192 computed at start-up:")  # compare.py's words
 
 
 def test_header_for_a_unit_without_engine():

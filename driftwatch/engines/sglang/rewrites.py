@@ -3,7 +3,13 @@
 - NEXTN is upper-cased and mapped to EAGLE (speculative_hook.py): NEXTN vs EAGLE is a spelling.
 - With topk == 1, draft tokens are forced to steps + 1.
 - Speculative steps/topk/draft left unset are picked by model architecture (runtime).
-- 0.5.23: an EAGLE-family algorithm without --max-running-requests caps it at 48.
+- An EAGLE-family algorithm (EAGLE, EAGLE3, NEXTN; STANDALONE from 0.5.2) without --max-running-requests
+  caps it at 48: server_args.py `_handle_speculative_decoding` in every shipped release from 0.4.6 (0.4.6
+  line 321, 0.5.12 line 3735), speculative_hook.py `_handle_eagle_family` in 0.5.19+.
+- The overlap scheduler under EAGLE-family speculative decoding (`_overlap_under_speculation`): off up to
+  0.5.3; 0.5.4 only with --enable-beta-spec (EAGLE); 0.5.5 - 0.5.10 only with SGLANG_ENABLE_SPEC_V2 set
+  (default off); on from 0.5.11 (the variable's default turned True) except topk > 1 in 0.5.11 - 0.5.12
+  or the variable set false before 0.5.14 (it is gone from 0.5.14: spec v2 always).
 Known start-up crashes are Issues so an operator hears about them before a restart.
 """
 from __future__ import annotations
@@ -68,12 +74,57 @@ def apply_rewrites(config: EngineConfig) -> None:
             config.notes.append(f"--speculative-num-draft-tokens {draft.value} is overridden to {forced} "
                                 "(steps + 1) because --speculative-eagle-topk is 1")
             draft.value = forced
+    _overlap_under_speculation(config, algorithm, _int(topk.value) if topk else None)
     mrr = flags.get("max_running_requests")
-    if (algorithm in EAGLE_FAMILY and mrr is not None and mrr.source != EXPLICIT
-            and version_key(config.version) >= version_key("0.5.23")):
+    capped = EAGLE_FAMILY | ({"STANDALONE"} if version_key(config.version) >= version_key("0.5.2") else set())
+    if algorithm in capped and mrr is not None and mrr.source != EXPLICIT:
         flags["max_running_requests"] = FlagValue(48, RUNTIME, flag=mrr.flag,
-                                                  note="48 when EAGLE-family speculative decoding is on and "
-                                                       "the flag is unset (SGLang 0.5.23)")
+                                                  note=f"48 when {algorithm} speculative decoding is on and the "
+                                                       f"flag is unset (SGLang {config.version})")
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "y", "on"), ("0", "false", "no", "n", "off")
+
+
+def _spec_v2(config: EngineConfig, default: bool) -> bool:
+    """SGLANG_ENABLE_SPEC_V2 as SGLang's EnvBool reads it from the unit's environment."""
+    raw = str(config.environment.get("SGLANG_ENABLE_SPEC_V2", "")).strip().lower()
+    return True if raw in _TRUE else False if raw in _FALSE else default
+
+
+def _overlap_under_speculation(config: EngineConfig, algorithm: str, topk: int | None) -> None:
+    """Where the release turns the overlap scheduler off at start-up for EAGLE-family speculative decoding
+    (server_args.py `_handle_speculative_decoding`, speculative_hook.py from 0.5.13), the flag is that
+    runtime value, with the release and the reason: an upgrade that turns it back on is then a changed
+    default (scheduler.overlap) of its own."""
+    flags, v = config.flags, version_key(config.version)
+    current = flags.get("disable_overlap_schedule")
+    family = EAGLE_FAMILY | ({"STANDALONE"} if v >= version_key("0.5.2") else set())
+    if current is None or algorithm not in family or (current.source == EXPLICIT and current.value is True):
+        return
+    why = None
+    if v < version_key("0.5.4"):
+        why = "SGLang {} turns the overlap scheduler off for EAGLE-family speculative decoding"
+    elif v < version_key("0.5.5"):
+        beta = config.explicit_value("enable_beta_spec")
+        if not (algorithm == "EAGLE" and beta is not None and beta.value is True):
+            why = "SGLang {} keeps the overlap scheduler on under speculative decoding only with --enable-beta-spec"
+    elif v < version_key("0.5.11"):
+        # which algorithms the variable turns it back on for: EAGLE (0.5.5, 0.5.6), + EAGLE3 (0.5.7),
+        # + STANDALONE (0.5.8 - 0.5.10)
+        allowed = ({"EAGLE"} if v < version_key("0.5.7") else {"EAGLE", "EAGLE3"} if v < version_key("0.5.8")
+                   else {"EAGLE", "EAGLE3", "STANDALONE"})
+        if not _spec_v2(config, False) or algorithm not in allowed:
+            why = ("SGLang {} keeps the overlap scheduler on under speculative decoding only with "
+                   "SGLANG_ENABLE_SPEC_V2 set (off by default before 0.5.11)")
+    elif v < version_key("0.5.14"):
+        if v < version_key("0.5.13") and topk is not None and topk > 1:
+            why = "SGLang {} turns the overlap scheduler off when --speculative-eagle-topk is above 1 (spec v1)"
+        elif not _spec_v2(config, True):
+            why = "SGLang {} turns the overlap scheduler off with SGLANG_ENABLE_SPEC_V2 set false"
+    if why is not None:
+        flags["disable_overlap_schedule"] = FlagValue(True, RUNTIME, flag=current.flag or "--disable-overlap-schedule",
+                                                      note=why.format(config.version))
 
 
 def _check_mamba_overlap(config: EngineConfig) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from ...concepts import Binding
@@ -116,13 +117,14 @@ class VLLMEngine(ArgparseEngine):
     # ---------------------------------------------------------------- reading
     def read_config(self, engine_argv: list[str], engine_version: str | None = None,
                     recorded_version: str | None = None, choose_from: list[list[str]] | None = None,
-                    recorded_from: str | None = None) -> EngineConfig:
+                    recorded_from: str | None = None, environment: Mapping[str, str] | None = None) -> EngineConfig:
         """As every argparse engine, but the unit's own release (given or recorded) picks the argv
         rewrites when no catalog of it ships: 0.9.1 / 0.9.2 are typed with 0.9.0's catalog and
         rewritten as 0.9.1 / 0.9.2 rewrite (flexible.py)."""
         token = UNIT_RELEASE.set(engine_version or recorded_version)
         try:
-            return super().read_config(engine_argv, engine_version, recorded_version, choose_from, recorded_from)
+            return super().read_config(engine_argv, engine_version, recorded_version, choose_from, recorded_from,
+                                       environment)
         finally:
             UNIT_RELEASE.reset(token)
 
