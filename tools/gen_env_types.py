@@ -42,8 +42,12 @@ _SGLANG_HELPERS = {"get_bool_env_var": "bool", "get_int_env_var": "int", "get_fl
 
 
 def _versions(engine: str) -> list[str]:
+    """Every shipped release, full file or delta (`sglang-0.5.6.delta.json` is release 0.5.6)."""
+    from driftwatch.engines.catalog_delta import release_of
+    from driftwatch.engines.versions import version_key
     names = glob.glob(os.path.join(ENGINES, engine, "catalogs", f"{engine}-*.json"))
-    return sorted(os.path.basename(n)[len(engine) + 1:-5] for n in names)
+    found = {release_of(os.path.basename(n), engine) for n in names}
+    return sorted((v for v in found if v), key=version_key)
 
 
 def vllm_type(var: dict) -> str:
@@ -66,12 +70,17 @@ def vllm_type(var: dict) -> str:
 
 
 def vllm_tables() -> dict[str, dict[str, str]]:
+    """Each shipped release's `envs-<VERSION>.json`, a full file or rebuilt from its delta chain."""
+    from pathlib import Path
+
+    from driftwatch.engines.catalog_delta import read_docs
+    folder = Path(ENGINES, "vllm", "catalogs")
     out = {}
-    for path in sorted(glob.glob(os.path.join(ENGINES, "vllm", "catalogs", "envs-*.json"))):
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-        version = os.path.basename(path)[5:-5]
-        out[version] = {v["name"]: vllm_type(v) for v in doc["variables"]}
+    for version in _versions("vllm"):
+        name = f"envs-{version}.json"
+        doc = read_docs(folder, "vllm", version, (name,)).get(name)
+        if doc is not None:
+            out[version] = {v["name"]: vllm_type(v) for v in doc["variables"]}
     return out
 
 

@@ -1,6 +1,8 @@
 """The name and value rules of docs/secrets.md, one by one (no CLI)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from driftwatch.redact import (
@@ -82,6 +84,23 @@ def test_the_detector():
 def test_the_env_tables_are_current():
     from tools import gen_env_types
     assert gen_env_types.main(["--check"]) == 0
+
+
+def test_every_shipped_release_has_its_env_table():
+    """Each SGLang release with a flag catalog (full or delta) has the table of its own wheel, and each
+    vLLM release's envs file (full or rebuilt from its delta chain) feeds the union: a variable a newer
+    release added is typed, not judged by its name alone."""
+    import os
+
+    from tools import gen_env_types
+    sglang = gen_env_types._versions("sglang")
+    tables = os.listdir(os.path.join(gen_env_types.ENGINES, "sglang", "envs"))
+    assert len(sglang) >= 28 and all(f"envs-{v}.json" in tables for v in sglang)
+    vllm = gen_env_types.vllm_tables()
+    assert set(vllm) == set(gen_env_types._versions("vllm"))
+    union = json.loads(open(gen_env_types.OUT, encoding="utf-8").read())["types"]
+    newest = vllm[max(vllm, key=lambda v: tuple(int(x) for x in v.split(".")))]
+    assert set(newest) <= set(union)  # the newest release's variables (a delta) are in the union
 
 
 def test_the_detector_patterns_are_current():
