@@ -53,7 +53,8 @@ def show(unit_file, host, unit, snapshot_file, engine_version, show_all, fmt, in
 @click.option("--engine-version", help="Check against this engine release's catalog.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="text: one line per problem; json: a document for scripts.")
-@click.option("--quiet", "-q", is_flag=True, help="Print only problems: errors and warnings (nothing for a unit that has neither).")
+@click.option("--quiet", "-q", is_flag=True,
+              help="Print only problems: errors and warnings (nothing for a unit that has neither).")
 @click.option("--inventory", type=str, help="Inventory naming --host.")
 @catalog_option
 @ssh_options

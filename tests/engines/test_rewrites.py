@@ -188,9 +188,10 @@ def test_mamba_no_buffer_without_overlap_off_crashes_on_0523():
 @pytest.mark.parametrize("version", ["0.4.6", "0.4.10.post2", "0.5.5", "0.5.12", "0.5.19", "0.5.23"])
 @pytest.mark.parametrize("algo", ["EAGLE", "NEXTN", "EAGLE3"])
 def test_eagle_family_caps_running_requests_in_every_release(algo, version):
+    """At most 48: the value stays computed at start-up (the KV pool may hold fewer: seed 000 ran 1)."""
     mrr = cfg(spec(algo, steps=3, topk=1), version).flags["max_running_requests"]
-    assert (mrr.value, mrr.source) == (48, RUNTIME)
-    assert "48" in mrr.note and version in mrr.note
+    assert (mrr.value, mrr.source) == (None, RUNTIME)
+    assert "at most 48" in mrr.note and version in mrr.note
 
 
 def test_explicit_running_requests_kept_on_0523():
@@ -203,7 +204,7 @@ def test_explicit_running_requests_kept_on_0523():
 def test_standalone_is_capped_from_052(version, capped):
     mrr = cfg(spec("STANDALONE", steps=3, topk=1, extra=["--speculative-draft-model-path", "/d"]), version) \
         .flags["max_running_requests"]
-    assert (mrr.value == 48) is capped
+    assert ("caps it at 48 under STANDALONE" in (mrr.note or "")) is capped
 
 
 # ---------------------------------------------------------------- the overlap scheduler under speculation

@@ -5,7 +5,9 @@
 - Speculative steps/topk/draft left unset are picked by model architecture (runtime).
 - An EAGLE-family algorithm (EAGLE, EAGLE3, NEXTN; STANDALONE from 0.5.2) without --max-running-requests
   caps it at 48: server_args.py `_handle_speculative_decoding` in every shipped release from 0.4.6 (0.4.6
-  line 321, 0.5.12 line 3735), speculative_hook.py `_handle_eagle_family` in 0.5.19+.
+  line 321, 0.5.12 line 3735), speculative_hook.py `_handle_eagle_family` in 0.5.19+. The scheduler then
+  admits at most that many and fewer when the KV pool holds fewer (seed 000's server ran 1), so the value
+  stays computed at start-up, with the bound said.
 - The overlap scheduler under EAGLE-family speculative decoding (`_overlap_under_speculation`): off up to
   0.5.3; 0.5.4 only with --enable-beta-spec (EAGLE); 0.5.5 - 0.5.10 only with SGLANG_ENABLE_SPEC_V2 set
   (default off); on from 0.5.11 (the variable's default turned True) except topk > 1 in 0.5.11 - 0.5.12
@@ -78,9 +80,10 @@ def apply_rewrites(config: EngineConfig) -> None:
     mrr = flags.get("max_running_requests")
     capped = EAGLE_FAMILY | ({"STANDALONE"} if version_key(config.version) >= version_key("0.5.2") else set())
     if algorithm in capped and mrr is not None and mrr.source != EXPLICIT:
-        flags["max_running_requests"] = FlagValue(48, RUNTIME, flag=mrr.flag,
-                                                  note=f"48 when {algorithm} speculative decoding is on and the "
-                                                       f"flag is unset (SGLang {config.version})")
+        flags["max_running_requests"] = FlagValue(None, RUNTIME, flag=mrr.flag,
+                                                  note=f"at most 48: SGLang {config.version} caps it at 48 under "
+                                                       f"{algorithm} speculative decoding when the flag is unset, "
+                                                       f"and the KV pool may hold fewer")
 
 
 _TRUE, _FALSE = ("1", "true", "yes", "y", "on"), ("0", "false", "no", "n", "off")
