@@ -1,8 +1,10 @@
 """The suite's layers: a test that starts a real outside program is marked `integration` and `slow`.
 
 The outside programs are the OpenSSH sshd lab (tests/collect/dw_sshlab.py), the PostgreSQL server
-(tests/store/pg_server.py), headless Chromium (tests/report/chromium_lab.py) and node_exporter
-(tests/report/node_exporter_lab.py). A test is marked when it asks for one of their fixtures, directly
+(tests/store/pg_server.py), headless Chromium (tests/report/chromium_lab.py), node_exporter
+(tests/report/node_exporter_lab.py), the engines' own parsers in their oracle venvs (where one exists:
+`oracle_results`, `_oracle_for`), podman (`podman_image`), podman-compose (`PODMAN_COMPOSE`) and kubectl's
+stand-in API server (`kube`). A test is marked when it asks for one of their fixtures, directly
 or through another fixture, or when its code or one of its fixtures' code names one of those helpers.
 `pytest -m "not slow"` is then the quick layer (docs/development.md). Helpers are importable by name:
 their folders are on pytest's `pythonpath` (pyproject.toml), no test edits sys.path.
@@ -18,9 +20,11 @@ import pytest
 
 # fixtures that start an outside program (every fixture built on them is found through the closure)
 # (silent_dns: a network namespace whose resolver never answers, tests/hardening/test_name_resolution_deadline.py)
-LAB_FIXTURES = frozenset({"lab", "pg", "pg_url", "browser", "textfiles", "silent_dns"})
+LAB_FIXTURES = frozenset({"lab", "pg", "pg_url", "browser", "textfiles", "silent_dns", "oracle_results",
+                          "podman_image", "kube"})
 # the helpers that start one, as a test's or fixture's code names them
-LAB_NAMES = frozenset({"dw_sshlab", "pg_server", "chromium_lab", "node_exporter", "node_exporter_lab"})
+LAB_NAMES = frozenset({"dw_sshlab", "pg_server", "chromium_lab", "node_exporter", "node_exporter_lab", "_oracle_for",
+                       "podman_compose_config", "PODMAN_COMPOSE"})
 # the fixture and the names (the script's path, the runner) of a test that starts the console script
 SCRIPT_FIXTURES = frozenset({"dw_script"})
 SCRIPT_NAMES = frozenset({"DRIFTWATCH", "DW", "run_script"})

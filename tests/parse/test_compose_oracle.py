@@ -30,7 +30,7 @@ def _env(environ: dict) -> dict:
     return env
 
 
-def theirs(tmp_path: Path, doc: dict, environ: dict) -> dict | str:
+def podman_compose_config(tmp_path: Path, doc: dict, environ: dict) -> dict | str:
     """The service as `podman-compose config` resolves it, or its error text."""
     (tmp_path / "compose.yaml").write_text(yaml.safe_dump(doc))
     done = subprocess.run([PODMAN_COMPOSE, "-f", "compose.yaml", "config"], cwd=tmp_path, capture_output=True,
@@ -58,7 +58,7 @@ INTERPOLATION = [
 def test_interpolation_matches_podman_compose(tmp_path, text, environ):
     doc = {"services": {"s": {"image": "x", "entrypoint": ["python3", "-m", "sglang.launch_server"],
                               "command": ["--served-model-name", text]}}}
-    resolved = theirs(tmp_path, doc, environ)
+    resolved = podman_compose_config(tmp_path, doc, environ)
     assert isinstance(resolved, dict), resolved
     assert ours(tmp_path, environ).argv == tuple(resolved["entrypoint"] + resolved["command"])
 
@@ -66,7 +66,7 @@ def test_interpolation_matches_podman_compose(tmp_path, text, environ):
 @pytest.mark.parametrize("text,environ", [("${A?need A}", {}), ("${A:?need A}", {"A": ""})])
 def test_a_required_variable_fails_both(tmp_path, text, environ):
     doc = {"services": {"s": {"image": "x", "command": ["a", text]}}}
-    assert "need A" in theirs(tmp_path, doc, environ)
+    assert "need A" in podman_compose_config(tmp_path, doc, environ)
     with pytest.raises(InputError, match="need A"):
         ours(tmp_path, environ)
 
@@ -76,7 +76,7 @@ def test_dotenv_file_and_the_process_environment_win_in_the_same_order(tmp_path)
     doc = {"services": {"s": {"image": "lmsysorg/sglang:${TAG}",
                               "entrypoint": "python3 -m sglang.launch_server",
                               "command": "--model-path m --speculative-num-steps ${STEPS} --port ${PORT}"}}}
-    resolved = theirs(tmp_path, doc, {"STEPS": "1"})
+    resolved = podman_compose_config(tmp_path, doc, {"STEPS": "1"})
     assert isinstance(resolved, dict), resolved
     spec = ours(tmp_path, {"STEPS": "1"})
     assert spec.image == resolved["image"] == "lmsysorg/sglang:v0.5.12"
@@ -87,7 +87,7 @@ def test_dotenv_file_and_the_process_environment_win_in_the_same_order(tmp_path)
 def test_string_forms_split_into_the_same_words(tmp_path):
     doc = {"services": {"s": {"image": "x", "entrypoint": "python3 -m sglang.launch_server",
                               "command": "--model-path \"/models/My Model\" --served-model-name 'a b' --x=${A}"}}}
-    resolved = theirs(tmp_path, doc, {"A": "1"})
+    resolved = podman_compose_config(tmp_path, doc, {"A": "1"})
     assert isinstance(resolved, dict), resolved
     assert ours(tmp_path, {"A": "1"}).argv == tuple(resolved["entrypoint"] + resolved["command"])
 
@@ -95,7 +95,7 @@ def test_string_forms_split_into_the_same_words(tmp_path):
 def test_environment_forms_resolve_to_the_same_values(tmp_path):
     doc = {"services": {"s": {"image": "x", "command": ["x"],
                               "environment": {"N": 1, "W": "two words", "R": "${A}-$$HOME", "T": True}}}}
-    resolved = theirs(tmp_path, doc, {"A": "a"})
+    resolved = podman_compose_config(tmp_path, doc, {"A": "a"})
     assert isinstance(resolved, dict), resolved
     assert ours(tmp_path, {"A": "a"}).environment() == {k: str(v).lower() if isinstance(v, bool) else str(v)
                                                         for k, v in resolved["environment"].items()}
@@ -106,7 +106,7 @@ def test_an_interpolated_empty_word_at_the_end_of_a_string_command(tmp_path):
     string command split into words afterwards with shell rules, so `--f ${E-d}` with E set and
     empty ends in `--f`; podman-compose 1.x keeps an empty last word. driftwatch keeps the spec."""
     doc = {"services": {"s": {"image": "x", "entrypoint": ["python3"], "command": "--f ${E-d}"}}}
-    resolved = theirs(tmp_path, doc, {"E": ""})
+    resolved = podman_compose_config(tmp_path, doc, {"E": ""})
     assert isinstance(resolved, dict), resolved
     assert resolved["command"] == ["--f", ""]   # podman-compose's reading: if this changes, revisit
     assert ours(tmp_path, {"E": ""}).argv == ("python3", "--f")
