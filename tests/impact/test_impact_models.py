@@ -194,7 +194,13 @@ def test_model_and_build_changes():
 def test_environment():
     env = get_model("environment")
     e = env("env.CUDA_VISIBLE_DEVICES", "0,1", "0", ctx(cur={"parallel.tensor": 2}), {})
-    assert e.throughput_ratio is None and e.dimension == "stability"
+    assert e.throughput_ratio is None and e.dimension == "stability" and "will not start" in e.detail
+    # vLLM's Ray executor (none named, --nnodes 1) may place the rest of the group on other nodes
+    ray = {"parallel.tensor": 2, "parallel.executor": None, "parallel.nodes": 1}
+    e = env("env.CUDA_VISIBLE_DEVICES", "0,1", "0", ctx(cur=ray), {})
+    assert "Ray executor must place the other workers on other nodes" in e.detail
+    mp = dict(ray, **{"parallel.executor": "mp"})
+    assert "Ray" not in env("env.CUDA_VISIBLE_DEVICES", "0,1", "0", ctx(cur=mp), {}).detail
     e = env("env.CUDA_VISIBLE_DEVICES", "0,1", "2,3", ctx(), {})
     assert e.throughput_ratio is None and "device set" in e.detail
     assert env("env.CUDA_VISIBLE_DEVICES", "0,1", "0, 1", ctx(), {}).throughput_ratio == 1.0
