@@ -73,3 +73,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.slow)
         if starts_the_console_script(item):
             item.add_marker(pytest.mark.script)
+
+
+@pytest.fixture(scope="session")
+def lab():
+    """The run's one OpenSSH lab (tests/collect/dw_sshlab.py), for tests/collect, tests/run and any test
+    that asks: every server, namespace and link it made is removed at the end, even after a failure."""
+    import dw_sshlab
+    if not (dw_sshlab.is_root() and dw_sshlab.have_sshd()):
+        pytest.skip("needs root and /usr/sbin/sshd (apt-get install openssh-server)")
+    lab = dw_sshlab.Lab()
+    try:
+        yield lab
+    finally:
+        lab.close()

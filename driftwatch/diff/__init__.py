@@ -62,10 +62,10 @@ def environment_differences(base: dict, cur: dict, base_unread: list[str], cur_u
     if base_unread:
         cur = {k: v for k, v in cur.items() if k in base}
     diffs = _dict_diff("env.", "{name}", base, cur, secret_aware=True)
-    for diff, (side, files) in ((d, s) for d in diffs for s in (("baseline", base_unread), ("current", cur_unread))
-                                if s[1]):
-        diff.notes.append(f"the {side} side's value may be overridden by {', '.join(files)}, which could not "
-                          "be read")
+    notes = [f"the {side} side's value may be overridden by {', '.join(files)}, which could not be read"
+             for side, files in (("baseline", base_unread), ("current", cur_unread)) if files]
+    for diff in diffs:
+        diff.notes.extend(notes)
     return diffs
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from .base import HIGH, MEDIUM, NONE_DIM, STABILITY, Estimate, ImpactContext, as_int, show, side_value, unknown_estimate
+from .roofline import ray_may_span
 
 # Environment variables that cannot change a running engine's speed.
 NO_IMPACT = {"TZ", "LANG", "LANGUAGE", "TERM", "PYTHONUNBUFFERED", "PYTHONIOENCODING", "HOME", "USER",
@@ -39,14 +40,6 @@ def _tp(ctx: ImpactContext, side: str) -> int | None:
     return as_int(side_value(ctx, side, TENSOR, "", None))
 
 
-def _ray_may_place(ctx: ImpactContext) -> bool:
-    """vLLM with the Ray executor (named, or none: vLLM picks Ray for a group larger than the node's GPUs)
-    and --nnodes at 1 may run a group across nodes (roofline.layout_of reads it the same way)."""
-    from .roofline import EXECUTOR, NODES, RAY_EXECUTORS
-    values = ctx.current if isinstance(ctx.current, dict) else {}
-    return EXECUTOR in values and values.get(EXECUTOR) in RAY_EXECUTORS and as_int(values.get(NODES, 1)) == 1
-
-
 def environment(key: str, baseline_value: Any, current_value: Any, ctx: ImpactContext,
                 params: dict) -> Estimate:
     name = key[4:] if isinstance(key, str) and key.startswith("env.") else str(key)
@@ -59,7 +52,7 @@ def environment(key: str, baseline_value: Any, current_value: Any, ctx: ImpactCo
             return Estimate(1.0, HIGH, f"{name}: same devices {','.join(b)}", NONE_DIM)
         tp = _tp(ctx, "current")
         if c is not None and tp is not None and len(c) < tp:
-            if _ray_may_place(ctx):  # vLLM's Ray executor may put the rest of the group on other nodes
+            if ray_may_span(ctx.current if isinstance(ctx.current, dict) else {}):
                 return unknown_estimate(f"{change}: {len(c)} visible GPU(s) for tp {tp} on this node: vLLM's Ray "
                                         f"executor must place the other workers on other nodes; on one node the "
                                         f"server will not start", STABILITY)

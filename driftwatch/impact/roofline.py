@@ -382,6 +382,15 @@ EXECUTOR = "parallel.executor"
 RAY_EXECUTORS = (None, "ray")  # vLLM: no backend named picks Ray when the group exceeds the node's GPUs
 
 
+def ray_may_span(values: dict) -> bool:
+    """vLLM's Ray executor (named, or none named: vLLM picks Ray for a group larger than the node's GPUs)
+    with --nnodes at 1 places the group over as many nodes as it needs: a multi-node server, not one that
+    will not start. Only a side whose engine maps `parallel.executor` (vLLM) can say so."""
+    from .base import as_int
+    return (EXECUTOR in values and values.get(EXECUTOR) in RAY_EXECUTORS
+            and as_int(values.get(NODES, 1)) == 1)
+
+
 def layout_of(ctx: ImpactContext, side: str = "current") -> Layout:
     """Where the side's GPUs sit. `parallel.nodes` (SGLang's and vLLM ≥ 0.12's --nnodes) set: each node runs
     tp·pp·dp ÷ nodes GPUs (DP attention's dp lives inside the TP group); not mapped by the side's engine
@@ -401,9 +410,7 @@ def layout_of(ctx: ImpactContext, side: str = "current") -> Layout:
     host_gpus = host.count if host is not None and side == "current" else None
     raw = values.get(NODES)
     nodes = None if is_runtime(raw, NODES, side_runtime(ctx, side)) else as_int(raw)
-    # vLLM's Ray executor (named, or picked because the group exceeds the node's GPUs) places the group
-    # over as many nodes as it needs with --nnodes left at 1: a multi-node server, not one that will not start
-    ray = EXECUTOR in values and values.get(EXECUTOR) in RAY_EXECUTORS and nodes == 1
+    ray = nodes == 1 and ray_may_span(values)
     if NODES not in values or ray:
         if host_gpus and total > host_gpus:
             spans = -(-total // host_gpus)

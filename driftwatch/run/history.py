@@ -52,7 +52,8 @@ def store_history(request: TargetRequest, query: HistoryQuery, files: EngineFile
         groups = groups_for(st, hosts, request.unit)
     elif inventory_run:  # the inventory's pairs only, never the whole store
         groups = groups_for(st, (), request.unit, pairs) if pairs else []
-        groups += [(host, unit) for host, unit, _ in live if (host, unit) not in groups]
+        listed = set(groups)
+        groups += [(host, unit) for host, unit, _ in live if (host, unit) not in listed]
     else:
         groups = groups_for(st, (), request.unit)
     by_pair = {(t.host, t.unit): t.baseline for t in targets if t.kind == "ssh"}
@@ -82,19 +83,22 @@ def stored_live_pairs(store: Store, targets: list[Target]) -> list[tuple[str, st
     their names are known only once read (run/live_containers.py), so they are found in the store by
     the shape of a container's label (`container/NAME/NAME` for a container on a host, any other
     label with a `/` for a workload or Pod); a systemd unit's name never holds a `/`."""
-    out: list[tuple[str, str, str | None]] = []
+    found: dict[tuple[str, str], str | None] = {}  # in the order found; the first entry naming a unit wins
+    stored: dict[str, list[str]] = {}  # each host's units, asked of the store once
     for target in targets:
         if target.kind not in ("container", "kubernetes"):
             continue
         host = target.host or ""
-        for _, unit in store.groups(safe_component(host, "local")):
+        if host not in stored:
+            stored[host] = [unit for _, unit in store.groups(safe_component(host, "local"))]
+        for unit in stored[host]:
             if target.kind == "container":
                 wanted = unit.startswith(f"container/{target.unit}/") if target.unit else unit.startswith("container/")
             else:
                 wanted = "/" in unit and not unit.startswith("container/")
-            if wanted and (host, unit) not in [(h, u) for h, u, _ in out]:
-                out.append((host, unit, target.baseline))
-    return out
+            if wanted:
+                found.setdefault((host, unit), target.baseline)
+    return [(host, unit, baseline) for (host, unit), baseline in found.items()]
 
 
 def _override_note(request: TargetRequest, groups: list[tuple[str, str]]) -> str | None:

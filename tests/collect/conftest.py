@@ -20,17 +20,6 @@ _NETNS_OK = _SSH_OK and dw_sshlab.have_netns()
 
 
 @pytest.fixture(scope="session")
-def lab():
-    if not _SSH_OK:
-        pytest.skip("needs root and /usr/sbin/sshd (apt-get install openssh-server)")
-    lab = dw_sshlab.Lab()
-    try:
-        yield lab
-    finally:
-        lab.close()
-
-
-@pytest.fixture(scope="session")
 def loopback(lab):
     """One sshd on 127.0.0.1:<free port> whose /etc/systemd/system holds a plain unit."""
     server = lab.start_sshd("loopback")

@@ -23,10 +23,10 @@ def target(server) -> HostTarget:
     return HostTarget(name=server.address, address=server.address, user="root", port=server.port, units=())
 
 
-@pytest.fixture(scope="module")
-def engine_container(tmp_path_factory):
-    """`podman create` of an SGLang launch in a local image (an empty tar with ENTRYPOINT and CMD:
-    nothing pulled, nothing started); removed afterwards."""
+def sglang_image(tmp_path_factory) -> str:
+    """A local image tagged as SGLang 0.5.12 with SGLang's ENTRYPOINT, imported from an empty tar (nothing
+    pulled, nothing can run); the test is skipped where podman is missing or cannot import. The caller
+    removes it (`podman rmi -f`)."""
     if PODMAN is None:
         pytest.skip("podman is not installed")
     image = f"localhost/lmsysorg/sglang:v0.5.12-dwtest{uuid.uuid4().hex[:8]}"  # the tag names SGLang 0.5.12
@@ -36,6 +36,14 @@ def engine_container(tmp_path_factory):
                            str(tar), image], capture_output=True, text=True, timeout=120)
     if made.returncode != 0:
         pytest.skip(f"podman cannot import an image here: {made.stderr.strip()[-200:]}")
+    return image
+
+
+@pytest.fixture(scope="module")
+def engine_container(tmp_path_factory):
+    """`podman create` of an SGLang launch in a local image (an empty tar with ENTRYPOINT and CMD:
+    nothing pulled, nothing started); removed afterwards."""
+    image = sglang_image(tmp_path_factory)
     name = f"dw-sglang-{uuid.uuid4().hex[:8]}"
     created = subprocess.run([PODMAN, "create", "--name", name, "-e", "NCCL_DEBUG=INFO",
                               "-e", "HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123",

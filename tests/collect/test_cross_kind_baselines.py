@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from test_collect_containers import PODMAN, target
+from test_collect_containers import PODMAN, sglang_image, target
 
 from driftwatch.collect.containers import inspect_containers
 from driftwatch.findings.judging import load_judging
@@ -63,15 +63,7 @@ def _compose(tmp: Path, steps: str, image: str):
 @pytest.fixture(scope="module")
 def podman_image(tmp_path_factory):
     """A local image tagged as SGLang's release (an empty tar: nothing pulled, nothing runs)."""
-    if PODMAN is None:
-        pytest.skip("podman is not installed")
-    image = f"localhost/lmsysorg/sglang:v0.5.12-dwx{uuid.uuid4().hex[:8]}"
-    tar = Path(tmp_path_factory.mktemp("img")) / "empty.tar"
-    subprocess.run(["tar", "cf", str(tar), "-T", "/dev/null"], check=True)
-    made = subprocess.run([PODMAN, "import", "--change", 'ENTRYPOINT ["python3", "-m", "sglang.launch_server"]',
-                           str(tar), image], capture_output=True, text=True, timeout=120)
-    if made.returncode != 0:
-        pytest.skip(f"podman cannot import an image here: {made.stderr.strip()[-200:]}")
+    image = sglang_image(tmp_path_factory)
     names: list[str] = []
     yield image, names
     for name in names:

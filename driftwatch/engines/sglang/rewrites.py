@@ -86,7 +86,9 @@ def apply_rewrites(config: EngineConfig) -> None:
                                                        f"and the KV pool may hold fewer")
 
 
-_TRUE, _FALSE = ("1", "true", "yes", "y", "on"), ("0", "false", "no", "n", "off")
+# SGLang's own EnvBool words (sglang/srt/environ.py `EnvBool.parse`); any other word makes start-up fail,
+# which the unit's value is not judged on here: the release's default is taken
+_TRUE, _FALSE = ("true", "1", "yes", "y"), ("false", "0", "no", "n")
 
 
 def _spec_v2(config: EngineConfig, default: bool) -> bool:
