@@ -1,4 +1,5 @@
-"""The SSH lab of tests/collect (real sshd on loopback), shared with the hardening tests."""
+"""The SSH fixtures of tests/collect (known_hosts, options), shared with the hardening tests; the lab
+itself is the run's one (tests/conftest.py)."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,6 +10,5 @@ _spec = importlib.util.spec_from_file_location("dw_collect_conftest", os.path.jo
 _collect = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_collect)
 
-lab = _collect.lab
 known_hosts = _collect.known_hosts
 options = _collect.options
