@@ -16,7 +16,7 @@ Throughput per stream ∝ E / cost.
 from __future__ import annotations
 
 
-def _widen(a: float, topk: int, tree_exp: float) -> float:
+def widen_alpha(a: float, topk: int, tree_exp: float) -> float:
     """α of a position that offers topk candidates."""
     return 1.0 - (1.0 - a) ** (topk ** max(0.0, tree_exp)) if topk > 1 else a
 
@@ -25,7 +25,7 @@ def expected_tokens(alpha: float, k: int, decay: float = 1.0, topk: int = 1, tre
     """E(k): expected tokens per target step (accepted drafts + the bonus token)."""
     if k <= 0:
         return 1.0
-    a = _widen(min(max(float(alpha), 0.0), 1.0), topk, tree_exp)
+    a = widen_alpha(min(max(float(alpha), 0.0), 1.0), topk, tree_exp)
     if decay == 1.0:
         return float(k + 1) if a == 1.0 else (1.0 - a ** (k + 1)) / (1.0 - a)
     total, prod = 1.0, 1.0
@@ -43,7 +43,7 @@ def expected_tokens_by_position(alphas: list[float], decay: float = 1.0, topk: i
     deeper ones were not."""
     total, prod = 1.0, 1.0
     for i, alpha in enumerate(alphas):
-        a = _widen(min(max(float(alpha), 0.0), 1.0), topk, tree_exp)
+        a = widen_alpha(min(max(float(alpha), 0.0), 1.0), topk, tree_exp)
         prod *= min(a * decay ** i, 1.0)
         total += prod
     return total

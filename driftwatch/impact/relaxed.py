@@ -39,9 +39,9 @@ from .base import (
     stated_metric,
     unknown_estimate,
 )
-from .expected_tokens import _widen, alpha_from_accept_length, expected_tokens
+from .expected_tokens import alpha_from_accept_length, expected_tokens, widen_alpha
 from .specside import ALGO, SpecSide, measured_accept_length, read_side
-from .speculative import _prior_alpha, alpha_range
+from .speculative import alpha_range, prior_alpha
 
 # Concepts (driftwatch/concepts.py).
 SINGLE_T = "speculative.accept_threshold_single"
@@ -273,11 +273,11 @@ def _known_alpha(ctx: ImpactContext, sp: SpecSide, rules: tuple[AcceptRule, Acce
                 lo = hi = a
             cases.append((a, lo, hi))
         return Known(tuple(cases), s, f"accept length {m:g} measured on the {s} side at {sp.steps} steps")
-    point = _prior_alpha(ctx, "current", sp)
+    point = prior_alpha(ctx, "current", sp)
     if not 0.0 <= point <= 1.0:
         return f"no accept length measured and no acceptance prior for {sp.algorithm}"
     lo, hi = alpha_range(ctx, "current", sp, point)
-    return Known(((None, _widen(lo, sp.topk, cal.TREE_EXPONENT), _widen(hi, sp.topk, cal.TREE_EXPONENT)),), None,
+    return Known(((None, widen_alpha(lo, sp.topk, cal.TREE_EXPONENT), widen_alpha(hi, sp.topk, cal.TREE_EXPONENT)),), None,
                  f"no accept length measured: the {sp.algorithm} family's α range {lo:.2f}–{hi:.2f} at "
                  f"{sp.steps} draft steps")
 

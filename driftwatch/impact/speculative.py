@@ -161,7 +161,7 @@ def _acceptance(spec: _Spec) -> _Acceptance | Estimate:
         other = "current" if s == "baseline" else "baseline"
         prior = param(params, "alpha_prior", -1.0)
         if prior < 0:
-            prior = _prior_alpha(ctx, s, sp)
+            prior = prior_alpha(ctx, s, sp)
         if other in acc.alphas and sides[other].algorithm == sp.algorithm:
             alpha, acc.source[s] = acc.alphas[other], "transferred"
             seen = sides[other].steps
@@ -392,7 +392,7 @@ def _family(ctx: ImpactContext, side: str, sp: SpecSide) -> str:
     return key
 
 
-def _prior_alpha(ctx: ImpactContext, side: str, sp: SpecSide) -> float:
+def prior_alpha(ctx: ImpactContext, side: str, sp: SpecSide) -> float:
     """The point α prior of a side's drafter (-1 when there is none: n-gram)."""
     fam = _family(ctx, side, sp)
     if fam in cal.ALPHA_PRIOR_FAMILY:

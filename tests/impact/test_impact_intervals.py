@@ -178,7 +178,7 @@ def test_mtp_family_by_model_type():
     c = ctx({**SEED0, "model.path": "/m/DeepSeek-V3"}, {**SEED0, "model.path": "/m/DeepSeek-V3", STEPS: 1}, glm, None)
     side = sp.read_side(c, "baseline", STEPS, 3)
     assert sp._family(c, "baseline", side) == "MTP.deepseek"
-    assert sp._prior_alpha(c, "baseline", side) == cal.ALPHA_PRIOR_FAMILY["MTP.deepseek"]
+    assert sp.prior_alpha(c, "baseline", side) == cal.ALPHA_PRIOR_FAMILY["MTP.deepseek"]
     qc = ctx(SEED0, {**SEED0, STEPS: 1}, QWEN36, A6000)
     assert sp._family(qc, "baseline", sp.read_side(qc, "baseline", STEPS, 3)) == "MTP.qwen"
 
