@@ -277,7 +277,8 @@ def _known_alpha(ctx: ImpactContext, sp: SpecSide, rules: tuple[AcceptRule, Acce
     if not 0.0 <= point <= 1.0:
         return f"no accept length measured and no acceptance prior for {sp.algorithm}"
     lo, hi = alpha_range(ctx, "current", sp, point)
-    return Known(((None, widen_alpha(lo, sp.topk, cal.TREE_EXPONENT), widen_alpha(hi, sp.topk, cal.TREE_EXPONENT)),), None,
+    span = (widen_alpha(lo, sp.topk, cal.TREE_EXPONENT), widen_alpha(hi, sp.topk, cal.TREE_EXPONENT))
+    return Known(((None, *span),), None,
                  f"no accept length measured: the {sp.algorithm} family's α range {lo:.2f}–{hi:.2f} at "
                  f"{sp.steps} draft steps")
 
